@@ -1,0 +1,25 @@
+# `make demo` and `make test` set everything up on a fresh machine (a .venv with the package installed).
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test test-fast clean
+
+$(STAMP): setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) scripts/demo.py
+
+test: $(STAMP)
+	$(PY) -m pytest tests -q
+
+test-fast: $(STAMP)
+	$(PY) -m pytest tests -q -m 'not slow'
+
+clean:
+	rm -rf $(VENV) demo_output

@@ -1,0 +1,36 @@
+"""mlm-garden: lean BERT masked-LM pretraining and fine-tuning with Model Garden's API."""
+
+import setuptools
+
+RUNTIME_REQUIREMENTS = [
+    'tensorflow>=2.21,<2.22',
+    'tf-keras>=2.21,<2.22',
+    'gin-config',
+    'absl-py',
+    'pyyaml',
+    'numpy',
+    'tokenizers',
+    'safetensors',
+    'tqdm',
+]
+
+setuptools.setup(
+    name='mlm-garden',
+    version='0.1.0',
+    description='Lean, fast TensorFlow/Keras framework for BERT-style masked-LM pretraining',
+    long_description=open('README.md', encoding='utf-8').read(),
+    long_description_content_type='text/markdown',
+    packages=setuptools.find_packages(include=['official', 'official.*', 'data_tools']),
+    python_requires='>=3.10',
+    install_requires=RUNTIME_REQUIREMENTS,
+    extras_require={
+        'test': ['pytest>=7', 'matplotlib'],
+        'plot': ['matplotlib'],
+        'gpu': ['tensorflow[and-cuda]>=2.21,<2.22'],
+    },
+    entry_points={
+        'console_scripts': [
+            'mlm-train=official.nlp.train:run',
+        ],
+    },
+)

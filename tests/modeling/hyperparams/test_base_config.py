@@ -1,0 +1,257 @@
+"""Tests for official/modeling/hyperparams/base_config.py."""
+
+import dataclasses
+from typing import Dict, List, Optional, Tuple, Union
+
+import pytest
+import yaml
+
+from official.modeling import hyperparams
+
+
+@dataclasses.dataclass
+class _Data(hyperparams.Config):
+  input_path: Union[str, List[str]] = ''
+  global_batch_size: int = hyperparams.field(0, ge=0)
+  learning_rate: float = hyperparams.field(0.1, gt=0.0, le=10.0)
+  mode: str = hyperparams.field('train', choices=('train', 'eval'))
+  is_training: Optional[bool] = None
+  tfds_name: str = hyperparams.unsupported('', 'TFDS is not supported')
+
+
+@dataclasses.dataclass
+class _Bert(hyperparams.Config):
+  num_layers: int = 12
+  hidden_size: int = 768
+
+
+@dataclasses.dataclass
+class _Albert(hyperparams.Config):
+  num_layers: int = 12
+
+
+@dataclasses.dataclass
+class _Encoder(hyperparams.OneOfConfig):
+  type: Optional[str] = 'bert'
+  bert: _Bert = dataclasses.field(default_factory=_Bert)
+  albert: _Albert = dataclasses.field(default_factory=_Albert)
+
+
+@dataclasses.dataclass
+class _Optimizer(hyperparams.OneOfConfig):
+  type: Optional[str] = None
+  bert: _Bert = dataclasses.field(default_factory=_Bert)
+  albert: _Albert = dataclasses.field(default_factory=_Albert)
+
+
+@dataclasses.dataclass
+class _Head(hyperparams.Config):
+  name: Optional[str] = None
+  num_classes: int = 2
+
+
+@dataclasses.dataclass
+class _Task(hyperparams.Config):
+  train_data: _Data = dataclasses.field(default_factory=_Data)
+  encoder: _Encoder = dataclasses.field(default_factory=_Encoder)
+  optimizer: _Optimizer = dataclasses.field(default_factory=_Optimizer)
+  cls_heads: List[_Head] = dataclasses.field(default_factory=list)
+  extra: Optional[_Bert] = None
+  shape: Tuple[int, int] = (1, 2)
+  table: Dict[str, float] = dataclasses.field(default_factory=dict)
+
+  def validate(self):
+    super().validate()
+    names = [h.name for h in self.cls_heads]
+    if len(set(names)) != len(names):
+      raise hyperparams.ConfigError('cls_heads', f'duplicate head names {names}')
+
+
+def test_defaults_and_nested_from_dict():
+  cfg = _Task.from_dict({'train_data': {'input_path': 'a.tfrecord', 'global_batch_size': 8},
+                         'cls_heads': [{'name': 'next_sentence', 'num_classes': 2}],
+                         'extra': {'num_layers': 3}, 'shape': [3, 4], 'table': {'a': 1}})
+  assert cfg.train_data.global_batch_size == 8
+  assert cfg.train_data.learning_rate == 0.1
+  assert cfg.cls_heads == [_Head('next_sentence', 2)]
+  assert cfg.extra == _Bert(num_layers=3)
+  assert cfg.shape == (3, 4)
+  assert cfg.table == {'a': 1.0} and isinstance(cfg.table['a'], float)
+
+
+def test_yaml_round_trip(tmp_path):
+  cfg = _Task.from_dict({'train_data': {'input_path': ['x', 'y'], 'learning_rate': '1e-4'},
+                         'encoder': {'type': 'albert', 'albert': {'num_layers': 4}},
+                         'cls_heads': [{'name': 'nsp'}]})
+  path = str(tmp_path / 'sub' / 'params.yaml')
+  cfg.to_yaml(path)
+  loaded = _Task.from_yaml(path)
+  assert loaded == cfg
+  assert loaded.as_dict() == cfg.as_dict()
+  assert yaml.safe_load(open(path))['encoder'] == {'type': 'albert', 'bert': {'num_layers': 12,
+                                                   'hidden_size': 768}, 'albert': {'num_layers': 4}}
+
+
+def test_yaml_reads_exponent_strings_as_float():
+  # PyYAML reads `1e-4` (no dot) as a string; float fields accept it.
+  cfg = _Task.from_dict(yaml.safe_load('train_data: {learning_rate: 1e-4}'))
+  assert cfg.train_data.learning_rate == pytest.approx(1e-4)
+
+
+def test_override_is_in_place_and_keeps_other_fields():
+  cfg = _Task.from_dict({'train_data': {'global_batch_size': 8, 'input_path': 'a'}})
+  cfg.override({'train_data': {'global_batch_size': 16}})
+  assert cfg.train_data.global_batch_size == 16
+  assert cfg.train_data.input_path == 'a'
+
+
+def test_override_with_a_config_instance():
+  cfg = _Task()
+  cfg.override({'extra': _Bert(num_layers=1)})
+  assert cfg.extra.num_layers == 1
+
+
+def test_unknown_key_names_path_and_valid_keys():
+  with pytest.raises(hyperparams.ConfigError) as e:
+    _Task.from_dict({'train_data': {'global_batch_sise': 8}})
+  message = str(e.value)
+  assert message.startswith('train_data.global_batch_sise: unknown key')
+  for key in ('input_path', 'global_batch_size', 'learning_rate'):
+    assert key in message
+  assert e.value.path == 'train_data.global_batch_sise'
+
+
+def test_non_strict_override_skips_unknown_keys(caplog):
+  cfg = _Task()
+  cfg.override({'train_data': {'nope': 1, 'global_batch_size': 4}}, is_strict=False)
+  assert cfg.train_data.global_batch_size == 4
+  assert 'train_data.nope' in caplog.text
+
+
+@pytest.mark.parametrize('overrides, path, expected, found', [
+    ({'train_data': {'global_batch_size': 'abc'}}, 'train_data.global_batch_size', 'expected int',
+     "'abc' (str)"),
+    ({'train_data': {'global_batch_size': 2.5}}, 'train_data.global_batch_size', 'expected int',
+     '2.5 (float)'),
+    ({'train_data': {'global_batch_size': True}}, 'train_data.global_batch_size', 'expected int',
+     'True (bool)'),
+    ({'train_data': {'is_training': 'yes'}}, 'train_data.is_training', 'expected bool',
+     "'yes' (str)"),
+    ({'train_data': {'input_path': 3}}, 'train_data.input_path', 'expected Union[str, List[str]]',
+     '3 (int)'),
+    ({'cls_heads': [{'num_classes': 'x'}]}, 'cls_heads[0].num_classes', 'expected int', "'x'"),
+    ({'cls_heads': {'name': 'x'}}, 'cls_heads', 'expected a list', 'dict'),
+    ({'train_data': 5}, 'train_data', 'expected a mapping for _Data', '5 (int)'),
+    ({'shape': [1, 2, 3]}, 'shape', 'expected 2 items', 'found 3'),
+    ({'extra': {'num_layerz': 1}}, 'extra.num_layerz', 'unknown key', 'num_layers'),
+    ({'train_data': {'global_batch_size': None}}, 'train_data.global_batch_size', 'expected int',
+     'not Optional'),
+])
+def test_wrong_type_errors(overrides, path, expected, found):
+  with pytest.raises(hyperparams.ConfigError) as e:
+    _Task.from_dict(overrides)
+  assert e.value.path == path
+  assert expected in str(e.value)
+  assert found in str(e.value)
+
+
+@pytest.mark.parametrize('overrides, path, message', [
+    ({'train_data': {'global_batch_size': -1}}, 'train_data.global_batch_size', 'must be >= 0'),
+    ({'train_data': {'learning_rate': 0}}, 'train_data.learning_rate', 'must be > 0.0'),
+    ({'train_data': {'learning_rate': 11}}, 'train_data.learning_rate', 'must be <= 10.0'),
+    ({'train_data': {'mode': 'predict'}}, 'train_data.mode', "expected one of ['train', 'eval']"),
+])
+def test_out_of_range_values_fail_on_override(overrides, path, message):
+  with pytest.raises(hyperparams.ConfigError) as e:
+    _Task.from_dict(overrides)
+  assert e.value.path == path
+  assert message in str(e.value)
+
+
+def test_validate_checks_values_set_as_attributes():
+  cfg = _Task()
+  cfg.train_data.global_batch_size = -4
+  with pytest.raises(hyperparams.ConfigError, match=r'train_data.global_batch_size: must be >= 0'):
+    cfg.validate()
+  cfg.train_data.global_batch_size = 'x'
+  with pytest.raises(hyperparams.ConfigError, match=r"train_data.global_batch_size: expected int"):
+    cfg.validate()
+
+
+def test_validate_coerces_integral_floats():
+  cfg = _Task()
+  cfg.train_data.global_batch_size = 32.0
+  cfg.validate()
+  assert cfg.train_data.global_batch_size == 32 and isinstance(cfg.train_data.global_batch_size, int)
+
+
+def test_unsupported_field_parses_at_default_and_fails_otherwise():
+  cfg = _Task.from_dict({'train_data': {'tfds_name': ''}})
+  cfg.validate()
+  expected = ("train_data.tfds_name: is set to 'glue/mrpc', but TFDS is not supported; "
+              "leave it at its default ''")
+  with pytest.raises(hyperparams.ConfigError) as e:
+    _Task.from_dict({'train_data': {'tfds_name': 'glue/mrpc'}})
+  assert str(e.value) == expected
+  cfg.train_data.tfds_name = 'glue/mrpc'
+  with pytest.raises(hyperparams.ConfigError) as e:
+    cfg.validate()
+  assert str(e.value) == expected
+
+
+def test_custom_validate_gets_path_prefix():
+  @dataclasses.dataclass
+  class Outer(hyperparams.Config):
+    task: _Task = dataclasses.field(default_factory=_Task)
+  cfg = Outer.from_dict({'task': {'cls_heads': [{'name': 'a'}, {'name': 'a'}]}})
+  with pytest.raises(hyperparams.ConfigError, match=r"^task.cls_heads: duplicate head names"):
+    cfg.validate()
+
+
+def test_replace_returns_validated_copy():
+  cfg = _Task()
+  new = cfg.replace(train_data={'global_batch_size': 7})
+  assert new.train_data.global_batch_size == 7
+  assert cfg.train_data.global_batch_size == 0
+  with pytest.raises(hyperparams.ConfigError, match='unknown key'):
+    cfg.replace(nope=1)
+
+
+def test_one_of_selects_member_and_infers_type():
+  cfg = _Task.from_dict({'encoder': {'type': 'albert', 'albert': {'num_layers': 2}}})
+  assert cfg.encoder.get() == _Albert(num_layers=2)
+  # Without `type`, one named member is selected when no type is set yet.
+  cfg = _Task.from_dict({'optimizer': {'albert': {'num_layers': 3}}})
+  assert cfg.optimizer.type == 'albert'
+  assert cfg.optimizer.get().num_layers == 3
+  # A type already selected is kept: overriding another member's fields does not switch it.
+  cfg = _Task.from_dict({'encoder': {'albert': {'num_layers': 3}}})
+  assert cfg.encoder.type == 'bert'
+  assert _Task().optimizer.get() is None
+  assert _Encoder.member_names() == ('bert', 'albert')
+
+
+def test_one_of_unknown_type_lists_members():
+  with pytest.raises(hyperparams.ConfigError) as e:
+    _Task.from_dict({'encoder': {'type': 'roberta'}})
+  assert str(e.value) == "encoder.type: 'roberta' is not one of ['bert', 'albert'] for _Encoder"
+  cfg = _Task()
+  cfg.encoder.type = 'gpt'
+  with pytest.raises(hyperparams.ConfigError, match=r'^encoder.type:'):
+    cfg.validate()
+
+
+def test_from_yaml_errors_name_the_file(tmp_path):
+  with pytest.raises(FileNotFoundError, match='missing.yaml'):
+    _Task.from_yaml(str(tmp_path / 'missing.yaml'))
+  bad = tmp_path / 'bad.yaml'
+  bad.write_text('train_data: [unclosed\n')
+  with pytest.raises(hyperparams.ConfigError, match='bad.yaml: invalid YAML'):
+    _Task.from_yaml(str(bad))
+  scalar = tmp_path / 'scalar.yaml'
+  scalar.write_text('3\n')
+  with pytest.raises(hyperparams.ConfigError, match='scalar.yaml: expected a YAML mapping'):
+    _Task.from_yaml(str(scalar))
+  empty = tmp_path / 'empty.yaml'
+  empty.write_text('')
+  assert _Task.from_yaml(str(empty)) == _Task()
