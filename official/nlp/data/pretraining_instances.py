@@ -1,0 +1,404 @@
+"""Sentence-pair packing and masked-LM selection for BERT pretraining instances (Google BERT semantics).
+
+Two layers share one implementation:
+  * `pack_documents` decides instance boundaries from sentence offsets only (no tokens), vectorized over
+    documents, so the same code serves lists of string tokens (the Model Garden API in `create_pretraining_data`)
+    and the fast pipeline.
+  * `select_masked_positions` picks masked positions for a whole batch of sequences with numpy.
+
+Semantics (Google BERT `create_pretraining_data.py`, with its known flaws fixed):
+  * Packing: sentences of a document are accumulated up to a target length (`max_seq_length - 3`, or with
+    probability `short_seq_prob` a random length in [2, max]; drawn once per document). Segment A is a random
+    number of leading sentences of the chunk; B is the rest (label 0) or, with probability 0.5 (always when the
+    chunk has one sentence), sentences from a random other document (uniform over the others) starting at a
+    random sentence (label 1, the unused sentences of the chunk are put back). The pair is truncated to
+    `max_seq_length - 3` by trimming the longer segment, each removed token coming from the front or the back
+    with probability 0.5 (drawn as one binomial per segment).
+  * `next_sentence=False` (RoBERTa style): the document is cut greedily at sentence boundaries into single
+    segments of up to `max_seq_length - 2` tokens (a sentence longer than that is split), no NSP.
+  * Masking: a budget of `min(max_predictions, max(1, round(len(tokens) * masked_lm_prob)))` tokens
+    (`len` counts `[CLS]`/`[SEP]`) is filled greedily with units taken in random order, skipping units that
+    do not fit. A unit is a token, or with whole-word masking a word with its `##` continuations. With
+    `max_ngram_size` a unit is extended to a span of n consecutive units of one segment, n drawn with
+    probability proportional to 1/n from the seeded generator (shrunk while it exceeds the budget; skipped if it
+    overlaps a masked unit). `[CLS]`/`[SEP]` are never masked, no position twice, positions are sorted.
+    Each unit then becomes `[MASK]` (80%), a random vocabulary id (10%) or stays (10%): the decision is made once
+    per unit, so all sub-words of a word share it.
+"""
+
+import dataclasses
+from typing import Optional
+
+import numpy as np
+
+ACTION_KEEP = 0
+ACTION_MASK = 1
+ACTION_RANDOM = 2
+
+
+@dataclasses.dataclass
+class PackedInstances:
+  """Token ranges of packed instances, `[num_instances]` int64 arrays in corpus token coordinates.
+
+  Instance i is `[CLS] tokens[a_start:a_end] [SEP] tokens[b_start:b_end] [SEP]` (without next-sentence
+  prediction B is empty and the layout is `[CLS] A [SEP]`). `document` is the document A comes from,
+  `b_document` the one B comes from; `is_random_next` is 1 where B is a random segment.
+  """
+  document: np.ndarray
+  a_start: np.ndarray
+  a_end: np.ndarray
+  b_document: np.ndarray
+  b_start: np.ndarray
+  b_end: np.ndarray
+  is_random_next: np.ndarray
+
+  def __len__(self) -> int:
+    return self.a_start.size
+
+
+def _truncation_counts(len_a: np.ndarray, len_b: np.ndarray, max_num_tokens: int):
+  """Tokens Google BERT's truncate_seq_pair removes from A and from B: the longer first, ties trim B."""
+  excess = np.maximum(len_a + len_b - max_num_tokens, 0)
+  cut_a = np.minimum(excess, np.maximum(len_a - len_b, 0))
+  cut_b = np.minimum(excess, np.maximum(len_b - len_a, 0))
+  rest = excess - cut_a - cut_b  # once balanced the trimming alternates, starting with B
+  return cut_a + rest // 2, cut_b + (rest + 1) // 2
+
+
+def pack_documents(documents: np.ndarray, sentence_starts: np.ndarray, document_starts: np.ndarray,
+                   max_seq_length: int, short_seq_prob: float, rng: np.random.Generator,
+                   next_sentence: bool = True) -> PackedInstances:
+  """Cuts documents into instances (token ranges), Google BERT style, vectorized over documents.
+
+  Each round takes the next chunk of every unfinished document at once, so the cost is a few numpy calls per
+  round (rounds = most instances of one document), not Python per instance.
+
+  Args:
+    documents: `[k]` indices of the documents to cut.
+    sentence_starts: `[num_sentences + 1]` token offsets of all sentences of the corpus.
+    document_starts: `[num_documents + 1]` sentence offsets of all documents (random next segments may come
+      from any document).
+    max_seq_length: sequence length including `[CLS]`/`[SEP]`.
+    short_seq_prob: probability of a random shorter target length for a document.
+    rng: the random source.
+    next_sentence: sentence pairs with NSP labels; False gives single segments (RoBERTa style).
+
+  Returns:
+    `PackedInstances`.
+
+  Example:
+    pack_documents(np.arange(2), np.array([0, 5, 9, 20]), np.array([0, 2, 3]), 128, 0.1,
+                   np.random.default_rng(0))
+  """
+  documents = np.asarray(documents, np.int64)
+  num_documents = document_starts.size - 1
+  max_num_tokens = max_seq_length - (3 if next_sentence else 2)
+  short = rng.random(documents.size) < short_seq_prob
+  targets = np.where(short, rng.integers(2, max_num_tokens, documents.size, endpoint=True), max_num_tokens)
+  ends = document_starts[documents + 1]  # sentence index after each document
+  if next_sentence:
+    position = document_starts[documents].copy()  # first sentence of the next chunk
+  else:
+    position = sentence_starts[document_starts[documents]]  # first token of the next chunk
+  parts = []
+  active = np.nonzero(position < (ends if next_sentence else sentence_starts[ends]))[0]
+  while active.size:
+    if next_sentence:
+      part, position[active] = _next_pairs(documents[active], position[active], ends[active], targets[active],
+                                           sentence_starts, document_starts, num_documents, max_num_tokens, rng)
+      parts.append(part)
+      active = active[position[active] < ends[active]]
+    else:
+      start = position[active]
+      doc_end = sentence_starts[ends[active]]
+      limit = start + targets[active]
+      boundary = sentence_starts[np.minimum(np.searchsorted(sentence_starts, limit, "right") - 1, ends[active])]
+      end = np.where(boundary > start, boundary, np.minimum(limit, doc_end))
+      no_b = np.full(active.size, -1, np.int64)
+      parts.append(PackedInstances(documents[active], start, end, no_b, np.zeros_like(start),
+                                   np.zeros_like(start), np.zeros_like(start)))
+      position[active] = end
+      active = active[end < doc_end]
+  if not parts:
+    empty = np.zeros(0, np.int64)
+    return PackedInstances(*([empty] * 7))
+  return PackedInstances(*(np.concatenate([getattr(p, f.name) for p in parts])
+                           for f in dataclasses.fields(PackedInstances)))
+
+
+def _next_pairs(documents, first, ends, targets, sentence_starts, document_starts, num_documents,
+                max_num_tokens, rng: np.random.Generator):
+  """One sentence-pair instance per document from its chunk starting at sentence `first`."""
+  count = documents.size
+  chunk_start = sentence_starts[first]
+  # The chunk ends with the first sentence that brings it to the target length, or the document's last.
+  last = np.clip(np.searchsorted(sentence_starts, chunk_start + targets, "left") - 1, first, ends - 1)
+  chunk_size = last - first + 1
+  a_sentences = np.where(chunk_size >= 2, 1 + (rng.random(count) * (chunk_size - 1)).astype(np.int64), 1)
+  a_start, a_end = chunk_start, sentence_starts[first + a_sentences]
+  is_random = (chunk_size == 1) | (rng.random(count) < 0.5)
+  # B from a random other document (uniform over the others), starting at a random sentence, up to the target.
+  other = (rng.random(count) * max(num_documents - 1, 1)).astype(np.int64)
+  other = np.where(num_documents > 1, other + (other >= documents), documents)
+  other_first, other_end = document_starts[other], document_starts[other + 1]
+  b_first = other_first + (rng.random(count) * (other_end - other_first)).astype(np.int64)
+  random_start = sentence_starts[b_first]
+  b_last = np.clip(np.searchsorted(sentence_starts, random_start + targets - (a_end - a_start), "left"),
+                   b_first + 1, other_end)
+  b_document = np.where(is_random, other, documents)
+  b_start = np.where(is_random, random_start, a_end)
+  b_end = np.where(is_random, sentence_starts[b_last], sentence_starts[last + 1])
+  # A random B leaves the chunk's unused sentences for the next chunk.
+  next_first = np.where(is_random, first + a_sentences, last + 1)
+  cut_a, cut_b = _truncation_counts(a_end - a_start, b_end - b_start, max_num_tokens)
+  front_a, front_b = rng.binomial(cut_a, 0.5), rng.binomial(cut_b, 0.5)  # each cut from a random end
+  part = PackedInstances(documents, a_start + front_a, a_end - (cut_a - front_a), b_document,
+                         b_start + front_b, b_end - (cut_b - front_b), is_random.astype(np.int64))
+  return part, next_first
+
+
+@dataclasses.dataclass
+class MaskSelection:
+  """Masked positions of a batch, padded to `max_predictions`.
+
+  Attributes:
+    positions: `[batch, max_predictions]` int32 sorted positions, 0-padded.
+    counts: `[batch]` number of real predictions per row.
+    actions: `[batch, max_predictions]` int8: ACTION_MASK, ACTION_RANDOM or ACTION_KEEP.
+    random_ids: `[batch, max_predictions]` int64 replacement ids (used where actions == ACTION_RANDOM).
+  """
+  positions: np.ndarray
+  counts: np.ndarray
+  actions: np.ndarray
+  random_ids: np.ndarray
+
+
+def num_predictions(lengths: np.ndarray, masked_lm_prob: float, max_predictions: int) -> np.ndarray:
+  """Masking budget per sequence: `min(max_predictions, max(1, round(length * masked_lm_prob)))`."""
+  return np.minimum(max_predictions, np.maximum(1, np.rint(np.asarray(lengths) * masked_lm_prob))).astype(np.int64)
+
+
+def select_masked_positions(candidates: np.ndarray, unit_starts: np.ndarray, budgets: np.ndarray,
+                            max_predictions: int, vocab_size: int, rng: np.random.Generator,
+                            max_ngram_size: Optional[int] = None, mask_rate: float = 0.8,
+                            random_rate: float = 0.1) -> MaskSelection:
+  """Chooses masked positions and their 80/10/10 actions for a batch of sequences.
+
+  Args:
+    candidates: `[batch, seq]` bool, positions that may be masked (not `[CLS]`/`[SEP]`/padding).
+    unit_starts: `[batch, seq]` bool, candidate positions that start a masking unit (every candidate without
+      whole-word masking; word starts with it). A unit runs to the next start or non-candidate.
+    budgets: `[batch]` number of tokens to mask (see `num_predictions`); must be <= max_predictions.
+    max_predictions: width of the outputs.
+    vocab_size: random replacement ids are drawn from `[0, vocab_size)`.
+    rng: the random source.
+    max_ngram_size: mask spans of up to this many consecutive units (None or 1: single units).
+    mask_rate: fraction of units replaced by `[MASK]`.
+    random_rate: fraction replaced by a random id (the rest keep their token).
+
+  Returns:
+    A `MaskSelection`.
+  """
+  batch, seq = candidates.shape
+  unit_starts = unit_starts & candidates
+  unit_of_token = np.cumsum(unit_starts, axis=1) - 1  # [batch, seq], valid where candidates
+  num_units = unit_starts.sum(axis=1)
+  max_units = max(int(num_units.max(initial=0)), 1)
+  rows, cols = np.nonzero(candidates)
+  unit_index = unit_of_token[rows, cols]
+  unit_lengths = np.bincount(rows * max_units + unit_index, minlength=batch * max_units).reshape(batch, max_units)
+  keys = rng.random((batch, max_units))
+  keys[np.arange(max_units)[None, :] >= num_units[:, None]] = 2.0  # padding units sort last
+  order = np.argsort(keys, axis=1, kind="stable")
+  if max_ngram_size is None or max_ngram_size <= 1:
+    chosen_units = _greedy_units(order, unit_lengths, budgets)
+  else:
+    chosen_units = _greedy_ngrams(order, unit_lengths, num_units, budgets, candidates, unit_starts,
+                                  max_ngram_size, rng)
+  unit_draws = rng.random((batch, max_units))
+  unit_actions = np.where(unit_draws < mask_rate, ACTION_MASK,
+                          np.where(unit_draws < mask_rate + random_rate, ACTION_RANDOM, ACTION_KEEP)).astype(np.int8)
+  selected = np.zeros((batch, seq), bool)
+  selected[rows, cols] = chosen_units[rows, unit_index]
+  sel_rows, sel_cols = np.nonzero(selected)  # row-major: positions come out sorted within a row
+  counts = selected.sum(axis=1)
+  if counts.max(initial=0) > max_predictions:
+    raise ValueError(f"budgets exceed max_predictions={max_predictions}: found {int(counts.max())} selections")
+  row_starts = np.cumsum(counts) - counts
+  slot = np.arange(sel_rows.size) - row_starts[sel_rows]
+  positions = np.zeros((batch, max_predictions), np.int32)
+  positions[sel_rows, slot] = sel_cols
+  actions = np.full((batch, max_predictions), ACTION_KEEP, np.int8)
+  actions[sel_rows, slot] = unit_actions[sel_rows, unit_of_token[sel_rows, sel_cols]]
+  random_ids = rng.integers(0, vocab_size, size=(batch, max_predictions))
+  return MaskSelection(positions, counts, actions, random_ids)
+
+
+def _greedy_units(order: np.ndarray, unit_lengths: np.ndarray, budgets: np.ndarray) -> np.ndarray:
+  """Takes units in `order`, each if it fits in the remaining budget, until the budget is used (vectorized)."""
+  batch, max_units = order.shape
+  sorted_lengths = np.take_along_axis(unit_lengths, order, axis=1)
+  taken_sorted = np.zeros((batch, max_units), bool)
+  used = np.zeros(batch, np.int64)
+  for rank in range(max_units):
+    length = sorted_lengths[:, rank]
+    take = (used < budgets) & (length > 0) & (used + length <= budgets)
+    taken_sorted[:, rank] = take
+    used += np.where(take, length, 0)
+    if not (used < budgets).any():
+      break
+  chosen = np.zeros((batch, max_units), bool)
+  np.put_along_axis(chosen, order, taken_sorted, axis=1)
+  return chosen
+
+
+def _greedy_ngrams(order, unit_lengths, num_units, budgets, candidates, unit_starts, max_ngram_size,
+                   rng: np.random.Generator) -> np.ndarray:
+  """N-gram spans of units, sizes drawn with p ~ 1/n from `rng`; one Python loop per sequence."""
+  batch, max_units = order.shape
+  sizes = np.arange(1, max_ngram_size + 1)
+  probs = 1.0 / sizes
+  span_sizes = rng.choice(sizes, size=(batch, max_units), p=probs / probs.sum())
+  # Units in one segment share the count of non-candidate tokens before them.
+  segment_of_position = np.cumsum(~candidates, axis=1)
+  chosen = np.zeros((batch, max_units), bool)
+  for row in range(batch):
+    n_units = int(num_units[row])
+    lengths = unit_lengths[row, :n_units].tolist()
+    cumulative = np.concatenate([[0], np.cumsum(lengths)]).tolist()
+    segments = segment_of_position[row][unit_starts[row]].tolist()
+    covered = [False] * n_units
+    budget, used = int(budgets[row]), 0
+    for rank in range(n_units):
+      if used >= budget:
+        break
+      first = int(order[row, rank])
+      size = int(span_sizes[row, rank])
+      while first + size > n_units or segments[first + size - 1] != segments[first]:
+        size -= 1
+      while size > 0 and used + cumulative[first + size] - cumulative[first] > budget:
+        size -= 1
+      if size == 0 or any(covered[first:first + size]):
+        continue
+      covered[first:first + size] = [True] * size
+      used += cumulative[first + size] - cumulative[first]
+    chosen[row, :n_units] = covered
+  return chosen
+
+
+def unit_starts_for(candidates: np.ndarray, is_continuation: Optional[np.ndarray]) -> np.ndarray:
+  """Masking-unit starts: every candidate, or (whole-word masking) candidates that do not continue a word.
+
+  Args:
+    candidates: `[batch, seq]` bool.
+    is_continuation: `[batch, seq]` bool, token starts with `##`; None disables whole-word grouping.
+  """
+  if is_continuation is None:
+    return candidates.copy()
+  previous_candidate = np.zeros_like(candidates)
+  previous_candidate[:, 1:] = candidates[:, :-1]
+  return candidates & (~is_continuation | ~previous_candidate)
+
+
+@dataclasses.dataclass(frozen=True)
+class InstanceOptions:
+  """Options of `build_instance_batch` (see the module docstring for their meaning)."""
+  max_seq_length: int = 128
+  max_predictions_per_seq: int = 20
+  masked_lm_prob: float = 0.15
+  short_seq_prob: float = 0.1
+  do_whole_word_mask: bool = False
+  max_ngram_size: Optional[int] = None
+  next_sentence: bool = True
+  dynamic: bool = False  # no masking: only token ids, segments and NSP labels
+
+
+@dataclasses.dataclass
+class InstanceBatch:
+  """Padded arrays of a batch of instances (Google BERT TFRecord layout).
+
+  Attributes:
+    input_ids, input_mask, segment_ids: `[batch, max_seq_length]` int64 (0-padded).
+    masked_lm_positions, masked_lm_ids: `[batch, max_predictions]` int64; masked_lm_weights float32.
+      None in dynamic mode.
+    next_sentence_labels: `[batch]` int64 (1 = B is random; 0 without next-sentence prediction).
+  """
+  input_ids: np.ndarray
+  input_mask: np.ndarray
+  segment_ids: np.ndarray
+  next_sentence_labels: np.ndarray
+  masked_lm_positions: Optional[np.ndarray] = None
+  masked_lm_ids: Optional[np.ndarray] = None
+  masked_lm_weights: Optional[np.ndarray] = None
+
+  def __len__(self) -> int:
+    return self.input_ids.shape[0]
+
+
+@dataclasses.dataclass(frozen=True)
+class SpecialIds:
+  """Ids the pipeline needs from the vocabulary."""
+  cls_id: int
+  sep_id: int
+  mask_id: int
+  vocab_size: int
+  is_continuation: np.ndarray  # [vocab_size] bool, token starts with "##"
+
+
+def build_instance_batch(token_ids: np.ndarray, instances: PackedInstances, options: InstanceOptions,
+                         special: SpecialIds, rng: np.random.Generator) -> InstanceBatch:
+  """Materializes packed instances into padded arrays and masks them.
+
+  Args:
+    token_ids: `[num_tokens]` flat token ids the instances' ranges index into.
+    instances: ranges from `pack_documents`.
+    options: sequence length, masking options.
+    special: special-token ids and the `##` table.
+    rng: random source for masking.
+
+  Returns:
+    An `InstanceBatch`.
+  """
+  seq = options.max_seq_length
+  a_start, a_end, b_start, b_end = instances.a_start, instances.a_end, instances.b_start, instances.b_end
+  is_random = instances.is_random_next
+  len_a = a_end - a_start
+  len_b = b_end - b_start
+  has_b = options.next_sentence
+  total = len_a + 2 + (len_b + 1 if has_b else 0)
+  col = np.arange(seq)[None, :]
+  len_a_, total_ = len_a[:, None], total[:, None]
+  source = np.where(col <= len_a_, a_start[:, None] + col - 1, b_start[:, None] + col - len_a_ - 2)
+  ids = token_ids[np.clip(source, 0, max(token_ids.size - 1, 0))].astype(np.int64)
+  is_sep = (col == len_a_ + 1) | (col == total_ - 1)
+  ids = np.where(col == 0, special.cls_id, np.where(is_sep, special.sep_id, ids))
+  inside = col < total_
+  ids = np.where(inside, ids, 0)
+  segment_ids = ((col > len_a_ + 1) & inside).astype(np.int64)
+  batch = InstanceBatch(input_ids=ids, input_mask=inside.astype(np.int64), segment_ids=segment_ids,
+                        next_sentence_labels=is_random.astype(np.int64))
+  if options.dynamic:
+    return batch
+  candidates = inside & (col > 0) & ~is_sep
+  continuation = special.is_continuation[ids] if options.do_whole_word_mask else None
+  selection = select_masked_positions(
+      candidates, unit_starts_for(candidates, continuation),
+      num_predictions(total, options.masked_lm_prob, options.max_predictions_per_seq),
+      options.max_predictions_per_seq, special.vocab_size, rng, options.max_ngram_size)
+  apply_mask_selection(batch, selection, special.mask_id)
+  return batch
+
+
+def apply_mask_selection(batch: InstanceBatch, selection: MaskSelection, mask_id: int) -> None:
+  """Fills the masked-LM fields of `batch` and replaces the selected tokens in `batch.input_ids` (in place)."""
+  width = selection.positions.shape[1]
+  valid = np.arange(width)[None, :] < selection.counts[:, None]
+  positions = selection.positions.astype(np.int64)
+  original = np.take_along_axis(batch.input_ids, positions, axis=1)
+  replacement = np.where(selection.actions == ACTION_MASK, mask_id,
+                         np.where(selection.actions == ACTION_RANDOM, selection.random_ids, original))
+  rows, slots = np.nonzero(valid)
+  batch.input_ids[rows, positions[rows, slots]] = replacement[rows, slots]
+  batch.masked_lm_positions = np.where(valid, positions, 0)
+  batch.masked_lm_ids = np.where(valid, original, 0)
+  batch.masked_lm_weights = valid.astype(np.float32)

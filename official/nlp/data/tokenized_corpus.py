@@ -1,0 +1,249 @@
+"""Reads text files (one sentence a line, blank line between documents) into compact token-id arrays.
+
+The whole corpus is kept as three numpy arrays (token ids, sentence boundaries, document boundaries), a few
+bytes per token, so instance creation can sample random next segments from any document without holding
+instances or Python token lists in memory.
+
+Conventions (Google BERT): lines are stripped; a blank line ends a document; a line whose text tokenizes to
+nothing is skipped; each input file starts a new document; empty documents are dropped. Lines that are not
+valid UTF-8 are reported (file and line number) and skipped.
+
+Example:
+  corpus, stats = read_tokenized_corpus(["corpus.txt"], tokenizer)
+  corpus.num_documents, stats.invalid_lines
+"""
+
+import dataclasses
+import glob
+import logging
+import os
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from official.nlp.data import parallel
+from official.nlp.data.tokenization import WordPieceTokenizer
+
+_BLOCK_BYTES = 1 << 20  # small enough to spread a few MB over the workers
+_MAX_REPORTED_INVALID = 20
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class TokenizedCorpus:
+  """Token ids of a corpus with sentence and document boundaries.
+
+  Attributes:
+    token_ids: `[num_tokens]` uint16 (vocab <= 65536) or int32 ids of all sentences, concatenated.
+    sentence_starts: `[num_sentences + 1]` int64 offsets into `token_ids`.
+    document_starts: `[num_documents + 1]` int64 offsets into `sentence_starts` (sentence indices).
+  """
+  token_ids: np.ndarray
+  sentence_starts: np.ndarray
+  document_starts: np.ndarray
+
+  @property
+  def num_documents(self) -> int:
+    return len(self.document_starts) - 1
+
+  @property
+  def num_tokens(self) -> int:
+    return int(self.token_ids.size)
+
+  def document_offsets(self, index: int) -> np.ndarray:
+    """Token offsets of document `index`'s sentence boundaries, `[num_sentences + 1]` (a view)."""
+    return self.sentence_starts[self.document_starts[index]:self.document_starts[index + 1] + 1]
+
+  def document_tokens(self) -> np.ndarray:
+    """Number of tokens of every document, `[num_documents]`."""
+    return np.diff(self.sentence_starts[self.document_starts])
+
+
+@dataclasses.dataclass
+class CorpusStats:
+  """What reading the input found."""
+  files: int = 0
+  bytes: int = 0
+  lines: int = 0
+  blank_lines: int = 0
+  invalid_lines: int = 0
+  empty_token_lines: int = 0
+  documents: int = 0
+  sentences: int = 0
+  tokens: int = 0
+
+
+def expand_input_files(input_file: "str | Sequence[str]") -> List[str]:
+  """Files named by a comma-separated list (or a list) of paths and glob patterns, in the given order.
+
+  Raises:
+    FileNotFoundError: a pattern matches no file.
+  """
+  patterns = input_file.split(",") if isinstance(input_file, str) else list(input_file)
+  files = []
+  for pattern in (p.strip() for p in patterns):
+    if not pattern:
+      continue
+    matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else ([pattern] if os.path.isfile(pattern)
+                                                                          else [])
+    if not matches:
+      raise FileNotFoundError(f"input_file: {pattern!r} matches no file")
+    files.extend(matches)
+  if not files:
+    raise ValueError(f"input_file: no file given (found {input_file!r})")
+  return files
+
+
+def _blocks(path: str) -> Iterator[bytes]:
+  """The file in blocks of whole lines of about `_BLOCK_BYTES` (a longer line makes a longer block)."""
+  with open(path, "rb") as f:
+    while True:
+      block = f.read(_BLOCK_BYTES)
+      if not block:
+        return
+      if not block.endswith(b"\n"):
+        block += f.readline()
+      yield block
+
+
+def _decode_lines(block: bytes, first_line: int):
+  """Lines of a block as text (None for a line that is not valid UTF-8) and `[(line number, reason)]` of those."""
+  lines = block.split(b"\n")
+  if lines and not lines[-1]:
+    lines.pop()
+  try:
+    return block.decode("utf-8").split("\n")[:len(lines)], []
+  except UnicodeDecodeError:
+    pass
+  texts: List[Optional[str]] = []
+  invalid = []
+  for number, line in enumerate(lines, start=first_line):
+    try:
+      texts.append(line.decode("utf-8"))
+    except UnicodeDecodeError as e:
+      invalid.append((number, e.reason))
+      texts.append(None)
+  return texts, invalid
+
+
+def _report_invalid(path: str, invalid, stats: CorpusStats) -> None:
+  for number, reason in invalid:
+    stats.invalid_lines += 1
+    if stats.invalid_lines <= _MAX_REPORTED_INVALID:
+      logger.warning("%s:%d: invalid UTF-8 (%s), line skipped", path, number, reason)
+    elif stats.invalid_lines == _MAX_REPORTED_INVALID + 1:
+      logger.warning("more invalid UTF-8 lines: not reported one by one (counted in the summary)")
+
+
+def _numbered_blocks(paths: Sequence[str]) -> Iterator[Tuple[int, bytes, int]]:
+  """`(file index, block, number of its first line)` for all files."""
+  for index, path in enumerate(paths):
+    line_number = 1
+    for block in _blocks(path):
+      yield index, block, line_number
+      line_number += block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
+
+
+def iter_line_blocks(path: str, stats: Optional[CorpusStats] = None) -> Iterator[List[Optional[str]]]:
+  """Lines of a text file in blocks of about 1 MB; a line that is not valid UTF-8 is reported (file and line
+  number), counted in `stats.invalid_lines` and given as None. Lines keep their whitespace (no newline)."""
+  stats = stats if stats is not None else CorpusStats()
+  for _, block, first_line in _numbered_blocks([path]):
+    stats.bytes += len(block)
+    lines, invalid = _decode_lines(block, first_line)
+    _report_invalid(path, invalid, stats)
+    stats.lines += len(lines)
+    yield lines
+
+
+@dataclasses.dataclass
+class _TokenizedBlock:
+  file_index: int
+  num_bytes: int
+  kinds: bytes  # per line: 0 blank, 1 text, 2 invalid UTF-8
+  lengths: List[int]  # tokens of each text line
+  ids: np.ndarray
+  invalid: List[Tuple[int, str]]
+
+
+def _tokenize_block(task: Tuple[int, bytes, int]) -> _TokenizedBlock:
+  file_index, block, first_line = task
+  shared = parallel.state()
+  tokenizer, processor_text_fn = shared["tokenizer"], shared["processor_text_fn"]
+  lines, invalid = _decode_lines(block, first_line)
+  texts, kinds = [], bytearray()
+  for line in lines:
+    if line is None:
+      kinds.append(2)
+      continue
+    line = line.strip()
+    if not line:
+      kinds.append(0)
+      continue
+    kinds.append(1)
+    texts.append(processor_text_fn(line) if processor_text_fn else line)
+  ids, lengths = tokenizer.encode_to_arrays(texts) if texts else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+  return _TokenizedBlock(file_index, len(block), bytes(kinds), lengths.tolist(), ids.astype(shared["dtype"]),
+                         invalid)
+
+
+def read_tokenized_corpus(input_files: Sequence[str], tokenizer: WordPieceTokenizer,
+                          processor_text_fn: Optional[Callable[[str], str]] = None,
+                          progress: Optional[Callable[[int], None]] = None, num_workers: int = 1
+                          ) -> Tuple[TokenizedCorpus, CorpusStats]:
+  """Reads and tokenizes text files into a `TokenizedCorpus`, blocks of lines in parallel.
+
+  Args:
+    input_files: text files, one sentence a line, blank line between documents.
+    tokenizer: the WordPiece tokenizer.
+    processor_text_fn: optional function applied to each stripped non-blank line before tokenizing.
+    progress: called with the number of bytes of each block read.
+    num_workers: processes tokenizing blocks (the result does not depend on it).
+
+  Returns:
+    `(corpus, stats)`.
+  """
+  dtype = np.uint16 if tokenizer.vocab_size <= 1 << 16 else np.int32
+  stats = CorpusStats(files=len(input_files))
+  id_chunks: List[np.ndarray] = []
+  sentence_lengths: List[int] = []
+  document_starts: List[int] = []
+  shared = {"tokenizer": tokenizer, "processor_text_fn": processor_text_fn, "dtype": dtype}
+  current_file = -1
+  with parallel.worker_pool(num_workers, shared) as pool:
+    for block in parallel.ordered_map(pool, _tokenize_block, _numbered_blocks(input_files)):
+      if block.file_index != current_file:  # each file starts a new document
+        current_file, new_document = block.file_index, True
+      stats.bytes += block.num_bytes
+      stats.lines += len(block.kinds)
+      _report_invalid(input_files[block.file_index], block.invalid, stats)
+      lengths = iter(block.lengths)
+      for kind in block.kinds:
+        if kind == 0:
+          stats.blank_lines += 1
+          new_document = True
+        elif kind == 1:
+          length = next(lengths)
+          if length == 0:
+            stats.empty_token_lines += 1
+            continue
+          if new_document:
+            document_starts.append(len(sentence_lengths))
+            new_document = False
+          sentence_lengths.append(length)
+      if block.ids.size:
+        id_chunks.append(block.ids)
+      if progress:
+        progress(block.num_bytes)
+  sentence_starts = np.zeros(len(sentence_lengths) + 1, np.int64)
+  np.cumsum(sentence_lengths, out=sentence_starts[1:])
+  corpus = TokenizedCorpus(
+      token_ids=np.concatenate(id_chunks) if id_chunks else np.zeros(0, dtype),
+      sentence_starts=sentence_starts,
+      document_starts=np.array(document_starts + [len(sentence_lengths)], np.int64))
+  stats.documents = corpus.num_documents
+  stats.sentences = len(sentence_lengths)
+  stats.tokens = corpus.num_tokens
+  return corpus, stats
+
+
