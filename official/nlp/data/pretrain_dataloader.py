@@ -1,0 +1,237 @@
+"""Reads masked-LM pretraining TFRecords (Google-BERT schema) into batched feature dicts.
+
+Files are checked before the pipeline is built: an empty glob, an unreadable file, a missing feature or
+a feature of the wrong length fails at once with the file name, the feature and the expected shape,
+instead of a parse error deep inside a run.
+
+Example:
+  >>> params = BertPretrainDataConfig(input_path='data/train-*.tfrecord', seq_length=128,
+  ...                                 max_predictions_per_seq=20, global_batch_size=32)
+  >>> dataset = BertPretrainDataLoader(params).load()
+  >>> batch = next(iter(dataset))
+  >>> batch['input_word_ids'].shape, batch['masked_lm_positions'].shape
+  (TensorShape([32, 128]), TensorShape([32, 20]))
+"""
+
+import dataclasses
+from typing import Dict, List, Optional, Sequence, Union
+
+import tensorflow as tf
+
+from official.core import config_definitions as cfg
+from official.modeling import hyperparams
+
+# How many files are opened to check their schema before training starts.
+_FILES_CHECKED = 16
+
+
+@dataclasses.dataclass
+class BertPretrainDataConfig(cfg.DataConfig):
+  """Masked-LM pretraining data (Model Garden field names and defaults).
+
+  Attributes:
+    seq_length: tokens per example (`input_ids` length).
+    max_predictions_per_seq: masked positions per example (`masked_lm_positions` length).
+    use_next_sentence_label: read `next_sentence_labels`.
+    use_position_id: read `position_ids`.
+    use_v2_feature_names: `input_word_ids`/`input_type_ids` instead of `input_ids`/`segment_ids`.
+    file_type: 'tfrecord' or 'tfrecord_compressed' (GZIP).
+  """
+  global_batch_size: int = hyperparams.field(512, ge=0)
+  is_training: Optional[bool] = True
+  seq_length: int = hyperparams.field(512, ge=2)
+  max_predictions_per_seq: int = hyperparams.field(76, ge=1)
+  use_next_sentence_label: bool = True
+  use_position_id: bool = False
+  use_v2_feature_names: bool = False
+  file_type: str = hyperparams.field('tfrecord', choices=('tfrecord', 'tfrecord_compressed'))
+
+
+def list_input_files(input_path: Union[str, Sequence[str]]) -> List[str]:
+  """Expands comma lists and globs into a sorted list of files.
+
+  Raises:
+    FileNotFoundError: when `input_path` is empty or a pattern matches no file.
+  """
+  patterns = [input_path] if isinstance(input_path, str) else list(input_path)
+  patterns = [p.strip() for item in patterns for p in item.split(',') if p.strip()]
+  if not patterns:
+    raise FileNotFoundError('input_path is empty: set it to TFRecord files (globs and comma lists '
+                            "allowed), or 'dummy' for synthetic data")
+  files = []
+  for pattern in patterns:
+    matches = sorted(tf.io.gfile.glob(pattern))
+    if not matches:
+      raise FileNotFoundError(f'input_path pattern {pattern!r} matches no files')
+    files.extend(matches)
+  return files
+
+
+def _feature_names(params: BertPretrainDataConfig) -> Dict[str, str]:
+  """Maps the model's input names to the record's feature names."""
+  v2 = params.use_v2_feature_names
+  return {'input_word_ids': 'input_word_ids' if v2 else 'input_ids',
+          'input_mask': 'input_mask',
+          'input_type_ids': 'input_type_ids' if v2 else 'segment_ids',
+          'masked_lm_positions': 'masked_lm_positions',
+          'masked_lm_ids': 'masked_lm_ids',
+          'masked_lm_weights': 'masked_lm_weights'}
+
+
+def _feature_spec(params: BertPretrainDataConfig) -> Dict[str, tf.io.FixedLenFeature]:
+  seq, preds = params.seq_length, params.max_predictions_per_seq
+  names = _feature_names(params)
+  spec = {names['input_word_ids']: tf.io.FixedLenFeature([seq], tf.int64),
+          names['input_mask']: tf.io.FixedLenFeature([seq], tf.int64),
+          names['input_type_ids']: tf.io.FixedLenFeature([seq], tf.int64),
+          names['masked_lm_positions']: tf.io.FixedLenFeature([preds], tf.int64),
+          names['masked_lm_ids']: tf.io.FixedLenFeature([preds], tf.int64),
+          names['masked_lm_weights']: tf.io.FixedLenFeature([preds], tf.float32)}
+  if params.use_next_sentence_label:
+    spec['next_sentence_labels'] = tf.io.FixedLenFeature([1], tf.int64)
+  if params.use_position_id:
+    spec['position_ids'] = tf.io.FixedLenFeature([seq], tf.int64)
+  return spec
+
+
+def _compression(params: BertPretrainDataConfig) -> Optional[str]:
+  return 'GZIP' if params.file_type == 'tfrecord_compressed' else None
+
+
+def check_record_schema(files: Sequence[str], params: BertPretrainDataConfig) -> None:
+  """Reads the first record of the first files and checks every expected feature.
+
+  Raises:
+    ValueError: naming the file, the feature, the expected and the found shape or kind.
+  """
+  spec = _feature_spec(params)
+  for path in files[:_FILES_CHECKED]:
+    try:
+      records = list(tf.data.TFRecordDataset(path, compression_type=_compression(params)).take(1))
+    except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
+      hint = ("GZIP files need file_type: tfrecord_compressed" if params.file_type == 'tfrecord'
+              else "plain TFRecord files need file_type: tfrecord")
+      raise ValueError(f'{path}: cannot be read as {params.file_type} ({hint}): '
+                       f'{e.message.splitlines()[0]}') from None
+    if not records:
+      raise ValueError(f'{path}: holds no records')
+    example = tf.train.Example.FromString(records[0].numpy())
+    features = example.features.feature
+    for name, fixed in spec.items():
+      expected_kind = 'float_list' if fixed.dtype == tf.float32 else 'int64_list'
+      expected = f'{fixed.dtype.name}{list(fixed.shape)}'
+      if name not in features:
+        raise ValueError(f'{path}: missing feature {name!r} (expected {expected}); the record has '
+                         f'{sorted(features)}. Check use_v2_feature_names, '
+                         'use_next_sentence_label and use_position_id.')
+      kind = features[name].WhichOneof('kind')
+      length = len(getattr(features[name], kind).value) if kind else 0
+      if kind != expected_kind or length != fixed.shape[0]:
+        found_dtype = {'int64_list': 'int64', 'float_list': 'float32'}.get(kind, kind)
+        raise ValueError(f'{path}: feature {name!r} is {found_dtype}[{length}], expected {expected} '
+                         '(seq_length / max_predictions_per_seq of the data config must match the '
+                         'records)')
+
+
+class BertPretrainDataLoader:
+  """Builds the `tf.data` pipeline for `BertPretrainDataConfig`.
+
+  Records are batched before they are parsed (one `parse_example` per batch), files are read in
+  parallel with `interleave`, and each input pipeline (worker) reads its own shard of files.
+  """
+
+  def __init__(self, params: BertPretrainDataConfig):
+    self._params = params
+    self._names = _feature_names(params)
+
+  def _parse_batch(self, records: tf.Tensor) -> Dict[str, tf.Tensor]:
+    parsed = tf.io.parse_example(records, _feature_spec(self._params))
+    features = {model_name: parsed[record_name] for model_name, record_name in self._names.items()}
+    for extra in ('next_sentence_labels', 'position_ids'):
+      if extra in parsed:
+        features[extra] = parsed[extra]
+    return {name: tf.cast(value, tf.int32) if value.dtype == tf.int64 else value
+            for name, value in features.items()}
+
+  def load(self, input_context: Optional[tf.distribute.InputContext] = None) -> tf.data.Dataset:
+    """Returns a dataset of feature dicts, batched per replica.
+
+    Args:
+      input_context: from `distribute_datasets_from_function`; sets the per-replica batch size and
+        this pipeline's shard.
+
+    Returns:
+      Batches with `input_word_ids`, `input_mask`, `input_type_ids` int32 [batch, seq_length],
+      `masked_lm_positions`, `masked_lm_ids` int32 and `masked_lm_weights` float32
+      [batch, max_predictions_per_seq], and `next_sentence_labels` int32 [batch, 1] when used.
+    """
+    params = self._params
+    files = list_input_files(params.input_path)
+    check_record_schema(files, params)
+    batch_size = params.global_batch_size
+    num_pipelines, pipeline_id = 1, 0
+    if input_context:
+      batch_size = input_context.get_per_replica_batch_size(params.global_batch_size)
+      num_pipelines, pipeline_id = input_context.num_input_pipelines, input_context.input_pipeline_id
+    shard_files = params.sharding and num_pipelines > 1 and len(files) >= num_pipelines
+
+    dataset = tf.data.Dataset.from_tensor_slices(files)
+    if shard_files:
+      dataset = dataset.shard(num_pipelines, pipeline_id)
+    if params.is_training:
+      dataset = dataset.shuffle(len(files), seed=params.seed)
+    dataset = dataset.interleave(
+        lambda path: tf.data.TFRecordDataset(path, compression_type=_compression(params)),
+        cycle_length=params.cycle_length or min(len(files), 16),
+        block_length=params.block_length,
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=params.deterministic)
+    if params.sharding and num_pipelines > 1 and not shard_files:
+      dataset = dataset.shard(num_pipelines, pipeline_id)
+    if params.cache:
+      dataset = dataset.cache()
+    if params.is_training:
+      dataset = dataset.repeat()
+      if params.shuffle_buffer_size > 1:
+        dataset = dataset.shuffle(params.shuffle_buffer_size, seed=params.seed)
+    dataset = dataset.batch(batch_size, drop_remainder=params.drop_remainder)
+    dataset = dataset.map(self._parse_batch, num_parallel_calls=tf.data.AUTOTUNE)
+    return dataset.prefetch(params.prefetch_buffer_size or tf.data.AUTOTUNE)
+
+
+def dummy_dataset(params: BertPretrainDataConfig, vocab_size: int,
+                  input_context: Optional[tf.distribute.InputContext] = None) -> tf.data.Dataset:
+  """Endless synthetic batches with the loader's shapes (`input_path: dummy`).
+
+  Token ids are pseudo-random in [0, vocab_size) and the masked-LM labels are the tokens at the masked
+  positions, so the loss falls when the model trains: a smoke test and a benchmark input.
+  """
+  batch_size = params.global_batch_size
+  if input_context:
+    batch_size = input_context.get_per_replica_batch_size(params.global_batch_size)
+  seq, preds = params.seq_length, params.max_predictions_per_seq
+  if preds > seq:
+    raise ValueError(f'max_predictions_per_seq {preds} exceeds seq_length {seq}')
+
+  def make_batch(index):
+    seed = tf.stack([index, tf.constant(7, tf.int64)])
+    word_ids = tf.random.stateless_uniform([batch_size, seq], seed, 0, vocab_size, dtype=tf.int32)
+    scores = tf.random.stateless_uniform([batch_size, seq], seed + 1)
+    positions = tf.sort(tf.math.top_k(scores, k=preds).indices, axis=-1)
+    batch = {'input_word_ids': word_ids,
+             'input_mask': tf.ones([batch_size, seq], tf.int32),
+             'input_type_ids': tf.zeros([batch_size, seq], tf.int32),
+             'masked_lm_positions': positions,
+             'masked_lm_ids': tf.gather(word_ids, positions, batch_dims=1),
+             'masked_lm_weights': tf.ones([batch_size, preds], tf.float32)}
+    if params.use_next_sentence_label:
+      batch['next_sentence_labels'] = tf.random.stateless_uniform(
+          [batch_size, 1], seed + 2, 0, 2, dtype=tf.int32)
+    if params.use_position_id:
+      batch['position_ids'] = tf.tile(tf.range(seq)[None], [batch_size, 1])
+    return batch
+
+  dataset = tf.data.Dataset.range(1_000_000_000)
+  if not params.is_training:
+    dataset = dataset.take(64)
+  return dataset.map(make_batch, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)

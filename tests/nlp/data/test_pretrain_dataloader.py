@@ -1,0 +1,127 @@
+"""Tests for official/nlp/data/pretrain_dataloader.py."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from official.nlp.data import pretrain_dataloader
+from tests.nlp.data import pretraining_records
+
+
+def _config(path, **kwargs):
+  defaults = dict(input_path=path, seq_length=16, max_predictions_per_seq=4, global_batch_size=4,
+                  is_training=False, drop_remainder=False)
+  defaults.update(kwargs)
+  return pretrain_dataloader.BertPretrainDataConfig(**defaults)
+
+
+def _values(example, name):
+  feature = example.features.feature[name]
+  return list(getattr(feature, feature.WhichOneof('kind')).value)
+
+
+@pytest.mark.parametrize('v2_names, gzip', [(False, False), (True, False), (False, True)])
+def test_reads_v1_v2_and_gzip_records(tmp_path, v2_names, gzip):
+  path = str(tmp_path / 'data.tfrecord')
+  examples = pretraining_records.write_records(path, 6, v2_names=v2_names, gzip=gzip)
+  params = _config(path, use_v2_feature_names=v2_names,
+                   file_type='tfrecord_compressed' if gzip else 'tfrecord')
+  batches = list(pretrain_dataloader.BertPretrainDataLoader(params).load())
+  assert [b['input_word_ids'].shape.as_list() for b in batches] == [[4, 16], [2, 16]]
+  first = batches[0]
+  assert first['masked_lm_positions'].shape == (4, 4)
+  assert first['next_sentence_labels'].shape == (4, 1)
+  assert first['input_word_ids'].dtype == tf.int32
+  assert first['masked_lm_weights'].dtype == tf.float32
+  word_name = 'input_word_ids' if v2_names else 'input_ids'
+  type_name = 'input_type_ids' if v2_names else 'segment_ids'
+  np.testing.assert_array_equal(first['input_word_ids'][1], _values(examples[1], word_name))
+  np.testing.assert_array_equal(first['input_type_ids'][2], _values(examples[2], type_name))
+  np.testing.assert_array_equal(first['masked_lm_ids'][3], _values(examples[3], 'masked_lm_ids'))
+  np.testing.assert_allclose(first['masked_lm_weights'][0], _values(examples[0],
+                                                                    'masked_lm_weights'))
+
+
+def test_globs_and_comma_lists_and_training_repeat(tmp_path):
+  for i in range(3):
+    pretraining_records.write_records(str(tmp_path / f'train-{i}.tfrecord'), 5, seed=i)
+  params = _config(f'{tmp_path}/train-0*.tfrecord,{tmp_path}/train-[12].tfrecord',
+                   is_training=True, drop_remainder=True, shuffle_buffer_size=8, seed=1)
+  assert len(pretrain_dataloader.list_input_files(params.input_path)) == 3
+  batches = list(pretrain_dataloader.BertPretrainDataLoader(params).load().take(10))
+  assert len(batches) == 10  # 15 records repeat forever in training
+  params = _config([str(tmp_path / 'train-0.tfrecord'), str(tmp_path / 'train-1.tfrecord')])
+  total = sum(b['input_mask'].shape[0] for b in pretrain_dataloader.BertPretrainDataLoader(
+      params).load())
+  assert total == 10
+
+
+def test_per_replica_batch_and_sharding(tmp_path):
+  for i in range(2):
+    pretraining_records.write_records(str(tmp_path / f'd-{i}.tfrecord'), 4, seed=i)
+  params = _config(str(tmp_path / 'd-*.tfrecord'), global_batch_size=4)
+  context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=1,
+                                       num_replicas_in_sync=2)
+  batches = list(pretrain_dataloader.BertPretrainDataLoader(params).load(context))
+  # One file of 4 records for this pipeline, per-replica batch 2.
+  assert [b['input_word_ids'].shape[0] for b in batches] == [2, 2]
+
+
+def test_without_next_sentence_labels(tmp_path):
+  path = str(tmp_path / 'd.tfrecord')
+  pretraining_records.write_records(path, 4, next_sentence=False)
+  params = _config(path, use_next_sentence_label=False)
+  batch = next(iter(pretrain_dataloader.BertPretrainDataLoader(params).load()))
+  assert 'next_sentence_labels' not in batch
+
+
+def test_empty_glob_names_the_pattern(tmp_path):
+  params = _config(str(tmp_path / 'nothing-*.tfrecord'))
+  with pytest.raises(FileNotFoundError, match=r"pattern '.*nothing-\*.tfrecord' matches no files"):
+    pretrain_dataloader.BertPretrainDataLoader(params).load()
+  with pytest.raises(FileNotFoundError, match='input_path is empty'):
+    pretrain_dataloader.BertPretrainDataLoader(_config('')).load()
+
+
+def test_wrong_sequence_length_names_file_feature_and_shape(tmp_path):
+  path = str(tmp_path / 'seq16.tfrecord')
+  pretraining_records.write_records(path, 2, seq_length=16)
+  params = _config(path, seq_length=32)
+  with pytest.raises(ValueError) as e:
+    pretrain_dataloader.BertPretrainDataLoader(params).load()
+  assert str(e.value).startswith(f"{path}: feature 'input_ids' is int64[16], expected int64[32]")
+
+
+def test_missing_feature_names_file_and_feature(tmp_path):
+  path = str(tmp_path / 'v1.tfrecord')
+  pretraining_records.write_records(path, 2)
+  params = _config(path, use_v2_feature_names=True)
+  with pytest.raises(ValueError) as e:
+    pretrain_dataloader.BertPretrainDataLoader(params).load()
+  assert str(e.value).startswith(f"{path}: missing feature 'input_word_ids' (expected int64[16])")
+  assert 'use_v2_feature_names' in str(e.value)
+
+
+def test_gzip_read_as_plain_is_explained(tmp_path):
+  path = str(tmp_path / 'z.tfrecord')
+  pretraining_records.write_records(path, 2, gzip=True)
+  with pytest.raises(ValueError, match='tfrecord_compressed'):
+    pretrain_dataloader.BertPretrainDataLoader(_config(path)).load()
+
+
+def test_empty_file_is_reported(tmp_path):
+  path = tmp_path / 'empty.tfrecord'
+  path.write_bytes(b'')
+  with pytest.raises(ValueError, match='empty.tfrecord: holds no records'):
+    pretrain_dataloader.BertPretrainDataLoader(_config(str(path))).load()
+
+
+def test_dummy_dataset_shapes_and_labels():
+  params = _config('dummy', global_batch_size=3, is_training=True)
+  batch = next(iter(pretrain_dataloader.dummy_dataset(params, vocab_size=30)))
+  assert batch['input_word_ids'].shape == (3, 16)
+  assert batch['masked_lm_positions'].shape == (3, 4)
+  assert int(tf.reduce_max(batch['input_word_ids'])) < 30
+  np.testing.assert_array_equal(
+      tf.gather(batch['input_word_ids'], batch['masked_lm_positions'], batch_dims=1),
+      batch['masked_lm_ids'])
