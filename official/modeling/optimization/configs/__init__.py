@@ -1,0 +1,1 @@
+"""Dataclass configs of the optimizer, the learning-rate schedule and its warmup."""

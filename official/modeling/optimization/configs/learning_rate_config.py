@@ -1,0 +1,130 @@
+"""Learning-rate and warmup configs: the `learning_rate` and `warmup` one-ofs of `OptimizationConfig`.
+
+Steps count optimizer updates. Fields that Model Garden leaves at None (`initial_learning_rate`,
+`decay_steps`, `warmup_steps`) are required once their member is selected.
+
+Example:
+  >>> cfg = LrConfig.from_dict({'polynomial': {'initial_learning_rate': 1e-4, 'decay_steps': 1000}})
+  >>> cfg.type, cfg.get().end_learning_rate
+  ('polynomial', 0.0001)
+"""
+
+import dataclasses
+from typing import List, Optional, Tuple
+
+from official.modeling import hyperparams
+
+
+@dataclasses.dataclass
+class ConstantLrConfig(hyperparams.Config):
+  """A constant learning rate."""
+  name: str = 'Constant'
+  learning_rate: float = hyperparams.field(0.1, ge=0.0)
+
+
+@dataclasses.dataclass
+class StepwiseLrConfig(hyperparams.Config):
+  """Piecewise constant: `values[i]` while `boundaries[i-1] < step - offset <= boundaries[i]`."""
+  name: str = 'PiecewiseConstantDecay'
+  boundaries: Optional[List[int]] = None
+  values: Optional[List[float]] = None
+  offset: int = hyperparams.field(0, ge=0)
+
+  def validate(self) -> None:
+    super().validate()
+    if self.boundaries is None or self.values is None:
+      return  # Checked by `LrConfig` when this member is selected.
+    if len(self.values) != len(self.boundaries) + 1:
+      raise hyperparams.ConfigError('values', f'expected len(boundaries) + 1 = '
+                                    f'{len(self.boundaries) + 1} values, found {len(self.values)}')
+    if any(b <= a for a, b in zip(self.boundaries, self.boundaries[1:])):
+      raise hyperparams.ConfigError('boundaries', f'must be increasing, found {self.boundaries}')
+
+
+@dataclasses.dataclass
+class PolynomialLrConfig(hyperparams.Config):
+  """`(init - end) * (1 - s / decay_steps) ** power + end` with `s = min(step - offset, decay_steps)`."""
+  name: str = 'PolynomialDecay'
+  initial_learning_rate: Optional[float] = hyperparams.field(None, ge=0.0)
+  decay_steps: Optional[int] = hyperparams.field(None, gt=0)
+  end_learning_rate: float = hyperparams.field(0.0001, ge=0.0)
+  power: float = 1.0
+  cycle: bool = False
+  offset: int = hyperparams.field(0, ge=0)
+
+
+@dataclasses.dataclass
+class LinearLrConfig(hyperparams.Config):
+  """Linear decay from `initial_learning_rate` to `end_learning_rate` (polynomial with power 1).
+
+  An mlm-garden addition: Model Garden has no `linear` learning-rate member (use `polynomial` there).
+  """
+  name: str = 'LinearDecay'
+  initial_learning_rate: Optional[float] = hyperparams.field(None, ge=0.0)
+  decay_steps: Optional[int] = hyperparams.field(None, gt=0)
+  end_learning_rate: float = hyperparams.field(0.0001, ge=0.0)
+  offset: int = hyperparams.field(0, ge=0)
+
+
+@dataclasses.dataclass
+class CosineLrConfig(hyperparams.Config):
+  """`init * ((1 - alpha) * 0.5 * (1 + cos(pi * s / decay_steps)) + alpha)`, s clipped to decay_steps."""
+  name: str = 'CosineDecay'
+  initial_learning_rate: Optional[float] = hyperparams.field(None, ge=0.0)
+  decay_steps: Optional[int] = hyperparams.field(None, gt=0)
+  alpha: float = hyperparams.field(0.0, ge=0.0, le=1.0)
+  offset: int = hyperparams.field(0, ge=0)
+
+
+@dataclasses.dataclass
+class LinearWarmupConfig(hyperparams.Config):
+  """Ramp linearly from `warmup_learning_rate` to the schedule's value at `warmup_steps`."""
+  name: str = 'linear'
+  warmup_learning_rate: float = hyperparams.field(0.0, ge=0.0)
+  warmup_steps: Optional[int] = hyperparams.field(None, ge=0)
+
+
+@dataclasses.dataclass
+class PolynomialWarmupConfig(hyperparams.Config):
+  """`schedule(warmup_steps) * (max(step, 1) / warmup_steps) ** power` before `warmup_steps`."""
+  name: str = 'polynomial'
+  power: float = hyperparams.field(1.0, gt=0.0)
+  warmup_steps: Optional[int] = hyperparams.field(None, ge=0)
+
+
+def _check_required(one_of: hyperparams.OneOfConfig, required: Tuple[str, ...]) -> None:
+  """Raises naming `<member>.<field>` when a required field of the selected member is None."""
+  member = one_of.get()
+  for name in required:
+    if getattr(member, name, 0) is None:
+      raise hyperparams.ConfigError(f'{one_of.type}.{name}',
+                                    f'is required when type is {one_of.type!r}, found None')
+
+
+@dataclasses.dataclass
+class LrConfig(hyperparams.OneOfConfig):
+  """The learning-rate one-of: `constant`, `stepwise`, `polynomial`, `linear` or `cosine`."""
+  type: Optional[str] = None
+  constant: ConstantLrConfig = dataclasses.field(default_factory=ConstantLrConfig)
+  stepwise: StepwiseLrConfig = dataclasses.field(default_factory=StepwiseLrConfig)
+  polynomial: PolynomialLrConfig = dataclasses.field(default_factory=PolynomialLrConfig)
+  linear: LinearLrConfig = dataclasses.field(default_factory=LinearLrConfig)
+  cosine: CosineLrConfig = dataclasses.field(default_factory=CosineLrConfig)
+
+  def validate(self) -> None:
+    super().validate()
+    if self.type is not None:
+      _check_required(self, ('initial_learning_rate', 'decay_steps', 'boundaries', 'values'))
+
+
+@dataclasses.dataclass
+class WarmupConfig(hyperparams.OneOfConfig):
+  """The warmup one-of: `linear` or `polynomial` (None: no warmup)."""
+  type: Optional[str] = None
+  linear: LinearWarmupConfig = dataclasses.field(default_factory=LinearWarmupConfig)
+  polynomial: PolynomialWarmupConfig = dataclasses.field(default_factory=PolynomialWarmupConfig)
+
+  def validate(self) -> None:
+    super().validate()
+    if self.type is not None:
+      _check_required(self, ('warmup_steps',))
