@@ -2,7 +2,8 @@
 
 Files are checked before the pipeline is built: an empty glob, an unreadable file, a missing feature or
 a feature of the wrong length fails at once with the file name, the feature and the expected shape,
-instead of a parse error deep inside a run.
+instead of a parse error deep inside a run; records written by our data tool also carry a metadata file
+whose sequence length, max predictions and vocabulary size must match the config.
 
 Example:
   >>> params = BertPretrainDataConfig(input_path='data/train-*.tfrecord', seq_length=128,
@@ -14,12 +15,14 @@ Example:
 """
 
 import dataclasses
-from typing import Dict, List, Optional, Sequence, Union
+import logging
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 import tensorflow as tf
 
 from official.core import config_definitions as cfg
 from official.modeling import hyperparams
+from official.nlp.data import data_metadata
 
 # How many files are opened to check their schema before training starts.
 _FILES_CHECKED = 16
@@ -78,15 +81,17 @@ def _feature_names(params: BertPretrainDataConfig) -> Dict[str, str]:
           'masked_lm_weights': 'masked_lm_weights'}
 
 
-def _feature_spec(params: BertPretrainDataConfig) -> Dict[str, tf.io.FixedLenFeature]:
+def _feature_spec(params: BertPretrainDataConfig,
+                  with_masks: bool = True) -> Dict[str, tf.io.FixedLenFeature]:
   seq, preds = params.seq_length, params.max_predictions_per_seq
   names = _feature_names(params)
   spec = {names['input_word_ids']: tf.io.FixedLenFeature([seq], tf.int64),
           names['input_mask']: tf.io.FixedLenFeature([seq], tf.int64),
-          names['input_type_ids']: tf.io.FixedLenFeature([seq], tf.int64),
-          names['masked_lm_positions']: tf.io.FixedLenFeature([preds], tf.int64),
-          names['masked_lm_ids']: tf.io.FixedLenFeature([preds], tf.int64),
-          names['masked_lm_weights']: tf.io.FixedLenFeature([preds], tf.float32)}
+          names['input_type_ids']: tf.io.FixedLenFeature([seq], tf.int64)}
+  if with_masks:
+    spec.update({names['masked_lm_positions']: tf.io.FixedLenFeature([preds], tf.int64),
+                 names['masked_lm_ids']: tf.io.FixedLenFeature([preds], tf.int64),
+                 names['masked_lm_weights']: tf.io.FixedLenFeature([preds], tf.float32)})
   if params.use_next_sentence_label:
     spec['next_sentence_labels'] = tf.io.FixedLenFeature([1], tf.int64)
   if params.use_position_id:
@@ -98,13 +103,19 @@ def _compression(params: BertPretrainDataConfig) -> Optional[str]:
   return 'GZIP' if params.file_type == 'tfrecord_compressed' else None
 
 
-def check_record_schema(files: Sequence[str], params: BertPretrainDataConfig) -> None:
+def check_record_schema(files: Sequence[str], params: BertPretrainDataConfig,
+                        with_masks: bool = True) -> None:
   """Reads the first record of the first files and checks every expected feature.
+
+  Args:
+    files: the record files.
+    params: the data config (sequence length, max predictions, feature names).
+    with_masks: whether the records must hold the masked-LM features (static masking).
 
   Raises:
     ValueError: naming the file, the feature, the expected and the found shape or kind.
   """
-  spec = _feature_spec(params)
+  spec = _feature_spec(params, with_masks)
   for path in files[:_FILES_CHECKED]:
     try:
       records = list(tf.data.TFRecordDataset(path, compression_type=_compression(params)).take(1))
@@ -133,6 +144,49 @@ def check_record_schema(files: Sequence[str], params: BertPretrainDataConfig) ->
                          'records)')
 
 
+def check_metadata(files: Sequence[str], params: BertPretrainDataConfig,
+                   vocab_size: Optional[int] = None,
+                   with_masks: bool = True) -> Optional[Dict[str, Any]]:
+  """Compares the records' metadata file (written by our data tool) with the data config.
+
+  Records without a metadata file (e.g. Model Garden's) are accepted as they are.
+
+  Args:
+    files: the record files.
+    params: the data config.
+    vocab_size: the model's vocabulary size, checked when given.
+    with_masks: whether the records must hold static masks (False: dynamic masking).
+
+  Returns:
+    The metadata, or None when the records have none.
+
+  Raises:
+    ValueError: a mismatch, naming the metadata file, the config field and both values.
+  """
+  metadata = data_metadata.load_metadata(list(files))
+  if metadata is None:
+    return None
+  source = metadata['metadata_path']
+  checks = [('seq_length', params.seq_length, 'max_seq_length'),
+            ('use_v2_feature_names', params.use_v2_feature_names, 'use_v2_feature_names')]
+  if with_masks:
+    if metadata.get('dynamic'):
+      raise ValueError(f'{source}: these records hold no masks (written with --dynamic); train '
+                       'them with the bert/pretraining_dynamic experiment')
+    checks.append(('max_predictions_per_seq', params.max_predictions_per_seq,
+                   'max_predictions_per_seq'))
+  if vocab_size is not None:
+    checks.append(('model.encoder.bert.vocab_size', vocab_size, 'vocab_size'))
+  for field_name, configured, key in checks:
+    if key in metadata and metadata[key] != configured:
+      raise ValueError(f'{field_name} is {configured!r} in the config but the records were written '
+                       f'with {key}={metadata[key]!r} ({source}); make them match')
+  if params.use_next_sentence_label and metadata.get('next_sentence') is False:
+    logging.warning('%s: records have no next-sentence pairs (labels are all 0) but '
+                    'use_next_sentence_label is true', source)
+  return metadata
+
+
 class BertPretrainDataLoader:
   """Builds the `tf.data` pipeline for `BertPretrainDataConfig`.
 
@@ -140,13 +194,19 @@ class BertPretrainDataLoader:
   parallel with `interleave`, and each input pipeline (worker) reads its own shard of files.
   """
 
-  def __init__(self, params: BertPretrainDataConfig):
+  # Whether the records hold the masked-LM features (False for dynamic masking).
+  stores_masks = True
+
+  def __init__(self, params: BertPretrainDataConfig, vocab_size: Optional[int] = None):
     self._params = params
     self._names = _feature_names(params)
+    self._vocab_size = vocab_size
+    self._metadata: Optional[Dict[str, Any]] = None
 
   def _parse_batch(self, records: tf.Tensor) -> Dict[str, tf.Tensor]:
-    parsed = tf.io.parse_example(records, _feature_spec(self._params))
-    features = {model_name: parsed[record_name] for model_name, record_name in self._names.items()}
+    parsed = tf.io.parse_example(records, _feature_spec(self._params, self.stores_masks))
+    features = {model_name: parsed[record_name] for model_name, record_name in self._names.items()
+                if record_name in parsed}
     for extra in ('next_sentence_labels', 'position_ids'):
       if extra in parsed:
         features[extra] = parsed[extra]
@@ -167,7 +227,8 @@ class BertPretrainDataLoader:
     """
     params = self._params
     files = list_input_files(params.input_path)
-    check_record_schema(files, params)
+    self._metadata = check_metadata(files, params, self._vocab_size, self.stores_masks)
+    check_record_schema(files, params, self.stores_masks)
     batch_size = params.global_batch_size
     num_pipelines, pipeline_id = 1, 0
     if input_context:

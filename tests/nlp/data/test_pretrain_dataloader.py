@@ -125,3 +125,75 @@ def test_dummy_dataset_shapes_and_labels():
   np.testing.assert_array_equal(
       tf.gather(batch['input_word_ids'], batch['masked_lm_positions'], batch_dims=1),
       batch['masked_lm_ids'])
+
+
+def _write_with_our_tool(tmp_path, **kwargs):
+  from official.nlp.data import create_pretraining_data  # pylint: disable=g-import-not-at-top
+  vocab = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'] + [f'w{i}' for i in range(40)]
+  vocab_file = tmp_path / 'vocab.txt'
+  vocab_file.write_text('\n'.join(vocab) + '\n')
+  text = tmp_path / 'corpus.txt'
+  rng = np.random.default_rng(0)
+  documents = ['\n'.join(' '.join(f'w{i}' for i in rng.integers(0, 40, 8)) for _ in range(6))
+               for _ in range(10)]
+  text.write_text('\n\n'.join(documents) + '\n')
+  output = tmp_path / 'train.tfrecord'
+  create_pretraining_data.create_pretraining_data(
+      str(text), str(output), str(vocab_file), max_seq_length=16, max_predictions_per_seq=4,
+      dupe_factor=2, num_workers=1, **kwargs)
+  return str(output), len(vocab)
+
+
+def test_records_of_our_tool_load_and_match_their_metadata(tmp_path):
+  path, vocab_size = _write_with_our_tool(tmp_path)
+  loader = pretrain_dataloader.BertPretrainDataLoader(_config(path), vocab_size=vocab_size)
+  batch = next(iter(loader.load()))
+  assert batch['input_word_ids'].shape == (4, 16)
+  assert int(tf.reduce_max(batch['input_word_ids'])) < vocab_size
+
+
+@pytest.mark.parametrize('config_kwargs, vocab_delta, message', [
+    (dict(seq_length=32), 0, 'seq_length is 32 in the config but the records were written with '
+     'max_seq_length=16'),
+    (dict(max_predictions_per_seq=8), 0, 'max_predictions_per_seq is 8 in the config but the '
+     'records were written with max_predictions_per_seq=4'),
+    ({}, 5, 'model.encoder.bert.vocab_size is 50 in the config but the records were written with '
+     'vocab_size=45'),
+])
+def test_metadata_mismatch_is_refused_before_reading(tmp_path, config_kwargs, vocab_delta,
+                                                     message):
+  path, vocab_size = _write_with_our_tool(tmp_path)
+  loader = pretrain_dataloader.BertPretrainDataLoader(_config(path, **config_kwargs),
+                                                      vocab_size=vocab_size + vocab_delta)
+  with pytest.raises(ValueError) as e:
+    loader.load()
+  assert message in str(e.value)
+  assert 'train.metadata.json' in str(e.value)
+
+
+def test_dynamic_records_are_masked_on_the_fly(tmp_path):
+  from official.nlp.data import pretrain_dynamic_dataloader  # pylint: disable=g-import-not-at-top
+  path, vocab_size = _write_with_our_tool(tmp_path, dynamic=True)
+  params = pretrain_dynamic_dataloader.BertPretrainDynamicDataConfig(
+      input_path=path, seq_length=16, max_predictions_per_seq=4, global_batch_size=64,
+      is_training=False, drop_remainder=False)
+  loader = pretrain_dynamic_dataloader.BertPretrainDynamicDataLoader(params, vocab_size)
+  first = next(iter(loader.load()))
+  second = next(iter(loader.load()))
+  assert first['masked_lm_positions'].shape[1] == 4
+  ids, positions = first['input_word_ids'].numpy(), first['masked_lm_positions'].numpy()
+  weights = first['masked_lm_weights'].numpy()
+  # [CLS] (id 2), [SEP] (id 3) and padding are never selected; selected positions are unique.
+  for row, pos, w in zip(ids, positions, weights):
+    chosen = pos[w > 0]
+    assert len(set(chosen)) == len(chosen) and 0 not in chosen
+  original = np.where(weights > 0, first['masked_lm_ids'].numpy(), -1)
+  assert (original != 2).all() and (original != 3).all()
+  # About 80% of the selected tokens are [MASK] (id 4) in the inputs.
+  selected_inputs = np.take_along_axis(ids, positions, 1)[weights > 0]
+  assert 0.6 < np.mean(selected_inputs == 4) < 0.95
+  # New masks on each pass.
+  assert not np.array_equal(first['masked_lm_positions'], second['masked_lm_positions'])
+  # Static loaders refuse dynamic records.
+  with pytest.raises(ValueError, match='bert/pretraining_dynamic'):
+    pretrain_dataloader.BertPretrainDataLoader(_config(path), vocab_size).load()
