@@ -17,9 +17,11 @@ the seeded generator, and whole-word masking decides [MASK]/random/keep once per
 
 Pipeline (`create_pretraining_data`): blocks of input lines are tokenized by worker processes (Rust WordPiece
 through an exact word cache) into compact numpy arrays (a few bytes per token: the whole corpus stays in
-memory, instances do not); documents are cut into chunks of about `_CHUNK_TOKENS` tokens, and each
-(dupe, chunk) unit is packed, masked and serialized (TFRecord framing included, no TensorFlow import) by a worker
-with a random generator seeded from `(random_seed, dupe, chunk)`. Units are assigned to output shards by a
+memory, instances do not); documents are grouped by length into chunks of about `_CHUNK_TOKENS` tokens, and each
+(dupe, chunk) unit is packed (`pack_documents`), masked on its real tokens (`build_instance_arrays`) and
+serialized with TFRecord framing and CRC32C (`tfrecord_writer.encode_pretraining_records`, no TensorFlow import)
+by a worker (forked: the token arrays are shared copy-on-write) with a random generator seeded from
+`(random_seed, dupe, chunk)`. Units are assigned to output shards by a
 seeded permutation; each shard's records are shuffled by a seeded permutation and written under a `.partial`
 name, renamed when complete. Memory is the token arrays plus one shard of serialized records (use
 `num_output_shards` to bound it); the output bytes do not depend on `num_workers`.
@@ -60,7 +62,7 @@ __all__ = ["TrainingInstance", "create_masked_lm_predictions", "create_instances
            "feature_names", "load_metadata"]
 
 logger = logging.getLogger(__name__)
-_CHUNK_TOKENS = 1 << 16  # tokens per work unit (fixed: the output must not depend on the number of workers)
+_CHUNK_TOKENS = 1 << 18  # tokens per work unit (fixed: the output must not depend on the number of workers)
 _TOOL = "mlm-garden create_pretraining_data"
 
 
@@ -294,24 +296,32 @@ def _build_unit(unit: Tuple[int, int]) -> _UnitResult:
   corpus: tokenized_corpus.TokenizedCorpus = shared["corpus"]
   options: pi.InstanceOptions = shared["options"]
   rng = np.random.default_rng(np.random.SeedSequence([shared["random_seed"], dupe, chunk]))
-  first, last = shared["chunk_starts"][chunk], shared["chunk_starts"][chunk + 1]
-  packed = pi.pack_documents(np.arange(first, last), corpus.sentence_starts, corpus.document_starts,
+  documents = shared["chunk_documents"][chunk]
+  packed = pi.pack_documents(documents, corpus.sentence_starts, corpus.document_starts,
                              options.max_seq_length, options.short_seq_prob, rng, options.next_sentence)
   if not len(packed):
-    return _UnitResult(b"", np.zeros(0, np.int64), last - first, 0, 0, 0, 0)
-  batch = pi.build_instance_batch(corpus.token_ids, packed, options, shared["special"], rng)
-  records, record_lengths = tfrecord_writer.frame_records(*tfrecord_writer.encode_examples(
-      *_example_features(batch, shared["use_v2_feature_names"], options.dynamic)))
-  masked = 0 if options.dynamic else int(batch.masked_lm_weights.sum())
-  return _UnitResult(records.tobytes(), record_lengths, last - first, len(batch), int(batch.input_mask.sum()),
-                     masked, int(batch.next_sentence_labels.sum()))
+    return _UnitResult(b"", np.zeros(0, np.int64), documents.size, 0, 0, 0, 0)
+  arrays = pi.build_instance_arrays(corpus.token_ids, packed, options, shared["special"], rng)
+  records, record_lengths = tfrecord_writer.encode_pretraining_records(
+      arrays.input_ids, arrays.lengths, arrays.segment_starts, arrays.next_sentence_labels,
+      arrays.masked_lm_positions, arrays.masked_lm_ids, arrays.masked_counts, shared["use_v2_feature_names"],
+      shared["special"].vocab_size)
+  masked = 0 if options.dynamic else int(arrays.masked_counts.sum())
+  return _UnitResult(records.tobytes(), record_lengths, documents.size, len(arrays), int(arrays.lengths.sum()),
+                     masked, int(arrays.next_sentence_labels.sum()))
 
 
-def _chunk_starts(corpus: tokenized_corpus.TokenizedCorpus) -> List[int]:
-  """Document indices where work chunks start (chunks of about `_CHUNK_TOKENS` tokens), plus the end."""
-  tokens_before = np.concatenate([[0], np.cumsum(corpus.document_tokens())[:-1]])
+def _chunk_documents(corpus: tokenized_corpus.TokenizedCorpus) -> List[np.ndarray]:
+  """The documents of each work chunk (about `_CHUNK_TOKENS` tokens each), grouped by length.
+
+  Packing takes one vectorized round per instance of the chunk's longest document, so documents of similar
+  length go together (a long document does not keep a chunk of short ones looping).
+  """
+  tokens = corpus.document_tokens()
+  by_length = np.argsort(tokens, kind="stable")
+  tokens_before = np.cumsum(tokens[by_length]) - tokens[by_length]
   _, starts = np.unique(tokens_before // _CHUNK_TOKENS, return_index=True)
-  return starts.tolist() + [corpus.num_documents]
+  return np.split(by_length, starts[1:])
 
 
 def _output_paths(output_file: Union[str, Sequence[str]], num_output_shards: Optional[int]) -> List[str]:
@@ -432,12 +442,12 @@ def create_pretraining_data(input_file: Union[str, Sequence[str]], output_file: 
       is_continuation=np.array([t.startswith(CONTINUATION_PREFIX) for t in vocab], bool))
   options = pi.InstanceOptions(max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob,
                                do_whole_word_mask, max_ngram_size, not no_next_sentence, dynamic)
-  chunk_starts = _chunk_starts(corpus)
-  units = [(d, c) for d in range(dupe_factor) for c in range(len(chunk_starts) - 1)]
+  chunk_documents = _chunk_documents(corpus)
+  units = [(d, c) for d in range(dupe_factor) for c in range(len(chunk_documents))]
   permutation = np.random.default_rng(np.random.SeedSequence([random_seed, 1 << 20])).permutation(len(units))
   shard_units = [sorted(part.tolist()) for part in np.array_split(permutation, len(output_paths))]
   shared = dict(corpus=corpus, options=options, special=special, random_seed=random_seed,
-                chunk_starts=chunk_starts, use_v2_feature_names=use_v2_feature_names)
+                chunk_documents=chunk_documents, use_v2_feature_names=use_v2_feature_names)
   totals = collections.Counter()
   instances_per_file = {}
   with tqdm.tqdm(total=corpus.num_documents * dupe_factor, unit="doc", desc="creating instances",
@@ -511,11 +521,15 @@ def _summary(metadata, stats, elapsed, read_seconds, num_workers) -> str:
 
 def _write_shuffled(f: tfrecord_writer.AtomicRecordFile, blobs: List[bytes], lengths: List[np.ndarray],
                     order: np.ndarray, chunk: int = 1 << 14) -> None:
-  """Writes the records of several back-to-back blobs in `order` (global indices), a chunk at a time."""
+  """Writes the records of several back-to-back blobs in `order` (global indices), a chunk at a time.
+
+  Records go to the file as views into the blobs (`writelines`): no joined copy of the shard is made.
+  """
   all_lengths = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
   blob_of = np.repeat(np.arange(len(blobs)), [l.size for l in lengths])
   starts = np.concatenate([np.cumsum(l) - l for l in lengths]) if lengths else np.zeros(0, np.int64)
+  views = [memoryview(blob) for blob in blobs]
   for begin in range(0, order.size, chunk):
     picked = order[begin:begin + chunk]
-    f.write(b"".join([blobs[b][s:s + n] for b, s, n in zip(
-        blob_of[picked].tolist(), starts[picked].tolist(), all_lengths[picked].tolist())]))
+    f.writelines([views[b][s:s + n] for b, s, n in zip(
+        blob_of[picked].tolist(), starts[picked].tolist(), all_lengths[picked].tolist())])

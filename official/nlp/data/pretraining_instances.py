@@ -4,7 +4,11 @@ Two layers share one implementation:
   * `pack_documents` decides instance boundaries from sentence offsets only (no tokens), vectorized over
     documents, so the same code serves lists of string tokens (the Model Garden API in `create_pretraining_data`)
     and the fast pipeline.
-  * `select_masked_positions` picks masked positions for a whole batch of sequences with numpy.
+  * `build_instance_arrays` (the fast path) lays the instances' real tokens out flat (no padding) and masks
+    them there: masking units are ordered by random 16-bit keys with two radix sorts (only the ~40% of units with
+    the smallest keys first; the rest for the rare rows the first pass leaves short), then a vectorized greedy
+    fill. `select_masked_positions` (padded `[batch, seq]` arrays) serves the n-gram masking and the string-token
+    API.
 
 Semantics (Google BERT `create_pretraining_data.py`, with its known flaws fixed):
   * Packing: sentences of a document are accumulated up to a target length (`max_seq_length - 3`, or with
@@ -402,3 +406,199 @@ def apply_mask_selection(batch: InstanceBatch, selection: MaskSelection, mask_id
   batch.masked_lm_positions = np.where(valid, positions, 0)
   batch.masked_lm_ids = np.where(valid, original, 0)
   batch.masked_lm_weights = valid.astype(np.float32)
+
+
+@dataclasses.dataclass
+class InstanceArrays:
+  """A batch of instances in the compact form `tfrecord_writer.encode_pretraining_records` takes.
+
+  Attributes:
+    input_ids: `[batch, max_seq_length]` int32, masked tokens replaced, 0-padded.
+    lengths: `[batch]` real tokens (`[CLS]` to the last `[SEP]`).
+    segment_starts: `[batch]` first position of segment B (`lengths` without B).
+    next_sentence_labels: `[batch]` int64.
+    masked_lm_positions, masked_lm_ids: `[batch, max_predictions]` int32, 0-padded (None in dynamic mode).
+    masked_counts: `[batch]` real predictions (None in dynamic mode).
+  """
+  input_ids: np.ndarray
+  lengths: np.ndarray
+  segment_starts: np.ndarray
+  next_sentence_labels: np.ndarray
+  masked_lm_positions: Optional[np.ndarray] = None
+  masked_lm_ids: Optional[np.ndarray] = None
+  masked_counts: Optional[np.ndarray] = None
+
+  def __len__(self) -> int:
+    return self.input_ids.shape[0]
+
+  @classmethod
+  def from_batch(cls, batch: InstanceBatch) -> "InstanceArrays":
+    lengths = batch.input_mask.sum(axis=1)
+    masked = batch.masked_lm_weights is not None
+    return cls(batch.input_ids.astype(np.int32), lengths, lengths - batch.segment_ids.sum(axis=1),
+               batch.next_sentence_labels, batch.masked_lm_positions if masked else None,
+               batch.masked_lm_ids if masked else None,
+               batch.masked_lm_weights.sum(axis=1).astype(np.int64) if masked else None)
+
+
+_KEY_BITS = 16
+# Units whose random key falls below this are ordered and taken first; the others only for rows whose budget the
+# first pass left unfilled. This gives the same result as ordering all units (the first pass is a prefix of the
+# full order), while sorting about 40% of them.
+_FIRST_PASS_KEYS = int(0.4 * (1 << _KEY_BITS))
+
+
+def _order_by_row_then_key(rows: np.ndarray, keys: np.ndarray) -> np.ndarray:
+  """Indices sorting by `(rows, keys)`, ties by index; `keys` uint16 (two radix sorts when rows fit 16 bits)."""
+  order = np.argsort(keys, kind="stable")
+  if rows.size and int(rows.max()) < 1 << 16:
+    return order[np.argsort(rows.astype(np.uint16)[order], kind="stable")]
+  return order[np.argsort(rows[order], kind="stable")]
+
+
+def _greedy_take(rows: np.ndarray, lengths: np.ndarray, budgets: np.ndarray, count: int):
+  """Greedy fill in the given order: each unit is taken if it fits in its row's remaining budget.
+
+  Args:
+    rows: `[k]` row of each unit, grouped (non-decreasing).
+    lengths: `[k]` unit lengths.
+    budgets: `[count]` budget of each row.
+
+  Returns:
+    `(taken [k] bool, used [count])`.
+  """
+  row_first = np.searchsorted(rows, np.arange(count))
+  within = np.cumsum(lengths)
+  within -= np.concatenate([[0], within])[row_first][rows]
+  taken = within <= budgets[rows]  # the prefix that fits
+  prefix = np.bincount(rows[taken], minlength=count)
+  used = np.where(prefix > 0, within[np.maximum(row_first + prefix - 1, 0)], 0)
+  # After the first unit that does not fit, greedy takes the next unit that fits, repeatedly.
+  pointer = row_first + prefix
+  pending = np.flatnonzero(~taken & (used[rows] < budgets[rows]))
+  while pending.size:
+    pending_rows = rows[pending]
+    pending = pending[(lengths[pending] <= budgets[pending_rows] - used[pending_rows])
+                      & (pending >= pointer[pending_rows])]
+    if not pending.size:
+      break
+    pending_rows = rows[pending]
+    first = np.ones(pending.size, bool)
+    first[1:] = pending_rows[1:] != pending_rows[:-1]
+    chosen = pending[first]
+    taken[chosen] = True
+    used[rows[chosen]] += lengths[chosen]
+    pointer[rows[chosen]] = chosen + 1
+    pending = pending[~first]
+  return taken, used
+
+
+def build_instance_arrays(token_ids: np.ndarray, instances: PackedInstances, options: InstanceOptions,
+                          special: SpecialIds, rng: np.random.Generator) -> InstanceArrays:
+  """Materializes and masks packed instances, working on the real tokens only (a flat array, no padding).
+
+  Same semantics as `build_instance_batch` (see the module docstring); n-gram masking goes through it.
+
+  Args:
+    token_ids: `[num_tokens]` flat token ids the instances' ranges index into.
+    instances: ranges from `pack_documents`.
+    options: sequence length, masking options.
+    special: special-token ids and the `##` table.
+    rng: random source for masking.
+
+  Returns:
+    `InstanceArrays`.
+  """
+  if options.max_ngram_size is not None and options.max_ngram_size > 1 and not options.dynamic:
+    return InstanceArrays.from_batch(build_instance_batch(token_ids, instances, options, special, rng))
+  seq = options.max_seq_length
+  count = len(instances)
+  if count == 0:
+    empty = np.zeros(0, np.int64)
+    masks = (None,) * 3 if options.dynamic else (np.zeros((0, options.max_predictions_per_seq), np.int32),) * 2 + (
+        empty,)
+    return InstanceArrays(np.zeros((0, seq), np.int32), empty, empty, empty, *masks)
+  len_a = instances.a_end - instances.a_start
+  len_b = instances.b_end - instances.b_start
+  has_b = options.next_sentence
+  totals = len_a + 2 + (len_b + 1 if has_b else 0)
+  segment_starts = len_a + 2 if has_b else totals.copy()
+  # Flat layout: row r's tokens are at [offsets[r], offsets[r] + totals[r]). The corpus index of each flat token
+  # steps by one, except at a row start (A; [CLS] reads a dummy) and at B's start: a cumulative sum of steps.
+  offsets = np.cumsum(totals) - totals
+  size = int(totals.sum())
+  a_first = instances.a_start - 1
+  steps = np.ones(size, np.int64)
+  last_source = instances.b_end if has_b else a_first + totals - 1  # corpus index read by each row's last token
+  steps[offsets[1:]] = a_first[1:] - last_source[:-1]
+  steps[0] = a_first[0]
+  if has_b:
+    steps[offsets + len_a + 2] += instances.b_start - instances.a_end - 1
+  source = np.cumsum(steps)
+  np.clip(source, 0, max(token_ids.size - 1, 0), out=source)
+  ids = token_ids[source].astype(np.int32)
+  del steps, source
+  ids[offsets] = special.cls_id
+  sep_positions = np.concatenate([offsets + len_a + 1, offsets + totals - 1] if has_b else [offsets + totals - 1])
+  ids[sep_positions] = special.sep_id
+  # The real tokens of the padded [count, seq] matrix, in row-major order: the flat layout.
+  real = np.arange(seq) < totals[:, None]
+  input_ids = np.zeros((count, seq), np.int32)
+  labels = instances.is_random_next.astype(np.int64)
+  if options.dynamic:
+    input_ids[real] = ids
+    return InstanceArrays(input_ids, totals, segment_starts, labels)
+
+  candidates = np.ones(size + 1, bool)  # plus a sentinel non-candidate at the end
+  candidates[offsets] = False
+  candidates[sep_positions] = False
+  candidates[size] = False
+  unit_start = candidates.copy()
+  if options.do_whole_word_mask:
+    unit_start[1:size] &= ~(special.is_continuation[ids[1:]] & candidates[:size - 1])
+  # A unit runs from its start to the next start or non-candidate (the next "break").
+  breaks = np.flatnonzero(unit_start | ~candidates)
+  is_start = unit_start[breaks]
+  start_index = np.flatnonzero(is_start)
+  starts = breaks[start_index]
+  unit_lengths = breaks[start_index + 1] - starts
+  unit_rows = np.repeat(np.arange(count, dtype=np.int32), totals)[starts]
+  budgets = num_predictions(totals, options.masked_lm_prob, options.max_predictions_per_seq)
+
+  # Units in random order within each row; take each that fits in the remaining budget (greedy).
+  keys = rng.integers(0, 1 << _KEY_BITS, starts.size, dtype=np.uint16)
+  early = keys < _FIRST_PASS_KEYS
+  order = np.flatnonzero(early)
+  order = order[_order_by_row_then_key(unit_rows[order], keys[order])]
+  taken, used = _greedy_take(unit_rows[order], unit_lengths[order], budgets, count)
+  unit_taken = np.zeros(starts.size, bool)
+  unit_taken[order[taken]] = True
+  unfilled = used < budgets
+  late = np.flatnonzero(~early & unfilled[unit_rows])
+  if late.size:  # continue the same order with the other units, for rows the first pass left unfilled
+    late = late[_order_by_row_then_key(unit_rows[late], keys[late])]
+    late_taken, _ = _greedy_take(unit_rows[late], unit_lengths[late], budgets - used, count)
+    unit_taken[late[late_taken]] = True
+  chosen_units = np.flatnonzero(unit_taken)  # by row, then position
+  # One 80/10/10 decision per unit.
+  draws = rng.random(chosen_units.size)
+  unit_action = np.where(draws < 0.8, ACTION_MASK, np.where(draws < 0.9, ACTION_RANDOM, ACTION_KEEP))
+  chosen_lengths = unit_lengths[chosen_units]
+  chosen_first = np.cumsum(chosen_lengths) - chosen_lengths
+  selected = np.repeat(starts[chosen_units] - chosen_first, chosen_lengths) + np.arange(int(chosen_lengths.sum()))
+  action = np.repeat(unit_action, chosen_lengths)
+  selected_rows = np.repeat(unit_rows[chosen_units], chosen_lengths)
+  counts = np.bincount(selected_rows, minlength=count)
+  if counts.max(initial=0) > options.max_predictions_per_seq:
+    raise ValueError(f"budgets exceed max_predictions_per_seq={options.max_predictions_per_seq}")
+  slots = np.arange(selected.size) - (np.cumsum(counts) - counts)[selected_rows]
+  flat_slots = selected_rows.astype(np.int64) * options.max_predictions_per_seq + slots
+  positions = np.zeros((count, options.max_predictions_per_seq), np.int32)
+  positions.ravel()[flat_slots] = selected - offsets[selected_rows]
+  masked_ids = np.zeros((count, options.max_predictions_per_seq), np.int32)
+  masked_ids.ravel()[flat_slots] = ids[selected]
+  random_ids = rng.integers(0, special.vocab_size, selected.size)
+  ids[selected] = np.where(action == ACTION_MASK, special.mask_id,
+                           np.where(action == ACTION_RANDOM, random_ids, ids[selected]))
+  input_ids[real] = ids
+  return InstanceArrays(input_ids, totals, segment_starts, labels, positions, masked_ids, counts.astype(np.int64))

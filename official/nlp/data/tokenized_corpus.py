@@ -24,7 +24,7 @@ import numpy as np
 from official.nlp.data import parallel
 from official.nlp.data.tokenization import WordPieceTokenizer
 
-_BLOCK_BYTES = 1 << 20  # small enough to spread a few MB over the workers
+_BLOCK_BYTES = 1 << 18  # small enough to spread a few MB evenly over the workers
 _MAX_REPORTED_INVALID = 20
 logger = logging.getLogger(__name__)
 

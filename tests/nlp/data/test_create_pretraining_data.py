@@ -377,7 +377,11 @@ def test_interrupted_write_leaves_no_shard(tmp_path, data_dir, monkeypatch):
     real_write(self, bytes(data)[:len(data) // 2])
     raise KeyboardInterrupt
 
+  def write_lines_half_then_stop(self, pieces):
+    write_half_then_stop(self, b"".join(pieces))
+
   monkeypatch.setattr(tfrecord_writer.AtomicRecordFile, "write", write_half_then_stop)
+  monkeypatch.setattr(tfrecord_writer.AtomicRecordFile, "writelines", write_lines_half_then_stop)
   output = tmp_path / "out.tfrecord"
   with pytest.raises(KeyboardInterrupt):
     cpd.create_pretraining_data(str(data_dir / "corpus.txt"), str(output), str(data_dir / "vocab.txt"),
@@ -400,6 +404,136 @@ def test_tfrecord_writer_crc_and_negative_values(tmp_path):
   with tfrecord_writer.AtomicRecordFile(str(tmp_path / "x.tfrecord")) as f:
     f.write(framed)
   assert len(_read(str(tmp_path / "x.tfrecord"))) == 1
+
+
+def _reference_example(ids, length, segment_start, label, positions=None, masked_ids=None, count=0,
+                       v2=False) -> bytes:
+  """The same record built with TensorFlow's own protobuf classes."""
+  seq = ids.size
+  col = np.arange(seq)
+  ints = {"input_word_ids" if v2 else "input_ids": ids, "input_mask": (col < length).astype(int),
+          "input_type_ids" if v2 else "segment_ids": ((col >= segment_start) & (col < length)).astype(int),
+          "next_sentence_labels": [label]}
+  feature = {k: tf.train.Feature(int64_list=tf.train.Int64List(value=[int(x) for x in v])) for k, v in ints.items()}
+  if positions is not None:
+    feature["masked_lm_positions"] = tf.train.Feature(int64_list=tf.train.Int64List(value=positions.tolist()))
+    feature["masked_lm_ids"] = tf.train.Feature(int64_list=tf.train.Int64List(value=masked_ids.tolist()))
+    weights = [1.0] * count + [0.0] * (positions.size - count)
+    feature["masked_lm_weights"] = tf.train.Feature(float_list=tf.train.FloatList(value=weights))
+  return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+def _random_pretraining_batch(rng, batch, seq, max_pred, vocab_size):
+  lengths = rng.integers(3, seq + 1, batch)
+  segment_starts = np.minimum(rng.integers(2, seq + 1, batch), lengths)
+  ids = rng.integers(0, vocab_size, (batch, seq))
+  ids[np.arange(seq)[None] >= lengths[:, None]] = 0
+  counts = rng.integers(1, max_pred + 1, batch)
+  padding = np.arange(max_pred)[None] >= counts[:, None]
+  positions = np.sort(rng.integers(0, seq, (batch, max_pred)), axis=1)
+  masked_ids = rng.integers(0, vocab_size, (batch, max_pred))
+  positions[padding] = 0
+  masked_ids[padding] = 0
+  return ids, lengths, segment_starts, rng.integers(0, 2, batch), positions, masked_ids, counts
+
+
+@pytest.mark.parametrize("seq,vocab_size,dynamic,v2,gzip", [
+    (128, 8000, False, False, False),    # the usual case: 1-2 byte ids, 1-byte positions
+    (200, 40000, False, True, True),     # 3-byte ids, 2-byte positions, v2 names, GZIP
+    (16, 50, True, False, False),        # dynamic records: no masked-LM features
+])
+def test_pretraining_record_encoder_matches_tensorflow(tmp_path, seq, vocab_size, dynamic, v2, gzip):
+  rng = np.random.default_rng(seq)
+  ids, lengths, segment_starts, labels, positions, masked_ids, counts = _random_pretraining_batch(
+      rng, 40, seq, 7, vocab_size)
+  lengths[0], segment_starts[0] = seq, seq  # full length, single segment
+  masked = (None, None, None) if dynamic else (positions, masked_ids, counts)
+  framed, framed_lengths = tfrecord_writer.encode_pretraining_records(
+      ids, lengths, segment_starts, labels, *masked, use_v2_feature_names=v2, vocab_size=vocab_size)
+  assert framed.size == framed_lengths.sum()
+  path = str(tmp_path / "r.tfrecord")
+  with tfrecord_writer.AtomicRecordFile(path, gzip_compress=gzip) as f:
+    f.write(framed.tobytes())
+  raw = [r.numpy() for r in tf.data.TFRecordDataset(path, compression_type="GZIP" if gzip else None)]
+  assert len(raw) == 40
+  names = cpd.feature_names(v2, dynamic)
+  spec = {name: tf.io.FixedLenFeature([1 if name == "next_sentence_labels" else
+                                       7 if name.startswith("masked") else seq],
+                                      tf.float32 if name == "masked_lm_weights" else tf.int64) for name in names}
+  for row, record in enumerate(raw):
+    reference = _reference_example(ids[row], lengths[row], segment_starts[row], labels[row],
+                                   None if dynamic else positions[row], None if dynamic else masked_ids[row],
+                                   0 if dynamic else counts[row], v2)
+    ours, theirs = tf.io.parse_single_example(record, spec), tf.io.parse_single_example(reference, spec)
+    assert set(ours) == set(names)
+    for name in names:
+      np.testing.assert_array_equal(ours[name].numpy(), theirs[name].numpy(), err_msg=name)
+    assert tf.train.Example.FromString(record) == tf.train.Example.FromString(reference)
+
+
+def test_pretraining_record_crc_is_checked_by_tensorflow(tmp_path):
+  rng = np.random.default_rng(0)
+  ids, lengths, segment_starts, labels, positions, masked_ids, counts = _random_pretraining_batch(
+      rng, 3, 32, 5, 300)
+  framed, framed_lengths = tfrecord_writer.encode_pretraining_records(
+      ids, lengths, segment_starts, labels, positions, masked_ids, counts)
+  records = tfrecord_writer.split_records(framed, framed_lengths)
+  for record in records:  # both CRCs equal the generic (byte-at-a-time) implementation's
+    length = int.from_bytes(record[:8], "little")
+    assert int.from_bytes(record[8:12], "little") == int(tfrecord_writer._masked(np.array(
+        [tfrecord_writer.crc32c(record[:8])]))[0])
+    assert int.from_bytes(record[-4:], "little") == int(tfrecord_writer._masked(np.array(
+        [tfrecord_writer.crc32c(record[12:12 + length])]))[0])
+  corrupt = bytearray(b"".join(records))
+  corrupt[len(records[0]) - 1] ^= 1  # the first record's data CRC
+  (tmp_path / "bad.tfrecord").write_bytes(bytes(corrupt))
+  with pytest.raises(tf.errors.DataLossError):
+    list(tf.data.TFRecordDataset(str(tmp_path / "bad.tfrecord")))
+
+
+def test_instance_arrays_greedy_budget_and_word_units():
+  """Ragged masking: budgets met exactly per token, greedily per word, [CLS]/[SEP] never selected."""
+  rng = np.random.default_rng(5)
+  vocab_size = 40
+  continuation = np.zeros(vocab_size, bool)
+  continuation[30:] = True
+  token_ids = rng.integers(5, 30, 5000).astype(np.uint16)
+  pieces = rng.random(5000) < 0.3
+  token_ids[pieces] = rng.integers(30, vocab_size, int(pieces.sum()))  # "##" pieces
+  sentence_starts = np.arange(0, 5001, 25)
+  document_starts = np.arange(0, sentence_starts.size, 8)
+  document_starts[-1] = sentence_starts.size - 1
+  special = pi.SpecialIds(2, 3, 4, vocab_size, continuation)
+  for whole_word in (False, True):
+    options = pi.InstanceOptions(64, 12, 0.15, 0.1, whole_word)
+    packed = pi.pack_documents(np.arange(document_starts.size - 1), sentence_starts, document_starts, 64, 0.1, rng)
+    arrays = pi.build_instance_arrays(token_ids, packed, options, special, np.random.default_rng(1))
+    budgets = pi.num_predictions(arrays.lengths, 0.15, 12)
+    for row in range(len(arrays)):
+      count = int(arrays.masked_counts[row])
+      positions = arrays.masked_lm_positions[row, :count]
+      original = arrays.input_ids[row].copy()
+      original[positions] = arrays.masked_lm_ids[row, :count]
+      length = int(arrays.lengths[row])
+      assert original[0] == 2 and original[length - 1] == 3 and not arrays.input_ids[row, length:].any()
+      assert not np.isin(original[positions], [2, 3]).any() and (np.diff(positions) > 0).all()
+      if not whole_word:
+        assert count == budgets[row]
+        continue
+      # Words: a start and its continuations; a word is masked whole or not at all, and no unmasked word fits
+      # in the budget left (the greedy fill is maximal).
+      selected = np.zeros(length, bool)
+      selected[positions] = True
+      remaining = budgets[row] - count
+      start = 1
+      for position in range(2, length + 1):
+        if position == length or not continuation[original[position]] or original[position - 1] in (2, 3):
+          if original[start] not in (2, 3):
+            group = selected[start:position]
+            assert group.all() or not group.any()
+            assert group.any() or position - start > remaining
+          start = position
+    assert arrays.masked_counts.sum() / arrays.lengths.sum() == pytest.approx(0.15, abs=0.02)
 
 
 # ---------------------------------------------------------------------------------------------------- MG API
