@@ -31,6 +31,8 @@ setuptools.setup(
     entry_points={
         'console_scripts': [
             'mlm-train=official.nlp.train:run',
+            'mlm-create-pretraining-data=data_tools.create_pretraining_data:main',
+            'mlm-build-vocab=data_tools.build_vocab:main',
         ],
     },
 )
