@@ -1,0 +1,93 @@
+"""Builds the `tf.distribute` strategy named by `runtime.distribution_strategy`.
+
+Example:
+  >>> strategy = get_distribution_strategy('mirrored', num_gpus=0)   # the CPU when there is no GPU
+  >>> with strategy.scope():
+  ...   model = task.build_model()
+"""
+
+import json
+import os
+from typing import Optional
+
+import tensorflow as tf
+
+STRATEGIES = ('off', 'one_device', 'mirrored', 'multi_worker_mirrored', 'tpu')
+_ALL_REDUCE = {'nccl': tf.distribute.NcclAllReduce,
+               'hierarchical_copy': tf.distribute.HierarchicalCopyAllReduce}
+
+
+def _devices(num_gpus: int):
+  gpus = tf.config.list_logical_devices('GPU')
+  if gpus:
+    count = len(gpus) if num_gpus <= 0 else num_gpus
+    if count > len(gpus):
+      raise ValueError(f'runtime.num_gpus is {num_gpus} but only {len(gpus)} GPUs are visible')
+    return [f'/device:GPU:{i}' for i in range(count)]
+  return [d.name for d in tf.config.list_logical_devices('CPU')]
+
+
+def get_distribution_strategy(distribution_strategy: str = 'mirrored', num_gpus: int = 0,
+                              all_reduce_alg: Optional[str] = None, num_packs: int = 1,
+                              tpu_address: Optional[str] = None,
+                              **kwargs) -> tf.distribute.Strategy:
+  """Returns a strategy: 'off' (the default strategy), 'one_device', 'mirrored',
+  'multi_worker_mirrored' (from TF_CONFIG) or 'tpu'.
+
+  Args:
+    distribution_strategy: the strategy name (case-insensitive).
+    num_gpus: GPUs for 'mirrored'/'one_device' (0: all visible GPUs; the CPU when there is none).
+    all_reduce_alg: 'nccl' or 'hierarchical_copy' for 'mirrored'; 'ring' or 'nccl' for multi-worker.
+    num_packs: gradient packs of the mirrored all-reduce.
+    tpu_address: the TPU name or address for 'tpu'.
+    **kwargs: ignored (Model Garden passes extra runtime fields).
+
+  Raises:
+    ValueError: an unknown strategy name or all-reduce algorithm.
+  """
+  del kwargs
+  name = (distribution_strategy or 'off').lower()
+  if name not in STRATEGIES:
+    raise ValueError(f'runtime.distribution_strategy: unknown strategy {distribution_strategy!r}; '
+                     f'expected one of {list(STRATEGIES)}')
+  if name == 'off':
+    return tf.distribute.get_strategy()
+  if name == 'one_device':
+    return tf.distribute.OneDeviceStrategy(_devices(num_gpus)[0])
+  if name == 'mirrored':
+    cross_device_ops = None
+    if all_reduce_alg:
+      if all_reduce_alg not in _ALL_REDUCE:
+        raise ValueError(f'runtime.all_reduce_alg: {all_reduce_alg!r} is not one of '
+                         f'{sorted(_ALL_REDUCE)} for the mirrored strategy')
+      cross_device_ops = _ALL_REDUCE[all_reduce_alg](num_packs=num_packs)
+    return tf.distribute.MirroredStrategy(devices=_devices(num_gpus),
+                                          cross_device_ops=cross_device_ops)
+  if name == 'multi_worker_mirrored':
+    implementation = {'ring': tf.distribute.experimental.CommunicationImplementation.RING,
+                      'nccl': tf.distribute.experimental.CommunicationImplementation.NCCL}.get(
+                          all_reduce_alg, tf.distribute.experimental.CommunicationImplementation.AUTO)
+    options = tf.distribute.experimental.CommunicationOptions(implementation=implementation)
+    return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+  resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu_address or '')
+  tf.config.experimental_connect_to_cluster(resolver)
+  tf.tpu.experimental.initialize_tpu_system(resolver)
+  return tf.distribute.TPUStrategy(resolver)
+
+
+def configure_cluster(worker_hosts: Optional[str] = None, task_index: int = -1) -> int:
+  """Writes TF_CONFIG from `runtime.worker_hosts`/`task_index`; returns the number of workers.
+
+  Without `worker_hosts`, an existing TF_CONFIG is read as it is (1 when there is none).
+  """
+  if worker_hosts:
+    workers = [w.strip() for w in worker_hosts.split(',') if w.strip()]
+    if len(workers) > 1 and not 0 <= task_index < len(workers):
+      raise ValueError(f'runtime.task_index must be in [0, {len(workers)}) for {len(workers)} '
+                       f'worker_hosts, found {task_index}')
+    if len(workers) > 1:
+      os.environ['TF_CONFIG'] = json.dumps({'cluster': {'worker': workers},
+                                            'task': {'type': 'worker', 'index': task_index}})
+    return len(workers)
+  tf_config = json.loads(os.environ.get('TF_CONFIG', '{}') or '{}')
+  return len(tf_config.get('cluster', {}).get('worker', [])) or 1

@@ -1,0 +1,321 @@
+"""The training driver: train, evaluate, checkpoint and summarize a task, Orbit style.
+
+Read top to bottom: `run_experiment` builds the model, optimizer, metrics and checkpoint inside the
+strategy's scope, restores the latest checkpoint (or `task.initialize`), then runs loops of
+`steps_per_loop` train steps inside one `tf.function`; after each loop it writes summaries, saves a
+checkpoint and evaluates when their intervals are reached.
+
+Example:
+  >>> strategy = distribute_utils.get_distribution_strategy('one_device')
+  >>> with strategy.scope():
+  ...   task = task_factory.get_task(params.task, logging_dir=model_dir)
+  >>> model, eval_logs = run_experiment(strategy, task, 'train_and_eval', params, model_dir)
+"""
+
+import logging
+import math
+import os
+import time
+from typing import Any, Dict, Optional, Tuple
+
+import numpy as np
+import tensorflow as tf
+import tf_keras
+from tensorflow.core.framework import summary_pb2
+
+from official.core import base_task
+from official.core import config_definitions as cfg
+from official.core import train_utils
+from official.modeling import performance
+
+MODES = ('train', 'eval', 'train_and_eval', 'continuous_eval')
+
+
+def _format_eta(seconds: float) -> str:
+  if not math.isfinite(seconds):
+    return '?'
+  minutes, seconds = divmod(int(seconds), 60)
+  hours, minutes = divmod(minutes, 60)
+  return f'{hours}h{minutes:02d}m' if hours else f'{minutes}m{seconds:02d}s'
+
+
+def _scalar(value: Any) -> float:
+  return float(np.asarray(value).reshape(-1)[0]) if np.size(value) else float('nan')
+
+
+class Trainer:
+  """Holds the model, optimizer, metrics, checkpoint and compiled step functions of one run.
+
+  Args:
+    strategy: the distribution strategy (everything is built in its scope).
+    task: the task.
+    params: the experiment config.
+    model_dir: where checkpoints and summaries go.
+  """
+
+  def __init__(self, strategy: tf.distribute.Strategy, task: base_task.Task,
+               params: cfg.ExperimentConfig, model_dir: str, train: bool = True):
+    self.strategy, self.task, self.params, self.model_dir = strategy, task, params, model_dir
+    trainer = params.trainer
+    with strategy.scope():
+      self.model = task.build_model()
+      self.optimizer = task.create_optimizer(trainer.optimizer_config, params.runtime)
+      self.train_metrics = task.build_metrics(training=True)
+      self.eval_metrics = task.build_metrics(training=False)
+      self.training_loss = tf_keras.metrics.Mean('training_loss')
+      self.loop_loss = tf_keras.metrics.Mean('loop_loss')
+      self.validation_loss = tf_keras.metrics.Mean('validation_loss')
+      # Creating the optimizer's slots now (instead of inside the first step) lets the train loop
+      # trace once; models whose variables only appear when called are built on their first step.
+      if self.model.built and self.model.trainable_variables:
+        inner = getattr(self.optimizer, 'inner_optimizer', self.optimizer)
+        inner.build(self.model.trainable_variables)
+      self.global_step = tf.Variable(0, dtype=tf.int64, trainable=False, name='global_step',
+                                     aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+    items = dict(getattr(self.model, 'checkpoint_items', {}) or {})
+    self.train_iterator = None
+    if train:
+      if strategy.num_replicas_in_sync == 1:
+        # A plain iterator is checkpointable: a resumed run neither repeats nor skips a batch.
+        self.train_iterator = iter(task.build_inputs(params.task.train_data))
+        items['train_iterator'] = self.train_iterator
+      else:
+        # tf.distribute iterators cannot be checkpointed: a resumed run restarts the input.
+        self.train_iterator = iter(strategy.distribute_datasets_from_function(
+            lambda ctx: task.build_inputs(params.task.train_data, ctx)))
+    self.checkpoint = tf.train.Checkpoint(global_step=self.global_step, model=self.model,
+                                          optimizer=self.optimizer, **items)
+    self.write_dir = train_utils.writable_dir(model_dir, strategy)
+    self.manager = tf.train.CheckpointManager(
+        self.checkpoint, self.write_dir, max_to_keep=trainer.max_to_keep,
+        step_counter=self.global_step, checkpoint_interval=trainer.checkpoint_interval)
+    self._train_loop = None
+    self._eval_step = None
+
+  # ---- checkpoints -----------------------------------------------------------------------------
+  def restore_or_initialize(self) -> Optional[str]:
+    """Restores the latest checkpoint of `model_dir`; without one, runs `task.initialize`."""
+    latest = tf.train.latest_checkpoint(self.model_dir)
+    if latest:
+      self.checkpoint.restore(latest).expect_partial()
+      logging.info('Restored %s at step %d', latest, int(self.global_step.numpy()))
+      return latest
+    self.task.initialize(self.model)
+    return None
+
+  # ---- compiled functions ------------------------------------------------------------------------
+  def _replica_train_step(self, inputs):
+    logs = self.task.train_step(inputs, self.model, self.optimizer, metrics=self.train_metrics)
+    self.training_loss.update_state(logs[self.task.loss])
+    self.loop_loss.update_state(logs[self.task.loss])
+
+  def train_loop_fn(self):
+    """A `tf.function(iterator, num_steps)` running `num_steps` steps; traced once per run.
+
+    The per-step losses go to the `training_loss` (summary window) and `loop_loss` metrics.
+    """
+    if self._train_loop is None:
+      step_fn = self._replica_train_step
+      use_xla = self.params.runtime.enable_xla and self.strategy.num_replicas_in_sync == 1
+      if self.params.runtime.enable_xla and not use_xla:
+        logging.warning('runtime.enable_xla: XLA compiles single-replica steps only; this run has '
+                        '%d replicas and runs without XLA.', self.strategy.num_replicas_in_sync)
+      if use_xla:
+        step_fn = tf.function(step_fn, jit_compile=True)
+
+      def loop(iterator, num_steps):
+        for _ in tf.range(num_steps):
+          self.strategy.run(step_fn, args=(next(iterator),))
+          self.global_step.assign_add(1)
+
+      if self.params.trainer.train_tf_function and not self.params.runtime.run_eagerly:
+        loop = tf.function(loop)
+      self._train_loop = loop
+    return self._train_loop
+
+  def eval_step_fn(self):
+    """A function running one validation step on a distributed batch."""
+    if self._eval_step is None:
+      def replica_step(inputs):
+        logs = self.task.validation_step(inputs, self.model, metrics=self.eval_metrics)
+        self.validation_loss.update_state(logs[self.task.loss])
+        return {k: v for k, v in logs.items() if k != self.task.loss}
+
+      def step(inputs):
+        return self.strategy.run(replica_step, args=(inputs,))
+
+      use_function = self.params.trainer.eval_tf_function and not self.params.runtime.run_eagerly
+      self._eval_step = tf.function(step) if use_function else step
+    return self._eval_step
+
+  # ---- evaluation ------------------------------------------------------------------------------
+  def evaluate(self) -> Dict[str, float]:
+    """Runs `validation_steps` eval steps (-1: the whole dataset); returns the metric results."""
+    steps = self.params.trainer.validation_steps
+    for metric in self.eval_metrics + [self.validation_loss]:
+      metric.reset_states()
+    dataset = self.strategy.distribute_datasets_from_function(
+        lambda ctx: self.task.build_inputs(self.params.task.validation_data, ctx))
+    step_fn = self.eval_step_fn()
+    state = None
+    for count, batch in enumerate(dataset):
+      if 0 <= steps <= count:
+        break
+      outputs = step_fn(batch)
+      if outputs:
+        local = {k: [t.numpy() for t in self.strategy.experimental_local_results(v)]
+                 for k, v in outputs.items()}
+        state = self.task.aggregate_logs(state=state, step_logs=local)
+    logs = {self.validation_loss.name: float(self.validation_loss.result())}
+    logs.update({m.name: _scalar(m.result()) for m in self.eval_metrics})
+    logs.update(self.task.reduce_aggregated_logs(state, global_step=self.global_step))
+    return logs
+
+  def learning_rate(self) -> float:
+    """The learning rate at the current optimizer step."""
+    lr = self.optimizer.learning_rate
+    if callable(lr):
+      lr = lr(self.optimizer.iterations)
+    return float(tf.convert_to_tensor(lr))
+
+
+# TensorBoard's scalar plugin metadata: `tf.summary.scalar` needs the tensorboard package, so scalars
+# are written with the core `tf.summary.write` op and this metadata (TensorBoard reads them alike).
+_SCALAR_METADATA = summary_pb2.SummaryMetadata(
+    plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name='scalars'))
+
+
+def _write_summaries(writer, logs: Dict[str, float], step: int) -> None:
+  with writer.as_default(step=step):
+    for name, value in logs.items():
+      if np.ndim(value) == 0:
+        tf.summary.write(name, tf.constant(float(value), tf.float32), step=step,
+                         metadata=_SCALAR_METADATA)
+  writer.flush()
+
+
+def _summary_writer(path: str, enabled: bool):
+  return tf.summary.create_file_writer(path) if enabled else tf.summary.create_noop_writer()
+
+
+def _check_loss(loss: float, step: int, upper_bound: float) -> None:
+  if not math.isfinite(loss) or loss > upper_bound:
+    raise RuntimeError(f'training loss is {loss} at step {step} (non-finite or above '
+                       f'trainer.loss_upper_bound={upper_bound}); stopping. The last good checkpoint '
+                       'is kept in model_dir.')
+
+
+def _train(trainer: Trainer, evaluate_every: Optional[int], save_summary: bool
+           ) -> Dict[str, float]:
+  """The train loop (and periodic evaluation); returns the last eval logs."""
+  params = trainer.params.trainer
+  train_dir = os.path.join(trainer.write_dir, 'train')
+  eval_dir = os.path.join(trainer.write_dir, params.validation_summary_subdir)
+  train_writer = _summary_writer(train_dir, save_summary)
+  eval_writer = _summary_writer(eval_dir, save_summary) if evaluate_every else None
+  if params.summary_interval % params.steps_per_loop:
+    logging.warning('trainer.summary_interval (%d) is not a multiple of steps_per_loop (%d): '
+                    'summaries are written at the end of the loop that crosses it.',
+                    params.summary_interval, params.steps_per_loop)
+  iterator = trainer.train_iterator
+  loop = trainer.train_loop_fn()
+  step = int(trainer.global_step.numpy())
+  start_step, start_time = step, time.time()
+  window_start, window_time = step, time.time()
+  eval_logs: Dict[str, float] = {}
+  while step < params.train_steps:
+    num_steps = min(params.steps_per_loop, params.train_steps - step)
+    if evaluate_every:
+      num_steps = min(num_steps, evaluate_every - step % evaluate_every)
+    loop_start = time.time()
+    loop(iterator, tf.constant(num_steps, tf.int32))
+    step = int(trainer.global_step.numpy())
+    loss = float(trainer.loop_loss.result())
+    trainer.loop_loss.reset_states()
+    _check_loss(loss, step, params.loss_upper_bound)
+    elapsed = time.time() - loop_start
+    rate = num_steps / max(elapsed, 1e-9)
+    done = (step - start_step) / max(time.time() - start_time, 1e-9)
+    eta = (params.train_steps - step) / done if done > 0 else float('inf')
+    print(f'step {step}/{params.train_steps} | loss {loss:.4f} | {rate:.2f} steps/s | '
+          f'ETA {_format_eta(eta)}', flush=True)
+    if step // params.summary_interval > (step - num_steps) // params.summary_interval or \
+        step == params.train_steps:
+      logs = {'training_loss': float(trainer.training_loss.result()),
+              'learning_rate': trainer.learning_rate(),
+              'steps_per_second': (step - window_start) / max(time.time() - window_time, 1e-9)}
+      logs.update({m.name: _scalar(m.result()) for m in trainer.train_metrics})
+      _write_summaries(train_writer, logs, step)
+      for metric in trainer.train_metrics + [trainer.training_loss]:
+        metric.reset_states()
+      window_start, window_time = step, time.time()
+    trainer.manager.save(checkpoint_number=step, check_interval=True)
+    if evaluate_every and (step % evaluate_every == 0 or step == params.train_steps):
+      eval_logs = trainer.evaluate()
+      _write_summaries(eval_writer, eval_logs, step)
+      print(f'eval at step {step}: ' + ', '.join(f'{k} {v:.4f}' for k, v in eval_logs.items()),
+            flush=True)
+  if trainer.manager.latest_checkpoint is None or \
+      not trainer.manager.latest_checkpoint.endswith(f'-{step}'):
+    trainer.manager.save(checkpoint_number=step)
+  return eval_logs
+
+
+def _evaluate_checkpoint(trainer: Trainer, checkpoint_path: str, save_summary: bool
+                         ) -> Dict[str, float]:
+  trainer.checkpoint.restore(checkpoint_path).expect_partial()
+  step = int(trainer.global_step.numpy())
+  logs = trainer.evaluate()
+  eval_dir = os.path.join(trainer.write_dir, trainer.params.trainer.validation_summary_subdir)
+  _write_summaries(_summary_writer(eval_dir, save_summary), logs, step)
+  print(f'eval of {os.path.basename(checkpoint_path)} (step {step}): ' +
+        ', '.join(f'{k} {v:.4f}' for k, v in logs.items()), flush=True)
+  return logs
+
+
+def run_experiment(distribution_strategy: tf.distribute.Strategy, task: base_task.Task, mode: str,
+                   params: cfg.ExperimentConfig, model_dir: str, run_post_eval: bool = False,
+                   save_summary: bool = True) -> Tuple[tf_keras.Model, Dict[str, float]]:
+  """Runs `mode` ('train', 'eval', 'train_and_eval', 'continuous_eval') of an experiment.
+
+  Args:
+    distribution_strategy: the strategy to build and run in.
+    task: the task (built from `params.task`).
+    mode: what to run.
+    params: the experiment config.
+    model_dir: checkpoints, summaries and `params.yaml`.
+    run_post_eval: evaluate once more after training (mode 'train').
+    save_summary: write TensorBoard summaries.
+
+  Returns:
+    The model and the last evaluation's logs (empty when nothing was evaluated).
+
+  Raises:
+    ValueError: an unknown mode, or 'eval' without a checkpoint.
+  """
+  if mode not in MODES:
+    raise ValueError(f'--mode: unknown mode {mode!r}; expected one of {list(MODES)}')
+  performance.set_mixed_precision_policy(params.runtime.mixed_precision_dtype)
+  if train_utils.is_chief(distribution_strategy):
+    train_utils.write_params(params, model_dir)
+  trainer = Trainer(distribution_strategy, task, params, model_dir,
+                    train=mode in ('train', 'train_and_eval'))
+  if mode in ('train', 'train_and_eval'):
+    trainer.restore_or_initialize()
+    every = params.trainer.validation_interval if mode == 'train_and_eval' else None
+    eval_logs = _train(trainer, every, save_summary)
+    if run_post_eval and not eval_logs:
+      eval_logs = trainer.evaluate()
+    return trainer.model, eval_logs
+  if mode == 'eval':
+    latest = tf.train.latest_checkpoint(model_dir)
+    if not latest:
+      raise ValueError(f'--mode=eval: no checkpoint in {model_dir}')
+    return trainer.model, _evaluate_checkpoint(trainer, latest, save_summary)
+  eval_logs = {}
+  for path in tf.train.checkpoints_iterator(model_dir,
+                                            timeout=params.trainer.continuous_eval_timeout):
+    eval_logs = _evaluate_checkpoint(trainer, path, save_summary)
+    if int(trainer.global_step.numpy()) >= params.trainer.train_steps:
+      break
+  return trainer.model, eval_logs

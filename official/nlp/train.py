@@ -1,0 +1,115 @@
+"""Trains and evaluates a registered experiment: `python -m official.nlp.train --experiment=...`.
+
+Example:
+  python -m official.nlp.train --experiment=bert/pretraining \
+    --config_file=configs/pretraining/bert_mini.yaml --mode=train_and_eval --model_dir=runs/mini \
+    --params_override='task.train_data.input_path=data/train-*.tfrecord,trainer.train_steps=1000'
+
+Precedence: the experiment's defaults < each --config_file in order < --params_override.
+"""
+
+import importlib
+import logging
+import os
+import sys
+
+from absl import app
+from absl import flags
+
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string('experiment', None, 'The registered experiment to run, e.g. bert/pretraining.')
+flags.DEFINE_enum('mode', 'train_and_eval', ['train', 'eval', 'train_and_eval', 'continuous_eval'],
+                  'What to run: train; eval (the latest checkpoint once); train_and_eval (evaluate '
+                  'every trainer.validation_interval steps); continuous_eval (evaluate each new '
+                  'checkpoint of --model_dir).')
+flags.DEFINE_string('model_dir', None, 'Directory for checkpoints, summaries and params.yaml; a '
+                    'rerun with the same directory resumes from its latest checkpoint.')
+flags.DEFINE_multi_string('config_file', [], 'YAML config file(s) overriding the experiment '
+                          'defaults; repeat the flag for several (later files win).')
+flags.DEFINE_string('params_override', None, "Overrides applied last: 'a.b=1,c.d=x' pairs, a "
+                    'YAML/JSON string, or a YAML file path.')
+flags.DEFINE_multi_string('gin_file', [], 'Gin config file(s) to parse before running.')
+flags.DEFINE_multi_string('gin_params', [], "Gin bindings, e.g. 'MyLayer.width = 3'.")
+flags.DEFINE_string('tpu', None, 'TPU name or address; sets runtime.tpu (use with '
+                    'runtime.distribution_strategy=tpu).')
+flags.DEFINE_string('tf_data_service', None, 'Not supported by mlm-garden; setting it is an error.')
+flags.DEFINE_multi_string('experiment_module', [], 'Python module(s) to import before looking up '
+                          '--experiment, so that they can register their own experiments and tasks.')
+
+
+def _fail(message: str) -> None:
+  print(f'error: {message}', file=sys.stderr)
+  sys.exit(1)
+
+
+def _build_params():
+  """Imports registrations and builds the validated params; exits 1 with a message on bad input."""
+  from official.core import train_utils  # pylint: disable=g-import-not-at-top
+  from official.modeling import hyperparams  # pylint: disable=g-import-not-at-top
+  importlib.import_module('official.common.registry_imports')
+  for module in FLAGS.experiment_module:
+    try:
+      importlib.import_module(module)
+    except ImportError as e:
+      _fail(f'--experiment_module={module}: cannot import it: {e}')
+  if not FLAGS.experiment:
+    from official.core import exp_factory  # pylint: disable=g-import-not-at-top
+    _fail('--experiment is required; registered experiments: '
+          f'{", ".join(exp_factory.registered_experiments())}')
+  if FLAGS.tf_data_service:
+    _fail('--tf_data_service: tf.data service is not supported by mlm-garden')
+  try:
+    params = train_utils.build_params(FLAGS.experiment, FLAGS.config_file, FLAGS.params_override)
+    if FLAGS.tpu:
+      params.override({'runtime': {'tpu': FLAGS.tpu}})
+  except KeyError as e:
+    _fail(str(e.args[0]) if e.args else str(e))
+  except (hyperparams.ConfigError, FileNotFoundError) as e:
+    _fail(str(e))
+  return params
+
+
+def main(argv) -> None:
+  """Parses the flags, builds params, strategy and task, and runs the experiment."""
+  del argv
+  logging.getLogger().setLevel(logging.INFO)
+  if FLAGS.gin_file or FLAGS.gin_params:
+    import gin  # pylint: disable=g-import-not-at-top
+    gin.parse_config_files_and_bindings(FLAGS.gin_file, FLAGS.gin_params)
+  params = _build_params()
+  if not FLAGS.model_dir:
+    _fail('--model_dir is required')
+  from official.common import distribute_utils  # pylint: disable=g-import-not-at-top
+  from official.core import task_factory  # pylint: disable=g-import-not-at-top
+  from official.core import train_lib  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  runtime = params.runtime
+  if runtime.deterministic or runtime.seed is not None:
+    tf.keras.utils.set_random_seed(runtime.seed if runtime.seed is not None else 0)
+  if runtime.deterministic:
+    tf.config.experimental.enable_op_determinism()
+  if runtime.run_eagerly:
+    tf.config.run_functions_eagerly(True)
+  distribute_utils.configure_cluster(runtime.worker_hosts, runtime.task_index)
+  try:
+    strategy = distribute_utils.get_distribution_strategy(
+        distribution_strategy=runtime.distribution_strategy, num_gpus=runtime.num_gpus,
+        all_reduce_alg=runtime.all_reduce_alg, num_packs=runtime.num_packs,
+        tpu_address=runtime.tpu)
+    with strategy.scope():
+      task = task_factory.get_task(params.task, logging_dir=FLAGS.model_dir)
+    train_lib.run_experiment(strategy, task, FLAGS.mode, params, FLAGS.model_dir)
+  except (ValueError, FileNotFoundError, KeyError) as e:
+    _fail(str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e))
+
+
+def run() -> None:
+  """Console-script entry point (`mlm-train`)."""
+  app.run(main)
+
+
+if __name__ == '__main__':
+  run()

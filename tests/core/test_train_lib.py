@@ -1,0 +1,125 @@
+"""Tests for official/core/train_lib.py and official/nlp/train.py with the toy regression experiment."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from official.common import distribute_utils
+from official.core import exp_factory
+from official.core import task_factory
+from official.core import train_lib
+from official.nlp.tools import training_curves
+from tests.core import toy_task  # pylint: disable=unused-import
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOY = ['--experiment_module=tests.core.toy_task', '--experiment=test/toy_regression']
+
+
+def _train_py(*args, timeout=240):
+  env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL='2')
+  return subprocess.run([sys.executable, '-m', 'official.nlp.train', *args], cwd=ROOT, env=env,
+                        capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def _run_in_process(model_dir, mode='train', **trainer_overrides):
+  params = exp_factory.get_exp_config('test/toy_regression')
+  params.override({'trainer': trainer_overrides})
+  strategy = distribute_utils.get_distribution_strategy('one_device')
+  with strategy.scope():
+    task = task_factory.get_task(params.task, logging_dir=str(model_dir))
+  return train_lib.run_experiment(strategy, task, mode, params, str(model_dir))
+
+
+def _checkpoint_steps(model_dir):
+  state = tf.train.get_checkpoint_state(str(model_dir))
+  return sorted(int(p.rsplit('-', 1)[1]) for p in state.all_model_checkpoint_paths)
+
+
+@pytest.mark.slow
+def test_every_mode_through_train_py(tmp_path):
+  model_dir = tmp_path / 'run'
+  result = _train_py(*TOY, '--mode=train_and_eval', f'--model_dir={model_dir}')
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert 'step 20/20' in result.stdout and 'eval at step 20' in result.stdout
+  assert (model_dir / 'params.yaml').exists()
+  assert _checkpoint_steps(model_dir) == [5, 10, 15, 20]
+  train = training_curves.read_scalars(str(model_dir / 'train'))
+  assert {'training_loss', 'learning_rate', 'steps_per_second', 'mean_absolute_error'} <= set(train)
+  losses = [v for _, v in train['training_loss']]
+  assert [s for s, _ in train['training_loss']] == [5, 10, 15, 20]
+  assert losses[-1] < 0.1 * losses[0]
+  validation = training_curves.read_scalars(str(model_dir / 'validation'))
+  assert [s for s, _ in validation['validation_loss']] == [10, 20]
+
+  result = _train_py(*TOY, '--mode=eval', f'--model_dir={model_dir}')
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert 'eval of ckpt-20 (step 20)' in result.stdout
+
+  result = _train_py(*TOY, '--mode=continuous_eval', f'--model_dir={model_dir}',
+                     '--params_override=trainer.continuous_eval_timeout=1')
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert 'eval of ckpt-20 (step 20)' in result.stdout
+
+  train_only = tmp_path / 'train_only'
+  result = _train_py(*TOY, '--mode=train', f'--model_dir={train_only}',
+                     '--params_override=trainer.train_steps=10')
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert _checkpoint_steps(train_only) == [5, 10]
+  assert not (train_only / 'validation').exists()
+
+
+def test_resume_continues_and_matches_uninterrupted_run(tmp_path):
+  _, _ = _run_in_process(tmp_path / 'full', train_steps=20)
+  _, _ = _run_in_process(tmp_path / 'split', train_steps=10)
+  assert _checkpoint_steps(tmp_path / 'split') == [5, 10]
+  model, _ = _run_in_process(tmp_path / 'split', train_steps=20)
+  full = training_curves.read_scalars(str(tmp_path / 'full' / 'train'))
+  split = training_curves.read_scalars(str(tmp_path / 'split' / 'train'))
+  # The resumed run logged steps 15 and 20 only, with the same learning rates.
+  assert [s for s, _ in split['learning_rate']] == [5, 10, 15, 20]
+  np.testing.assert_allclose([v for _, v in split['learning_rate']],
+                             [v for _, v in full['learning_rate']], rtol=1e-6)
+  assert _checkpoint_steps(tmp_path / 'split')[-1] == 20
+  reader = tf.train.load_checkpoint(str(tmp_path / 'split'))
+  full_reader = tf.train.load_checkpoint(str(tmp_path / 'full'))
+  assert reader.get_tensor('global_step/.ATTRIBUTES/VARIABLE_VALUE') == 20
+  kernel_key = [k for k in reader.get_variable_to_shape_map() if k.startswith('model/') and
+                'kernel' in k and 'OPTIMIZER' not in k][0]
+  np.testing.assert_allclose(reader.get_tensor(kernel_key), full_reader.get_tensor(kernel_key),
+                             rtol=1e-5)
+  assert model is not None
+
+
+def test_train_loop_is_traced_once(tmp_path):
+  params = exp_factory.get_exp_config('test/toy_regression')
+  strategy = distribute_utils.get_distribution_strategy('one_device')
+  with strategy.scope():
+    task = task_factory.get_task(params.task)
+  trainer = train_lib.Trainer(strategy, task, params, str(tmp_path))
+  trainer.restore_or_initialize()
+  train_lib._train(trainer, evaluate_every=10, save_summary=False)  # pylint: disable=protected-access
+  assert int(trainer.global_step.numpy()) == 20
+  assert trainer.train_loop_fn().experimental_get_tracing_count() == 1
+
+
+def test_unknown_experiment_lists_registered_ones():
+  result = _train_py('--experiment=nope', '--model_dir=/tmp/unused')
+  assert result.returncode == 1
+  assert 'nope' in result.stderr and 'bert/pretraining' in result.stderr
+  assert 'Traceback' not in result.stderr
+
+
+def test_bad_override_names_the_key_and_helpfull_lists_flags(tmp_path):
+  result = _train_py(*TOY, f'--model_dir={tmp_path}',
+                     '--params_override=trainer.train_stepz=3')
+  assert result.returncode == 1
+  assert 'trainer.train_stepz: unknown key' in result.stderr
+  assert 'Traceback' not in result.stderr
+  result = _train_py('--helpfull')
+  for flag in ('--experiment', '--mode', '--model_dir', '--config_file', '--params_override',
+               '--gin_file', '--gin_params', '--tpu', '--tf_data_service', '--experiment_module'):
+    assert flag in result.stdout, flag

@@ -1,0 +1,82 @@
+"""A tiny registered experiment for trainer tests: linear regression `y = x . w` on synthetic data.
+
+Register it in train.py with `--experiment_module=tests.core.toy_task --experiment=test/toy_regression`.
+"""
+
+import dataclasses
+
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from official.core import base_task
+from official.core import config_definitions as cfg
+from official.core import exp_factory
+from official.core import task_factory
+from official.modeling import hyperparams
+from official.modeling import optimization
+
+TRUE_WEIGHTS = np.array([1.0, -2.0, 0.5, 3.0], np.float32)
+
+
+@dataclasses.dataclass
+class ToyModelConfig(hyperparams.Config):
+  width: int = hyperparams.field(4, ge=1)
+
+
+@dataclasses.dataclass
+class ToyTaskConfig(cfg.TaskConfig):
+  model: ToyModelConfig = dataclasses.field(default_factory=ToyModelConfig)
+  train_data: cfg.DataConfig = dataclasses.field(
+      default_factory=lambda: cfg.DataConfig(input_path='synthetic', global_batch_size=8,
+                                             is_training=True))
+  validation_data: cfg.DataConfig = dataclasses.field(
+      default_factory=lambda: cfg.DataConfig(input_path='synthetic', global_batch_size=8,
+                                             is_training=False))
+
+
+@task_factory.register_task_cls(ToyTaskConfig)
+class ToyRegressionTask(base_task.Task):
+  """Learns the weights of a linear function; the loss is the mean squared error."""
+
+  def build_model(self) -> tf_keras.Model:
+    width = self.task_config.model.width
+    model = tf_keras.Sequential([tf_keras.layers.Dense(1, use_bias=False,
+                                                       kernel_initializer='zeros')])
+    model.build([None, width])
+    return model
+
+  def build_inputs(self, params, input_context=None) -> tf.data.Dataset:
+    width = self.task_config.model.width
+    batch_size = params.global_batch_size
+    if input_context:
+      batch_size = input_context.get_per_replica_batch_size(batch_size)
+    rng = np.random.default_rng(0 if params.is_training else 1)
+    x = rng.normal(size=(256, width)).astype(np.float32)
+    y = x @ np.resize(TRUE_WEIGHTS, width)[:, None]
+    dataset = tf.data.Dataset.from_tensor_slices((x, y))
+    if params.is_training:
+      dataset = dataset.repeat()
+    return dataset.batch(batch_size, drop_remainder=True)
+
+  def build_losses(self, labels, model_outputs, aux_losses=None) -> tf.Tensor:
+    return tf.reduce_mean(tf.square(tf.cast(labels, tf.float32) - model_outputs))
+
+  def build_metrics(self, training: bool = True):
+    del training
+    return [tf_keras.metrics.MeanAbsoluteError(name='mean_absolute_error')]
+
+
+@exp_factory.register_config_factory('test/toy_regression')
+def toy_regression() -> cfg.ExperimentConfig:
+  return cfg.ExperimentConfig(
+      task=ToyTaskConfig(),
+      trainer=cfg.TrainerConfig(
+          train_steps=20, steps_per_loop=5, summary_interval=5, checkpoint_interval=5,
+          validation_interval=10, validation_steps=4,
+          optimizer_config=optimization.OptimizationConfig.from_dict({
+              'optimizer': {'type': 'sgd', 'sgd': {'momentum': 0.0}},
+              'learning_rate': {'type': 'polynomial', 'polynomial': {
+                  'initial_learning_rate': 0.1, 'decay_steps': 20, 'end_learning_rate': 0.01}},
+          })),
+      runtime=cfg.RuntimeConfig(distribution_strategy='one_device'))
