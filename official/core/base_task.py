@@ -73,6 +73,8 @@ class Task(tf.Module, metaclass=abc.ABCMeta):
       return
     if tf.io.gfile.isdir(ckpt_path):
       ckpt_path = tf.train.latest_checkpoint(ckpt_path)
+    elif not tf.io.gfile.exists(f'{ckpt_path}.index'):
+      ckpt_path = None
     if not ckpt_path:
       raise FileNotFoundError(f'task.init_checkpoint {self.task_config.init_checkpoint!r}: no '
                               'checkpoint found')

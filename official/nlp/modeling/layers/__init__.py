@@ -1,0 +1,11 @@
+"""Layers of the BERT models (Model Garden names) and the Keras-NLP masked-LM API."""
+
+from official.nlp.modeling.layers.cls_head import ClassificationHead
+from official.nlp.modeling.layers.masked_lm import MaskedLM
+from official.nlp.modeling.layers.masked_lm_head import MaskedLMHead
+from official.nlp.modeling.layers.masked_lm_mask_generator import MaskedLMMaskGenerator
+from official.nlp.modeling.layers.on_device_embedding import OnDeviceEmbedding
+from official.nlp.modeling.layers.position_embedding import PositionEmbedding
+from official.nlp.modeling.layers.reversible_embedding import ReversibleEmbedding
+from official.nlp.modeling.layers.self_attention import MultiHeadSelfAttention
+from official.nlp.modeling.layers.transformer_encoder_block import TransformerEncoderBlock

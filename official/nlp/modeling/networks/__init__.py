@@ -1,0 +1,3 @@
+"""Networks: encoders that map token ids to hidden states."""
+
+from official.nlp.modeling.networks.bert_encoder import BertEncoder

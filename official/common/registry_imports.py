@@ -1,0 +1,9 @@
+"""Importing this module registers every built-in experiment and task.
+
+`official/nlp/train.py` imports it; user code that calls `exp_factory.get_exp_config` directly should
+import it too.
+"""
+
+# pylint: disable=unused-import
+from official.nlp.configs import pretraining_experiments
+from official.nlp.tasks import masked_lm

@@ -1,0 +1,90 @@
+"""The masked-LM head of BERT: predicts the tokens at masked positions with the tied embedding table."""
+
+from typing import Any, Dict, Optional
+
+import tensorflow as tf
+import tf_keras
+
+from official.modeling import tf_utils
+
+
+@tf_keras.utils.register_keras_serializable(package='mlm_garden')
+class MaskedLM(tf_keras.layers.Layer):
+  """Gathers hidden states at the masked positions and scores them against the vocabulary.
+
+  Computation: gather -> dense (embedding width) + activation -> LayerNorm (eps 1e-12) -> matmul with
+  the embedding table transposed -> + bias [vocab]. Logits are float32 under mixed precision.
+
+  Serialization: `get_config` records the table's shape, not the table; `from_config` (or the
+  constructor with `embedding_table=None`) creates its own table of that shape, and
+  `MaskedLM.from_config(config, embedding_table=table)` ties it to an existing one again.
+
+  Args:
+    embedding_table: the word-embedding variable [vocab, embedding_width] to tie to.
+    activation: the transform's activation.
+    initializer: the transform's kernel initializer.
+    output: 'logits' or 'predictions' (log-softmax).
+    vocab_size, embedding_width: the table's shape when `embedding_table` is None.
+
+  Call args:
+    sequence_data: [batch, seq, hidden]; masked_positions: int [batch, num_predictions].
+
+  Returns:
+    [batch, num_predictions, vocab] float32.
+
+  Example:
+    >>> table = tf.Variable(tf.random.normal([50, 16]))
+    >>> MaskedLM(table, activation='gelu')(tf.zeros([2, 8, 16]), tf.zeros([2, 3], tf.int32)).shape
+    TensorShape([2, 3, 50])
+  """
+
+  def __init__(self, embedding_table: Optional[tf.Variable] = None, activation: Any = None,
+               initializer: Any = 'glorot_uniform', output: str = 'logits',
+               name: Optional[str] = None, vocab_size: Optional[int] = None,
+               embedding_width: Optional[int] = None, **kwargs):
+    super().__init__(name=name, **kwargs)
+    if output not in ('logits', 'predictions'):
+      raise ValueError(f"MaskedLM output must be 'logits' or 'predictions', found {output!r}")
+    if embedding_table is None and not (vocab_size and embedding_width):
+      raise ValueError('MaskedLM needs embedding_table, or vocab_size and embedding_width')
+    self.embedding_table = embedding_table
+    self.vocab_size = int(embedding_table.shape[0]) if embedding_table is not None else vocab_size
+    self.embedding_width = (int(embedding_table.shape[1]) if embedding_table is not None
+                            else embedding_width)
+    self.activation = tf_utils.serialize_activation(activation)
+    self.initializer = tf_keras.initializers.get(initializer)
+    self.output_type = output
+
+  def build(self, input_shape):
+    if self.embedding_table is None:
+      self.embedding_table = self.add_weight(
+          'embedding_table', shape=[self.vocab_size, self.embedding_width],
+          initializer=tf_utils.clone_initializer(self.initializer))
+    self.dense = tf_keras.layers.Dense(
+        self.embedding_width, activation=tf_utils.get_activation(self.activation),
+        kernel_initializer=tf_utils.clone_initializer(self.initializer), name='transform/dense')
+    self.layer_norm = tf_keras.layers.LayerNormalization(
+        axis=-1, epsilon=1e-12, dtype=tf.float32, name='transform/LayerNorm')
+    self.bias = self.add_weight('output_bias/bias', shape=[self.vocab_size], initializer='zeros')
+    super().build(input_shape)
+
+  def call(self, sequence_data, masked_positions):
+    gathered = tf.gather(sequence_data, tf.cast(masked_positions, tf.int32), batch_dims=1)
+    hidden = self.layer_norm(tf.cast(self.dense(gathered), tf.float32))
+    table = tf.cast(self.embedding_table, self.compute_dtype)
+    logits = tf.matmul(tf.cast(hidden, self.compute_dtype), table, transpose_b=True)
+    logits = tf.cast(logits, tf.float32) + tf.cast(self.bias, tf.float32)
+    if self.output_type == 'predictions':
+      return tf.nn.log_softmax(logits)
+    return logits
+
+  def get_config(self) -> Dict[str, Any]:
+    config = super().get_config()
+    config.update(activation=self.activation, output=self.output_type,
+                  initializer=tf_keras.initializers.serialize(self.initializer),
+                  vocab_size=self.vocab_size, embedding_width=self.embedding_width)
+    return config
+
+  @classmethod
+  def from_config(cls, config: Dict[str, Any], embedding_table: Optional[tf.Variable] = None):
+    return cls(embedding_table=embedding_table, **config)

@@ -1,0 +1,51 @@
+"""Token and position embedding layers."""
+
+from typing import Any, Dict
+
+import tensorflow as tf
+import tf_keras
+
+
+@tf_keras.utils.register_keras_serializable(package='mlm_garden')
+class OnDeviceEmbedding(tf_keras.layers.Layer):
+  """An embedding table looked up with `tf.gather` (or a one-hot matmul for small tables).
+
+  Args:
+    vocab_size: rows of the table.
+    embedding_width: columns of the table.
+    initializer: the table's initializer.
+    use_one_hot: look up by one-hot matmul (fast for tiny tables such as token types).
+
+  Call args: ids int [batch, seq]. Returns [batch, seq, embedding_width].
+
+  Example:
+    >>> OnDeviceEmbedding(100, 16)(tf.zeros([2, 5], tf.int32)).shape
+    TensorShape([2, 5, 16])
+  """
+
+  def __init__(self, vocab_size: int, embedding_width: int, initializer: Any = 'glorot_uniform',
+               use_one_hot: bool = False, **kwargs):
+    super().__init__(**kwargs)
+    self.vocab_size = vocab_size
+    self.embedding_width = embedding_width
+    self.initializer = tf_keras.initializers.get(initializer)
+    self.use_one_hot = use_one_hot
+
+  def build(self, input_shape):
+    self.embeddings = self.add_weight('embeddings', shape=[self.vocab_size, self.embedding_width],
+                                      initializer=self.initializer)
+    super().build(input_shape)
+
+  def call(self, inputs):
+    table = tf.cast(self.embeddings, self.compute_dtype)
+    if self.use_one_hot:
+      one_hot = tf.one_hot(inputs, self.vocab_size, dtype=table.dtype)
+      return tf.einsum('bsv,vd->bsd', one_hot, table)
+    return tf.gather(table, inputs)
+
+  def get_config(self) -> Dict[str, Any]:
+    config = super().get_config()
+    config.update(vocab_size=self.vocab_size, embedding_width=self.embedding_width,
+                  initializer=tf_keras.initializers.serialize(self.initializer),
+                  use_one_hot=self.use_one_hot)
+    return config

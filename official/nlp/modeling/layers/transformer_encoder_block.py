@@ -1,0 +1,107 @@
+"""The BERT transformer block: self-attention and feed-forward, post-LN (BERT) or pre-LN."""
+
+from typing import Any, Dict, Optional
+
+import tensorflow as tf
+import tf_keras
+
+from official.modeling import tf_utils
+from official.nlp.modeling.layers import self_attention
+
+
+@tf_keras.utils.register_keras_serializable(package='mlm_garden')
+class TransformerEncoderBlock(tf_keras.layers.Layer):
+  """One transformer encoder layer.
+
+  Post-LN (`norm_first=False`, original BERT): `x = LN(x + attn(x)); y = LN(x + ffn(x))`.
+  Pre-LN (`norm_first=True`): `x = x + attn(LN(x)); y = x + ffn(LN(x))`.
+  Sub-layers (checkpoint names): `self_attention`, `self_attention_layer_norm`, `intermediate`,
+  `output`, `output_layer_norm`.
+
+  Args:
+    num_attention_heads: attention heads; must divide the hidden size.
+    inner_dim: width of the feed-forward layer.
+    inner_activation: its activation ('gelu' is the tanh approximation).
+    output_dropout: dropout after attention and feed-forward.
+    attention_dropout: dropout on attention probabilities.
+    norm_first: pre-LN when True.
+    norm_epsilon: LayerNorm epsilon.
+    kernel_initializer: initializer of every kernel.
+    output_range: compute only the first `output_range` positions (the output is shorter).
+
+  Call args:
+    inputs: [batch, seq, hidden]; attention_mask: [batch, seq] (1 = token).
+
+  Example:
+    >>> block = TransformerEncoderBlock(num_attention_heads=2, inner_dim=32, inner_activation='gelu')
+    >>> block(tf.zeros([2, 5, 16]), tf.ones([2, 5])).shape
+    TensorShape([2, 5, 16])
+  """
+
+  def __init__(self, num_attention_heads: int, inner_dim: int, inner_activation: Any = 'gelu',
+               output_dropout: float = 0.0, attention_dropout: float = 0.0,
+               norm_first: bool = False, norm_epsilon: float = 1e-12,
+               kernel_initializer: Any = 'glorot_uniform', output_range: Optional[int] = None,
+               **kwargs):
+    super().__init__(**kwargs)
+    self.num_attention_heads = num_attention_heads
+    self.inner_dim = inner_dim
+    self.inner_activation = tf_utils.serialize_activation(inner_activation)
+    self.output_dropout = output_dropout
+    self.attention_dropout = attention_dropout
+    self.norm_first = norm_first
+    self.norm_epsilon = norm_epsilon
+    self.kernel_initializer = tf_keras.initializers.get(kernel_initializer)
+    self.output_range = output_range
+
+  def build(self, input_shape):
+    hidden = int(input_shape[-1])
+    if hidden % self.num_attention_heads:
+      raise ValueError(f'hidden size {hidden} is not a multiple of num_attention_heads '
+                       f'{self.num_attention_heads}')
+    init = lambda: tf_utils.clone_initializer(self.kernel_initializer)
+    self.self_attention = self_attention.MultiHeadSelfAttention(
+        self.num_attention_heads, hidden // self.num_attention_heads, self.attention_dropout,
+        kernel_initializer=init(), name='self_attention')
+    self.self_attention_layer_norm = tf_keras.layers.LayerNormalization(
+        epsilon=self.norm_epsilon, dtype=tf.float32, name='self_attention_layer_norm')
+    self.intermediate = tf_keras.layers.Dense(
+        self.inner_dim, activation=tf_utils.get_activation(self.inner_activation),
+        kernel_initializer=init(), name='intermediate')
+    self.output_dense = tf_keras.layers.Dense(hidden, kernel_initializer=init(), name='output')
+    self.output_layer_norm = tf_keras.layers.LayerNormalization(
+        epsilon=self.norm_epsilon, dtype=tf.float32, name='output_layer_norm')
+    self.attention_dropout_layer = tf_keras.layers.Dropout(self.output_dropout)
+    self.output_dropout_layer = tf_keras.layers.Dropout(self.output_dropout)
+    super().build(input_shape)
+
+  def _norm(self, layer, x):
+    return tf.cast(layer(tf.cast(x, tf.float32)), x.dtype)
+
+  def call(self, inputs, attention_mask=None, training=None):
+    x = inputs
+    residual = x if self.output_range is None else x[:, :self.output_range]
+    attention_input = self._norm(self.self_attention_layer_norm, x) if self.norm_first else x
+    attention = self.self_attention(attention_input, attention_mask,
+                                    query_length=self.output_range, training=training)
+    attention = self.attention_dropout_layer(attention, training=training)
+    if self.norm_first:
+      x = residual + attention
+      ffn_input = self._norm(self.output_layer_norm, x)
+    else:
+      x = self._norm(self.self_attention_layer_norm, residual + attention)
+      ffn_input = x
+    ffn = self.output_dropout_layer(self.output_dense(self.intermediate(ffn_input)),
+                                    training=training)
+    if self.norm_first:
+      return x + ffn
+    return self._norm(self.output_layer_norm, x + ffn)
+
+  def get_config(self) -> Dict[str, Any]:
+    config = super().get_config()
+    config.update(num_attention_heads=self.num_attention_heads, inner_dim=self.inner_dim,
+                  inner_activation=self.inner_activation, output_dropout=self.output_dropout,
+                  attention_dropout=self.attention_dropout, norm_first=self.norm_first,
+                  norm_epsilon=self.norm_epsilon, output_range=self.output_range,
+                  kernel_initializer=tf_keras.initializers.serialize(self.kernel_initializer))
+    return config

@@ -1,0 +1,297 @@
+"""The masked-LM pretraining task: model, inputs, loss and metrics of `bert/pretraining`.
+
+Loss: the masked-LM cross-entropy summed over positions weighted by `masked_lm_weights` and divided by
+the sum of weights, plus the mean next-sentence cross-entropy when a `next_sentence` head exists.
+
+Example:
+  >>> config = MaskedLMConfig(model=bert.PretrainerConfig(...), train_data=...)
+  >>> task = MaskedLMTask(config)
+  >>> model = task.build_model()
+  >>> dataset = task.build_inputs(config.train_data)
+"""
+
+import dataclasses
+import logging
+from typing import Any, Dict, List, Mapping, Optional
+
+import tensorflow as tf
+import tf_keras
+from tensorflow.core.protobuf import trackable_object_graph_pb2
+
+from official.core import base_task
+from official.core import config_definitions as cfg
+from official.core import task_factory
+from official.modeling import hyperparams
+from official.modeling import tf_utils
+from official.nlp.configs import bert
+from official.nlp.configs import encoders
+from official.nlp.data import pretrain_dataloader
+from official.nlp.data import pretrain_dynamic_dataloader
+from official.nlp.modeling import layers
+from official.nlp.modeling import models
+
+NEXT_SENTENCE = 'next_sentence'
+
+
+def _default_pretrainer() -> bert.PretrainerConfig:
+  return bert.PretrainerConfig(cls_heads=[
+      bert.ClsHeadConfig(inner_dim=768, num_classes=2, dropout_rate=0.1, name=NEXT_SENTENCE)])
+
+
+@dataclasses.dataclass
+class MaskedLMConfig(cfg.TaskConfig):
+  """The masked-LM task config.
+
+  Attributes:
+    model: the pretrainer (default: BERT-base with a `next_sentence` head).
+    scale_loss: divide the loss by the number of replicas so gradients are averaged across replicas.
+      False (Model Garden's default) sums the replicas' gradients: with N replicas the effective
+      learning rate is N times larger than with one device.
+    train_data: training records.
+    validation_data: evaluation records.
+  """
+  model: bert.PretrainerConfig = dataclasses.field(default_factory=_default_pretrainer)
+  scale_loss: bool = False
+  train_data: pretrain_dataloader.BertPretrainDataConfig = dataclasses.field(
+      default_factory=pretrain_dataloader.BertPretrainDataConfig)
+  validation_data: pretrain_dataloader.BertPretrainDataConfig = dataclasses.field(
+      default_factory=lambda: pretrain_dataloader.BertPretrainDataConfig(is_training=False))
+
+  def validate(self) -> None:
+    super().validate()
+    encoder = self.model.encoder.get()
+    for split in ('train_data', 'validation_data'):
+      data = getattr(self, split)
+      if data.seq_length > encoder.max_position_embeddings:
+        raise hyperparams.ConfigError(
+            f'{split}.seq_length', f'{data.seq_length} exceeds model.encoder.bert.'
+            f'max_position_embeddings={encoder.max_position_embeddings}')
+      if data.max_predictions_per_seq > data.seq_length:
+        raise hyperparams.ConfigError(
+            f'{split}.max_predictions_per_seq', f'{data.max_predictions_per_seq} exceeds '
+            f'seq_length={data.seq_length}')
+
+
+class MaskedLMPerplexity(tf_keras.metrics.Metric):
+  """exp(weighted mean masked-LM cross-entropy) over everything seen since the last reset."""
+
+  def __init__(self, name: str = 'masked_lm_perplexity', **kwargs):
+    super().__init__(name=name, **kwargs)
+    self.loss_sum = self.add_weight('loss_sum', initializer='zeros', dtype=tf.float32)
+    self.weight_sum = self.add_weight('weight_sum', initializer='zeros', dtype=tf.float32)
+
+  def update_state(self, losses: tf.Tensor, weights: tf.Tensor) -> None:
+    """Adds per-position losses [batch, predictions] with their weights."""
+    weights = tf.cast(weights, tf.float32)
+    self.loss_sum.assign_add(tf.reduce_sum(tf.cast(losses, tf.float32) * weights))
+    self.weight_sum.assign_add(tf.reduce_sum(weights))
+
+  def result(self) -> tf.Tensor:
+    return tf.exp(tf.math.divide_no_nan(self.loss_sum, self.weight_sum))
+
+
+def masked_lm_loss(labels: tf.Tensor, logits: tf.Tensor, weights: tf.Tensor) -> tf.Tensor:
+  """Per-position cross-entropy [batch, predictions]; `weights` only mask it later.
+
+  Args:
+    labels: int [batch, predictions] true token ids.
+    logits: [batch, predictions, vocab].
+    weights: [batch, predictions]; unused here, kept for symmetry with the mean.
+  """
+  del weights
+  return tf_keras.losses.sparse_categorical_crossentropy(
+      labels, tf.cast(logits, tf.float32), from_logits=True)
+
+
+@task_factory.register_task_cls(MaskedLMConfig)
+class MaskedLMTask(base_task.Task):
+  """Masked-LM (+ optional next-sentence) pretraining of a `BertPretrainerV2`."""
+
+  def build_model(self, params: Optional[bert.PretrainerConfig] = None) -> tf_keras.Model:
+    """Builds the `BertPretrainerV2` of `params` (default: the task's model config)."""
+    config = params or self.task_config.model
+    encoder = encoders.build_encoder(config.encoder)
+    initializer_range = config.encoder.get().initializer_range
+    heads = [layers.ClassificationHead(
+        inner_dim=head.inner_dim, num_classes=head.num_classes, cls_token_idx=head.cls_token_idx,
+        activation=head.activation, dropout_rate=head.dropout_rate,
+        initializer=tf_keras.initializers.TruncatedNormal(stddev=initializer_range),
+        name=head.name) for head in config.cls_heads]
+    model = models.BertPretrainerV2(
+        encoder_network=encoder,
+        mlm_activation=tf_utils.get_activation(config.mlm_activation),
+        mlm_initializer=tf_keras.initializers.TruncatedNormal(stddev=config.mlm_initializer_range),
+        classification_heads=heads)
+    # Create the variables now (the trainer checkpoints and builds optimizer slots before step 0).
+    data = self.task_config.train_data
+    ids = tf.zeros([1, data.seq_length], tf.int32)
+    model({'input_word_ids': ids, 'input_mask': ids, 'input_type_ids': ids,
+           'masked_lm_positions': tf.zeros([1, data.max_predictions_per_seq], tf.int32)})
+    return model
+
+  def build_inputs(self, params: pretrain_dataloader.BertPretrainDataConfig,
+                   input_context: Optional[tf.distribute.InputContext] = None) -> tf.data.Dataset:
+    """The input dataset; `input_path: dummy` gives synthetic batches.
+
+    A `BertPretrainDynamicDataConfig` reads unmasked records and masks them on the fly.
+    """
+    vocab_size = self.task_config.model.encoder.get().vocab_size
+    if params.input_path == 'dummy':
+      return pretrain_dataloader.dummy_dataset(params, vocab_size, input_context)
+    if isinstance(params, pretrain_dynamic_dataloader.BertPretrainDynamicDataConfig):
+      loader = pretrain_dynamic_dataloader.BertPretrainDynamicDataLoader(params, vocab_size)
+    else:
+      loader = pretrain_dataloader.BertPretrainDataLoader(params, vocab_size)
+    return loader.load(input_context)
+
+  def build_metrics(self, training: Optional[bool] = None) -> List[tf_keras.metrics.Metric]:
+    """`masked_lm_accuracy`, `lm_example_loss`, `masked_lm_perplexity` (+ next-sentence metrics)."""
+    del training
+    metrics = [tf_keras.metrics.SparseCategoricalAccuracy(name='masked_lm_accuracy'),
+               tf_keras.metrics.Mean(name='lm_example_loss'),
+               MaskedLMPerplexity()]
+    if self._has_next_sentence_head():
+      metrics += [tf_keras.metrics.SparseCategoricalAccuracy(name='next_sentence_accuracy'),
+                  tf_keras.metrics.Mean(name='next_sentence_loss')]
+    return metrics
+
+  def _has_next_sentence_head(self) -> bool:
+    return any(head.name == NEXT_SENTENCE for head in self.task_config.model.cls_heads)
+
+  def build_losses(self, labels: Mapping[str, tf.Tensor], model_outputs: Mapping[str, tf.Tensor],
+                   metrics: Optional[List[tf_keras.metrics.Metric]] = None,
+                   aux_losses: Optional[List[tf.Tensor]] = None) -> tf.Tensor:
+    """The total loss; updates the loss metrics when `metrics` is given.
+
+    Args:
+      labels: the input dict with `masked_lm_ids`, `masked_lm_weights` [batch, predictions] and
+        `next_sentence_labels` [batch, 1] (when there is a next-sentence head).
+      model_outputs: the model's dict with `mlm_logits` [batch, predictions, vocab] and
+        `next_sentence` [batch, 2].
+      metrics: the task's metrics, to update `lm_example_loss`, perplexity and `next_sentence_loss`.
+      aux_losses: regularization losses added to the total.
+
+    Returns:
+      A float32 scalar.
+    """
+    metrics = {metric.name: metric for metric in metrics or []}
+    weights = tf.cast(labels['masked_lm_weights'], tf.float32)
+    per_position = masked_lm_loss(labels['masked_lm_ids'], model_outputs['mlm_logits'], weights)
+    mlm_loss = tf.math.divide_no_nan(tf.reduce_sum(per_position * weights), tf.reduce_sum(weights))
+    if 'lm_example_loss' in metrics:
+      metrics['lm_example_loss'].update_state(mlm_loss)
+      metrics['masked_lm_perplexity'].update_state(per_position, weights)
+    total = mlm_loss
+    if NEXT_SENTENCE in model_outputs and 'next_sentence_labels' in labels:
+      nsp_loss = tf.reduce_mean(tf_keras.losses.sparse_categorical_crossentropy(
+          tf.reshape(labels['next_sentence_labels'], [-1]),
+          tf.cast(model_outputs[NEXT_SENTENCE], tf.float32), from_logits=True))
+      if 'next_sentence_loss' in metrics:
+        metrics['next_sentence_loss'].update_state(nsp_loss)
+      total += nsp_loss
+    if aux_losses:
+      total += tf.add_n([tf.cast(loss, tf.float32) for loss in aux_losses])
+    return total
+
+  def process_metrics(self, metrics: List[tf_keras.metrics.Metric], labels: Mapping[str, tf.Tensor],
+                      model_outputs: Mapping[str, tf.Tensor], **kwargs) -> None:
+    """Updates the accuracy metrics (the loss metrics are updated in `build_losses`)."""
+    del kwargs
+    metrics = {metric.name: metric for metric in metrics}
+    if 'masked_lm_accuracy' in metrics:
+      metrics['masked_lm_accuracy'].update_state(
+          labels['masked_lm_ids'], model_outputs['mlm_logits'], labels['masked_lm_weights'])
+    if 'next_sentence_accuracy' in metrics and NEXT_SENTENCE in model_outputs:
+      metrics['next_sentence_accuracy'].update_state(
+          tf.reshape(labels['next_sentence_labels'], [-1]), model_outputs[NEXT_SENTENCE])
+
+  def train_step(self, inputs: Mapping[str, tf.Tensor], model: tf_keras.Model,
+                 optimizer: tf_keras.optimizers.Optimizer,
+                 metrics: Optional[List[tf_keras.metrics.Metric]] = None) -> Dict[str, tf.Tensor]:
+    """One optimizer step on a per-replica batch; returns `{'loss': loss}`.
+
+    With `scale_loss` the loss is divided by the replicas in sync before the gradient, so the summed
+    gradients are the global-batch mean; without it (Model Garden's default) they are summed.
+    """
+    with tf.GradientTape() as tape:
+      outputs = model(inputs, training=True)
+      loss = self.build_losses(labels=inputs, model_outputs=outputs, metrics=metrics,
+                               aux_losses=model.losses)
+      scaled_loss = loss
+      if self.task_config.scale_loss:
+        scaled_loss = loss / tf.distribute.get_strategy().num_replicas_in_sync
+      if isinstance(optimizer, tf_keras.mixed_precision.LossScaleOptimizer):
+        scaled_loss = optimizer.get_scaled_loss(scaled_loss)
+    variables = model.trainable_variables
+    grads = tape.gradient(scaled_loss, variables)
+    if isinstance(optimizer, tf_keras.mixed_precision.LossScaleOptimizer):
+      grads = optimizer.get_unscaled_gradients(grads)
+    optimizer.apply_gradients(list(zip(grads, variables)))
+    if metrics:
+      self.process_metrics(metrics, inputs, outputs)
+    return {self.loss: loss}
+
+  def validation_step(self, inputs: Mapping[str, tf.Tensor], model: tf_keras.Model,
+                      metrics: Optional[List[tf_keras.metrics.Metric]] = None
+                      ) -> Dict[str, tf.Tensor]:
+    """Forward pass and metric updates on one eval batch; returns `{'loss': loss}`."""
+    outputs = model(inputs, training=False)
+    loss = self.build_losses(labels=inputs, model_outputs=outputs, metrics=metrics,
+                             aux_losses=model.losses)
+    if metrics:
+      self.process_metrics(metrics, inputs, outputs)
+    return {self.loss: loss}
+
+  def initialize(self, model: tf_keras.Model) -> None:
+    """Restores `init_checkpoint`: the encoder always, the heads when the checkpoint has them.
+
+    A head whose variables are missing from the checkpoint or have other shapes (e.g. a different
+    number of classes) is left freshly initialized, with a log line naming it.
+    """
+    ckpt_path = self.task_config.init_checkpoint
+    if not ckpt_path:
+      return
+    if tf.io.gfile.isdir(ckpt_path):
+      ckpt_path = tf.train.latest_checkpoint(ckpt_path)
+    elif not tf.io.gfile.exists(f'{ckpt_path}.index'):
+      ckpt_path = None
+    if not ckpt_path:
+      raise FileNotFoundError(f'task.init_checkpoint {self.task_config.init_checkpoint!r}: no '
+                              'checkpoint found')
+    items = dict(model.checkpoint_items)
+    saved_items = _checkpoint_root_names(ckpt_path)
+    if 'encoder' not in saved_items:
+      raise ValueError(f'task.init_checkpoint {ckpt_path!r} has no `encoder` (it has '
+                       f'{sorted(saved_items)}); save pretrainers with their checkpoint_items')
+    status = tf.train.Checkpoint(encoder=items.pop('encoder')).read(ckpt_path)
+    status.expect_partial().assert_existing_objects_matched()
+    restored = ['encoder']
+    for name, item in items.items():
+      if name in saved_items and _restore_if_compatible(ckpt_path, name, item):
+        restored.append(name)
+      else:
+        logging.info('init_checkpoint: %s is not in %s or differs in shape; it starts fresh.',
+                     name, ckpt_path)
+    logging.info('Restored %s from %s', restored, ckpt_path)
+
+
+def _checkpoint_root_names(ckpt_path: str) -> List[str]:
+  """The names of the objects at the top of a checkpoint (e.g. `encoder`, `model`, `optimizer`)."""
+  reader = tf.train.load_checkpoint(ckpt_path)
+  graph = trackable_object_graph_pb2.TrackableObjectGraph()
+  graph.ParseFromString(reader.get_tensor('_CHECKPOINTABLE_OBJECT_GRAPH'))
+  return [child.local_name for child in graph.nodes[0].children]
+
+
+def _restore_if_compatible(ckpt_path: str, name: str, item: Any) -> bool:
+  """Restores `item` saved under `name`; on a missing or mismatched variable leaves it unchanged."""
+  variables = list(getattr(item, 'variables', []))
+  before = [v.numpy() for v in variables]
+  try:
+    status = tf.train.Checkpoint(**{name: item}).read(ckpt_path)
+    status.expect_partial().assert_existing_objects_matched()
+    return True
+  except (AssertionError, ValueError, tf.errors.OpError):
+    for variable, value in zip(variables, before):
+      variable.assign(value)
+    return False

@@ -1,0 +1,152 @@
+"""Tests for official/nlp/tasks/masked_lm.py."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras
+
+from official.nlp.configs import bert
+from official.nlp.configs import encoders
+from official.nlp.data import pretrain_dataloader
+from official.nlp.tasks import masked_lm
+
+VOCAB = 50
+
+
+def _tiny_config(num_classes=2, input_path='dummy', **data_kwargs):
+  data = dict(input_path=input_path, seq_length=16, max_predictions_per_seq=4,
+              global_batch_size=8, **data_kwargs)
+  return masked_lm.MaskedLMConfig(
+      model=bert.PretrainerConfig(
+          encoder=encoders.EncoderConfig(bert=encoders.BertEncoderConfig(
+              vocab_size=VOCAB, hidden_size=16, num_layers=2, num_attention_heads=2,
+              intermediate_size=32, max_position_embeddings=32, dropout_rate=0.0,
+              attention_dropout_rate=0.0)),
+          cls_heads=[bert.ClsHeadConfig(inner_dim=16, num_classes=num_classes,
+                                        name='next_sentence')]),
+      train_data=pretrain_dataloader.BertPretrainDataConfig(**data),
+      validation_data=pretrain_dataloader.BertPretrainDataConfig(is_training=False, **data))
+
+
+def _log_softmax(x):
+  x = x - x.max(-1, keepdims=True)
+  return x - np.log(np.exp(x).sum(-1, keepdims=True))
+
+
+def _labels_and_outputs(seed=0):
+  rng = np.random.default_rng(seed)
+  labels = {'masked_lm_ids': rng.integers(0, VOCAB, (3, 4)).astype(np.int32),
+            'masked_lm_weights': np.array([[1, 1, 1, 0], [1, 1, 0, 0], [1, 0, 0, 0]], np.float32),
+            'next_sentence_labels': np.array([[0], [1], [1]], np.int32)}
+  outputs = {'mlm_logits': rng.normal(size=(3, 4, VOCAB)).astype(np.float32),
+             'next_sentence': rng.normal(size=(3, 2)).astype(np.float32)}
+  return labels, outputs
+
+
+def _numpy_losses(labels, outputs):
+  log_probs = _log_softmax(outputs['mlm_logits'])
+  ce = -np.take_along_axis(log_probs, labels['masked_lm_ids'][..., None], -1)[..., 0]
+  weights = labels['masked_lm_weights']
+  mlm = (ce * weights).sum() / weights.sum()
+  nsp_log_probs = _log_softmax(outputs['next_sentence'])
+  nsp = -np.take_along_axis(nsp_log_probs, labels['next_sentence_labels'], -1).mean()
+  return mlm, nsp, ce
+
+
+def test_loss_is_weighted_mean_cross_entropy_plus_next_sentence():
+  task = masked_lm.MaskedLMTask(_tiny_config())
+  metrics = task.build_metrics()
+  labels, outputs = _labels_and_outputs()
+  loss = task.build_losses(labels, outputs, metrics)
+  mlm, nsp, ce = _numpy_losses(labels, outputs)
+  np.testing.assert_allclose(loss, mlm + nsp, rtol=1e-5)
+  by_name = {m.name: m for m in metrics}
+  np.testing.assert_allclose(by_name['lm_example_loss'].result(), mlm, rtol=1e-5)
+  np.testing.assert_allclose(by_name['next_sentence_loss'].result(), nsp, rtol=1e-5)
+  weights = labels['masked_lm_weights']
+  np.testing.assert_allclose(by_name['masked_lm_perplexity'].result(),
+                             np.exp((ce * weights).sum() / weights.sum()), rtol=1e-5)
+
+
+def test_weight_zero_position_changes_nothing():
+  task = masked_lm.MaskedLMTask(_tiny_config())
+  labels, outputs = _labels_and_outputs()
+  loss = task.build_losses(labels, outputs)
+  changed_labels = dict(labels, masked_lm_ids=labels['masked_lm_ids'].copy())
+  changed_labels['masked_lm_ids'][0, 3] = (labels['masked_lm_ids'][0, 3] + 1) % VOCAB
+  changed_outputs = dict(outputs, mlm_logits=outputs['mlm_logits'].copy())
+  changed_outputs['mlm_logits'][2, 1:] += 100.0
+  np.testing.assert_allclose(task.build_losses(changed_labels, changed_outputs), loss, rtol=1e-6)
+
+
+def test_masked_lm_accuracy_is_weighted():
+  task = masked_lm.MaskedLMTask(_tiny_config())
+  metrics = task.build_metrics()
+  labels = {'masked_lm_ids': np.array([[1, 2, 3, 4]], np.int32),
+            'masked_lm_weights': np.array([[1, 1, 1, 0]], np.float32),
+            'next_sentence_labels': np.array([[1]], np.int32)}
+  logits = np.zeros((1, 4, VOCAB), np.float32)
+  logits[0, 0, 1] = logits[0, 1, 7] = logits[0, 2, 3] = logits[0, 3, 4] = 5.0
+  nsp = np.array([[0.0, 3.0]], np.float32)
+  task.process_metrics(metrics, labels, {'mlm_logits': logits, 'next_sentence': nsp})
+  by_name = {m.name: m for m in metrics}
+  # Right at positions 0 and 2, wrong at 1; position 3 (right) has weight 0.
+  np.testing.assert_allclose(by_name['masked_lm_accuracy'].result(), 2 / 3, rtol=1e-6)
+  np.testing.assert_allclose(by_name['next_sentence_accuracy'].result(), 1.0)
+
+
+def test_metrics_without_next_sentence_head():
+  config = _tiny_config()
+  config.model.cls_heads = []
+  names = [m.name for m in masked_lm.MaskedLMTask(config).build_metrics()]
+  assert names == ['masked_lm_accuracy', 'lm_example_loss', 'masked_lm_perplexity']
+
+
+def test_model_outputs_and_train_steps_reduce_loss():
+  task = masked_lm.MaskedLMTask(_tiny_config())
+  model = task.build_model()
+  dataset = task.build_inputs(task.task_config.train_data)
+  batch = next(iter(dataset))
+  outputs = model(batch)
+  assert outputs['mlm_logits'].shape == (8, 4, VOCAB)
+  assert outputs['next_sentence'].shape == (8, 2)
+  optimizer = tf_keras.optimizers.Adam(1e-2)
+  metrics = task.build_metrics()
+  step = tf.function(lambda b: task.train_step(b, model, optimizer, metrics))
+  losses = [float(step(batch)['loss']) for _ in range(30)]
+  assert losses[-1] < 0.7 * losses[0]
+  logs = task.validation_step(batch, model, task.build_metrics())
+  assert np.isfinite(float(logs['loss']))
+
+
+def test_initialize_restores_encoder_and_skips_mismatched_head(tmp_path):
+  source_task = masked_lm.MaskedLMTask(_tiny_config(num_classes=2))
+  source = source_task.build_model()
+  batch = next(iter(source_task.build_inputs(source_task.task_config.train_data)))
+  source(batch)
+  prefix = tf.train.Checkpoint(**source.checkpoint_items).save(str(tmp_path / 'pretrained' / 'ckpt'))
+
+  config = _tiny_config(num_classes=3)
+  config.init_checkpoint = str(tmp_path / 'pretrained')
+  task = masked_lm.MaskedLMTask(config)
+  model = task.build_model()
+  model(batch)
+  head_before = [v.numpy() for v in model.checkpoint_items['next_sentence'].variables]
+  task.initialize(model)
+  for mine, theirs in zip(model.checkpoint_items['encoder'].variables,
+                          source.checkpoint_items['encoder'].variables):
+    np.testing.assert_array_equal(mine.numpy(), theirs.numpy())
+  for before, after in zip(head_before, model.checkpoint_items['next_sentence'].variables):
+    np.testing.assert_array_equal(before, after.numpy())
+  # The masked-LM head has the same shapes, so it is restored too.
+  np.testing.assert_array_equal(model.checkpoint_items['masked_lm'].variables[0].numpy(),
+                                source.checkpoint_items['masked_lm'].variables[0].numpy())
+  assert prefix
+
+
+def test_initialize_with_missing_checkpoint_fails_clearly(tmp_path):
+  config = _tiny_config()
+  config.init_checkpoint = str(tmp_path / 'nothing')
+  task = masked_lm.MaskedLMTask(config)
+  with pytest.raises((FileNotFoundError, ValueError), match='init_checkpoint'):
+    task.initialize(task.build_model())
