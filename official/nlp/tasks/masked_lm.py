@@ -226,7 +226,8 @@ class MaskedLMTask(base_task.Task):
     grads = tape.gradient(scaled_loss, variables)
     if isinstance(optimizer, tf_keras.mixed_precision.LossScaleOptimizer):
       grads = optimizer.get_unscaled_gradients(grads)
-    optimizer.apply_gradients(list(zip(grads, variables)))
+    # The encoder's pooler gets no gradient in pretraining (heads read token 0 themselves).
+    optimizer.apply_gradients([(g, v) for g, v in zip(grads, variables) if g is not None])
     if metrics:
       self.process_metrics(metrics, inputs, outputs)
     return {self.loss: loss}

@@ -50,11 +50,10 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
     shape = [hidden, self.num_heads, self.key_dim]
     self._qkv = {}
     for name in ('query', 'key', 'value'):
-      with tf.name_scope(name):
-        kernel = self.add_weight(f'{name}/kernel', shape=shape,
-                                 initializer=tf_utils.clone_initializer(self.kernel_initializer))
-        bias = self.add_weight(f'{name}/bias', shape=[self.num_heads, self.key_dim],
-                               initializer='zeros')
+      kernel = self.add_weight(f'{name}/kernel', shape=shape,
+                               initializer=tf_utils.clone_initializer(self.kernel_initializer))
+      bias = self.add_weight(f'{name}/bias', shape=[self.num_heads, self.key_dim],
+                             initializer='zeros')
       self._qkv[name] = (kernel, bias)
     self.output_kernel = self.add_weight(
         'attention_output/kernel', shape=[self.num_heads, self.key_dim, hidden],

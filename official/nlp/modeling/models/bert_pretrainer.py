@@ -77,6 +77,10 @@ class BertPretrainerV2(tf_keras.Model):
       items[head.name] = head
     return items
 
+  def get_build_config(self):
+    # Built by calling on int ids; Keras' generic rebuild from shapes feeds floats.
+    return None
+
   def get_config(self) -> Dict[str, Any]:
     return {'encoder_network': tf_keras.layers.serialize(self.encoder_network),
             'mlm_activation': self._mlm_activation,

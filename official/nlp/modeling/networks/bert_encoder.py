@@ -160,6 +160,10 @@ class BertEncoder(tf_keras.Model):
   def pooler_layer(self) -> tf_keras.layers.Layer:
     return self._pooler_layer
 
+  def get_build_config(self):
+    # Built by calling on int ids; Keras' generic rebuild from shapes feeds floats.
+    return None
+
   def get_config(self) -> Dict[str, Any]:
     return dict(self._config)
 
