@@ -1,0 +1,52 @@
+"""Tests for official/nlp/modeling/layers/masked_lm.py."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from official.nlp.modeling import layers
+from tests import testing
+from tests.nlp.modeling import numpy_bert
+
+
+def _table(vocab=50, width=16, seed=0):
+  return tf.Variable(np.random.default_rng(seed).normal(size=(vocab, width)).astype(np.float32))
+
+
+def test_logits_match_numpy():
+  table = _table()
+  layer = layers.MaskedLM(table, activation='gelu', initializer='glorot_uniform')
+  sequence = np.random.default_rng(1).normal(size=(2, 8, 16)).astype(np.float32)
+  positions = np.array([[1, 3, 0], [7, 2, 2]], np.int32)
+  logits = layer(sequence, positions).numpy()
+  layer.bias.assign(np.linspace(-1, 1, 50).astype(np.float32))
+  logits = layer(sequence, positions).numpy()
+  kernel, bias = [v.numpy() for v in layer.dense.weights]
+  gamma, beta = [v.numpy() for v in layer.layer_norm.weights]
+  gathered = np.take_along_axis(sequence, positions[..., None], 1)
+  hidden = numpy_bert.layer_norm(numpy_bert.gelu_tanh(gathered @ kernel + bias), gamma, beta)
+  expected = hidden @ table.numpy().T + layer.bias.numpy()
+  np.testing.assert_allclose(logits, expected, atol=1e-4)
+  predictions = layers.MaskedLM(table, output='predictions')(sequence, positions).numpy()
+  np.testing.assert_allclose(np.exp(predictions).sum(-1), 1.0, atol=1e-5)
+
+
+def test_unknown_output_raises():
+  with pytest.raises(ValueError, match="'logits' or 'predictions', found 'probs'"):
+    layers.MaskedLM(_table(), output='probs')
+
+
+def test_get_config_round_trip_with_and_without_table():
+  table = _table()
+  sequence = tf.random.normal([2, 8, 16])
+  positions = tf.constant([[1, 2], [3, 4]])
+  # Rebuilt with its own table of the recorded shape; weights copied give identical logits.
+  testing.run_layer_test(layers.MaskedLM, dict(embedding_table=table, activation='gelu'),
+                         [sequence, positions], (2, 2, 50))
+  layer = layers.MaskedLM(table, activation='gelu')
+  logits = layer(sequence, positions)
+  tied = layers.MaskedLM.from_config(layer.get_config(), embedding_table=table)
+  tied(sequence, positions)
+  tied.set_weights(layer.get_weights())
+  assert tied.embedding_table is table
+  np.testing.assert_allclose(tied(sequence, positions), logits, atol=1e-6)
