@@ -6,11 +6,12 @@ WordPiece vocabulary, write masked-LM TFRecords, pretrain `configs/pretraining/b
 `train.py --mode=train_and_eval`, plot `training_curves.png`, and print fill-mask predictions.
 
 Usage:
-  python scripts/demo.py [--output_dir=demo_output] [--train_steps=3000]
+  python scripts/demo.py [--output_dir=demo_output] [--train_steps=1200]
 """
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -48,7 +49,7 @@ def _step(message: str):
 def main() -> int:
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   parser.add_argument('--output_dir', default=os.path.join(ROOT, 'demo_output'))
-  parser.add_argument('--train_steps', type=int, default=3000)
+  parser.add_argument('--train_steps', type=int, default=1200)
   parser.add_argument('--batch_size', type=int, default=32)
   parser.add_argument('--vocab_size', type=int, default=8000)
   args = parser.parse_args()
@@ -86,6 +87,7 @@ def main() -> int:
 
   start = _step(f'Pretraining BERT-tiny for {args.train_steps} steps of batch {args.batch_size}')
   model_dir = os.path.join(out, 'bert_tiny')
+  shutil.rmtree(model_dir, ignore_errors=True)  # a fresh run: the data above was just rewritten
   overrides = ','.join([
       f'task.model.encoder.bert.vocab_size={vocab_size}',
       f'task.train_data.input_path={os.path.join(data_dir, "train.tfrecord")}',
@@ -94,9 +96,9 @@ def main() -> int:
       f'task.validation_data.global_batch_size={args.batch_size}',
       f'trainer.train_steps={args.train_steps}',
       f'trainer.optimizer_config.learning_rate.polynomial.decay_steps={args.train_steps}',
-      'trainer.optimizer_config.warmup.polynomial.warmup_steps=300',
-      'trainer.steps_per_loop=250', 'trainer.summary_interval=250',
-      'trainer.checkpoint_interval=1000', f'trainer.validation_interval={args.train_steps}',
+      'trainer.optimizer_config.warmup.polynomial.warmup_steps=100',
+      'trainer.steps_per_loop=100', 'trainer.summary_interval=100',
+      'trainer.checkpoint_interval=400', f'trainer.validation_interval={args.train_steps // 2}',
       'trainer.validation_steps=50', 'runtime.distribution_strategy=one_device',
   ])
   command = [sys.executable, '-m', 'official.nlp.train', '--experiment=bert/pretraining',
