@@ -19,6 +19,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Union
 from absl import flags
 from tokenizers import trainers
 
+from data_tools import _cli
 from official.nlp.data import tokenization
 from official.nlp.data import tokenized_corpus
 
@@ -87,10 +88,7 @@ def _define_flags() -> flags.FlagValues:
 def main(argv: Optional[Sequence[str]] = None) -> int:
   """Console entry point (`data_tools.build_vocab:main`)."""
   fv = _define_flags()
-  try:
-    fv(list(sys.argv if argv is None else argv))
-  except flags.Error as e:
-    print(f"build_vocab: {e}\n\n{fv.main_module_help()}", file=sys.stderr)
+  if not _cli.parse_flags(fv, argv, "build_vocab"):
     return 2
   try:
     paths = build_vocab(fv.input_file, fv.output_dir, fv.vocab_size, fv.do_lower_case, fv.min_frequency,

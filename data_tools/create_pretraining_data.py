@@ -14,6 +14,8 @@ from typing import Optional, Sequence
 
 from absl import flags
 
+from data_tools import _cli
+
 from official.nlp.data import create_pretraining_data as cpd
 
 
@@ -53,10 +55,7 @@ def _define_flags() -> flags.FlagValues:
 def main(argv: Optional[Sequence[str]] = None) -> int:
   """Console entry point (`data_tools.create_pretraining_data:main`); returns the exit code."""
   fv = _define_flags()
-  try:
-    fv(list(sys.argv if argv is None else argv))
-  except flags.Error as e:
-    print(f"create_pretraining_data: {e}", file=sys.stderr)
+  if not _cli.parse_flags(fv, argv, "create_pretraining_data"):
     return 2
   logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(message)s", stream=sys.stderr)
   logging.getLogger("official").setLevel(logging.WARNING)  # the summary is printed below, once

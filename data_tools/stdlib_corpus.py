@@ -22,6 +22,8 @@ from typing import Dict, Iterator, List, Optional, Sequence
 
 from absl import flags
 
+from data_tools import _cli
+
 _SKIP_DIRS = {"test", "tests", "idlelib", "site-packages", "dist-packages", "__pycache__", "_bundled"}
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[`])")
 _MIN_WORDS = 3
@@ -126,10 +128,7 @@ def _define_flags() -> flags.FlagValues:
 def main(argv: Optional[Sequence[str]] = None) -> int:
   """Console entry point (`data_tools.stdlib_corpus:main`)."""
   fv = _define_flags()
-  try:
-    fv(list(sys.argv if argv is None else argv))
-  except flags.Error as e:
-    print(f"stdlib_corpus: {e}", file=sys.stderr)
+  if not _cli.parse_flags(fv, argv, "stdlib_corpus"):
     return 2
   stats = write_stdlib_corpus(fv.output_file, fv.max_documents)
   print(f"wrote {fv.output_file}: {stats['documents']} documents, {stats['sentences']} sentences, "

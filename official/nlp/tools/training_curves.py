@@ -52,7 +52,7 @@ def plot_training_curves(model_dir: str, output_path: str,
   train = read_scalars(os.path.join(model_dir, 'train'))
   validation = read_scalars(os.path.join(model_dir, validation_subdir))
   figure, (loss_axes, accuracy_axes) = pyplot.subplots(1, 2, figsize=(11, 4))
-  for axes, tags, title in ((loss_axes, ('training_loss', 'loss'), 'loss'),
+  for axes, tags, title in ((loss_axes, ('training_loss', 'validation_loss', 'loss'), 'loss'),
                             (accuracy_axes, ('masked_lm_accuracy',), 'masked-LM accuracy')):
     for label, scalars in (('train', train), ('validation', validation)):
       for tag in tags:
