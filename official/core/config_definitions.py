@@ -129,10 +129,9 @@ class TrainerConfig(hyperparams.Config):
 
   Attributes:
     optimizer_config: optimizer, learning rate and warmup.
-    train_tf_while_loop: run `steps_per_loop` steps inside one `tf.while_loop`.
-    train_tf_function: wrap the train loop in `tf.function`.
+    train_tf_function: wrap the train loop in `tf.function` (its `steps_per_loop` steps run in one
+      `tf.while_loop`).
     eval_tf_function: wrap the eval step in `tf.function`.
-    eval_tf_while_loop: run eval steps inside one `tf.while_loop`.
     steps_per_loop: train steps per host loop (one log line per loop).
     summary_interval: steps between TensorBoard summaries.
     checkpoint_interval: steps between checkpoints.
@@ -146,11 +145,14 @@ class TrainerConfig(hyperparams.Config):
       (mlm-garden addition).
   """
   optimizer_config: OptimizationConfig = dataclasses.field(default_factory=OptimizationConfig)
-  train_tf_while_loop: bool = True
+  train_tf_while_loop: bool = hyperparams.unsupported(
+      True, 'mlm-garden always runs the steps of a loop inside one tf.while_loop')
   train_tf_function: bool = True
   eval_tf_function: bool = True
-  eval_tf_while_loop: bool = False
-  allow_tpu_summary: bool = False
+  eval_tf_while_loop: bool = hyperparams.unsupported(
+      False, 'eval steps run one tf.function call per batch in mlm-garden')
+  allow_tpu_summary: bool = hyperparams.unsupported(
+      False, 'summaries inside TPU loops are not supported by mlm-garden')
   steps_per_loop: int = hyperparams.field(1000, ge=1)
   summary_interval: int = hyperparams.field(1000, ge=1)
   checkpoint_interval: int = hyperparams.field(1000, ge=1)
@@ -159,12 +161,16 @@ class TrainerConfig(hyperparams.Config):
   train_steps: int = hyperparams.field(0, ge=0)
   validation_steps: int = hyperparams.field(-1, ge=-1)
   validation_interval: int = hyperparams.field(1000, ge=1)
-  best_checkpoint_export_subdir: str = ''
-  best_checkpoint_eval_metric: str = ''
+  best_checkpoint_export_subdir: str = hyperparams.unsupported(
+      '', 'exporting the best checkpoint is not implemented yet by mlm-garden')
+  best_checkpoint_eval_metric: str = hyperparams.unsupported(
+      '', 'exporting the best checkpoint is not implemented yet by mlm-garden')
   best_checkpoint_metric_comp: str = hyperparams.field('higher', choices=('higher', 'lower'))
   loss_upper_bound: float = hyperparams.field(1e6, gt=0)
-  recovery_begin_steps: int = hyperparams.field(0, ge=0)
-  recovery_max_trials: int = hyperparams.field(0, ge=0)
+  recovery_begin_steps: int = hyperparams.unsupported(
+      0, 'loss-spike recovery is not implemented by mlm-garden (a bad loss stops training)')
+  recovery_max_trials: int = hyperparams.unsupported(
+      0, 'loss-spike recovery is not implemented by mlm-garden (a bad loss stops training)')
   validation_summary_subdir: str = 'validation'
   preemption_on_demand_checkpoint: bool = True
   skip_nonfinite_steps: bool = False

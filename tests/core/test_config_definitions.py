@@ -48,6 +48,10 @@ def test_full_dump_round_trips():
     ({'runtime': {'per_gpu_thread_count': 2}}, 'runtime.per_gpu_thread_count', 'GPU thread'),
     ({'task': {'differential_privacy_config': {'clipping_norm': 1.0}}},
      'task.differential_privacy_config', 'differential privacy'),
+    ({'trainer': {'recovery_max_trials': 3}}, 'trainer.recovery_max_trials', 'recovery'),
+    ({'trainer': {'best_checkpoint_export_subdir': 'best'}},
+     'trainer.best_checkpoint_export_subdir', 'best checkpoint'),
+    ({'trainer': {'train_tf_while_loop': False}}, 'trainer.train_tf_while_loop', 'tf.while_loop'),
 ])
 def test_unimplemented_model_garden_fields_fail_when_set(overrides, path, reason):
   with pytest.raises(hyperparams.ConfigError) as e:
