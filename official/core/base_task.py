@@ -68,16 +68,9 @@ class Task(tf.Module, metaclass=abc.ABCMeta):
 
     Uses `model.checkpoint_items` when the model has them (partial restore of e.g. the encoder).
     """
-    ckpt_path = self.task_config.init_checkpoint
-    if not ckpt_path:
+    if not self.task_config.init_checkpoint:
       return
-    if tf.io.gfile.isdir(ckpt_path):
-      ckpt_path = tf.train.latest_checkpoint(ckpt_path)
-    elif not tf.io.gfile.exists(f'{ckpt_path}.index'):
-      ckpt_path = None
-    if not ckpt_path:
-      raise FileNotFoundError(f'task.init_checkpoint {self.task_config.init_checkpoint!r}: no '
-                              'checkpoint found')
+    ckpt_path = resolve_checkpoint(self.task_config.init_checkpoint)
     items = getattr(model, 'checkpoint_items', None) or {'model': model}
     status = tf.train.Checkpoint(**items).read(ckpt_path)
     status.expect_partial().assert_existing_objects_matched()
@@ -163,3 +156,15 @@ class Task(tf.Module, metaclass=abc.ABCMeta):
     """Turns aggregated logs into extra eval metrics (none by default)."""
     del aggregated_logs, global_step
     return {}
+
+
+def resolve_checkpoint(path: str) -> str:
+  """The checkpoint prefix of `path`: a directory's latest checkpoint, or `path` itself.
+
+  Raises:
+    FileNotFoundError: naming `path` (as `task.init_checkpoint`) when no checkpoint is there.
+  """
+  prefix = tf.train.latest_checkpoint(path) if tf.io.gfile.isdir(path) else path
+  if not prefix or not tf.io.gfile.exists(f'{prefix}.index'):
+    raise FileNotFoundError(f'task.init_checkpoint {path!r}: no checkpoint found')
+  return prefix

@@ -249,16 +249,9 @@ class MaskedLMTask(base_task.Task):
     A head whose variables are missing from the checkpoint or have other shapes (e.g. a different
     number of classes) is left freshly initialized, with a log line naming it.
     """
-    ckpt_path = self.task_config.init_checkpoint
-    if not ckpt_path:
+    if not self.task_config.init_checkpoint:
       return
-    if tf.io.gfile.isdir(ckpt_path):
-      ckpt_path = tf.train.latest_checkpoint(ckpt_path)
-    elif not tf.io.gfile.exists(f'{ckpt_path}.index'):
-      ckpt_path = None
-    if not ckpt_path:
-      raise FileNotFoundError(f'task.init_checkpoint {self.task_config.init_checkpoint!r}: no '
-                              'checkpoint found')
+    ckpt_path = base_task.resolve_checkpoint(self.task_config.init_checkpoint)
     items = dict(model.checkpoint_items)
     saved_items = _checkpoint_root_names(ckpt_path)
     if 'encoder' not in saved_items:
