@@ -8,7 +8,7 @@ Example:
 """
 
 import os
-from typing import Any, Dict, List, Mapping, Optional, Union
+from typing import Any, Dict, List, Mapping, Union
 
 import yaml
 
@@ -116,12 +116,3 @@ def save_params_dict_to_yaml(params: base_config.Config, file_path: str) -> None
   """Writes a config to YAML (e.g. `model_dir/params.yaml`)."""
   params.to_yaml(file_path)
 
-
-def nested_get(data: Mapping[str, Any], key_path: str) -> Optional[Any]:
-  """Returns `data['a']['b']` for 'a.b', or None when a key is missing."""
-  node: Any = data
-  for part in key_path.split('.'):
-    if not isinstance(node, Mapping) or part not in node:
-      return None
-    node = node[part]
-  return node
