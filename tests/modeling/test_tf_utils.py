@@ -20,3 +20,24 @@ def test_names_round_trip_and_errors():
   assert tf_utils.get_activation(None)(3.0) == 3.0
   with pytest.raises(ValueError, match="unknown activation 'nope'"):
     tf_utils.get_activation('nope')
+
+
+def test_identity_names_and_callables():
+  x = tf.constant([-1.0, 2.0])
+  for identifier in (None, 'linear', 'identity'):
+    np.testing.assert_allclose(tf_utils.get_activation(identifier)(x), [-1.0, 2.0])
+  np.testing.assert_allclose(tf_utils.get_activation('relu')(x), [0.0, 2.0])
+  np.testing.assert_allclose(tf_utils.get_activation('tanh')(x), np.tanh([-1.0, 2.0]), atol=1e-6)
+  custom = lambda t: 2 * t
+  assert tf_utils.get_activation(custom) is custom
+
+
+def test_unknown_name_lists_known_ones():
+  with pytest.raises(ValueError, match='known: .*exact_gelu.*gelu'):
+    tf_utils.get_activation('gelu_fast_nonexistent')
+
+
+def test_serialize_activation_names():
+  assert tf_utils.serialize_activation(None) is None
+  assert tf_utils.serialize_activation('gelu') == 'gelu'
+  assert tf_utils.serialize_activation(tf_utils.get_activation('exact_gelu')) == 'exact_gelu'

@@ -5,6 +5,8 @@ from typing import Any, Dict
 import tensorflow as tf
 import tf_keras
 
+from official.modeling import tf_utils
+
 
 @tf_keras.utils.register_keras_serializable(package='mlm_garden')
 class ReversibleEmbedding(tf_keras.layers.Embedding):
@@ -36,7 +38,7 @@ class ReversibleEmbedding(tf_keras.layers.Embedding):
     if not self.tie_weights:
       self.reverse_embeddings = self.add_weight(
           'reverse_embeddings', shape=[self.output_dim, self.input_dim],
-          initializer=self.embeddings_initializer)
+          initializer=tf_utils.clone_initializer(self.embeddings_initializer))
 
   def call(self, inputs, reverse: bool = False):
     if not reverse:

@@ -75,9 +75,12 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
     scores = tf.cast(tf.einsum('bqnd,bknd->bnqk', query, key), tf.float32)
     if attention_mask is not None:
       mask = tf.cast(attention_mask, tf.float32)
-      mask = mask[:, None, None, :] if mask.shape.rank == 2 else mask[:, None, :, :]
-      if query_length is not None and mask.shape.rank == 4 and attention_mask.shape.rank == 3:
-        mask = mask[:, :, :query_length]
+      if mask.shape.rank == 2:
+        mask = mask[:, None, None, :]
+      else:
+        mask = mask[:, None, :, :]
+        if query_length is not None:
+          mask = mask[:, :, :query_length]
       scores += (1.0 - mask) * -1e9
     probs = tf.cast(tf.nn.softmax(scores, axis=-1), inputs.dtype)
     probs = self._dropout(probs, training=training)

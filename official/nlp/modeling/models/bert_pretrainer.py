@@ -22,6 +22,10 @@ class BertPretrainerV2(tf_keras.Model):
     customized_masked_lm: a masked-LM layer to use instead of `MaskedLM`.
     name: the model name.
 
+  Serialization: `get_config` records the encoder, the MLM arguments and the heads; a
+  `customized_masked_lm` is not recorded (it is usually tied to a table of another model), so
+  `from_config` rebuilds the default `MaskedLM` tied to the rebuilt encoder.
+
   Call args:
     inputs: dict of `input_word_ids`, `input_mask`, `input_type_ids` [batch, seq] and
       `masked_lm_positions` [batch, num_predictions] (other keys are ignored).

@@ -35,7 +35,8 @@ class BertEncoder(tf_keras.Model):
     initializer: kernel and table initializer.
     output_range: the last layer computes only the first `output_range` positions.
     embedding_width: embedding width (factorized embeddings); None = hidden_size.
-    embedding_layer: a word-embedding layer to use instead of building one.
+    embedding_layer: a word-embedding layer (with an `embeddings` variable) to use instead of
+      building one; it is not part of `get_config`.
     norm_first: pre-LN transformer blocks (adds a final LayerNorm).
     dict_outputs: return a dict (else `[sequence_output, pooled_output]`).
     return_all_encoder_outputs: with list outputs, return every layer's output first.
@@ -146,7 +147,10 @@ class BertEncoder(tf_keras.Model):
   def get_embedding_table(self) -> tf.Variable:
     """The word-embedding variable [vocab_size, embedding_width] (built on first use)."""
     if not self._embedding_layer.built:
-      self._embedding_layer.build(None)
+      # Built by a dummy lookup under the encoder's scope so that the variable is named
+      # `<encoder>/word_embeddings/embeddings` as when built by the first call.
+      with tf.name_scope(self.name):
+        self._embedding_layer(tf.zeros([1, 1], tf.int32))
     return self._embedding_layer.embeddings
 
   def get_embedding_layer(self) -> tf_keras.layers.Layer:

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import tensorflow as tf
+import tf_keras
 
 from official.nlp.modeling import layers
 from tests import testing
@@ -50,3 +51,15 @@ def test_get_config_round_trip_with_and_without_table():
   tied.set_weights(layer.get_weights())
   assert tied.embedding_table is table
   np.testing.assert_allclose(tied(sequence, positions), logits, atol=1e-6)
+
+
+def test_mixed_bfloat16_logits_are_float32():
+  table = _table()
+  tf_keras.mixed_precision.set_global_policy('mixed_bfloat16')
+  try:
+    layer = layers.MaskedLM(table, activation='gelu')
+    logits = layer(tf.random.normal([2, 8, 16]), tf.constant([[1, 2], [3, 4]]))
+  finally:
+    tf_keras.mixed_precision.set_global_policy('float32')
+  assert logits.dtype == tf.float32 and logits.shape == (2, 2, 50)
+  assert layer.bias.dtype == tf.float32

@@ -1,4 +1,4 @@
-"""Tests for official/nlp/modeling/layers/{transformer_encoder_block,self_attention}.py."""
+"""Tests for official/nlp/modeling/layers/transformer_encoder_block.py."""
 
 import numpy as np
 import pytest
@@ -36,6 +36,19 @@ def test_bad_head_count():
     layers.TransformerEncoderBlock(num_attention_heads=3, inner_dim=8)(tf.zeros([1, 2, 16]))
 
 
-def test_self_attention_round_trip():
-  testing.run_layer_test(layers.MultiHeadSelfAttention, dict(num_heads=2, key_dim=4),
-                         [tf.random.normal([2, 5, 8]), tf.ones([2, 5])], (2, 5, 8))
+
+def test_dropout_only_in_training():
+  block = layers.TransformerEncoderBlock(num_attention_heads=2, inner_dim=32, output_dropout=0.5,
+                                         attention_dropout=0.5)
+  x = tf.random.normal([2, 5, 16], seed=5)
+  mask = tf.ones([2, 5])
+  np.testing.assert_allclose(block(x, mask), block(x, mask, training=False))
+  assert not np.allclose(block(x, mask, training=True), block(x, mask, training=False))
+
+
+def test_sublayer_names():
+  block = layers.TransformerEncoderBlock(num_attention_heads=2, inner_dim=32, name='layer_0')
+  block(tf.zeros([1, 3, 16]), tf.ones([1, 3]))
+  names = {v.name.split('/')[1] for v in block.weights}
+  assert names == {'self_attention', 'self_attention_layer_norm', 'intermediate', 'output',
+                   'output_layer_norm'}

@@ -63,3 +63,49 @@ def test_mixed_bfloat16_keeps_logits_float32():
   assert outputs['mlm_logits'].dtype == tf.float32
   assert outputs['next_sentence'].dtype == tf.float32
   assert outputs['sequence_output'].dtype == tf.bfloat16
+
+
+def test_rebuilt_masked_lm_is_tied_to_rebuilt_encoder():
+  rebuilt = models.BertPretrainerV2.from_config(_pretrainer().get_config())
+  rebuilt(_inputs())
+  assert rebuilt.masked_lm.embedding_table is rebuilt.encoder_network.get_embedding_table()
+  assert rebuilt.masked_lm.name == 'cls/predictions'
+
+
+def test_checkpoint_items_restore_the_encoder(tmp_path):
+  source = _pretrainer()
+  source(_inputs())
+  path = tf.train.Checkpoint(**source.checkpoint_items).save(str(tmp_path / 'ckpt'))
+  target = _pretrainer()
+  target(_inputs())
+  tf.train.Checkpoint(encoder=target.encoder_network).read(path).expect_partial()
+  for a, b in zip(source.encoder_network.weights, target.encoder_network.weights):
+    np.testing.assert_allclose(a.numpy(), b.numpy())
+  # The tied MLM table follows the encoder; the head's own weights were not restored.
+  np.testing.assert_allclose(target.masked_lm.embedding_table.numpy(),
+                             source.masked_lm.embedding_table.numpy())
+  assert not np.allclose(target.masked_lm.dense.kernel.numpy(),
+                         source.masked_lm.dense.kernel.numpy())
+
+
+def test_jit_compiled_forward():
+  pretrainer = _pretrainer()
+  inputs = _inputs()
+  eager = pretrainer(inputs)
+  compiled = tf.function(pretrainer, jit_compile=True)(inputs)
+  for key in ('mlm_logits', 'next_sentence'):
+    np.testing.assert_allclose(compiled[key], eager[key], atol=1e-4)
+
+
+def test_list_output_encoder_is_accepted():
+  encoder = networks.BertEncoder(vocab_size=50, hidden_size=16, num_layers=1,
+                                 num_attention_heads=2, inner_dim=32, max_sequence_length=16)
+  outputs = models.BertPretrainerV2(encoder)(_inputs())
+  assert outputs['mlm_logits'].shape == (2, 3, 50) and outputs['pooled_output'].shape == (2, 16)
+
+
+def test_word_embedding_variable_keeps_its_scoped_name():
+  pretrainer = _pretrainer()
+  pretrainer(_inputs())
+  name = pretrainer.encoder_network.get_embedding_table().name
+  assert name.endswith('word_embeddings/embeddings:0'), name

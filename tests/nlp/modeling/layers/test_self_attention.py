@@ -1,0 +1,77 @@
+"""Tests for official/nlp/modeling/layers/self_attention.py."""
+
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from official.nlp.modeling import layers
+from tests import testing
+from tests.nlp.modeling import numpy_bert
+
+
+def _weights(layer):
+  w = {}
+  for name in ('query', 'key', 'value'):
+    kernel, bias = layer._qkv[name]  # pylint: disable=protected-access
+    w[f'{name}/kernel'], w[f'{name}/bias'] = kernel.numpy(), bias.numpy()
+  w['attention_output/kernel'] = layer.output_kernel.numpy()
+  w['attention_output/bias'] = layer.output_bias.numpy()
+  return w
+
+
+def _layer(**kwargs):
+  return layers.MultiHeadSelfAttention(
+      num_heads=2, key_dim=4,
+      kernel_initializer=tf_keras.initializers.RandomNormal(stddev=0.5, seed=3), **kwargs)
+
+
+def test_matches_numpy_with_padding_mask():
+  x = np.random.default_rng(0).normal(size=(2, 6, 8)).astype(np.float32)
+  mask = np.array([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0]], np.float32)
+  layer = _layer()
+  out = layer(x, mask).numpy()
+  for v in layer.weights:  # non-zero biases so that they are checked too
+    v.assign(v + 0.1)
+  out = layer(x, mask).numpy()
+  assert layer._qkv['query'][0].shape == (8, 2, 4)  # pylint: disable=protected-access
+  assert layer.output_kernel.shape == (2, 4, 8)
+  np.testing.assert_allclose(out, numpy_bert.attention(x, mask, _weights(layer)), atol=1e-5)
+
+
+def test_padded_keys_are_ignored_and_query_length_slices():
+  rng = np.random.default_rng(1)
+  x = rng.normal(size=(1, 6, 8)).astype(np.float32)
+  changed = x.copy()
+  changed[0, 4:] = rng.normal(size=(2, 8))
+  mask = np.array([[1, 1, 1, 1, 0, 0]], np.float32)
+  layer = _layer()
+  np.testing.assert_allclose(layer(x, mask)[:, :4], layer(changed, mask)[:, :4], atol=1e-6)
+  first = layer(x, mask, query_length=2)
+  assert first.shape == (1, 2, 8)
+  np.testing.assert_allclose(first, layer(x, mask)[:, :2], atol=1e-6)
+
+
+def test_mixed_bfloat16_runs():
+  tf_keras.mixed_precision.set_global_policy('mixed_bfloat16')
+  try:
+    layer = _layer()
+    out = layer(tf.random.normal([2, 5, 8]), tf.ones([2, 5]))
+  finally:
+    tf_keras.mixed_precision.set_global_policy('float32')
+  assert out.dtype == tf.bfloat16
+  assert all(v.dtype == tf.float32 for v in layer.weights)
+
+
+def test_round_trip():
+  testing.run_layer_test(layers.MultiHeadSelfAttention, dict(num_heads=2, key_dim=4, dropout=0.1),
+                         [tf.random.normal([2, 5, 8]), tf.ones([2, 5])], (2, 5, 8))
+
+
+def test_three_dimensional_mask_equals_padding_mask():
+  x = tf.random.normal([2, 5, 8], seed=4)
+  mask = tf.constant([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0]], tf.float32)
+  layer = _layer()
+  full_mask = tf.repeat(mask[:, None, :], 5, axis=1)
+  np.testing.assert_allclose(layer(x, full_mask), layer(x, mask), atol=1e-6)
+  np.testing.assert_allclose(layer(x, full_mask, query_length=2), layer(x, mask)[:, :2],
+                             atol=1e-6)
