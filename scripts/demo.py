@@ -52,6 +52,8 @@ def main() -> int:
   parser.add_argument('--train_steps', type=int, default=1200)
   parser.add_argument('--batch_size', type=int, default=32)
   parser.add_argument('--vocab_size', type=int, default=8000)
+  parser.add_argument('--learning_rate', type=float, default=2e-3,
+                      help='peak learning rate (a tiny model trained briefly takes a high one)')
   args = parser.parse_args()
 
   from data_tools import build_vocab  # pylint: disable=g-import-not-at-top
@@ -96,6 +98,7 @@ def main() -> int:
       f'task.validation_data.global_batch_size={args.batch_size}',
       f'trainer.train_steps={args.train_steps}',
       f'trainer.optimizer_config.learning_rate.polynomial.decay_steps={args.train_steps}',
+      f'trainer.optimizer_config.learning_rate.polynomial.initial_learning_rate={args.learning_rate}',
       'trainer.optimizer_config.warmup.polynomial.warmup_steps=100',
       'trainer.steps_per_loop=100', 'trainer.summary_interval=100',
       'trainer.checkpoint_interval=400', f'trainer.validation_interval={args.train_steps // 2}',
