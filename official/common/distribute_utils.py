@@ -30,9 +30,10 @@ def _devices(num_gpus: int):
 def get_distribution_strategy(distribution_strategy: str = 'mirrored', num_gpus: int = 0,
                               all_reduce_alg: Optional[str] = None, num_packs: int = 1,
                               tpu_address: Optional[str] = None,
-                              **kwargs) -> tf.distribute.Strategy:
-  """Returns a strategy: 'off' (the default strategy), 'one_device', 'mirrored',
-  'multi_worker_mirrored' (from TF_CONFIG) or 'tpu'.
+                              **kwargs) -> Optional[tf.distribute.Strategy]:
+  """Returns a strategy: 'off' (None, as in Model Garden: use the default strategy,
+  `tf.distribute.get_strategy()`), 'one_device', 'mirrored', 'multi_worker_mirrored' (from
+  TF_CONFIG) or 'tpu'.
 
   Args:
     distribution_strategy: the strategy name (case-insensitive).
@@ -51,7 +52,7 @@ def get_distribution_strategy(distribution_strategy: str = 'mirrored', num_gpus:
     raise ValueError(f'runtime.distribution_strategy: unknown strategy {distribution_strategy!r}; '
                      f'expected one of {list(STRATEGIES)}')
   if name == 'off':
-    return tf.distribute.get_strategy()
+    return None
   if name == 'one_device':
     return tf.distribute.OneDeviceStrategy(_devices(num_gpus)[0])
   if name == 'mirrored':

@@ -126,7 +126,7 @@ class Task(tf.Module, metaclass=abc.ABCMeta):
     grads = tape.gradient(scaled_loss, variables)
     if isinstance(optimizer, tf_keras.mixed_precision.LossScaleOptimizer):
       grads = optimizer.get_unscaled_gradients(grads)
-    optimizer.apply_gradients(list(zip(grads, variables)))
+    optimizer.apply_gradients([(g, v) for g, v in zip(grads, variables) if g is not None])
     if metrics:
       self.process_metrics(metrics, labels, outputs)
     return {self.loss: loss}

@@ -30,6 +30,10 @@ from official.modeling import performance
 
 MODES = ('train', 'eval', 'train_and_eval', 'continuous_eval')
 
+# The `Trainer` of the latest `run_experiment` call (a hook for tests and notebooks, e.g. to check
+# `last_trainer.train_loop_fn().experimental_get_tracing_count()`).
+last_trainer: Optional['Trainer'] = None
+
 
 def _format_eta(seconds: float) -> str:
   if not math.isfinite(seconds):
@@ -60,6 +64,12 @@ class Trainer:
     with strategy.scope():
       self.model = task.build_model()
       self.optimizer = task.create_optimizer(trainer.optimizer_config, params.runtime)
+      if trainer.skip_nonfinite_steps and not isinstance(
+          self.optimizer, tf_keras.mixed_precision.LossScaleOptimizer):
+        # A dynamic loss scale never goes below 1: with scale 1 and no growth, the wrapper changes
+        # nothing but skipping the update of a step whose gradients are not finite.
+        self.optimizer = tf_keras.mixed_precision.LossScaleOptimizer(
+            self.optimizer, initial_scale=1.0, dynamic_growth_steps=2**31 - 1)
       self.train_metrics = task.build_metrics(training=True)
       self.eval_metrics = task.build_metrics(training=False)
       self.training_loss = tf_keras.metrics.Mean('training_loss')
@@ -77,7 +87,13 @@ class Trainer:
     if train:
       if strategy.num_replicas_in_sync == 1:
         # A plain iterator is checkpointable: a resumed run neither repeats nor skips a batch.
-        self.train_iterator = iter(task.build_inputs(params.task.train_data))
+        # (Its state, e.g. the shuffle buffer, is saved too; stateful ops such as py_function only
+        # warn and restart.)
+        options = tf.data.Options()
+        options.experimental_external_state_policy = (
+            tf.data.experimental.ExternalStatePolicy.WARN)
+        self.train_iterator = iter(
+            task.build_inputs(params.task.train_data).with_options(options))
         items['train_iterator'] = self.train_iterator
       else:
         # tf.distribute iterators cannot be checkpointed: a resumed run restarts the input.
@@ -104,24 +120,60 @@ class Trainer:
     return None
 
   # ---- compiled functions ------------------------------------------------------------------------
+  def _record_loss(self, logs: Dict[str, tf.Tensor]) -> None:
+    loss = tf.cast(logs[self.task.loss], tf.float32)
+    weight = 1.0
+    if self.params.trainer.skip_nonfinite_steps:
+      # Skipped (non-finite) steps are left out of the logged loss.
+      weight = tf.cast(tf.math.is_finite(loss), tf.float32)
+      loss = tf.where(tf.math.is_finite(loss), loss, tf.zeros_like(loss))
+    self.training_loss.update_state(loss, sample_weight=weight)
+    self.loop_loss.update_state(loss, sample_weight=weight)
+
   def _replica_train_step(self, inputs):
-    logs = self.task.train_step(inputs, self.model, self.optimizer, metrics=self.train_metrics)
-    self.training_loss.update_state(logs[self.task.loss])
-    self.loop_loss.update_state(logs[self.task.loss])
+    self._record_loss(self.task.train_step(inputs, self.model, self.optimizer,
+                                           metrics=self.train_metrics))
+
+  def _deferred_xla_train_step(self):
+    """A replica step whose forward and backward pass run in XLA and whose update does not.
+
+    Under MirroredStrategy `apply_gradients` cannot run inside a `jit_compile` function, so the
+    task's `train_step` is compiled with a stand-in optimizer that records the gradients; they are
+    applied afterwards, outside the compiled function.
+    """
+    recorder = _GradientRecorder(self.optimizer)
+    variables: list = []
+
+    @tf.function(jit_compile=True)
+    def forward_backward(inputs):
+      logs = self.task.train_step(inputs, self.model, recorder, metrics=self.train_metrics)
+      pairs = [(g, v) for g, v in recorder.grads_and_vars if g is not None]
+      variables[:] = [v for _, v in pairs]
+      return logs, [g for g, _ in pairs]
+
+    def step(inputs):
+      logs, grads = forward_backward(inputs)
+      self.optimizer.apply_gradients(list(zip(grads, variables)))
+      self._record_loss(logs)
+    return step
 
   def train_loop_fn(self):
     """A `tf.function(iterator, num_steps)` running `num_steps` steps; traced once per run.
 
     The per-step losses go to the `training_loss` (summary window) and `loop_loss` metrics.
+    With `runtime.enable_xla` the replica step is compiled with XLA (`jit_compile`); with several
+    replicas only its forward and backward pass are.
     """
     if self._train_loop is None:
       step_fn = self._replica_train_step
-      use_xla = self.params.runtime.enable_xla and self.strategy.num_replicas_in_sync == 1
-      if self.params.runtime.enable_xla and not use_xla:
-        logging.warning('runtime.enable_xla: XLA compiles single-replica steps only; this run has '
-                        '%d replicas and runs without XLA.', self.strategy.num_replicas_in_sync)
-      if use_xla:
-        step_fn = tf.function(step_fn, jit_compile=True)
+      if self.params.runtime.enable_xla:
+        if self.strategy.num_replicas_in_sync == 1:
+          step_fn = tf.function(step_fn, jit_compile=True)
+        elif isinstance(self.optimizer, tf_keras.mixed_precision.LossScaleOptimizer):
+          logging.warning('runtime.enable_xla: with several replicas and loss scaling the train '
+                          'step runs without XLA.')
+        else:
+          step_fn = self._deferred_xla_train_step()
 
       def loop(iterator, num_steps):
         for _ in tf.range(num_steps):
@@ -179,6 +231,22 @@ class Trainer:
     return float(tf.convert_to_tensor(lr))
 
 
+class _GradientRecorder:
+  """Stands in for an optimizer inside a compiled step: records the gradients instead of applying
+  them; every other attribute (learning_rate, iterations, ...) is the optimizer's."""
+
+  def __init__(self, optimizer: tf_keras.optimizers.Optimizer):
+    self._optimizer = optimizer
+    self.grads_and_vars: list = []
+
+  def apply_gradients(self, grads_and_vars, *args, **kwargs) -> None:
+    del args, kwargs
+    self.grads_and_vars = list(grads_and_vars)
+
+  def __getattr__(self, name: str) -> Any:
+    return getattr(self._optimizer, name)
+
+
 # TensorBoard's scalar plugin metadata: `tf.summary.scalar` needs the tensorboard package, so scalars
 # are written with the core `tf.summary.write` op and this metadata (TensorBoard reads them alike).
 _SCALAR_METADATA = summary_pb2.SummaryMetadata(
@@ -198,7 +266,11 @@ def _summary_writer(path: str, enabled: bool):
   return tf.summary.create_file_writer(path) if enabled else tf.summary.create_noop_writer()
 
 
-def _check_loss(loss: float, step: int, upper_bound: float) -> None:
+def _check_loss(loss: float, step: int, upper_bound: float, skip_nonfinite: bool = False) -> None:
+  if skip_nonfinite and not math.isfinite(loss):
+    logging.warning('every step of the loop ending at step %d had a non-finite loss; their '
+                    'updates were skipped (trainer.skip_nonfinite_steps)', step)
+    return
   if not math.isfinite(loss) or loss > upper_bound:
     raise RuntimeError(f'training loss is {loss} at step {step} (non-finite or above '
                        f'trainer.loss_upper_bound={upper_bound}); stopping. The last good checkpoint '
@@ -232,7 +304,7 @@ def _train(trainer: Trainer, evaluate_every: Optional[int], save_summary: bool
     step = int(trainer.global_step.numpy())
     loss = float(trainer.loop_loss.result())
     trainer.loop_loss.reset_states()
-    _check_loss(loss, step, params.loss_upper_bound)
+    _check_loss(loss, step, params.loss_upper_bound, params.skip_nonfinite_steps)
     elapsed = time.time() - loop_start
     rate = num_steps / max(elapsed, 1e-9)
     done = (step - start_step) / max(time.time() - start_time, 1e-9)
@@ -273,13 +345,14 @@ def _evaluate_checkpoint(trainer: Trainer, checkpoint_path: str, save_summary: b
   return logs
 
 
-def run_experiment(distribution_strategy: tf.distribute.Strategy, task: base_task.Task, mode: str,
-                   params: cfg.ExperimentConfig, model_dir: str, run_post_eval: bool = False,
-                   save_summary: bool = True) -> Tuple[tf_keras.Model, Dict[str, float]]:
+def run_experiment(distribution_strategy: Optional[tf.distribute.Strategy], task: base_task.Task,
+                   mode: str, params: cfg.ExperimentConfig, model_dir: str,
+                   run_post_eval: bool = False, save_summary: bool = True
+                   ) -> Tuple[tf_keras.Model, Dict[str, float]]:
   """Runs `mode` ('train', 'eval', 'train_and_eval', 'continuous_eval') of an experiment.
 
   Args:
-    distribution_strategy: the strategy to build and run in.
+    distribution_strategy: the strategy to build and run in (None: the default strategy).
     task: the task (built from `params.task`).
     mode: what to run.
     params: the experiment config.
@@ -295,11 +368,14 @@ def run_experiment(distribution_strategy: tf.distribute.Strategy, task: base_tas
   """
   if mode not in MODES:
     raise ValueError(f'--mode: unknown mode {mode!r}; expected one of {list(MODES)}')
+  distribution_strategy = distribution_strategy or tf.distribute.get_strategy()
   performance.set_mixed_precision_policy(params.runtime.mixed_precision_dtype)
-  if train_utils.is_chief(distribution_strategy):
-    train_utils.write_params(params, model_dir)
+  if 'train' in mode and train_utils.is_chief(distribution_strategy):
+    train_utils.write_params(params, model_dir)  # evaluation keeps the training run's params.yaml
+  global last_trainer
   trainer = Trainer(distribution_strategy, task, params, model_dir,
                     train=mode in ('train', 'train_and_eval'))
+  last_trainer = trainer
   if mode in ('train', 'train_and_eval'):
     trainer.restore_or_initialize()
     every = params.trainer.validation_interval if mode == 'train_and_eval' else None

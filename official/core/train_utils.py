@@ -37,8 +37,21 @@ def build_params(experiment: str, config_files: Sequence[str] = (),
   return params
 
 
+def parse_configuration(flags_obj) -> cfg.ExperimentConfig:
+  """`build_params` from flags with `experiment`, `config_file` and `params_override` (Model Garden's
+  name)."""
+  return build_params(flags_obj.experiment, getattr(flags_obj, 'config_file', None) or (),
+                      getattr(flags_obj, 'params_override', None))
+
+
+def serialize_config(params: cfg.ExperimentConfig, model_dir: str) -> str:
+  """Writes `model_dir/params.yaml` (Model Garden's name for `write_params`); returns its path."""
+  return write_params(params, model_dir)
+
+
 def write_params(params: cfg.ExperimentConfig, model_dir: str) -> str:
   """Writes `model_dir/params.yaml`; returns its path."""
+  tf.io.gfile.makedirs(model_dir)
   path = os.path.join(model_dir, 'params.yaml')
   hyperparams.save_params_dict_to_yaml(params, path)
   return path

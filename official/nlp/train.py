@@ -75,7 +75,9 @@ def _build_params():
 def main(argv) -> None:
   """Parses the flags, builds params, strategy and task, and runs the experiment."""
   del argv
-  logging.getLogger().setLevel(logging.INFO)
+  logging.getLogger().setLevel(logging.DEBUG if FLAGS.verbosity >= 1 else logging.INFO)
+  for name in ('tensorflow', 'absl'):  # no per-save checkpoint chatter
+    logging.getLogger(name).setLevel(logging.WARNING)
   if FLAGS.gin_file or FLAGS.gin_params:
     import gin  # pylint: disable=g-import-not-at-top
     gin.parse_config_files_and_bindings(FLAGS.gin_file, FLAGS.gin_params)
@@ -86,23 +88,33 @@ def main(argv) -> None:
   from official.core import task_factory  # pylint: disable=g-import-not-at-top
   from official.core import train_lib  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tf_keras  # pylint: disable=g-import-not-at-top
   runtime = params.runtime
   if runtime.deterministic or runtime.seed is not None:
-    tf.keras.utils.set_random_seed(runtime.seed if runtime.seed is not None else 0)
+    tf_keras.utils.set_random_seed(runtime.seed if runtime.seed is not None else 0)
   if runtime.deterministic:
     tf.config.experimental.enable_op_determinism()
   if runtime.run_eagerly:
     tf.config.run_functions_eagerly(True)
-  distribute_utils.configure_cluster(runtime.worker_hosts, runtime.task_index)
+  if FLAGS.mode == 'eval' and not tf.train.latest_checkpoint(FLAGS.model_dir):
+    _fail(f'--mode=eval: no checkpoint in --model_dir={FLAGS.model_dir}')
+  # Configuration problems end with a one-line message, not a traceback.
   try:
+    distribute_utils.configure_cluster(runtime.worker_hosts, runtime.task_index)
     strategy = distribute_utils.get_distribution_strategy(
         distribution_strategy=runtime.distribution_strategy, num_gpus=runtime.num_gpus,
         all_reduce_alg=runtime.all_reduce_alg, num_packs=runtime.num_packs,
-        tpu_address=runtime.tpu)
+        tpu_address=runtime.tpu) or tf.distribute.get_strategy()  # 'off': None
     with strategy.scope():
       task = task_factory.get_task(params.task, logging_dir=FLAGS.model_dir)
+  except (ValueError, KeyError) as e:
+    _fail(str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e))
+  try:
     train_lib.run_experiment(strategy, task, FLAGS.mode, params, FLAGS.model_dir)
   except (ValueError, FileNotFoundError, KeyError) as e:
+    # Bad data or checkpoint paths, or data that does not match the config (found while building
+    # inputs); `--verbosity=1` logs the traceback too. TensorFlow runtime errors keep theirs.
+    logging.debug('run_experiment failed', exc_info=True)
     _fail(str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e))
 
 

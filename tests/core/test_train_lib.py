@@ -63,6 +63,8 @@ def test_every_mode_through_train_py(tmp_path):
                      '--params_override=trainer.continuous_eval_timeout=1')
   assert result.returncode == 0, result.stderr[-2000:]
   assert 'eval of ckpt-20 (step 20)' in result.stdout
+  # Evaluation runs keep the training run's params.yaml.
+  assert 'continuous_eval_timeout: 3600' in (model_dir / 'params.yaml').read_text()
 
   train_only = tmp_path / 'train_only'
   result = _train_py(*TOY, '--mode=train', f'--model_dir={train_only}',
@@ -95,21 +97,66 @@ def test_resume_continues_and_matches_uninterrupted_run(tmp_path):
 
 
 def test_train_loop_is_traced_once(tmp_path):
-  params = exp_factory.get_exp_config('test/toy_regression')
-  strategy = distribute_utils.get_distribution_strategy('one_device')
-  with strategy.scope():
-    task = task_factory.get_task(params.task)
-  trainer = train_lib.Trainer(strategy, task, params, str(tmp_path))
-  trainer.restore_or_initialize()
-  train_lib._train(trainer, evaluate_every=10, save_summary=False)  # pylint: disable=protected-access
+  # Loops of 3, 3, 3, 1 steps (cut at the evaluation every 10 steps), twice: one trace only.
+  _run_in_process(tmp_path, mode='train_and_eval', steps_per_loop=3)
+  trainer = train_lib.last_trainer
   assert int(trainer.global_step.numpy()) == 20
   assert trainer.train_loop_fn().experimental_get_tracing_count() == 1
 
 
+def test_skip_nonfinite_steps(tmp_path):
+  params = exp_factory.get_exp_config('test/toy_regression')
+  params.override({'task': {'nan_batches': 2}, 'trainer': {'train_steps': 10}})
+  strategy = distribute_utils.get_distribution_strategy('one_device')
+  task = task_factory.get_task(params.task)
+  with pytest.raises(RuntimeError, match='training loss is nan at step 5'):
+    train_lib.run_experiment(strategy, task, 'train', params, str(tmp_path / 'stop'))
+  params.override({'trainer': {'skip_nonfinite_steps': True}})
+  model, _ = train_lib.run_experiment(strategy, task, 'train', params, str(tmp_path / 'skip'))
+  assert np.all(np.isfinite(model.get_weights()[0]))
+  losses = [v for _, v in training_curves.read_scalars(str(tmp_path / 'skip' / 'train'))[
+      'training_loss']]
+  assert len(losses) == 2 and np.all(np.isfinite(losses)) and losses[1] < losses[0]
+
+
+@pytest.mark.slow
+def test_two_replica_mirrored_matches_one_device(tmp_path):
+  """Two virtual CPUs (with and without XLA): the per-replica batch halves and the result is the
+  one-device result."""
+  code = f"""
+import numpy as np, tensorflow as tf
+cpu = tf.config.list_physical_devices('CPU')[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+from official.common import distribute_utils
+from official.core import exp_factory, task_factory, train_lib
+from tests.core import toy_task
+strategy = distribute_utils.get_distribution_strategy('mirrored')
+assert strategy.num_replicas_in_sync == 2
+for xla in (False, True):
+  params = exp_factory.get_exp_config('test/toy_regression')
+  params.override({{'runtime': {{'enable_xla': xla}}}})
+  with strategy.scope():
+    task = task_factory.get_task(params.task)
+  model, logs = train_lib.run_experiment(strategy, task, 'train_and_eval', params,
+                                         {str(tmp_path)!r} + f'/two_{{xla}}')
+  np.save({str(tmp_path)!r} + f'/two_{{xla}}.npy', model.get_weights()[0])
+"""
+  env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL='2')
+  result = subprocess.run([sys.executable, '-c', code], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=240, check=False)
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert 'eval at step 20' in result.stdout
+  model, _ = _run_in_process(tmp_path / 'one', mode='train_and_eval')
+  for xla in (False, True):  # with XLA, only the forward and backward pass are compiled
+    np.testing.assert_allclose(np.load(tmp_path / f'two_{xla}.npy'), model.get_weights()[0],
+                               rtol=1e-5)
+
+
 def test_unknown_experiment_lists_registered_ones():
-  result = _train_py('--experiment=nope', '--model_dir=/tmp/unused')
+  result = _train_py('--experiment_module=tests.core.toy_task', '--experiment=nope',
+                     '--model_dir=/tmp/unused')
   assert result.returncode == 1
-  assert 'nope' in result.stderr and 'bert/pretraining' in result.stderr
+  assert 'nope' in result.stderr and 'test/toy_regression' in result.stderr
   assert 'Traceback' not in result.stderr
 
 
@@ -123,3 +170,12 @@ def test_bad_override_names_the_key_and_helpfull_lists_flags(tmp_path):
   for flag in ('--experiment', '--mode', '--model_dir', '--config_file', '--params_override',
                '--gin_file', '--gin_params', '--tpu', '--tf_data_service', '--experiment_module'):
     assert flag in result.stdout, flag
+
+
+def test_tf_data_service_and_eval_without_checkpoint_fail_clearly(tmp_path):
+  result = _train_py(*TOY, f'--model_dir={tmp_path}', '--tf_data_service=grpc://x:5000')
+  assert result.returncode == 1 and '--tf_data_service' in result.stderr
+  assert 'Traceback' not in result.stderr
+  result = _train_py(*TOY, f'--model_dir={tmp_path}', '--mode=eval')
+  assert result.returncode == 1 and 'no checkpoint' in result.stderr
+  assert 'Traceback' not in result.stderr

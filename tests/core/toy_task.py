@@ -33,6 +33,8 @@ class ToyTaskConfig(cfg.TaskConfig):
   validation_data: cfg.DataConfig = dataclasses.field(
       default_factory=lambda: cfg.DataConfig(input_path='synthetic', global_batch_size=8,
                                              is_training=False))
+  # The first `nan_batches` training batches get NaN labels (to test skip_nonfinite_steps).
+  nan_batches: int = 0
 
 
 @task_factory.register_task_cls(ToyTaskConfig)
@@ -54,6 +56,8 @@ class ToyRegressionTask(base_task.Task):
     rng = np.random.default_rng(0 if params.is_training else 1)
     x = rng.normal(size=(256, width)).astype(np.float32)
     y = x @ np.resize(TRUE_WEIGHTS, width)[:, None]
+    if params.is_training and self.task_config.nan_batches:
+      y[:self.task_config.nan_batches * batch_size] = np.nan
     dataset = tf.data.Dataset.from_tensor_slices((x, y))
     if params.is_training:
       dataset = dataset.repeat()

@@ -8,6 +8,7 @@ Example:
 """
 
 import os
+import re
 from typing import Any, Dict, List, Mapping, Union
 
 import yaml
@@ -15,6 +16,23 @@ import yaml
 from official.modeling.hyperparams import base_config
 
 _BRACKETS = {'[': ']', '{': '}', '(': ')'}
+
+
+class _Yaml12BoolLoader(yaml.SafeLoader):
+  """PyYAML's SafeLoader reading only true/false as booleans (YAML 1.2), so `off`, `on`, `yes` and
+  `no` stay strings: `runtime.distribution_strategy=off` must not become False."""
+
+
+_Yaml12BoolLoader.yaml_implicit_resolvers = {
+    key: [(tag, regexp) for tag, regexp in resolvers if tag != 'tag:yaml.org,2002:bool']
+    for key, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+_Yaml12BoolLoader.add_implicit_resolver(
+    'tag:yaml.org,2002:bool', re.compile(r'^(?:true|True|TRUE|false|False|FALSE)$'),
+    list('tTfF'))
+
+
+def _load_value(text: str) -> Any:
+  return yaml.load(text, Loader=_Yaml12BoolLoader)  # pylint: disable=no-value-for-parameter
 
 
 def _split_top_level(text: str, separator: str = ',') -> List[str]:
@@ -52,7 +70,7 @@ def parse_override_string(text: str) -> Dict[str, Any]:
     if not sep or not key or any(not part for part in key.split('.')):
       raise base_config.ConfigError('', f'params_override item {item!r}: expected key.path=value')
     try:
-      value = yaml.safe_load(raw_value) if raw_value.strip() else ''
+      value = _load_value(raw_value) if raw_value.strip() else ''
     except yaml.YAMLError as e:
       raise base_config.ConfigError(key, f'cannot parse value {raw_value!r}: {e}') from None
     node = result

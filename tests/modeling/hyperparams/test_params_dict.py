@@ -80,3 +80,8 @@ def test_save_and_read_round_trip(tmp_path):
   hyperparams.save_params_dict_to_yaml(params, path)
   assert hyperparams.read_yaml_to_params_dict(path) == params.as_dict()
   assert _Params.from_yaml(path) == params
+
+
+def test_yaml_1_1_booleans_stay_strings():
+  parsed = hyperparams.parse_override_string('a=off,b=on,c=yes,d=no,e=true,f=False')
+  assert parsed == {'a': 'off', 'b': 'on', 'c': 'yes', 'd': 'no', 'e': True, 'f': False}

@@ -1,0 +1,50 @@
+"""Tests for official/core/train_utils.py."""
+
+import types
+
+import pytest
+import yaml
+
+from official.core import train_utils
+from official.modeling import hyperparams
+from tests.core import toy_task  # pylint: disable=unused-import
+
+
+def _flags(**kwargs):
+  defaults = dict(experiment='test/toy_regression', config_file=[], params_override=None)
+  defaults.update(kwargs)
+  return types.SimpleNamespace(**defaults)
+
+
+def test_precedence_defaults_then_files_in_order_then_override(tmp_path):
+  first, second = tmp_path / 'a.yaml', tmp_path / 'b.yaml'
+  first.write_text('trainer: {train_steps: 7, steps_per_loop: 7}\ntask: {model: {width: 3}}\n')
+  second.write_text('trainer: {train_steps: 9}\n')
+  params = train_utils.parse_configuration(_flags(
+      config_file=[str(first), str(second)], params_override='trainer.steps_per_loop=2'))
+  assert params.trainer.train_steps == 9          # the later file wins
+  assert params.trainer.steps_per_loop == 2       # the override wins over the files
+  assert params.task.model.width == 3             # the first file still applies
+  assert params.trainer.summary_interval == 5     # the experiment default
+
+
+def test_errors_name_the_file_or_key(tmp_path):
+  with pytest.raises(FileNotFoundError, match='missing.yaml'):
+    train_utils.parse_configuration(_flags(config_file=[str(tmp_path / 'missing.yaml')]))
+  bad = tmp_path / 'bad.yaml'
+  bad.write_text('task: {model: {widht: 3}}\n')
+  with pytest.raises(hyperparams.ConfigError, match=r'task\.model\.widht.*bad\.yaml'):
+    train_utils.parse_configuration(_flags(config_file=[str(bad)]))
+  with pytest.raises(hyperparams.ConfigError, match=r'task\.model\.width'):
+    train_utils.parse_configuration(_flags(params_override='task.model.width=0'))
+
+
+def test_serialize_config_round_trips(tmp_path):
+  params = train_utils.parse_configuration(_flags(params_override='trainer.train_steps=3'))
+  path = train_utils.serialize_config(params, str(tmp_path / 'new_dir'))
+  with open(path) as f:
+    written = yaml.safe_load(f)
+  assert written['trainer']['train_steps'] == 3
+  assert written['task']['model']['width'] == 4
+  assert train_utils.is_chief()
+  assert train_utils.writable_dir(str(tmp_path)) == str(tmp_path)
