@@ -119,14 +119,8 @@ class Task(tf.Module, metaclass=abc.ABCMeta):
     with tf.GradientTape() as tape:
       outputs = model(features, training=True)
       loss = self.build_losses(labels, outputs, aux_losses=model.losses)
-      scaled_loss = loss / tf.distribute.get_strategy().num_replicas_in_sync
-      if isinstance(optimizer, tf_keras.mixed_precision.LossScaleOptimizer):
-        scaled_loss = optimizer.get_scaled_loss(scaled_loss)
-    variables = model.trainable_variables
-    grads = tape.gradient(scaled_loss, variables)
-    if isinstance(optimizer, tf_keras.mixed_precision.LossScaleOptimizer):
-      grads = optimizer.get_unscaled_gradients(grads)
-    optimizer.apply_gradients([(g, v) for g, v in zip(grads, variables) if g is not None])
+      scaled_loss = scale_loss(loss / tf.distribute.get_strategy().num_replicas_in_sync, optimizer)
+    apply_gradients(tape, scaled_loss, model, optimizer)
     if metrics:
       self.process_metrics(metrics, labels, outputs)
     return {self.loss: loss}
@@ -168,3 +162,27 @@ def resolve_checkpoint(path: str) -> str:
   if not prefix or not tf.io.gfile.exists(f'{prefix}.index'):
     raise FileNotFoundError(f'task.init_checkpoint {path!r}: no checkpoint found')
   return prefix
+
+
+def scale_loss(loss: tf.Tensor, optimizer: Any) -> tf.Tensor:
+  """`loss` multiplied by the loss scale of a `LossScaleOptimizer` (float16); else `loss`.
+
+  Call it inside the `GradientTape`; `apply_gradients` undoes the scale on the gradients.
+  """
+  if isinstance(optimizer, tf_keras.mixed_precision.LossScaleOptimizer):
+    return optimizer.get_scaled_loss(loss)
+  return loss
+
+
+def apply_gradients(tape: tf.GradientTape, scaled_loss: tf.Tensor, model: tf_keras.Model,
+                    optimizer: Any) -> None:
+  """Applies the gradients of `scaled_loss` to the model's trainable variables.
+
+  Loss scaling is undone first; variables without a gradient (e.g. a pooler no loss reads) are left
+  out of the update.
+  """
+  variables = model.trainable_variables
+  grads = tape.gradient(scaled_loss, variables)
+  if isinstance(optimizer, tf_keras.mixed_precision.LossScaleOptimizer):
+    grads = optimizer.get_unscaled_gradients(grads)
+  optimizer.apply_gradients([(g, v) for g, v in zip(grads, variables) if g is not None])

@@ -220,14 +220,9 @@ class MaskedLMTask(base_task.Task):
       scaled_loss = loss
       if self.task_config.scale_loss:
         scaled_loss = loss / tf.distribute.get_strategy().num_replicas_in_sync
-      if isinstance(optimizer, tf_keras.mixed_precision.LossScaleOptimizer):
-        scaled_loss = optimizer.get_scaled_loss(scaled_loss)
-    variables = model.trainable_variables
-    grads = tape.gradient(scaled_loss, variables)
-    if isinstance(optimizer, tf_keras.mixed_precision.LossScaleOptimizer):
-      grads = optimizer.get_unscaled_gradients(grads)
+      scaled_loss = base_task.scale_loss(scaled_loss, optimizer)
     # The encoder's pooler gets no gradient in pretraining (heads read token 0 themselves).
-    optimizer.apply_gradients([(g, v) for g, v in zip(grads, variables) if g is not None])
+    base_task.apply_gradients(tape, scaled_loss, model, optimizer)
     if metrics:
       self.process_metrics(metrics, inputs, outputs)
     return {self.loss: loss}
