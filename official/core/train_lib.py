@@ -83,22 +83,9 @@ class Trainer:
       self.global_step = tf.Variable(0, dtype=tf.int64, trainable=False, name='global_step',
                                      aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
     items = dict(getattr(self.model, 'checkpoint_items', {}) or {})
-    self.train_iterator = None
-    if train:
-      if strategy.num_replicas_in_sync == 1:
-        # A plain iterator is checkpointable: a resumed run neither repeats nor skips a batch.
-        # (Its state, e.g. the shuffle buffer, is saved too; stateful ops such as py_function only
-        # warn and restart.)
-        options = tf.data.Options()
-        options.experimental_external_state_policy = (
-            tf.data.experimental.ExternalStatePolicy.WARN)
-        self.train_iterator = iter(
-            task.build_inputs(params.task.train_data).with_options(options))
-        items['train_iterator'] = self.train_iterator
-      else:
-        # tf.distribute iterators cannot be checkpointed: a resumed run restarts the input.
-        self.train_iterator = iter(strategy.distribute_datasets_from_function(
-            lambda ctx: task.build_inputs(params.task.train_data, ctx)))
+    self.train_iterator = self._make_train_iterator() if train else None
+    if isinstance(self.train_iterator, tf.data.Iterator):
+      items['train_iterator'] = self.train_iterator
     self.checkpoint = tf.train.Checkpoint(global_step=self.global_step, model=self.model,
                                           optimizer=self.optimizer, **items)
     self.write_dir = train_utils.writable_dir(model_dir, strategy)
@@ -107,6 +94,20 @@ class Trainer:
         step_counter=self.global_step, checkpoint_interval=trainer.checkpoint_interval)
     self._train_loop = None
     self._eval_step = None
+
+  def _make_train_iterator(self):
+    """The one place the training input is created (per-replica batches from `build_inputs`)."""
+    task, data = self.task, self.params.task.train_data
+    if self.strategy.num_replicas_in_sync == 1:
+      # A plain iterator is checkpointable (tf.distribute iterators are not): a resumed run neither
+      # repeats nor skips a batch. Its state, e.g. the shuffle buffer, is saved too; stateful ops
+      # such as py_function only warn and restart.
+      options = tf.data.Options()
+      options.experimental_external_state_policy = tf.data.experimental.ExternalStatePolicy.WARN
+      return iter(task.build_inputs(data).with_options(options))
+    # Several replicas: a resumed run restarts the input pipeline.
+    return iter(self.strategy.distribute_datasets_from_function(
+        lambda ctx: task.build_inputs(data, ctx)))
 
   # ---- checkpoints -----------------------------------------------------------------------------
   def restore_or_initialize(self) -> Optional[str]:
@@ -289,6 +290,11 @@ def _train(trainer: Trainer, evaluate_every: Optional[int], save_summary: bool
     logging.warning('trainer.summary_interval (%d) is not a multiple of steps_per_loop (%d): '
                     'summaries are written at the end of the loop that crosses it.',
                     params.summary_interval, params.steps_per_loop)
+  if params.checkpoint_interval % params.steps_per_loop:
+    logging.warning('trainer.checkpoint_interval (%d) is not a multiple of steps_per_loop (%d): '
+                    'checkpoints are saved at the end of the first loop at least '
+                    'checkpoint_interval steps after the previous one.',
+                    params.checkpoint_interval, params.steps_per_loop)
   iterator = trainer.train_iterator
   loop = trainer.train_loop_fn()
   step = int(trainer.global_step.numpy())
@@ -376,22 +382,33 @@ def run_experiment(distribution_strategy: Optional[tf.distribute.Strategy], task
   trainer = Trainer(distribution_strategy, task, params, model_dir,
                     train=mode in ('train', 'train_and_eval'))
   last_trainer = trainer
+  try:
+    return trainer.model, _run_mode(trainer, mode, run_post_eval, save_summary)
+  finally:
+    if trainer.write_dir != model_dir:  # a non-chief worker's private copy
+      tf.io.gfile.rmtree(trainer.write_dir)
+
+
+def _run_mode(trainer: Trainer, mode: str, run_post_eval: bool, save_summary: bool
+              ) -> Dict[str, float]:
+  """Runs `mode` with a built trainer; returns the last evaluation's logs."""
+  params, model_dir = trainer.params, trainer.model_dir
   if mode in ('train', 'train_and_eval'):
     trainer.restore_or_initialize()
     every = params.trainer.validation_interval if mode == 'train_and_eval' else None
     eval_logs = _train(trainer, every, save_summary)
     if run_post_eval and not eval_logs:
       eval_logs = trainer.evaluate()
-    return trainer.model, eval_logs
+    return eval_logs
   if mode == 'eval':
     latest = tf.train.latest_checkpoint(model_dir)
     if not latest:
       raise ValueError(f'--mode=eval: no checkpoint in {model_dir}')
-    return trainer.model, _evaluate_checkpoint(trainer, latest, save_summary)
+    return _evaluate_checkpoint(trainer, latest, save_summary)
   eval_logs = {}
   for path in tf.train.checkpoints_iterator(model_dir,
                                             timeout=params.trainer.continuous_eval_timeout):
     eval_logs = _evaluate_checkpoint(trainer, path, save_summary)
     if int(trainer.global_step.numpy()) >= params.trainer.train_steps:
       break
-  return trainer.model, eval_logs
+  return eval_logs

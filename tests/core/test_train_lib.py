@@ -3,10 +3,12 @@
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
 import tensorflow as tf
+import tf_keras
 
 from official.common import distribute_utils
 from official.core import exp_factory
@@ -74,34 +76,96 @@ def test_every_mode_through_train_py(tmp_path):
   assert not (train_only / 'validation').exists()
 
 
-def test_resume_continues_and_matches_uninterrupted_run(tmp_path):
-  _, _ = _run_in_process(tmp_path / 'full', train_steps=20)
-  _, _ = _run_in_process(tmp_path / 'split', train_steps=10)
-  assert _checkpoint_steps(tmp_path / 'split') == [5, 10]
-  model, _ = _run_in_process(tmp_path / 'split', train_steps=20)
+class _Crash(Exception):
+  pass
+
+
+def test_run_crashed_after_first_checkpoint_resumes_and_matches_uninterrupted_run(
+    tmp_path, monkeypatch, capsys):
+  full_model, _ = _run_in_process(tmp_path / 'full')
+  full_weights = full_model.get_weights()[0]
+  # The first run dies after its second loop (steps 6-10 done, ckpt-10 not yet written).
+  check_loss = train_lib._check_loss  # pylint: disable=protected-access
+
+  def crash_at_step_10(loss, step, *args):
+    if step == 10:
+      raise _Crash()
+    check_loss(loss, step, *args)
+
+  monkeypatch.setattr(train_lib, '_check_loss', crash_at_step_10)
+  with pytest.raises(_Crash):
+    _run_in_process(tmp_path / 'split')
+  assert _checkpoint_steps(tmp_path / 'split') == [5]
+  monkeypatch.setattr(train_lib, '_check_loss', check_loss)
+  capsys.readouterr()
+  model, _ = _run_in_process(tmp_path / 'split')  # a fresh task, model and optimizer
+  lines = [l for l in capsys.readouterr().out.splitlines() if l.startswith('step ')]
+  assert lines[0].startswith('step 10/20') and lines[-1].startswith('step 20/20')
+  assert _checkpoint_steps(tmp_path / 'split') == [5, 10, 15, 20]
   full = training_curves.read_scalars(str(tmp_path / 'full' / 'train'))
   split = training_curves.read_scalars(str(tmp_path / 'split' / 'train'))
-  # The resumed run logged steps 15 and 20 only, with the same learning rates.
   assert [s for s, _ in split['learning_rate']] == [5, 10, 15, 20]
   np.testing.assert_allclose([v for _, v in split['learning_rate']],
                              [v for _, v in full['learning_rate']], rtol=1e-6)
-  assert _checkpoint_steps(tmp_path / 'split')[-1] == 20
   reader = tf.train.load_checkpoint(str(tmp_path / 'split'))
-  full_reader = tf.train.load_checkpoint(str(tmp_path / 'full'))
   assert reader.get_tensor('global_step/.ATTRIBUTES/VARIABLE_VALUE') == 20
-  kernel_key = [k for k in reader.get_variable_to_shape_map() if k.startswith('model/') and
-                'kernel' in k and 'OPTIMIZER' not in k][0]
-  np.testing.assert_allclose(reader.get_tensor(kernel_key), full_reader.get_tensor(kernel_key),
-                             rtol=1e-5)
-  assert model is not None
+  assert reader.get_tensor('optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE') == 20
+  # The input iterator is checkpointed too: steps 6-10 see the same batches again, so the
+  # weights are those of the uninterrupted run.
+  np.testing.assert_allclose(model.get_weights()[0], full_weights, rtol=1e-5)
 
 
-def test_train_loop_is_traced_once(tmp_path):
+def test_train_to_more_steps_continues_from_the_last_checkpoint(tmp_path):
+  _run_in_process(tmp_path, train_steps=10)
+  _run_in_process(tmp_path, train_steps=10)  # already done: no step, no new checkpoint
+  assert _checkpoint_steps(tmp_path) == [5, 10]
+  _run_in_process(tmp_path, train_steps=15)
+  assert _checkpoint_steps(tmp_path) == [5, 10, 15]
+
+
+def test_continuous_eval_stops_after_the_timeout_without_new_checkpoints(tmp_path, capsys):
+  _run_in_process(tmp_path, train_steps=10)
+  capsys.readouterr()
+  start = time.time()
+  _, logs = _run_in_process(tmp_path, mode='continuous_eval', continuous_eval_timeout=2)
+  assert time.time() - start >= 1  # ckpt-10 is below train_steps=20: it waited for more
+  assert 'eval of ckpt-10 (step 10)' in capsys.readouterr().out
+  assert logs['validation_loss'] > 0
+  validation = training_curves.read_scalars(str(tmp_path / 'validation'))
+  assert [s for s, _ in validation['validation_loss']] == [10]
+
+
+@pytest.mark.parametrize('xla', [False, True])
+def test_train_loop_is_traced_once(tmp_path, xla):
   # Loops of 3, 3, 3, 1 steps (cut at the evaluation every 10 steps), twice: one trace only.
-  _run_in_process(tmp_path, mode='train_and_eval', steps_per_loop=3)
+  params = exp_factory.get_exp_config('test/toy_regression')
+  params.override({'trainer': {'steps_per_loop': 3}, 'runtime': {'enable_xla': xla}})
+  task = task_factory.get_task(params.task)
+  strategy = distribute_utils.get_distribution_strategy('one_device')
+  _, logs = train_lib.run_experiment(strategy, task, 'train_and_eval', params, str(tmp_path))
   trainer = train_lib.last_trainer
   assert int(trainer.global_step.numpy()) == 20
   assert trainer.train_loop_fn().experimental_get_tracing_count() == 1
+  assert logs['validation_loss'] < 0.5
+
+
+@pytest.mark.parametrize('dtype, optimizer_cls', [
+    ('bfloat16', 'SGD'), ('float16', 'LossScaleOptimizer')])
+def test_mixed_precision(tmp_path, dtype, optimizer_cls):
+  params = exp_factory.get_exp_config('test/toy_regression')
+  params.override({'runtime': {'mixed_precision_dtype': dtype}})
+  task = task_factory.get_task(params.task)
+  strategy = distribute_utils.get_distribution_strategy('one_device')
+  try:
+    model, logs = train_lib.run_experiment(strategy, task, 'train_and_eval', params,
+                                           str(tmp_path))
+    assert model.layers[0].compute_dtype == dtype
+    assert model.layers[0].kernel.dtype == tf.float32
+  finally:
+    tf_keras.mixed_precision.set_global_policy('float32')
+  assert type(train_lib.last_trainer.optimizer).__name__.startswith(optimizer_cls)
+  losses = [v for _, v in training_curves.read_scalars(str(tmp_path / 'train'))['training_loss']]
+  assert losses[-1] < 0.5 * losses[0] and logs['validation_loss'] < 1.0
 
 
 def test_skip_nonfinite_steps(tmp_path):

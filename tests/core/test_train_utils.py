@@ -3,6 +3,7 @@
 import types
 
 import pytest
+import tensorflow as tf
 import yaml
 
 from official.core import train_utils
@@ -48,3 +49,22 @@ def test_serialize_config_round_trips(tmp_path):
   assert written['task']['model']['width'] == 4
   assert train_utils.is_chief()
   assert train_utils.writable_dir(str(tmp_path)) == str(tmp_path)
+
+
+def _strategy(cluster, task_type, task_id):
+  resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
+      tf.train.ClusterSpec(cluster), task_type=task_type, task_id=task_id)
+  return types.SimpleNamespace(cluster_resolver=resolver)
+
+
+def test_only_the_chief_writes_into_model_dir(tmp_path):
+  workers = {'worker': ['a:1', 'b:2']}
+  assert train_utils.is_chief(_strategy(workers, 'worker', 0))
+  non_chief = _strategy(workers, 'worker', 1)
+  assert not train_utils.is_chief(non_chief)
+  private = train_utils.writable_dir(str(tmp_path), non_chief)
+  assert private != str(tmp_path) and tf.io.gfile.isdir(private)
+  tf.io.gfile.rmtree(private)
+  with_chief = {'chief': ['c:0'], 'worker': ['a:1']}
+  assert train_utils.is_chief(_strategy(with_chief, 'chief', 0))
+  assert not train_utils.is_chief(_strategy(with_chief, 'worker', 0))

@@ -64,7 +64,9 @@ class ToyRegressionTask(base_task.Task):
     return dataset.batch(batch_size, drop_remainder=True)
 
   def build_losses(self, labels, model_outputs, aux_losses=None) -> tf.Tensor:
-    return tf.reduce_mean(tf.square(tf.cast(labels, tf.float32) - model_outputs))
+    # Under a mixed-precision policy the outputs are bfloat16/float16; the loss stays float32.
+    error = tf.cast(labels, tf.float32) - tf.cast(model_outputs, tf.float32)
+    return tf.reduce_mean(tf.square(error))
 
   def build_metrics(self, training: bool = True):
     del training
