@@ -1,5 +1,6 @@
 """Shared checks for Keras layers: shapes, dtypes and a `get_config`/`from_config` round trip."""
 
+import json
 from typing import Any, Callable, Dict, Optional, Sequence
 
 import numpy as np
@@ -10,11 +11,13 @@ import tf_keras
 def run_layer_test(layer_cls: type, init_kwargs: Dict[str, Any], input_data: Sequence[Any],
                    expected_output_shape: Any, call_kwargs: Optional[Dict[str, Any]] = None,
                    from_config: Optional[Callable[[Dict[str, Any]], Any]] = None,
-                   atol: float = 1e-6) -> Any:
-  """Builds `layer_cls(**init_kwargs)`, calls it on `input_data` and checks the output shape(s).
+                   expected_output_dtype: Optional[Any] = None, atol: float = 1e-6) -> Any:
+  """Builds `layer_cls(**init_kwargs)`, calls it on `input_data`, checks output shapes and dtypes.
 
-  Then serializes the layer with `get_config`, rebuilds it (`layer_cls.from_config` or `from_config`),
-  copies the weights and checks the rebuilt layer gives the same outputs.
+  Then serializes the layer with `get_config` (which must be JSON-serializable), rebuilds it from the
+  JSON round trip (`layer_cls.from_config` or `from_config`), checks the rebuilt config is identical, copies the weights and checks the rebuilt layer gives the
+  same outputs. Without a custom `from_config`, the layer must also survive
+  `tf_keras.layers.serialize`/`deserialize` (i.e. be registered as serializable).
 
   Args:
     layer_cls: the layer class.
@@ -23,30 +26,51 @@ def run_layer_test(layer_cls: type, init_kwargs: Dict[str, Any], input_data: Seq
     expected_output_shape: a shape tuple, or a dict/list of them matching the outputs.
     call_kwargs: keyword call arguments.
     from_config: a custom rebuild function of the config.
+    expected_output_dtype: the dtype of every output (default: the layer's compute dtype).
     atol: tolerance of the round-trip comparison.
 
   Returns:
     The layer's outputs.
+
+  Example:
+    >>> run_layer_test(OnDeviceEmbedding, dict(vocab_size=5, embedding_width=4),
+    ...                [tf.constant([[0, 3]])], (1, 2, 4))
   """
   call_kwargs = call_kwargs or {}
   layer = layer_cls(**init_kwargs)
   outputs = layer(*input_data, **call_kwargs)
   _assert_shapes(outputs, expected_output_shape)
+  dtype = tf.as_dtype(expected_output_dtype or layer.compute_dtype)
+  for output in tf.nest.flatten(outputs):
+    assert output.dtype == dtype, (output.dtype, dtype)
+
   config = layer.get_config()
-  rebuilt = (from_config or layer_cls.from_config)(config)
+  # Rebuilt from the config as it comes back from JSON (how Keras stores it in saved models).
+  rebuilt = (from_config or layer_cls.from_config)(json.loads(json.dumps(config)))
   rebuilt(*input_data, **call_kwargs)
-  assert rebuilt.get_config() == config
+  assert _as_json(rebuilt.get_config()) == _as_json(config), (rebuilt.get_config(), config)
+  assert len(rebuilt.weights) == len(layer.weights)
   rebuilt.set_weights(layer.get_weights())
   again = rebuilt(*input_data, **call_kwargs)
   tf.nest.map_structure(lambda a, b: np.testing.assert_allclose(a, b, atol=atol), outputs, again)
+
+  if from_config is None:
+    clone = tf_keras.layers.deserialize(tf_keras.layers.serialize(layer))
+    assert type(clone) is layer_cls and _as_json(clone.get_config()) == _as_json(config)
   return outputs
+
+
+def _as_json(config: Dict[str, Any]) -> str:
+  return json.dumps(config, sort_keys=True)
 
 
 def _assert_shapes(outputs, expected):
   if isinstance(expected, dict):
+    assert set(outputs) >= set(expected), (sorted(outputs), sorted(expected))
     for key, shape in expected.items():
       assert tuple(outputs[key].shape) == tuple(shape), (key, outputs[key].shape, shape)
   elif isinstance(expected, list):
+    assert len(outputs) == len(expected), (len(outputs), len(expected))
     for out, shape in zip(outputs, expected):
       assert tuple(out.shape) == tuple(shape), (out.shape, shape)
   else:

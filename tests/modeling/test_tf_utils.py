@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import tensorflow as tf
+import tf_keras
 
 from official.modeling import tf_utils
 
@@ -41,3 +42,11 @@ def test_serialize_activation_names():
   assert tf_utils.serialize_activation(None) is None
   assert tf_utils.serialize_activation('gelu') == 'gelu'
   assert tf_utils.serialize_activation(tf_utils.get_activation('exact_gelu')) == 'exact_gelu'
+
+
+def test_clone_initializer_gives_an_equal_but_separate_instance():
+  initializer = tf_keras.initializers.TruncatedNormal(stddev=0.02, seed=7)
+  clone = tf_utils.clone_initializer(initializer)
+  assert clone is not initializer and clone.get_config() == initializer.get_config()
+  np.testing.assert_allclose(clone([3, 2]), initializer([3, 2]))
+  assert tf_utils.clone_initializer('zeros') == 'zeros'

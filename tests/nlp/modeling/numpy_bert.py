@@ -42,19 +42,23 @@ def transformer_block(x, mask, w, norm_first=False):
   return layer_norm(h + inner @ w['output'][0] + w['output'][1], *w['output_layer_norm'])
 
 
+def attention_weights(layer):
+  """Reads a MultiHeadSelfAttention's weights into the dict `attention` expects."""
+  w = {}
+  for name, dense in (('query', layer._query_dense), ('key', layer._key_dense),  # pylint: disable=protected-access
+                      ('value', layer._value_dense), ('attention_output', layer._output_dense)):  # pylint: disable=protected-access
+    w[f'{name}/kernel'], w[f'{name}/bias'] = dense.kernel.numpy(), dense.bias.numpy()
+  return w
+
+
 def block_weights(block):
   """Reads a TransformerEncoderBlock's weights into the dict `transformer_block` expects."""
-  attention_layer = block.self_attention
-  w = {}
-  for name in ('query', 'key', 'value'):
-    kernel, bias = attention_layer._qkv[name]  # pylint: disable=protected-access
-    w[f'{name}/kernel'], w[f'{name}/bias'] = kernel.numpy(), bias.numpy()
-  w['attention_output/kernel'] = attention_layer.output_kernel.numpy()
-  w['attention_output/bias'] = attention_layer.output_bias.numpy()
-  w['self_attention_layer_norm'] = [v.numpy() for v in block.self_attention_layer_norm.weights]
-  w['output_layer_norm'] = [v.numpy() for v in block.output_layer_norm.weights]
-  w['intermediate'] = [v.numpy() for v in block.intermediate.weights]
-  w['output'] = [v.numpy() for v in block.output_dense.weights]
+  # pylint: disable=protected-access
+  w = attention_weights(block._attention_layer)
+  w['self_attention_layer_norm'] = [v.numpy() for v in block._attention_layer_norm.weights]
+  w['output_layer_norm'] = [v.numpy() for v in block._output_layer_norm.weights]
+  w['intermediate'] = [v.numpy() for v in block._intermediate_dense.weights]
+  w['output'] = [v.numpy() for v in block._output_dense.weights]
   return w
 
 

@@ -1,4 +1,8 @@
-"""Layers of the BERT models (Model Garden names) and the Keras-NLP masked-LM API."""
+"""Layers of the BERT models (Model Garden names) and the Keras-NLP masked-LM API.
+
+Every layer is registered as Keras-serializable (`package='mlm_garden'`) and round-trips through
+`get_config`/`from_config`.
+"""
 
 from official.nlp.modeling.layers.cls_head import ClassificationHead
 from official.nlp.modeling.layers.masked_lm import MaskedLM

@@ -12,6 +12,8 @@ from official.modeling import tf_utils
 class ClassificationHead(tf_keras.layers.Layer):
   """Token `cls_token_idx` -> dense `pooler_dense` (+activation) -> dropout -> dense `logits`.
 
+  Under mixed precision the logits are cast to float32.
+
   Args:
     inner_dim: width of the pooler (0: no pooler).
     num_classes: output classes.
@@ -38,8 +40,10 @@ class ClassificationHead(tf_keras.layers.Layer):
     self.activation = tf_utils.serialize_activation(activation)
     self.dropout_rate = dropout_rate
     self.initializer = tf_keras.initializers.get(initializer)
+    # `dense` and `out_proj` are Model Garden's attribute names (object-checkpoint keys).
+    self.dense = None
     if inner_dim:
-      self.pooler_dense = tf_keras.layers.Dense(
+      self.dense = tf_keras.layers.Dense(
           inner_dim, activation=tf_utils.get_activation(activation),
           kernel_initializer=tf_utils.clone_initializer(self.initializer), name='pooler_dense')
     self.dropout = tf_keras.layers.Dropout(dropout_rate)
@@ -50,13 +54,19 @@ class ClassificationHead(tf_keras.layers.Layer):
   def call(self, features, training=None):
     x = features[:, self.cls_token_idx, :]
     if self.inner_dim:
-      x = self.pooler_dense(x)
+      x = self.dense(x)
     x = self.dropout(x, training=training)
     return tf.cast(self.out_proj(x), tf.float32)
 
   @property
+  def pooler_dense(self) -> Optional[tf_keras.layers.Layer]:
+    """The `pooler_dense` layer (None when `inner_dim` is 0)."""
+    return self.dense
+
+  @property
   def checkpoint_items(self) -> Dict[str, tf_keras.layers.Layer]:
-    return {'pooler_dense': self.pooler_dense} if self.inner_dim else {}
+    """`{'pooler_dense': layer}` for partial restore (empty without a pooler)."""
+    return {'pooler_dense': self.dense} if self.inner_dim else {}
 
   def get_config(self) -> Dict[str, Any]:
     config = super().get_config()

@@ -65,15 +65,20 @@ class MaskedLM(tf_keras.layers.Layer):
         kernel_initializer=tf_utils.clone_initializer(self.initializer), name='transform/dense')
     self.layer_norm = tf_keras.layers.LayerNormalization(
         axis=-1, epsilon=1e-12, dtype=tf.float32, name='transform/LayerNorm')
-    self.bias = self.add_weight('output_bias/bias', shape=[self.vocab_size], initializer='zeros')
+    # Not autocast: the bias is added to the float32 logits at full precision.
+    self.bias = self.add_weight('output_bias/bias', shape=[self.vocab_size], initializer='zeros',
+                                experimental_autocast=False)
     super().build(input_shape)
 
   def call(self, sequence_data, masked_positions):
+    # Gather first: the transform then runs on [batch, num_predictions] rows, not the whole sequence.
     gathered = tf.gather(sequence_data, tf.cast(masked_positions, tf.int32), batch_dims=1)
-    hidden = self.layer_norm(tf.cast(self.dense(gathered), tf.float32))
+    hidden = self.layer_norm(self.dense(gathered))  # float32 LayerNorm
     table = tf.cast(self.embedding_table, self.compute_dtype)
-    logits = tf.matmul(tf.cast(hidden, self.compute_dtype), table, transpose_b=True)
-    logits = tf.cast(logits, tf.float32) + tf.cast(self.bias, tf.float32)
+    # An einsum, not a broadcasting batch matmul: its gradient w.r.t. the table is one matmul
+    # instead of a per-example [batch, width, vocab] product summed afterwards.
+    logits = tf.einsum('bpw,vw->bpv', tf.cast(hidden, self.compute_dtype), table)
+    logits = tf.cast(logits, tf.float32) + self.bias
     if self.output_type == 'predictions':
       return tf.nn.log_softmax(logits)
     return logits

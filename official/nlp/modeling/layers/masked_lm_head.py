@@ -63,20 +63,20 @@ class MaskedLMHead(tf_keras.layers.Layer):
       self.output_kernel = self.add_weight(
           'output_kernel', shape=[hidden, self.vocabulary_size],
           initializer=tf_utils.clone_initializer(self.kernel_initializer))
-    self.output_bias = self.add_weight('output_bias', shape=[self.vocabulary_size],
-                                       initializer=tf_utils.clone_initializer(
-                                           self.bias_initializer))
+    # Not autocast: the bias is added to the float32 logits at full precision.
+    self.output_bias = self.add_weight(
+        'output_bias', shape=[self.vocabulary_size],
+        initializer=tf_utils.clone_initializer(self.bias_initializer), experimental_autocast=False)
     super().build(inputs_shape)
 
   def call(self, inputs, mask_positions):
     x = tf.gather(inputs, tf.cast(mask_positions, tf.int32), batch_dims=1)
-    x = self.layer_norm(tf.cast(self.intermediate_dense(x), tf.float32))
+    x = tf.cast(self.layer_norm(self.intermediate_dense(x)), self.compute_dtype)
     if self.token_embedding is not None:
       logits = self.token_embedding(x, reverse=True)
     else:
-      logits = tf.matmul(tf.cast(x, self.compute_dtype),
-                         tf.cast(self.output_kernel, self.compute_dtype))
-    logits = tf.cast(logits, tf.float32) + tf.cast(self.output_bias, tf.float32)
+      logits = tf.einsum('bph,hv->bpv', x, tf.cast(self.output_kernel, self.compute_dtype))
+    logits = tf.cast(logits, tf.float32) + self.output_bias
     return tf_utils.get_activation(self.activation)(logits) if self.activation else logits
 
   def get_config(self) -> Dict[str, Any]:

@@ -37,11 +37,13 @@ class OnDeviceEmbedding(tf_keras.layers.Layer):
     super().build(input_shape)
 
   def call(self, inputs):
-    table = tf.cast(self.embeddings, self.compute_dtype)
     if self.use_one_hot:
+      table = tf.cast(self.embeddings, self.compute_dtype)
       one_hot = tf.one_hot(inputs, self.vocab_size, dtype=table.dtype)
       return tf.einsum('bsv,vd->bsd', one_hot, table)
-    return tf.gather(table, inputs)
+    # Gathering from the variable reads only the looked-up rows (then cast under mixed precision)
+    # instead of casting the whole table first.
+    return tf.cast(tf.gather(self.embeddings, inputs), self.compute_dtype)
 
   def get_config(self) -> Dict[str, Any]:
     config = super().get_config()

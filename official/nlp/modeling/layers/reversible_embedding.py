@@ -43,11 +43,13 @@ class ReversibleEmbedding(tf_keras.layers.Embedding):
   def call(self, inputs, reverse: bool = False):
     if not reverse:
       return super().call(inputs)
+    inputs = tf.cast(inputs, self.compute_dtype)
+    # Einsums over the last axis (any leading shape): no transposed copy of the table, and the
+    # table's gradient is one matmul rather than a broadcast batch matmul summed afterwards.
     if self.tie_weights:
-      kernel = tf.transpose(tf.cast(self.embeddings, self.compute_dtype))
-    else:
-      kernel = tf.cast(self.reverse_embeddings, self.compute_dtype)
-    return tf.matmul(tf.cast(inputs, self.compute_dtype), kernel)
+      return tf.einsum('...d,vd->...v', inputs, tf.cast(self.embeddings, self.compute_dtype))
+    return tf.einsum('...d,dv->...v', inputs,
+                     tf.cast(self.reverse_embeddings, self.compute_dtype))
 
   def get_config(self) -> Dict[str, Any]:
     config = super().get_config()

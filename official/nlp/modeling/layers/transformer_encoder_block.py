@@ -15,8 +15,10 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
 
   Post-LN (`norm_first=False`, original BERT): `x = LN(x + attn(x)); y = LN(x + ffn(x))`.
   Pre-LN (`norm_first=True`): `x = x + attn(LN(x)); y = x + ffn(LN(x))`.
-  Sub-layers (checkpoint names): `self_attention`, `self_attention_layer_norm`, `intermediate`,
-  `output`, `output_layer_norm`.
+  Sub-layers (variable-name scopes): `self_attention`, `self_attention_layer_norm`, `intermediate`,
+  `output`, `output_layer_norm`; held as Model Garden's attributes `_attention_layer`,
+  `_attention_layer_norm`, `_intermediate_dense`, `_output_dense`, `_output_layer_norm` (the
+  object-checkpoint keys). LayerNorms compute in float32 under mixed precision.
 
   Args:
     num_attention_heads: attention heads; must divide the hidden size.
@@ -30,7 +32,11 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
     output_range: compute only the first `output_range` positions (the output is shorter).
 
   Call args:
-    inputs: [batch, seq, hidden]; attention_mask: [batch, seq] (1 = token).
+    inputs: [batch, seq, hidden]; attention_mask: [batch, seq] (1 = token);
+    return_attention_scores: also return the attention probabilities [batch, heads, q, seq].
+
+  Returns:
+    [batch, output_range or seq, hidden] (and the probabilities when asked).
 
   Example:
     >>> block = TransformerEncoderBlock(num_attention_heads=2, inner_dim=32, inner_activation='gelu')
@@ -60,42 +66,48 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
       raise ValueError(f'hidden size {hidden} is not a multiple of num_attention_heads '
                        f'{self.num_attention_heads}')
     init = lambda: tf_utils.clone_initializer(self.kernel_initializer)
-    self.self_attention = self_attention.MultiHeadSelfAttention(
+    # Attribute names follow Model Garden's block, so object-checkpoint keys match too.
+    self._attention_layer = self_attention.MultiHeadSelfAttention(
         self.num_attention_heads, hidden // self.num_attention_heads, self.attention_dropout,
         kernel_initializer=init(), name='self_attention')
-    self.self_attention_layer_norm = tf_keras.layers.LayerNormalization(
+    self._attention_layer_norm = tf_keras.layers.LayerNormalization(
         epsilon=self.norm_epsilon, dtype=tf.float32, name='self_attention_layer_norm')
-    self.intermediate = tf_keras.layers.Dense(
+    self._intermediate_dense = tf_keras.layers.Dense(
         self.inner_dim, activation=tf_utils.get_activation(self.inner_activation),
         kernel_initializer=init(), name='intermediate')
-    self.output_dense = tf_keras.layers.Dense(hidden, kernel_initializer=init(), name='output')
-    self.output_layer_norm = tf_keras.layers.LayerNormalization(
+    self._output_dense = tf_keras.layers.Dense(hidden, kernel_initializer=init(), name='output')
+    self._output_layer_norm = tf_keras.layers.LayerNormalization(
         epsilon=self.norm_epsilon, dtype=tf.float32, name='output_layer_norm')
-    self.attention_dropout_layer = tf_keras.layers.Dropout(self.output_dropout)
-    self.output_dropout_layer = tf_keras.layers.Dropout(self.output_dropout)
+    self._attention_dropout = tf_keras.layers.Dropout(self.output_dropout)
+    self._output_dropout = tf_keras.layers.Dropout(self.output_dropout)
     super().build(input_shape)
 
-  def _norm(self, layer, x):
-    return tf.cast(layer(tf.cast(x, tf.float32)), x.dtype)
+  @staticmethod
+  def _norm(layer, x):
+    # LayerNorm runs in float32 (its dtype policy); the result goes back to the compute dtype.
+    return tf.cast(layer(x), x.dtype)
 
-  def call(self, inputs, attention_mask=None, training=None):
+  def call(self, inputs, attention_mask=None, return_attention_scores: bool = False,
+           training=None):
     x = inputs
     residual = x if self.output_range is None else x[:, :self.output_range]
-    attention_input = self._norm(self.self_attention_layer_norm, x) if self.norm_first else x
-    attention = self.self_attention(attention_input, attention_mask,
-                                    query_length=self.output_range, training=training)
-    attention = self.attention_dropout_layer(attention, training=training)
+    attention_input = self._norm(self._attention_layer_norm, x) if self.norm_first else x
+    attention, scores = self._attention_layer(
+        attention_input, attention_mask, query_length=self.output_range,
+        return_attention_scores=True, training=training)
+    attention = self._attention_dropout(attention, training=training)
     if self.norm_first:
       x = residual + attention
-      ffn_input = self._norm(self.output_layer_norm, x)
+      ffn_input = self._norm(self._output_layer_norm, x)
     else:
-      x = self._norm(self.self_attention_layer_norm, residual + attention)
+      x = self._norm(self._attention_layer_norm, residual + attention)
       ffn_input = x
-    ffn = self.output_dropout_layer(self.output_dense(self.intermediate(ffn_input)),
-                                    training=training)
-    if self.norm_first:
-      return x + ffn
-    return self._norm(self.output_layer_norm, x + ffn)
+    ffn = self._output_dropout(self._output_dense(self._intermediate_dense(ffn_input)),
+                               training=training)
+    output = x + ffn if self.norm_first else self._norm(self._output_layer_norm, x + ffn)
+    if return_attention_scores:
+      return output, scores
+    return output
 
   def get_config(self) -> Dict[str, Any]:
     config = super().get_config()

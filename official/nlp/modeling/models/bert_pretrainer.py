@@ -31,8 +31,13 @@ class BertPretrainerV2(tf_keras.Model):
       `masked_lm_positions` [batch, num_predictions] (other keys are ignored).
 
   Returns:
-    dict: `mlm_logits` float32 [batch, num_predictions, vocab], `sequence_output`, `pooled_output`,
-    and one entry per classification head by its name (e.g. `next_sentence` [batch, 2]).
+    dict: `mlm_logits` float32 [batch, num_predictions, vocab] (when `masked_lm_positions` is
+    given), every output of the encoder (`sequence_output`, `pooled_output`, `encoder_outputs`,
+    ...), and one entry per classification head by its name (e.g. `next_sentence` [batch, 2]).
+
+  Variable names: the encoder's under `bert/<encoder name>/...`; the masked-LM head under
+  `bert/cls/predictions/` (`transform/dense`, `transform/LayerNorm`, `output_bias/bias`); heads
+  under `bert/<head name>/` (e.g. `next_sentence/pooler_dense`).
 
   Example:
     >>> pretrainer = BertPretrainerV2(encoder, mlm_activation='gelu', classification_heads=[
@@ -55,20 +60,32 @@ class BertPretrainerV2(tf_keras.Model):
       raise ValueError(f'classification head names must be unique; duplicated: {duplicates}')
     self._mlm_activation = tf_utils.serialize_activation(mlm_activation)
     self._mlm_initializer = tf_keras.initializers.get(mlm_initializer)
-    self.masked_lm = customized_masked_lm or layers.MaskedLM(
-        embedding_table=encoder_network.get_embedding_table(), activation=mlm_activation,
-        initializer=tf_utils.clone_initializer(self._mlm_initializer), name='cls/predictions')
+    if customized_masked_lm is None:
+      # Under this model's name scope, so that a table created by this call is named like the
+      # encoder's other variables: `bert/<encoder name>/word_embeddings/embeddings`.
+      with tf.name_scope(self.name):
+        table = encoder_network.get_embedding_table()
+      customized_masked_lm = layers.MaskedLM(
+          embedding_table=table, activation=mlm_activation,
+          initializer=tf_utils.clone_initializer(self._mlm_initializer), name='cls/predictions')
+    self.masked_lm = customized_masked_lm
 
   def call(self, inputs, training=None):
     encoder_outputs = self.encoder_network(inputs, training=training)
-    if not isinstance(encoder_outputs, dict):
-      encoder_outputs = {'sequence_output': encoder_outputs[0],
-                         'pooled_output': encoder_outputs[1]}
-    sequence_output = encoder_outputs['sequence_output']
-    outputs = {'sequence_output': sequence_output,
-               'pooled_output': encoder_outputs['pooled_output']}
+    if isinstance(encoder_outputs, dict):
+      outputs = dict(encoder_outputs)
+    else:  # Model Garden's legacy list outputs: [sequence_output or every layer's, pooled_output].
+      sequence_output, pooled_output = encoder_outputs
+      outputs = {'pooled_output': pooled_output}
+      if isinstance(sequence_output, (list, tuple)):
+        outputs['encoder_outputs'] = list(sequence_output)
+        sequence_output = sequence_output[-1]
+      outputs['sequence_output'] = sequence_output
+    sequence_output = outputs['sequence_output']
     if 'masked_lm_positions' in inputs:
-      outputs['mlm_logits'] = self.masked_lm(sequence_output, inputs['masked_lm_positions'])
+      # float32 whatever the policy, so that the loss is computed in float32.
+      outputs['mlm_logits'] = tf.cast(
+          self.masked_lm(sequence_output, inputs['masked_lm_positions']), tf.float32)
     for head in self.classification_heads:
       outputs[head.name] = head(sequence_output, training=training)
     return outputs

@@ -1,3 +1,4 @@
 """Networks: encoders that map token ids to hidden states."""
 
 from official.nlp.modeling.networks.bert_encoder import BertEncoder
+from official.nlp.modeling.networks.bert_encoder import BertEncoderV2

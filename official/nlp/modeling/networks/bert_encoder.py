@@ -17,9 +17,16 @@ class BertEncoder(tf_keras.Model):
 
   Embeddings = word + position + type (one-hot matmul), then LayerNorm and dropout, then an optional
   `embedding_projection` when `embedding_width != hidden_size`; then `num_layers` transformer blocks;
-  the pooler is a tanh dense layer on the first token. Sub-layer names (checkpoint keys):
+  the pooler is a tanh dense layer on the first token. Sub-layer names (variable names):
   `word_embeddings`, `position_embedding`, `type_embeddings`, `embeddings/layer_norm`,
-  `embedding_projection`, `transformer/layer_%d`, `final_layer_norm` (pre-LN only), `pooler_transform`.
+  `embedding_projection`, `transformer/layer_%d`, `final_layer_norm` (pre-LN only), `pooler_transform`;
+  held as Model Garden's attributes `_embedding_layer`, `_position_embedding_layer`,
+  `_type_embedding_layer`, `_embedding_norm_layer`, `_embedding_projection`, `_transformer_layers`,
+  `_pooler_layer` (the object-checkpoint keys). The variables are created on the first call (or, for
+  the word embeddings, by `get_embedding_table()`).
+
+  Mixed precision: matmuls run in the policy's compute dtype; LayerNorms and the attention softmax
+  in float32; variables stay float32. XLA: every shape is static given the input shapes.
 
   Args:
     vocab_size: word-embedding rows.
@@ -37,17 +44,25 @@ class BertEncoder(tf_keras.Model):
     embedding_width: embedding width (factorized embeddings); None = hidden_size.
     embedding_layer: a word-embedding layer (with an `embeddings` variable) to use instead of
       building one; it is not part of `get_config`.
-    norm_first: pre-LN transformer blocks (adds a final LayerNorm).
+    norm_first: pre-LN transformer blocks, plus a LayerNorm `final_layer_norm` on the last
+      layer's output (so that the pooler and heads see normalized states).
     dict_outputs: return a dict (else `[sequence_output, pooled_output]`).
     return_all_encoder_outputs: with list outputs, return every layer's output first.
+    return_attention_scores: with dict outputs, add `attention_scores`, every layer's attention
+      probabilities [batch, heads, seq, seq] (float32).
+    return_word_embeddings: with dict outputs, add `word_embeddings` [batch, seq, embedding_width]
+      (the looked-up rows, before position/type embeddings).
 
   Call args:
     inputs: a dict with `input_word_ids`, `input_mask`, `input_type_ids` (int [batch, seq]; other
       keys are ignored) or a list of the three.
 
   Returns:
-    `sequence_output` [batch, seq, hidden] (or [batch, output_range, hidden]), `pooled_output`
-    [batch, hidden], `encoder_outputs` (list of every layer's output).
+    With `dict_outputs`: `sequence_output` [batch, seq, hidden] (or [batch, output_range, hidden]),
+    `pooled_output` [batch, hidden], `encoder_outputs` (list of every layer's output), and the
+    optional `attention_scores`, `word_embeddings`. Otherwise `[sequence_output, pooled_output]`,
+    or `[encoder_outputs, pooled_output]` with `return_all_encoder_outputs`. Sequence outputs are
+    in the compute dtype of the dtype policy (e.g. bfloat16 under `mixed_bfloat16`).
 
   Example:
     >>> encoder = BertEncoder(vocab_size=100, hidden_size=16, num_layers=2, num_attention_heads=2,
@@ -64,9 +79,13 @@ class BertEncoder(tf_keras.Model):
                initializer: Any = None, output_range: Optional[int] = None,
                embedding_width: Optional[int] = None,
                embedding_layer: Optional[tf_keras.layers.Layer] = None, norm_first: bool = False,
-               dict_outputs: bool = False, return_all_encoder_outputs: bool = False, **kwargs):
-    kwargs.pop('return_attention_scores', None)
+               dict_outputs: bool = False, return_all_encoder_outputs: bool = False,
+               return_attention_scores: bool = False, return_word_embeddings: bool = False,
+               **kwargs):
     super().__init__(**kwargs)
+    if hidden_size % num_attention_heads:
+      raise ValueError(f'BertEncoder hidden_size {hidden_size} must be a multiple of '
+                       f'num_attention_heads, found {num_attention_heads}')
     if initializer is None:
       initializer = tf_keras.initializers.TruncatedNormal(stddev=0.02)
     initializer = tf_keras.initializers.get(initializer)
@@ -79,7 +98,9 @@ class BertEncoder(tf_keras.Model):
         output_dropout=output_dropout, attention_dropout=attention_dropout,
         initializer=tf_keras.initializers.serialize(initializer), output_range=output_range,
         embedding_width=embedding_width, norm_first=norm_first, dict_outputs=dict_outputs,
-        return_all_encoder_outputs=return_all_encoder_outputs)
+        return_all_encoder_outputs=return_all_encoder_outputs,
+        return_attention_scores=return_attention_scores,
+        return_word_embeddings=return_word_embeddings)
     clone = lambda: tf_utils.clone_initializer(initializer)
     self._embedding_layer = embedding_layer or layers.OnDeviceEmbedding(
         vocab_size, embedding_width, initializer=clone(), name='word_embeddings')
@@ -123,6 +144,7 @@ class BertEncoder(tf_keras.Model):
 
   def call(self, inputs, training=None):
     word_ids, mask, type_ids = self._unpack(inputs)
+    return_scores = self._config['return_attention_scores']
     word_embeddings = self._embedding_layer(word_ids)
     embeddings = (word_embeddings + self._position_embedding_layer(word_embeddings) +
                   self._type_embedding_layer(type_ids))
@@ -130,16 +152,25 @@ class BertEncoder(tf_keras.Model):
     x = self._embedding_dropout(x, training=training)
     if self._embedding_projection is not None:
       x = self._embedding_projection(x)
-    encoder_outputs = []
+    encoder_outputs, attention_scores = [], []
     for layer in self._transformer_layers:
-      x = layer(x, mask, training=training)
+      x = layer(x, mask, return_attention_scores=return_scores, training=training)
+      if return_scores:
+        x, scores = x
+        attention_scores.append(scores)
       encoder_outputs.append(x)
     if self._final_layer_norm is not None:
       x = tf.cast(self._final_layer_norm(tf.cast(x, tf.float32)), x.dtype)
       encoder_outputs[-1] = x
     pooled = self._pooler_layer(x[:, 0, :])
     if self._config['dict_outputs']:
-      return {'sequence_output': x, 'pooled_output': pooled, 'encoder_outputs': encoder_outputs}
+      outputs = {'sequence_output': x, 'pooled_output': pooled,
+                 'encoder_outputs': encoder_outputs}
+      if return_scores:
+        outputs['attention_scores'] = attention_scores
+      if self._config['return_word_embeddings']:
+        outputs['word_embeddings'] = word_embeddings
+      return outputs
     if self._config['return_all_encoder_outputs']:
       return [encoder_outputs, pooled]
     return [x, pooled]
@@ -169,8 +200,35 @@ class BertEncoder(tf_keras.Model):
     return None
 
   def get_config(self) -> Dict[str, Any]:
-    return dict(self._config)
+    # Keras tracks `self._config` as a `_DictWrapper`; return plain (JSON-serializable) values.
+    return _plain(dict(self._config, name=self.name))
 
   @classmethod
   def from_config(cls, config: Dict[str, Any], custom_objects=None):
     return cls(**config)
+
+
+@tf_keras.utils.register_keras_serializable(package='mlm_garden')
+class BertEncoderV2(BertEncoder):
+  """Model Garden's `BertEncoderV2`: a `BertEncoder` that always returns its dict outputs.
+
+  Takes `BertEncoder`'s arguments except `dict_outputs` (always True) and
+  `return_all_encoder_outputs` (the dict always holds `encoder_outputs`).
+
+  Example:
+    >>> encoder = BertEncoderV2(vocab_size=100, hidden_size=16, num_layers=1, num_attention_heads=2,
+    ...                         inner_dim=32)
+  """
+
+  def __init__(self, vocab_size: int, **kwargs):
+    kwargs['dict_outputs'] = True
+    super().__init__(vocab_size, **kwargs)
+
+
+def _plain(value: Any) -> Any:
+  """`value` with every mapping turned into a dict and every sequence into a list."""
+  if isinstance(value, dict):  # Keras' `_DictWrapper` proxies a dict (not `typing.Mapping`)
+    return {key: _plain(item) for key, item in value.items()}
+  if isinstance(value, (list, tuple)):
+    return [_plain(item) for item in value]
+  return value

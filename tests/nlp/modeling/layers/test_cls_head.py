@@ -2,6 +2,7 @@
 
 import numpy as np
 import tensorflow as tf
+import tf_keras
 
 from official.nlp.modeling import layers
 from tests import testing
@@ -25,3 +26,17 @@ def test_without_pooler():
   head = layers.ClassificationHead(inner_dim=0, num_classes=2)
   assert head(tf.zeros([2, 5, 16])).shape == (2, 2)
   assert head.checkpoint_items == {}
+
+
+def test_names_and_float32_logits_under_mixed_bfloat16():
+  tf_keras.mixed_precision.set_global_policy('mixed_bfloat16')
+  try:
+    head = layers.ClassificationHead(inner_dim=8, num_classes=2, name='next_sentence')
+    logits = head(tf.random.normal([2, 5, 16]))
+  finally:
+    tf_keras.mixed_precision.set_global_policy('float32')
+  assert logits.dtype == tf.float32 and logits.shape == (2, 2)
+  assert {v.name for v in head.weights} == {
+      'next_sentence/pooler_dense/kernel:0', 'next_sentence/pooler_dense/bias:0',
+      'next_sentence/logits/kernel:0', 'next_sentence/logits/bias:0'}
+  assert head.checkpoint_items['pooler_dense'] is head.pooler_dense

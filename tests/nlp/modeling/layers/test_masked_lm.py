@@ -28,8 +28,22 @@ def test_logits_match_numpy():
   hidden = numpy_bert.layer_norm(numpy_bert.gelu_tanh(gathered @ kernel + bias), gamma, beta)
   expected = hidden @ table.numpy().T + layer.bias.numpy()
   np.testing.assert_allclose(logits, expected, atol=1e-4)
-  predictions = layers.MaskedLM(table, output='predictions')(sequence, positions).numpy()
-  np.testing.assert_allclose(np.exp(predictions).sum(-1), 1.0, atol=1e-5)
+  assert logits.shape == (2, 3, 50) and logits.dtype == np.float32
+
+
+def test_predictions_are_log_softmax_of_logits():
+  table = _table()
+  sequence = tf.random.normal([2, 8, 16], seed=1)
+  positions = tf.constant([[1, 3], [7, 2]])
+  logits_layer = layers.MaskedLM(table, activation='gelu')
+  logits = logits_layer(sequence, positions)
+  predictions_layer = layers.MaskedLM(table, activation='gelu', output='predictions')
+  predictions_layer(sequence, positions)
+  predictions_layer.set_weights(logits_layer.get_weights())
+  predictions = predictions_layer(sequence, positions).numpy()
+  shifted = logits.numpy() - logits.numpy().max(-1, keepdims=True)
+  expected = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+  np.testing.assert_allclose(predictions, expected, atol=1e-5)
 
 
 def test_unknown_output_raises():
@@ -63,3 +77,25 @@ def test_mixed_bfloat16_logits_are_float32():
     tf_keras.mixed_precision.set_global_policy('float32')
   assert logits.dtype == tf.float32 and logits.shape == (2, 2, 50)
   assert layer.bias.dtype == tf.float32
+
+
+def test_bias_is_added_in_full_precision_under_mixed_bfloat16():
+  table = tf.Variable(tf.zeros([50, 16]))  # the logits are then exactly the bias
+  tf_keras.mixed_precision.set_global_policy('mixed_bfloat16')
+  try:
+    layer = layers.MaskedLM(table)
+    layer(tf.zeros([1, 4, 16]), tf.constant([[0]]))
+    layer.bias.assign(np.full([50], 1.001, np.float32))  # 1.0 when rounded to bfloat16
+    logits = layer(tf.random.normal([1, 4, 16]), tf.constant([[0]]))
+  finally:
+    tf_keras.mixed_precision.set_global_policy('float32')
+  np.testing.assert_allclose(logits, np.full([1, 1, 50], 1.001, np.float32), rtol=1e-7)
+
+
+def test_table_gradient_flows_through_the_tied_matmul():
+  table = _table()
+  layer = layers.MaskedLM(table, activation='gelu')
+  with tf.GradientTape() as tape:
+    loss = tf.reduce_sum(layer(tf.random.normal([2, 8, 16]), tf.constant([[1, 2], [3, 4]])))
+  grad = tape.gradient(loss, table)
+  assert grad.shape == (50, 16) and np.any(grad.numpy() != 0)

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import tensorflow as tf
+import tf_keras
 
 from official.nlp.modeling import layers
 from tests import testing
@@ -42,3 +43,32 @@ def test_tied_head_config_round_trip():
 def test_vocabulary_mismatch_raises():
   with pytest.raises(ValueError, match='input_dim 30 != vocabulary_size 31'):
     layers.MaskedLMHead(vocabulary_size=31, token_embedding=layers.ReversibleEmbedding(30, 8))
+
+
+def test_untied_head_matches_numpy():
+  head = layers.MaskedLMHead(vocabulary_size=30, intermediate_activation='gelu',
+                             bias_initializer='ones')
+  inputs = np.random.default_rng(1).normal(size=(2, 6, 8)).astype(np.float32)
+  positions = np.array([[0, 5, 1], [2, 3, 3]], np.int32)
+  logits = head(inputs, positions).numpy()
+  assert logits.shape == (2, 3, 30) and logits.dtype == np.float32
+  kernel, bias = [v.numpy() for v in head.intermediate_dense.weights]
+  gamma, beta = [v.numpy() for v in head.layer_norm.weights]
+  x = numpy_bert.gelu_tanh(np.take_along_axis(inputs, positions[..., None], 1) @ kernel + bias)
+  x = numpy_bert.layer_norm(x, gamma, beta, eps=1e-5)
+  expected = x @ head.output_kernel.numpy() + head.output_bias.numpy()
+  np.testing.assert_allclose(logits, expected, atol=1e-5)
+
+
+def test_mixed_bfloat16_logits_are_float32():
+  tf_keras.mixed_precision.set_global_policy('mixed_bfloat16')
+  try:
+    embedding = layers.ReversibleEmbedding(30, 8)
+    hidden = embedding(tf.constant([[1, 2, 3, 4]]))
+    head = layers.MaskedLMHead(vocabulary_size=30, token_embedding=embedding)
+    logits = head(hidden, tf.constant([[1, 2]]))
+  finally:
+    tf_keras.mixed_precision.set_global_policy('float32')
+  assert hidden.dtype == tf.bfloat16
+  assert logits.dtype == tf.float32 and logits.shape == (1, 2, 30)
+  assert all(v.dtype == tf.float32 for v in head.weights)

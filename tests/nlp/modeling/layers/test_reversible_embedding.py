@@ -2,6 +2,7 @@
 
 import numpy as np
 import tensorflow as tf
+import tf_keras
 
 from official.nlp.modeling import layers
 from tests import testing
@@ -32,3 +33,16 @@ def test_round_trips():
     testing.run_layer_test(layers.ReversibleEmbedding,
                            dict(input_dim=20, output_dim=8, tie_weights=tie_weights),
                            [tf.constant([[1, 2, 3]])], (1, 3, 8))
+
+
+def test_reverse_accepts_any_leading_shape_and_mixed_precision():
+  tf_keras.mixed_precision.set_global_policy('mixed_bfloat16')
+  try:
+    embedding = layers.ReversibleEmbedding(20, 8)
+    hidden = embedding(tf.constant([[1, 2, 3]]))
+    flat = embedding(tf.ones([4, 8]), reverse=True)
+    deep = embedding(tf.ones([2, 3, 5, 8]), reverse=True)
+  finally:
+    tf_keras.mixed_precision.set_global_policy('float32')
+  assert hidden.dtype == tf.bfloat16 and embedding.embeddings.dtype == tf.float32
+  assert flat.shape == (4, 20) and deep.shape == (2, 3, 5, 20) and deep.dtype == tf.bfloat16

@@ -9,16 +9,6 @@ from tests import testing
 from tests.nlp.modeling import numpy_bert
 
 
-def _weights(layer):
-  w = {}
-  for name in ('query', 'key', 'value'):
-    kernel, bias = layer._qkv[name]  # pylint: disable=protected-access
-    w[f'{name}/kernel'], w[f'{name}/bias'] = kernel.numpy(), bias.numpy()
-  w['attention_output/kernel'] = layer.output_kernel.numpy()
-  w['attention_output/bias'] = layer.output_bias.numpy()
-  return w
-
-
 def _layer(**kwargs):
   return layers.MultiHeadSelfAttention(
       num_heads=2, key_dim=4,
@@ -29,13 +19,25 @@ def test_matches_numpy_with_padding_mask():
   x = np.random.default_rng(0).normal(size=(2, 6, 8)).astype(np.float32)
   mask = np.array([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0]], np.float32)
   layer = _layer()
-  out = layer(x, mask).numpy()
+  layer(x, mask)
   for v in layer.weights:  # non-zero biases so that they are checked too
     v.assign(v + 0.1)
   out = layer(x, mask).numpy()
-  assert layer._qkv['query'][0].shape == (8, 2, 4)  # pylint: disable=protected-access
-  assert layer.output_kernel.shape == (2, 4, 8)
-  np.testing.assert_allclose(out, numpy_bert.attention(x, mask, _weights(layer)), atol=1e-5)
+  assert out.shape == (2, 6, 8) and out.dtype == np.float32
+  np.testing.assert_allclose(out, numpy_bert.attention(x, mask, numpy_bert.attention_weights(layer)),
+                             atol=1e-5)
+
+
+def test_kernel_layout_and_variable_names():
+  layer = _layer(name='self_attention')
+  layer(tf.zeros([1, 3, 8]), tf.ones([1, 3]))
+  shapes = {v.name: tuple(v.shape) for v in layer.weights}
+  assert shapes == {
+      'self_attention/query/kernel:0': (8, 2, 4), 'self_attention/query/bias:0': (2, 4),
+      'self_attention/key/kernel:0': (8, 2, 4), 'self_attention/key/bias:0': (2, 4),
+      'self_attention/value/kernel:0': (8, 2, 4), 'self_attention/value/bias:0': (2, 4),
+      'self_attention/attention_output/kernel:0': (2, 4, 8),
+      'self_attention/attention_output/bias:0': (8,)}
 
 
 def test_padded_keys_are_ignored_and_query_length_slices():
@@ -51,14 +53,22 @@ def test_padded_keys_are_ignored_and_query_length_slices():
   np.testing.assert_allclose(first, layer(x, mask)[:, :2], atol=1e-6)
 
 
-def test_mixed_bfloat16_runs():
+def test_attention_scores_are_probabilities_that_skip_padding():
+  mask = tf.constant([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0]], tf.float32)
+  out, probs = _layer()(tf.random.normal([2, 5, 8], seed=2), mask, return_attention_scores=True)
+  assert out.shape == (2, 5, 8) and probs.shape == (2, 2, 5, 5)
+  np.testing.assert_allclose(tf.reduce_sum(probs, -1), np.ones([2, 2, 5]), atol=1e-6)
+  np.testing.assert_array_equal(probs[1, :, :, 2:], np.zeros([2, 5, 3]))
+
+
+def test_mixed_bfloat16_softmax_in_float32():
   tf_keras.mixed_precision.set_global_policy('mixed_bfloat16')
   try:
     layer = _layer()
-    out = layer(tf.random.normal([2, 5, 8]), tf.ones([2, 5]))
+    out, probs = layer(tf.random.normal([2, 5, 8]), tf.ones([2, 5]), return_attention_scores=True)
   finally:
     tf_keras.mixed_precision.set_global_policy('float32')
-  assert out.dtype == tf.bfloat16
+  assert out.dtype == tf.bfloat16 and probs.dtype == tf.float32
   assert all(v.dtype == tf.float32 for v in layer.weights)
 
 
@@ -75,3 +85,10 @@ def test_three_dimensional_mask_equals_padding_mask():
   np.testing.assert_allclose(layer(x, full_mask), layer(x, mask), atol=1e-6)
   np.testing.assert_allclose(layer(x, full_mask, query_length=2), layer(x, mask)[:, :2],
                              atol=1e-6)
+
+
+def test_attention_dropout_only_in_training():
+  layer = _layer(dropout=0.5)
+  x, mask = tf.random.normal([2, 5, 8], seed=5), tf.ones([2, 5])
+  np.testing.assert_allclose(layer(x, mask), layer(x, mask, training=False))
+  assert not np.allclose(layer(x, mask, training=True), layer(x, mask, training=False))

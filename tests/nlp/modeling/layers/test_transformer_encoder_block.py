@@ -10,16 +10,37 @@ from tests import testing
 from tests.nlp.modeling import numpy_bert
 
 
+def _block(**kwargs):
+  return layers.TransformerEncoderBlock(
+      num_attention_heads=2, inner_dim=32, inner_activation='gelu',
+      kernel_initializer=tf_keras.initializers.RandomNormal(stddev=0.3, seed=2), **kwargs)
+
+
 @pytest.mark.parametrize('norm_first', [False, True])
 def test_block_matches_numpy(norm_first):
   x = np.random.default_rng(0).normal(size=(2, 5, 16)).astype(np.float32)
   mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], np.float32)
-  block = layers.TransformerEncoderBlock(
-      num_attention_heads=2, inner_dim=32, inner_activation='gelu', norm_first=norm_first,
-      kernel_initializer=tf_keras.initializers.RandomNormal(stddev=0.3, seed=2))
+  block = _block(norm_first=norm_first)
+  block(x, mask)
+  for v in block.weights:  # non-trivial biases and LayerNorm parameters
+    v.assign(v + 0.1)
   out = block(x, mask).numpy()
   expected = numpy_bert.transformer_block(x, mask, numpy_bert.block_weights(block), norm_first)
   np.testing.assert_allclose(out, expected, atol=1e-5)
+
+
+@pytest.mark.parametrize('norm_first', [False, True])
+def test_output_range_equals_the_first_rows_of_the_full_output(norm_first):
+  x = tf.random.normal([2, 5, 16], seed=1)
+  mask = tf.constant([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], tf.float32)
+  full = _block(norm_first=norm_first)
+  ranged = _block(norm_first=norm_first, output_range=2)
+  full_out = full(x, mask)
+  ranged(x, mask)
+  ranged.set_weights(full.get_weights())
+  out = ranged(x, mask)
+  assert out.shape == (2, 2, 16)
+  np.testing.assert_allclose(out, full_out[:, :2], atol=1e-5)
 
 
 def test_round_trip_and_output_range():
@@ -29,12 +50,15 @@ def test_round_trip_and_output_range():
                          dict(num_attention_heads=2, inner_dim=32, inner_activation='gelu',
                               norm_first=True, output_range=2),
                          [x, mask], (2, 2, 16))
+  testing.run_layer_test(layers.TransformerEncoderBlock,
+                         dict(num_attention_heads=2, inner_dim=32, inner_activation='exact_gelu',
+                              output_dropout=0.1, attention_dropout=0.1, norm_epsilon=1e-6),
+                         [x, mask], (2, 5, 16))
 
 
 def test_bad_head_count():
   with pytest.raises(ValueError, match='not a multiple of num_attention_heads 3'):
     layers.TransformerEncoderBlock(num_attention_heads=3, inner_dim=8)(tf.zeros([1, 2, 16]))
-
 
 
 def test_dropout_only_in_training():
@@ -46,9 +70,23 @@ def test_dropout_only_in_training():
   assert not np.allclose(block(x, mask, training=True), block(x, mask, training=False))
 
 
-def test_sublayer_names():
+def test_sublayer_names_and_attention_scores():
   block = layers.TransformerEncoderBlock(num_attention_heads=2, inner_dim=32, name='layer_0')
-  block(tf.zeros([1, 3, 16]), tf.ones([1, 3]))
+  out, scores = block(tf.zeros([1, 3, 16]), tf.ones([1, 3]), return_attention_scores=True)
+  assert out.shape == (1, 3, 16) and scores.shape == (1, 2, 3, 3)
   names = {v.name.split('/')[1] for v in block.weights}
   assert names == {'self_attention', 'self_attention_layer_norm', 'intermediate', 'output',
                    'output_layer_norm'}
+
+
+def test_mixed_bfloat16_keeps_layer_norm_in_float32():
+  tf_keras.mixed_precision.set_global_policy('mixed_bfloat16')
+  try:
+    block = _block()
+    out = block(tf.random.normal([2, 5, 16]), tf.ones([2, 5]))
+  finally:
+    tf_keras.mixed_precision.set_global_policy('float32')
+  assert out.dtype == tf.bfloat16
+  assert block._output_layer_norm.compute_dtype == 'float32'  # pylint: disable=protected-access
+  assert block._intermediate_dense.compute_dtype == 'bfloat16'  # pylint: disable=protected-access
+  assert all(v.dtype == tf.float32 for v in block.weights)

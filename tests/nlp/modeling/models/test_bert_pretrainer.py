@@ -8,12 +8,14 @@ import tf_keras
 from official.nlp.modeling import layers
 from official.nlp.modeling import models
 from official.nlp.modeling import networks
+from tests import testing
+from tests.nlp.modeling import numpy_bert
 
 
 def _pretrainer(heads=('next_sentence',)):
   encoder = networks.BertEncoder(vocab_size=50, hidden_size=16, num_layers=2,
                                  num_attention_heads=2, inner_dim=32, max_sequence_length=16,
-                                 dict_outputs=True)
+                                 dict_outputs=True, name='bert_encoder')
   return models.BertPretrainerV2(
       encoder, mlm_activation='gelu',
       classification_heads=[layers.ClassificationHead(16, 3, name=name) for name in heads])
@@ -32,7 +34,9 @@ def test_outputs_and_checkpoint_items():
   assert outputs['next_sentence'].shape == (2, 3) and outputs['topic'].shape == (2, 3)
   assert outputs['sequence_output'].shape == (2, 8, 16)
   assert outputs['pooled_output'].shape == (2, 16)
+  assert len(outputs['encoder_outputs']) == 2  # the encoder's outputs pass through
   assert set(pretrainer.checkpoint_items) == {'encoder', 'masked_lm', 'next_sentence', 'topic'}
+  assert pretrainer.checkpoint_items['next_sentence'] is pretrainer.classification_heads[0]
   # The masked-LM head is tied to the encoder's word embeddings.
   assert pretrainer.masked_lm.embedding_table is pretrainer.encoder_network.get_embedding_table()
 
@@ -44,25 +48,61 @@ def test_duplicate_head_names_raise():
 
 def test_get_config_round_trip():
   pretrainer = _pretrainer()
-  inputs = _inputs()
-  outputs = pretrainer(inputs)
-  rebuilt = models.BertPretrainerV2.from_config(pretrainer.get_config())
-  rebuilt(inputs)
-  rebuilt.set_weights(pretrainer.get_weights())
-  again = rebuilt(inputs)
-  for key in ('mlm_logits', 'next_sentence', 'pooled_output'):
-    np.testing.assert_allclose(again[key], outputs[key], atol=1e-6)
+  kwargs = dict(encoder_network=pretrainer.encoder_network, mlm_activation='gelu',
+                mlm_initializer=tf_keras.initializers.TruncatedNormal(stddev=0.02),
+                classification_heads=pretrainer.classification_heads, name='bert')
+  testing.run_layer_test(
+      models.BertPretrainerV2, kwargs, [_inputs()],
+      {'mlm_logits': (2, 3, 50), 'next_sentence': (2, 3), 'sequence_output': (2, 8, 16),
+       'pooled_output': (2, 16)})
 
 
-def test_mixed_bfloat16_keeps_logits_float32():
-  tf_keras.mixed_precision.set_global_policy('mixed_bfloat16')
+@pytest.mark.parametrize('policy', ['mixed_bfloat16', 'mixed_float16'])
+def test_mixed_precision_keeps_logits_float32(policy):
+  tf_keras.mixed_precision.set_global_policy(policy)
   try:
-    outputs = _pretrainer()(_inputs())
+    pretrainer = _pretrainer()
+    outputs = pretrainer(_inputs())
   finally:
     tf_keras.mixed_precision.set_global_policy('float32')
   assert outputs['mlm_logits'].dtype == tf.float32
   assert outputs['next_sentence'].dtype == tf.float32
-  assert outputs['sequence_output'].dtype == tf.bfloat16
+  assert outputs['sequence_output'].dtype == (tf.bfloat16 if policy == 'mixed_bfloat16'
+                                              else tf.float16)
+  assert all(v.dtype == tf.float32 for v in pretrainer.variables)
+  assert np.all(np.isfinite(outputs['mlm_logits']))
+
+
+def test_mlm_logits_match_numpy_from_the_sequence_output():
+  pretrainer = _pretrainer()
+  inputs = _inputs()
+  pretrainer(inputs)
+  pretrainer.masked_lm.bias.assign(np.linspace(-1, 1, 50).astype(np.float32))
+  outputs = pretrainer(inputs)
+  sequence = outputs['sequence_output'].numpy()
+  positions = inputs['masked_lm_positions'].numpy()
+  kernel, bias = [v.numpy() for v in pretrainer.masked_lm.dense.weights]
+  gamma, beta = [v.numpy() for v in pretrainer.masked_lm.layer_norm.weights]
+  gathered = np.take_along_axis(sequence, positions[..., None], 1)
+  hidden = numpy_bert.layer_norm(numpy_bert.gelu_tanh(gathered @ kernel + bias), gamma, beta)
+  table = pretrainer.encoder_network.get_embedding_table().numpy()
+  expected = hidden @ table.T + pretrainer.masked_lm.bias.numpy()
+  np.testing.assert_allclose(outputs['mlm_logits'], expected, atol=1e-4)
+
+
+def test_variable_names_follow_model_garden():
+  pretrainer = _pretrainer()
+  pretrainer(_inputs())
+  shapes = {v.name: tuple(v.shape) for v in pretrainer.variables}
+  for name, shape in {'bert/cls/predictions/transform/dense/kernel:0': (16, 16),
+                      'bert/cls/predictions/transform/LayerNorm/gamma:0': (16,),
+                      'bert/cls/predictions/transform/LayerNorm/beta:0': (16,),
+                      'bert/cls/predictions/output_bias/bias:0': (50,),
+                      'bert/next_sentence/pooler_dense/kernel:0': (16, 16),
+                      'bert/next_sentence/logits/kernel:0': (16, 3),
+                      'bert/bert_encoder/transformer/layer_1/output/kernel:0': (32, 16),
+                      'bert/bert_encoder/pooler_transform/bias:0': (16,)}.items():
+    assert shapes.get(name) == shape, (name, sorted(shapes))
 
 
 def test_rebuilt_masked_lm_is_tied_to_rebuilt_encoder():
@@ -102,10 +142,17 @@ def test_list_output_encoder_is_accepted():
                                  num_attention_heads=2, inner_dim=32, max_sequence_length=16)
   outputs = models.BertPretrainerV2(encoder)(_inputs())
   assert outputs['mlm_logits'].shape == (2, 3, 50) and outputs['pooled_output'].shape == (2, 16)
+  assert outputs['sequence_output'].shape == (2, 8, 16)
+  encoder = networks.BertEncoder(vocab_size=50, hidden_size=16, num_layers=2,
+                                 num_attention_heads=2, inner_dim=32, max_sequence_length=16,
+                                 return_all_encoder_outputs=True)
+  outputs = models.BertPretrainerV2(encoder)(_inputs())
+  assert len(outputs['encoder_outputs']) == 2
+  np.testing.assert_array_equal(outputs['sequence_output'], outputs['encoder_outputs'][-1])
 
 
 def test_word_embedding_variable_keeps_its_scoped_name():
   pretrainer = _pretrainer()
   pretrainer(_inputs())
   name = pretrainer.encoder_network.get_embedding_table().name
-  assert name.endswith('word_embeddings/embeddings:0'), name
+  assert name == 'bert/bert_encoder/word_embeddings/embeddings:0', name

@@ -6,6 +6,7 @@ import tensorflow as tf
 import tf_keras
 
 from official.nlp.modeling import networks
+from tests import testing
 from tests.nlp.modeling import numpy_bert
 
 VOCAB, HIDDEN, SEQ = 50, 16, 8
@@ -57,6 +58,7 @@ def test_list_inputs_list_outputs_and_all_encoder_outputs():
   word_ids, mask, type_ids = _inputs()
   sequence, pooled = _encoder(dict_outputs=False)([word_ids, mask, type_ids])
   assert sequence.shape == (3, SEQ, HIDDEN) and pooled.shape == (3, HIDDEN)
+  assert sequence.dtype == tf.float32 and pooled.dtype == tf.float32
   all_outputs, _ = _encoder(dict_outputs=False, return_all_encoder_outputs=True)(
       [word_ids, mask, type_ids])
   assert len(all_outputs) == 2
@@ -88,54 +90,156 @@ def test_output_range_returns_first_tokens_of_last_layer():
 
 
 def test_variable_names_follow_model_garden():
+  encoder = _encoder(name='bert_encoder')
+  word_ids, mask, type_ids = _inputs()
+  encoder(dict(input_word_ids=word_ids, input_mask=mask, input_type_ids=type_ids))
+  shapes = {v.name: tuple(v.shape) for v in encoder.variables}
+  expected = {
+      'bert_encoder/word_embeddings/embeddings:0': (VOCAB, HIDDEN),
+      'bert_encoder/position_embedding/embeddings:0': (16, HIDDEN),
+      'bert_encoder/type_embeddings/embeddings:0': (2, HIDDEN),
+      'bert_encoder/embeddings/layer_norm/gamma:0': (HIDDEN,),
+      'bert_encoder/transformer/layer_0/self_attention/query/kernel:0': (HIDDEN, 2, 8),
+      'bert_encoder/transformer/layer_0/self_attention/query/bias:0': (2, 8),
+      'bert_encoder/transformer/layer_1/self_attention/attention_output/kernel:0': (2, 8, HIDDEN),
+      'bert_encoder/transformer/layer_0/self_attention_layer_norm/gamma:0': (HIDDEN,),
+      'bert_encoder/transformer/layer_0/intermediate/kernel:0': (HIDDEN, 32),
+      'bert_encoder/transformer/layer_0/output/kernel:0': (32, HIDDEN),
+      'bert_encoder/transformer/layer_1/output_layer_norm/beta:0': (HIDDEN,),
+      'bert_encoder/pooler_transform/kernel:0': (HIDDEN, HIDDEN)}
+  for name, shape in expected.items():
+    assert shapes.get(name) == shape, (name, shapes.get(name))
+  assert len(shapes) == 5 + 2 * 16 + 2
+
+
+def test_object_checkpoint_keys_follow_model_garden_attributes(tmp_path):
   encoder = _encoder()
   word_ids, mask, type_ids = _inputs()
   encoder(dict(input_word_ids=word_ids, input_mask=mask, input_type_ids=type_ids))
-  names = ' '.join(v.name for v in encoder.variables)
-  for part in ('word_embeddings/embeddings', 'position_embedding/embeddings',
-               'type_embeddings/embeddings', 'embeddings/layer_norm/gamma',
-               'transformer/layer_0/self_attention/query/kernel',
-               'transformer/layer_1/self_attention/attention_output/kernel',
-               'transformer/layer_0/self_attention_layer_norm/gamma',
-               'transformer/layer_0/intermediate/kernel', 'transformer/layer_0/output/kernel',
-               'transformer/layer_0/output_layer_norm/beta', 'pooler_transform/kernel'):
-    assert part in names, part
-  attention = encoder.transformer_layers[0].self_attention
-  assert attention._qkv['query'][0].shape == (HIDDEN, 2, 8)  # pylint: disable=protected-access
-  assert attention.output_kernel.shape == (2, 8, HIDDEN)
+  path = tf.train.Checkpoint(encoder=encoder).save(str(tmp_path / 'ckpt'))
+  keys = {name.split('/.ATTRIBUTES')[0] for name, _ in tf.train.list_variables(path)}
+  for key in ('encoder/_embedding_layer/embeddings', 'encoder/_position_embedding_layer/embeddings',
+              'encoder/_type_embedding_layer/embeddings', 'encoder/_embedding_norm_layer/gamma',
+              'encoder/_transformer_layers/0/_attention_layer/_query_dense/kernel',
+              'encoder/_transformer_layers/1/_attention_layer/_output_dense/bias',
+              'encoder/_transformer_layers/0/_attention_layer_norm/gamma',
+              'encoder/_transformer_layers/0/_intermediate_dense/kernel',
+              'encoder/_transformer_layers/0/_output_dense/kernel',
+              'encoder/_transformer_layers/0/_output_layer_norm/beta',
+              'encoder/_pooler_layer/kernel'):
+    assert key in keys, (key, sorted(keys))
+
+
+def test_attention_scores_and_word_embeddings_outputs():
+  encoder = _encoder(return_attention_scores=True, return_word_embeddings=True)
+  word_ids, mask, type_ids = _inputs()
+  outputs = encoder(dict(input_word_ids=word_ids, input_mask=mask, input_type_ids=type_ids))
+  assert len(outputs['attention_scores']) == 2
+  assert outputs['attention_scores'][0].shape == (3, 2, SEQ, SEQ)
+  np.testing.assert_array_equal(outputs['attention_scores'][1][2, :, :, 3:], 0.0)
+  np.testing.assert_allclose(outputs['word_embeddings'],
+                             encoder.get_embedding_table().numpy()[word_ids])
 
 
 def test_get_config_round_trip():
-  encoder = _encoder(norm_first=True, embedding_width=8)
   word_ids, mask, type_ids = _inputs()
   inputs = dict(input_word_ids=word_ids, input_mask=mask, input_type_ids=type_ids)
-  outputs = encoder(inputs)
-  rebuilt = networks.BertEncoder.from_config(encoder.get_config())
-  rebuilt(inputs)
-  rebuilt.set_weights(encoder.get_weights())
-  assert rebuilt.get_config() == encoder.get_config()
-  np.testing.assert_allclose(rebuilt(inputs)['sequence_output'], outputs['sequence_output'],
-                             atol=1e-6)
+  kwargs = dict(vocab_size=VOCAB, hidden_size=HIDDEN, num_layers=2, num_attention_heads=2,
+                inner_dim=32, max_sequence_length=16, type_vocab_size=2, norm_first=True,
+                embedding_width=8, inner_activation='exact_gelu', output_range=2,
+                return_attention_scores=True, dict_outputs=True, name='my_encoder')
+  outputs = testing.run_layer_test(
+      networks.BertEncoder, kwargs, [inputs],
+      {'sequence_output': (3, 2, HIDDEN), 'pooled_output': (3, HIDDEN)})
+  assert outputs['attention_scores'][-1].shape == (3, 2, 2, SEQ)
+  config = networks.BertEncoder(**kwargs).get_config()
+  assert config['name'] == 'my_encoder' and config['inner_activation'] == 'exact_gelu'
+  assert config['initializer']['class_name'] == 'TruncatedNormal'
 
 
-def test_mixed_bfloat16_and_xla():
+@pytest.mark.parametrize('policy', ['mixed_bfloat16', 'mixed_float16'])
+def test_mixed_precision_computes_in_the_policy_dtype(policy):
   word_ids, mask, type_ids = _inputs()
   inputs = dict(input_word_ids=word_ids, input_mask=mask, input_type_ids=type_ids)
-  tf_keras.mixed_precision.set_global_policy('mixed_bfloat16')
+  reference = _encoder()
+  expected = reference(inputs)
+  tf_keras.mixed_precision.set_global_policy(policy)
   try:
     encoder = _encoder()
+    encoder(inputs)
+    encoder.set_weights(reference.get_weights())
     outputs = encoder(inputs)
   finally:
     tf_keras.mixed_precision.set_global_policy('float32')
-  assert outputs['sequence_output'].dtype == tf.bfloat16
+  compute_dtype = tf.bfloat16 if policy == 'mixed_bfloat16' else tf.float16
+  assert outputs['sequence_output'].dtype == compute_dtype
+  assert outputs['pooled_output'].dtype == compute_dtype
   assert all(v.dtype == tf.float32 for v in encoder.variables)
-  encoder = _encoder()
+  # Post-LN outputs are O(1): low precision stays close to the float32 result.
+  atol = 0.15 if policy == 'mixed_bfloat16' else 0.02
+  np.testing.assert_allclose(tf.cast(outputs['sequence_output'], tf.float32),
+                             expected['sequence_output'], atol=atol)
+
+
+def test_xla_compiles_with_and_without_mixed_precision():
+  word_ids, mask, type_ids = _inputs()
+  inputs = dict(input_word_ids=word_ids, input_mask=mask, input_type_ids=type_ids)
+  encoder = _encoder(output_dropout=0.1, attention_dropout=0.1)
   eager = encoder(inputs)['sequence_output']
   compiled = tf.function(lambda x: encoder(x)['sequence_output'], jit_compile=True)(inputs)
   np.testing.assert_allclose(compiled, eager, atol=1e-4)
+  tf_keras.mixed_precision.set_global_policy('mixed_bfloat16')
+  try:  # with dropout active, which XLA must compile too
+    bf16 = _encoder(output_dropout=0.1, attention_dropout=0.1)
+    out = tf.function(lambda x: bf16(x, training=True)['pooled_output'], jit_compile=True)(inputs)
+  finally:
+    tf_keras.mixed_precision.set_global_policy('float32')
+  assert out.dtype == tf.bfloat16 and out.shape == (3, HIDDEN)
+
+
+def test_builds_and_trains_under_a_distribution_strategy():
+  strategy = tf.distribute.MirroredStrategy(['/cpu:0'])
+  word_ids, mask, type_ids = _inputs()
+  inputs = dict(input_word_ids=word_ids, input_mask=mask, input_type_ids=type_ids)
+  with strategy.scope():
+    encoder = _encoder()
+    encoder(inputs)
+    optimizer = tf_keras.optimizers.SGD(0.1)
+
+  @tf.function
+  def step(batch):
+    def replica_step(batch):
+      with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(encoder(batch, training=True)['pooled_output']))
+      grads = tape.gradient(loss, encoder.trainable_variables)
+      optimizer.apply_gradients(zip(grads, encoder.trainable_variables))
+      return loss
+    return strategy.run(replica_step, args=(batch,))
+
+  before = encoder.get_embedding_table().numpy().copy()
+  loss = step(inputs)
+  assert np.isfinite(float(strategy.reduce('SUM', loss, axis=None)))
+  assert isinstance(encoder.get_embedding_table(), tf.distribute.DistributedValues)
+  assert not np.allclose(before, encoder.get_embedding_table().numpy())
 
 
 def test_missing_input_is_named():
   word_ids, mask, _ = _inputs()
   with pytest.raises(ValueError, match=r"lack \['input_type_ids'\]"):
     _encoder()(dict(input_word_ids=word_ids, input_mask=mask))
+
+
+def test_bert_encoder_v2_always_returns_dicts():
+  word_ids, mask, type_ids = _inputs()
+  encoder = networks.BertEncoderV2(vocab_size=VOCAB, hidden_size=HIDDEN, num_layers=1,
+                                   num_attention_heads=2, inner_dim=32, max_sequence_length=16)
+  outputs = encoder(dict(input_word_ids=word_ids, input_mask=mask, input_type_ids=type_ids))
+  assert outputs['sequence_output'].shape == (3, SEQ, HIDDEN)
+  rebuilt = networks.BertEncoderV2.from_config(encoder.get_config())
+  assert isinstance(rebuilt, networks.BertEncoderV2) and rebuilt.get_config()['dict_outputs']
+
+
+def test_bad_head_count_is_named():
+  with pytest.raises(ValueError, match='hidden_size 16 must be a multiple of num_attention_heads, '
+                                       'found 3'):
+    _encoder(num_attention_heads=3)
