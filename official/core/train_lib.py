@@ -24,6 +24,7 @@ import tf_keras
 from tensorflow.core.framework import summary_pb2
 
 from official.core import base_task
+from official.core import preemption
 from official.core import config_definitions as cfg
 from official.core import train_utils
 from official.modeling import performance
@@ -61,6 +62,9 @@ class Trainer:
                params: cfg.ExperimentConfig, model_dir: str, train: bool = True):
     self.strategy, self.task, self.params, self.model_dir = strategy, task, params, model_dir
     trainer = params.trainer
+    # SIGTERM/SIGINT set `stop.requested`, which the train loop reads before every step.
+    self.stop = preemption.StopSignal()
+    self.stopped_by: Optional[str] = None  # the signal that ended training early, if any
     with strategy.scope():
       self.model = task.build_model()
       self.optimizer = task.create_optimizer(trainer.optimizer_config, params.runtime)
@@ -83,20 +87,32 @@ class Trainer:
       self.global_step = tf.Variable(0, dtype=tf.int64, trainable=False, name='global_step',
                                      aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
     items = dict(getattr(self.model, 'checkpoint_items', {}) or {})
-    self.train_iterator = self._make_train_iterator() if train else None
-    if isinstance(self.train_iterator, tf.data.Iterator):
+    if params.runtime.deterministic:
+      items['dropout_random_state'] = _dropout_random_state(self.model)
+    # One replica: a plain tf.data iterator, saved in the checkpoint. Several replicas: tf.distribute
+    # iterators cannot be saved, so the input is built after the restore and skips the batches the
+    # restored steps consumed (`_make_train_iterator`).
+    self.train_iterator = None
+    if train and strategy.num_replicas_in_sync == 1:
+      self.train_iterator = self._make_train_iterator()
       items['train_iterator'] = self.train_iterator
     self.checkpoint = tf.train.Checkpoint(global_step=self.global_step, model=self.model,
                                           optimizer=self.optimizer, **items)
     self.write_dir = train_utils.writable_dir(model_dir, strategy)
     self.manager = tf.train.CheckpointManager(
         self.checkpoint, self.write_dir, max_to_keep=trainer.max_to_keep,
-        step_counter=self.global_step, checkpoint_interval=trainer.checkpoint_interval)
+        step_counter=self.global_step)  # `_train` applies trainer.checkpoint_interval
     self._train_loop = None
     self._eval_step = None
 
-  def _make_train_iterator(self):
-    """The one place the training input is created (per-replica batches from `build_inputs`)."""
+  def _make_train_iterator(self, skip_steps: int = 0):
+    """The one place the training input is created (per-replica batches from `build_inputs`).
+
+    Args:
+      skip_steps: train steps already done (several replicas only): each input pipeline drops the
+        batches those steps consumed, so a resumed run continues where the checkpoint left off,
+        provided the input is deterministic (`runtime.deterministic`, or no shuffling).
+    """
     task, data = self.task, self.params.task.train_data
     if self.strategy.num_replicas_in_sync == 1:
       # A plain iterator is checkpointable (tf.distribute iterators are not): a resumed run neither
@@ -105,18 +121,44 @@ class Trainer:
       options = tf.data.Options()
       options.experimental_external_state_policy = tf.data.experimental.ExternalStatePolicy.WARN
       return iter(task.build_inputs(data).with_options(options))
-    # Several replicas: a resumed run restarts the input pipeline.
-    return iter(self.strategy.distribute_datasets_from_function(
-        lambda ctx: task.build_inputs(data, ctx)))
+
+    def dataset_fn(ctx: tf.distribute.InputContext) -> tf.data.Dataset:
+      dataset = task.build_inputs(data, ctx)
+      if skip_steps:
+        # Each step takes one batch per replica of this pipeline.
+        per_pipeline = self.strategy.num_replicas_in_sync // ctx.num_input_pipelines
+        dataset = dataset.skip(skip_steps * per_pipeline)
+      return dataset
+
+    if skip_steps:
+      logging.info('Several replicas: skipping the first %d steps\' batches of the training input '
+                   'to resume where the checkpoint left off.', skip_steps)
+    return iter(self.strategy.distribute_datasets_from_function(dataset_fn))
 
   # ---- checkpoints -----------------------------------------------------------------------------
   def restore_or_initialize(self) -> Optional[str]:
-    """Restores the latest checkpoint of `model_dir`; without one, runs `task.initialize`."""
-    latest = tf.train.latest_checkpoint(self.model_dir)
-    if latest:
-      self.checkpoint.restore(latest).expect_partial()
-      logging.info('Restored %s at step %d', latest, int(self.global_step.numpy()))
-      return latest
+    """Restores the latest readable checkpoint of `model_dir`; without one, `task.initialize`.
+
+    A truncated or corrupt latest checkpoint is skipped with a warning and the one before it is
+    restored instead (then the one before that, and so on).
+    """
+    errors = []
+    for path in _checkpoints_newest_first(self.model_dir):
+      try:
+        self.checkpoint.restore(path).expect_partial()
+      except (tf.errors.OpError, IndexError) as e:  # truncated or corrupt files
+        first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        errors.append(f'{os.path.basename(path)}: {first_line}')
+        logging.warning('Checkpoint %s cannot be read (%s); trying the previous one.', path,
+                        first_line)
+        print(f'warning: checkpoint {path} cannot be read ({first_line}); falling back to the '
+              'previous checkpoint', flush=True)
+        continue
+      logging.info('Restored %s at step %d', path, int(self.global_step.numpy()))
+      return path
+    if _checkpoints_newest_first(self.model_dir):
+      raise ValueError(f'no checkpoint in {self.model_dir} can be read ({"; ".join(errors)}); '
+                       'move them away to start over')
     self.task.initialize(self.model)
     return None
 
@@ -176,8 +218,12 @@ class Trainer:
         else:
           step_fn = self._deferred_xla_train_step()
 
+      stop_requested = self.stop.requested
+
       def loop(iterator, num_steps):
         for _ in tf.range(num_steps):
+          if stop_requested:  # SIGTERM/SIGINT: end the loop after the step in progress
+            break
           self.strategy.run(step_fn, args=(next(iterator),))
           self.global_step.assign_add(1)
 
@@ -230,6 +276,45 @@ class Trainer:
     if callable(lr):
       lr = lr(self.optimizer.iterations)
     return float(tf.convert_to_tensor(lr))
+
+
+def _dropout_random_state(model: tf_keras.Model) -> tf.Module:
+  """The `tf.random.Generator`s of the model's dropout layers, as one checkpointable module.
+
+  With `tf_keras.backend.experimental.enable_tf_random_generator()` (`runtime.deterministic`)
+  Keras draws dropout masks from generators, but leaves their state out of checkpoints; saving it
+  here lets a resumed run draw the masks an uninterrupted run would have drawn.
+  """
+  generators, seen = [], set()
+  for layer in [model] + list(model.submodules):
+    generator = getattr(getattr(layer, '_random_generator', None), '_generator', None)
+    if isinstance(generator, tf.random.Generator) and id(generator) not in seen:
+      seen.add(id(generator))
+      generators.append(generator)
+  state = tf.Module(name='dropout_random_state')
+  state.generators = generators
+  return state
+
+
+def _checkpoints_newest_first(model_dir: str) -> list:
+  """The checkpoint prefixes of `model_dir`, the newest (highest step) first."""
+  paths = []
+  try:
+    state = tf.train.get_checkpoint_state(model_dir)
+    if state is not None:
+      paths = list(state.all_model_checkpoint_paths) or [state.model_checkpoint_path]
+  except Exception:  # pylint: disable=broad-except
+    # An unreadable `checkpoint` state file: fall back to the files themselves.
+    logging.warning('The checkpoint state file of %s cannot be read; listing ckpt-*.index',
+                    model_dir)
+  if not paths:
+    paths = [p[:-len('.index')] for p in tf.io.gfile.glob(os.path.join(model_dir, '*.index'))]
+
+  def step_of(path: str) -> int:
+    tail = path.rsplit('-', 1)[-1]
+    return int(tail) if tail.isdigit() else -1
+
+  return sorted(set(paths), key=step_of, reverse=True)
 
 
 class _GradientRecorder:
@@ -295,10 +380,12 @@ def _train(trainer: Trainer, evaluate_every: Optional[int], save_summary: bool
                     'checkpoints are saved at the end of the first loop at least '
                     'checkpoint_interval steps after the previous one.',
                     params.checkpoint_interval, params.steps_per_loop)
-  iterator = trainer.train_iterator
-  loop = trainer.train_loop_fn()
   step = int(trainer.global_step.numpy())
+  iterator = trainer.train_iterator or trainer._make_train_iterator(skip_steps=step)  # pylint: disable=protected-access
+  loop = trainer.train_loop_fn()
+  preemption_handler = _multi_worker_preemption_handler(trainer)
   start_step, start_time = step, time.time()
+  last_saved_step = step  # the restored checkpoint's step (0 for a new run)
   window_start, window_time = step, time.time()
   eval_logs: Dict[str, float] = {}
   while step < params.train_steps:
@@ -307,7 +394,11 @@ def _train(trainer: Trainer, evaluate_every: Optional[int], save_summary: bool
       num_steps = min(num_steps, evaluate_every - step % evaluate_every)
     loop_start = time.time()
     loop(iterator, tf.constant(num_steps, tf.int32))
-    step = int(trainer.global_step.numpy())
+    previous_step, step = step, int(trainer.global_step.numpy())
+    if trainer.stop.signal_name or bool(trainer.stop.requested.numpy()):
+      _save_after_stop(trainer, step, trainer.stop.signal_name or 'a stop request')
+      return eval_logs
+    num_steps = step - previous_step
     loss = float(trainer.loop_loss.result())
     trainer.loop_loss.reset_states()
     _check_loss(loss, step, params.loss_upper_bound, params.skip_nonfinite_steps)
@@ -327,7 +418,18 @@ def _train(trainer: Trainer, evaluate_every: Optional[int], save_summary: bool
       for metric in trainer.train_metrics + [trainer.training_loss]:
         metric.reset_states()
       window_start, window_time = step, time.time()
-    trainer.manager.save(checkpoint_number=step, check_interval=True)
+    if step - last_saved_step >= params.checkpoint_interval:
+      trainer.manager.save(checkpoint_number=step, check_interval=False)
+      last_saved_step = step
+    if preemption_handler is not None:
+      try:
+        preemption_handler.save_checkpoint_if_preempted(checkpoint_number=step,
+                                                        check_interval=False)
+      except _Preempted:
+        trainer.stopped_by = 'SIGTERM'
+        print(f'SIGTERM (preemption) on a worker: all workers saved a checkpoint at step {step}; '
+              'rerun the same command to resume.', flush=True)
+        return eval_logs
     if evaluate_every and (step % evaluate_every == 0 or step == params.train_steps):
       eval_logs = trainer.evaluate()
       _write_summaries(eval_writer, eval_logs, step)
@@ -335,8 +437,46 @@ def _train(trainer: Trainer, evaluate_every: Optional[int], save_summary: bool
             flush=True)
   if trainer.manager.latest_checkpoint is None or \
       not trainer.manager.latest_checkpoint.endswith(f'-{step}'):
-    trainer.manager.save(checkpoint_number=step)
+    trainer.manager.save(checkpoint_number=step, check_interval=False)
   return eval_logs
+
+
+class _Preempted(Exception):
+  """Raised by the multi-worker preemption handler once every worker has saved."""
+
+
+def _raise_preempted() -> None:
+  raise _Preempted()
+
+
+def _multi_worker_preemption_handler(trainer: Trainer):
+  """TensorFlow's `PreemptionCheckpointHandler` for multi-worker runs (None otherwise).
+
+  On SIGTERM to any worker, all workers agree on a loop after which every one of them saves (the
+  chief into `model_dir`); then training ends normally (exit code 0) instead of the handler's
+  default exit.
+  """
+  if not _is_multi_worker(trainer.strategy):
+    return None
+  config = tf.distribute.experimental.TerminationConfig(exit_fn=_raise_preempted)
+  return tf.distribute.experimental.PreemptionCheckpointHandler(
+      trainer.strategy.cluster_resolver, trainer.manager, termination_config=config)
+
+
+def _is_multi_worker(strategy: tf.distribute.Strategy) -> bool:
+  resolver = getattr(strategy, 'cluster_resolver', None)
+  return bool(resolver is not None and resolver.cluster_spec().jobs and
+              isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy))
+
+
+def _save_after_stop(trainer: Trainer, step: int, reason: str) -> None:
+  """Saves a checkpoint at `step` after a signal stopped the train loop."""
+  trainer.stopped_by = reason
+  latest = trainer.manager.latest_checkpoint
+  if latest is None or not latest.endswith(f'-{step}'):
+    latest = trainer.manager.save(checkpoint_number=step, check_interval=False)
+  print(f'{reason}: saved {latest} at step {step}; rerun the same command to resume.',
+        flush=True)
 
 
 def _evaluate_checkpoint(trainer: Trainer, checkpoint_path: str, save_summary: bool
@@ -353,9 +493,15 @@ def _evaluate_checkpoint(trainer: Trainer, checkpoint_path: str, save_summary: b
 
 def run_experiment(distribution_strategy: Optional[tf.distribute.Strategy], task: base_task.Task,
                    mode: str, params: cfg.ExperimentConfig, model_dir: str,
-                   run_post_eval: bool = False, save_summary: bool = True
+                   run_post_eval: bool = False, save_summary: bool = True,
+                   allow_config_change: bool = False
                    ) -> Tuple[tf_keras.Model, Dict[str, float]]:
   """Runs `mode` ('train', 'eval', 'train_and_eval', 'continuous_eval') of an experiment.
+
+  Training stops cleanly on SIGTERM or SIGINT: the step in progress finishes, a checkpoint is saved
+  at that step and the function returns (`last_trainer.stopped_by` names the signal). With
+  `runtime.deterministic` the run is seeded, uses deterministic ops, and keeps its dropout random
+  state in the checkpoint, so a resumed run ends with the weights of an uninterrupted one.
 
   Args:
     distribution_strategy: the strategy to build and run in (None: the default strategy).
@@ -365,24 +511,32 @@ def run_experiment(distribution_strategy: Optional[tf.distribute.Strategy], task
     model_dir: checkpoints, summaries and `params.yaml`.
     run_post_eval: evaluate once more after training (mode 'train').
     save_summary: write TensorBoard summaries.
+    allow_config_change: train in a `model_dir` whose `params.yaml` differs from `params` in
+      keys that affect the result (otherwise a ValueError lists them).
 
   Returns:
     The model and the last evaluation's logs (empty when nothing was evaluated).
 
   Raises:
-    ValueError: an unknown mode, or 'eval' without a checkpoint.
+    ValueError: an unknown mode, 'eval' without a checkpoint, or an incompatible `params.yaml`.
   """
   if mode not in MODES:
     raise ValueError(f'--mode: unknown mode {mode!r}; expected one of {list(MODES)}')
   distribution_strategy = distribution_strategy or tf.distribute.get_strategy()
   performance.set_mixed_precision_policy(params.runtime.mixed_precision_dtype)
-  if 'train' in mode and train_utils.is_chief(distribution_strategy):
-    train_utils.write_params(params, model_dir)  # evaluation keeps the training run's params.yaml
+  train_utils.apply_runtime_determinism(params.runtime)
+  training = mode in ('train', 'train_and_eval')
+  if training:
+    train_utils.check_config_compatible(params, model_dir, allow_config_change)
+    if train_utils.is_chief(distribution_strategy):
+      train_utils.write_params(params, model_dir)  # evaluation keeps the training run's params.yaml
   global last_trainer
-  trainer = Trainer(distribution_strategy, task, params, model_dir,
-                    train=mode in ('train', 'train_and_eval'))
+  trainer = Trainer(distribution_strategy, task, params, model_dir, train=training)
   last_trainer = trainer
   try:
+    if training and not _is_multi_worker(distribution_strategy):
+      with trainer.stop:  # multi-worker runs use TensorFlow's preemption handler instead
+        return trainer.model, _run_mode(trainer, mode, run_post_eval, save_summary)
     return trainer.model, _run_mode(trainer, mode, run_post_eval, save_summary)
   finally:
     if trainer.write_dir != model_dir:  # a non-chief worker's private copy
@@ -397,7 +551,7 @@ def _run_mode(trainer: Trainer, mode: str, run_post_eval: bool, save_summary: bo
     trainer.restore_or_initialize()
     every = params.trainer.validation_interval if mode == 'train_and_eval' else None
     eval_logs = _train(trainer, every, save_summary)
-    if run_post_eval and not eval_logs:
+    if run_post_eval and not eval_logs and not trainer.stopped_by:
       eval_logs = trainer.evaluate()
     return eval_logs
   if mode == 'eval':

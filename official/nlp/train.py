@@ -36,6 +36,9 @@ flags.DEFINE_multi_string('gin_params', [], "Gin bindings, e.g. 'MyLayer.width =
 flags.DEFINE_string('tpu', None, 'TPU name or address; sets runtime.tpu (use with '
                     'runtime.distribution_strategy=tpu).')
 flags.DEFINE_string('tf_data_service', None, 'Not supported by mlm-garden; setting it is an error.')
+flags.DEFINE_bool('allow_config_change', False, 'Train in a --model_dir whose params.yaml differs '
+                  'from the new config in keys that change what is trained (model, optimizer, '
+                  'training data); without it such a run fails listing the differing keys.')
 flags.DEFINE_multi_string('experiment_module', [], 'Python module(s) to import before looking up '
                           '--experiment, so that they can register their own experiments and tasks.')
 
@@ -88,12 +91,7 @@ def main(argv) -> None:
   from official.core import task_factory  # pylint: disable=g-import-not-at-top
   from official.core import train_lib  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  import tf_keras  # pylint: disable=g-import-not-at-top
   runtime = params.runtime
-  if runtime.deterministic or runtime.seed is not None:
-    tf_keras.utils.set_random_seed(runtime.seed if runtime.seed is not None else 0)
-  if runtime.deterministic:
-    tf.config.experimental.enable_op_determinism()
   if runtime.run_eagerly:
     tf.config.run_functions_eagerly(True)
   if FLAGS.mode == 'eval' and not tf.train.latest_checkpoint(FLAGS.model_dir):
@@ -110,7 +108,8 @@ def main(argv) -> None:
   except (ValueError, KeyError) as e:
     _fail(str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e))
   try:
-    train_lib.run_experiment(strategy, task, FLAGS.mode, params, FLAGS.model_dir)
+    train_lib.run_experiment(strategy, task, FLAGS.mode, params, FLAGS.model_dir,
+                             allow_config_change=FLAGS.allow_config_change)
   except (ValueError, FileNotFoundError, KeyError) as e:
     # Bad data or checkpoint paths, or data that does not match the config (found while building
     # inputs); `--verbosity=1` logs the traceback too. TensorFlow runtime errors keep theirs.

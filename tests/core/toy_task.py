@@ -59,6 +59,9 @@ class ToyRegressionTask(base_task.Task):
     if params.is_training and self.task_config.nan_batches:
       y[:self.task_config.nan_batches * batch_size] = np.nan
     dataset = tf.data.Dataset.from_tensor_slices((x, y))
+    if input_context and input_context.num_input_pipelines > 1:
+      # Workers take interleaved examples: their batches together are the one-process batch.
+      dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
     if params.is_training:
       dataset = dataset.repeat()
     return dataset.batch(batch_size, drop_remainder=True)

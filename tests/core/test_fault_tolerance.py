@@ -1,0 +1,179 @@
+"""Preemption, corrupt checkpoints, config changes and resuming with several replicas."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from official.common import distribute_utils
+from official.core import exp_factory
+from official.core import task_factory
+from official.core import train_lib
+from official.core import train_utils
+from tests.core import toy_task  # pylint: disable=unused-import
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOY = ['--experiment_module=tests.core.toy_task', '--experiment=test/toy_regression']
+ENV = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL='2')
+
+
+def _train_py(*args, timeout=240):
+  return subprocess.run([sys.executable, '-m', 'official.nlp.train', *args], cwd=ROOT, env=ENV,
+                        capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def _run_in_process(model_dir, mode='train', allow_config_change=False, **trainer_overrides):
+  params = exp_factory.get_exp_config('test/toy_regression')
+  params.override({'trainer': trainer_overrides})
+  strategy = distribute_utils.get_distribution_strategy('one_device')
+  with strategy.scope():
+    task = task_factory.get_task(params.task, logging_dir=str(model_dir))
+  return train_lib.run_experiment(strategy, task, mode, params, str(model_dir),
+                                  allow_config_change=allow_config_change)
+
+
+def _checkpoint_steps(model_dir):
+  state = tf.train.get_checkpoint_state(str(model_dir))
+  return sorted(int(p.rsplit('-', 1)[1]) for p in state.all_model_checkpoint_paths)
+
+
+def _global_step(model_dir):
+  reader = tf.train.load_checkpoint(str(model_dir))
+  return int(reader.get_tensor('global_step/.ATTRIBUTES/VARIABLE_VALUE'))
+
+
+@pytest.mark.parametrize('signum', [signal.SIGTERM, signal.SIGINT])
+def test_signal_during_a_long_loop_saves_at_the_current_step_and_exits_0(tmp_path, signum):
+  # One loop would take a million steps (minutes); the signal must end it within seconds.
+  process = subprocess.Popen(
+      [sys.executable, '-m', 'official.nlp.train', *TOY, f'--model_dir={tmp_path}',
+       '--mode=train', '--params_override=trainer.train_steps=10000000,'
+       'trainer.steps_per_loop=1000000,trainer.checkpoint_interval=1000000'],
+      cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  try:
+    deadline = time.time() + 120
+    while not (tmp_path / 'train').exists():  # the summary writer exists: the loop starts next
+      assert process.poll() is None and time.time() < deadline, process.communicate()
+      time.sleep(0.2)
+    time.sleep(3)
+    process.send_signal(signum)
+    sent = time.time()
+    out, err = process.communicate(timeout=60)
+    waited = time.time() - sent
+  finally:
+    if process.poll() is None:
+      process.kill()
+  name = signal.Signals(signum).name
+  assert process.returncode == 0, err[-2000:]
+  assert waited < 15, f'exited {waited:.1f} s after {name}'
+  step = _global_step(tmp_path)
+  assert 0 < step < 1000000  # stopped inside the first loop
+  assert _checkpoint_steps(tmp_path) == [step]
+  assert f'{name} received' in out and f'at step {step}; rerun the same command' in out
+  # The rerun resumes at that step.
+  result = _train_py(*TOY, f'--model_dir={tmp_path}', '--mode=train',
+                     f'--params_override=trainer.train_steps={step + 3},trainer.steps_per_loop=3'
+                     ',trainer.checkpoint_interval=1000000')
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert re.findall(r'^step (\d+)/', result.stdout, re.M) == [str(step + 3)]
+
+
+def test_corrupt_latest_checkpoint_falls_back_to_the_previous_one(tmp_path, capsys):
+  full_model, _ = _run_in_process(tmp_path / 'full', train_steps=15)
+  _run_in_process(tmp_path / 'split', train_steps=10)
+  assert _checkpoint_steps(tmp_path / 'split') == [5, 10]
+  data = tmp_path / 'split' / 'ckpt-10.data-00000-of-00001'
+  data.write_bytes(data.read_bytes()[:10])  # truncated
+  capsys.readouterr()
+  model, _ = _run_in_process(tmp_path / 'split', train_steps=15)
+  out = capsys.readouterr().out
+  assert 'checkpoint ' + str(tmp_path / 'split' / 'ckpt-10') + ' cannot be read' in out
+  assert re.findall(r'^step (\d+)/', out, re.M) == ['10', '15']  # resumed from step 5
+  np.testing.assert_allclose(model.get_weights()[0], full_model.get_weights()[0], rtol=1e-6)
+
+
+def test_no_readable_checkpoint_is_an_error_not_a_fresh_start(tmp_path):
+  _run_in_process(tmp_path, train_steps=5)
+  data = tmp_path / 'ckpt-5.data-00000-of-00001'
+  data.write_bytes(b'')
+  with pytest.raises(ValueError, match='no checkpoint in .* can be read'):
+    _run_in_process(tmp_path, train_steps=10)
+
+
+def test_model_dir_with_another_config_fails_listing_the_keys(tmp_path):
+  _run_in_process(tmp_path, train_steps=5)
+  # Run length, intervals and devices may change.
+  _run_in_process(tmp_path, train_steps=10, steps_per_loop=2, checkpoint_interval=10)
+  result = _train_py(*TOY, f'--model_dir={tmp_path}', '--mode=train', '--params_override='
+                     'trainer.train_steps=12,task.train_data.global_batch_size=16,'
+                     'trainer.optimizer_config.optimizer.sgd.momentum=0.5')
+  assert result.returncode == 1 and 'Traceback' not in result.stderr
+  assert 'holds a run with another config' in result.stderr
+  assert 'task.train_data.global_batch_size: 8 -> 16' in result.stderr
+  assert 'trainer.optimizer_config.optimizer.sgd.momentum: 0.0 -> 0.5' in result.stderr
+  assert 'train_steps' not in result.stderr.split('config (')[1]
+  assert _checkpoint_steps(tmp_path) == [5, 10]
+  result = _train_py(*TOY, f'--model_dir={tmp_path}', '--mode=train', '--allow_config_change',
+                     '--params_override=trainer.train_steps=12,'
+                     'trainer.optimizer_config.optimizer.sgd.momentum=0.5')
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert _checkpoint_steps(tmp_path)[-1] == 12
+
+
+def test_config_differences_ignore_resumable_keys():
+  old = {'trainer': {'train_steps': 10, 'optimizer_config': {'lr': 1.0}},
+         'runtime': {'distribution_strategy': 'mirrored'}, 'task': {'model': {'width': 4}}}
+  new = {'trainer': {'train_steps': 20, 'optimizer_config': {'lr': 2.0}},
+         'runtime': {'distribution_strategy': 'one_device'}, 'task': {'model': {'width': 4}}}
+  assert train_utils.config_differences(old, new) == ['trainer.optimizer_config.lr: 1.0 -> 2.0']
+
+
+@pytest.mark.slow
+def test_two_replicas_resume_skips_the_consumed_batches(tmp_path):
+  """tf.distribute iterators cannot be checkpointed: a resumed 2-replica run skips the batches of
+  the restored steps and ends where an uninterrupted run ends; losses and metrics are reduced
+  over the global batch (the same numbers as one device)."""
+  code = f"""
+import numpy as np, tensorflow as tf
+cpu = tf.config.list_physical_devices('CPU')[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+from official.common import distribute_utils
+from official.core import exp_factory, task_factory, train_lib
+from tests.core import toy_task
+strategy = distribute_utils.get_distribution_strategy('mirrored')
+assert strategy.num_replicas_in_sync == 2
+def run(model_dir, steps):
+  params = exp_factory.get_exp_config('test/toy_regression')
+  params.override({{'trainer': {{'train_steps': steps}}}})
+  with strategy.scope():
+    task = task_factory.get_task(params.task)
+  return train_lib.run_experiment(strategy, task, 'train_and_eval', params, model_dir)
+root = {str(tmp_path)!r}
+model, logs = run(root + '/full', 20)
+np.save(root + '/full.npy', model.get_weights()[0])
+np.save(root + '/full_eval.npy', [logs['validation_loss'], logs['mean_absolute_error']])
+run(root + '/split', 10)
+model, _ = run(root + '/split', 20)
+np.save(root + '/split.npy', model.get_weights()[0])
+"""
+  result = subprocess.run([sys.executable, '-c', code], cwd=ROOT, env=ENV, capture_output=True,
+                          text=True, timeout=240, check=False)
+  assert result.returncode == 0, result.stderr[-3000:]
+  np.testing.assert_allclose(np.load(tmp_path / 'split.npy'), np.load(tmp_path / 'full.npy'),
+                             rtol=1e-6)
+  # One device with the whole batch: same weights, training losses and eval metrics.
+  from official.nlp.tools import training_curves  # pylint: disable=g-import-not-at-top
+  model, logs = _run_in_process(tmp_path / 'one', mode='train_and_eval')
+  np.testing.assert_allclose(np.load(tmp_path / 'full.npy'), model.get_weights()[0], rtol=1e-5)
+  np.testing.assert_allclose(np.load(tmp_path / 'full_eval.npy'),
+                             [logs['validation_loss'], logs['mean_absolute_error']], rtol=1e-5)
+  two = training_curves.read_scalars(str(tmp_path / 'full' / 'train'))['training_loss']
+  one = training_curves.read_scalars(str(tmp_path / 'one' / 'train'))['training_loss']
+  assert [s for s, _ in two] == [s for s, _ in one]
+  np.testing.assert_allclose([v for _, v in two], [v for _, v in one], rtol=1e-5)
