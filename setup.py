@@ -33,6 +33,11 @@ setuptools.setup(
             'mlm-train=official.nlp.train:run',
             'mlm-create-pretraining-data=data_tools.create_pretraining_data:main',
             'mlm-build-vocab=data_tools.build_vocab:main',
+            'mlm-create-finetuning-data=data_tools.create_finetuning_data:main',
+            'mlm-convert-checkpoint=official.nlp.tools.convert_checkpoint:main',
+            'mlm-export=official.nlp.serving.export_savedmodel:main',
+            'mlm-fill-mask=official.nlp.tools.fill_mask:main',
+            'mlm-embed=official.nlp.tools.embed:main',
         ],
     },
 )

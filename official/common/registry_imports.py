@@ -5,5 +5,8 @@ import it too.
 """
 
 # pylint: disable=unused-import
+from official.nlp.configs import finetuning_experiments
 from official.nlp.configs import pretraining_experiments
 from official.nlp.tasks import masked_lm
+from official.nlp.tasks import sentence_prediction
+from official.nlp.tasks import tagging

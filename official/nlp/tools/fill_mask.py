@@ -1,4 +1,10 @@
-"""Fill-mask predictions: the most likely tokens for each `[MASK]` in a text.
+r"""Fill-mask predictions: the most likely tokens for each `[MASK]` in a text.
+
+The model is a Keras `BertPretrainerV2` or an `InferenceModel` (a training model_dir or a SavedModel
+loaded by `official.nlp.serving.inference`). The command line takes either kind of directory:
+
+  python -m official.nlp.tools.fill_mask --model_dir=runs/tiny \
+    --text='Paris is the [MASK] of France.'
 
 Example:
   >>> tokenizer = tokenization.WordPieceTokenizer.from_vocab_file('vocab.txt')
@@ -7,15 +13,21 @@ Example:
   [('copy', 0.41), ('list', 0.12), ('new', 0.05)]
 """
 
-from typing import Dict, List, Sequence, Tuple
+import sys
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
 import tf_keras
+from absl import flags
 
 from official.nlp.data import tokenization
+from official.nlp.serving import cli_utils
+from official.nlp.serving import inference
+from official.nlp.serving import serving_module
 
 MASK = '[MASK]'
+PROGRAM = 'fill_mask'
 
 
 def encode_masked_texts(tokenizer: tokenization.WordPieceTokenizer, texts: Sequence[str],
@@ -60,13 +72,14 @@ def encode_masked_texts(tokenizer: tokenization.WordPieceTokenizer, texts: Seque
   return inputs, [len(p) for p in positions]
 
 
-def fill_mask(pretrainer: tf_keras.Model, tokenizer: tokenization.WordPieceTokenizer,
-              texts: Sequence[str], top_k: int = 5, seq_length: int = 128
-              ) -> List[List[List[Tuple[str, float]]]]:
+def fill_mask(pretrainer: Union[tf_keras.Model, inference.InferenceModel],
+              tokenizer: tokenization.WordPieceTokenizer, texts: Sequence[str], top_k: int = 5,
+              seq_length: int = 128) -> List[List[List[Tuple[str, float]]]]:
   """Top-k tokens with probabilities for every `[MASK]` of every text.
 
   Args:
-    pretrainer: a `BertPretrainerV2` (outputs `mlm_logits`).
+    pretrainer: a `BertPretrainerV2` (outputs `mlm_logits`), or an `InferenceModel` with a
+      `fill_mask` function (e.g. a SavedModel from `export_savedmodel`).
     tokenizer: the tokenizer of the model's vocabulary.
     texts: texts with one or more `[MASK]`.
     top_k: predictions per mask.
@@ -76,8 +89,70 @@ def fill_mask(pretrainer: tf_keras.Model, tokenizer: tokenization.WordPieceToken
     `result[text][mask] = [(token, probability), ...]`, best first.
   """
   inputs, counts = encode_masked_texts(tokenizer, texts, seq_length)
-  logits = pretrainer({k: tf.constant(v) for k, v in inputs.items()}, training=False)['mlm_logits']
-  probabilities, indices = tf.math.top_k(tf.nn.softmax(tf.cast(logits, tf.float32)), k=top_k)
-  probabilities, indices = probabilities.numpy(), indices.numpy()
+  if isinstance(pretrainer, inference.InferenceModel):
+    indices, probabilities = pretrainer.fill_mask(inputs, top_k)
+  else:
+    logits = pretrainer({k: tf.constant(v) for k, v in inputs.items()},
+                        training=False)['mlm_logits']
+    indices, probabilities = serving_module.top_k_probabilities(logits, top_k)
+    indices, probabilities = indices.numpy(), probabilities.numpy()
   return [[[(tokenizer.vocab[int(j)], float(p)) for j, p in zip(indices[t, m], probabilities[t, m])]
            for m in range(count)] for t, count in enumerate(counts)]
+
+
+def format_predictions(texts: Sequence[str], predictions: List[List[List[Tuple[str, float]]]]
+                       ) -> str:
+  """The text, then one line per `[MASK]`: `  [MASK] 1: token (0.4123), token (0.1234), ...`."""
+  lines = []
+  for text, masks in zip(texts, predictions):
+    lines.append(text)
+    for number, guesses in enumerate(masks, start=1):
+      lines.append(f'  {MASK} {number}: ' + ', '.join(f'{t} ({p:.4f})' for t, p in guesses))
+  return '\n'.join(lines)
+
+
+def _define_flags() -> flags.FlagValues:
+  fv = flags.FlagValues()
+  flags.DEFINE_string('model_dir', None, 'A training model_dir (params.yaml + ckpt-N) or a '
+                      'SavedModel directory from official.nlp.serving.export_savedmodel.',
+                      flag_values=fv)
+  flags.DEFINE_string('vocab_file', None, 'vocab.txt of the model (default: <model_dir>/vocab.txt '
+                      'or the SavedModel\'s assets.extra/vocab.txt).', flag_values=fv)
+  flags.DEFINE_multi_string('text', [], 'A text with one or more [MASK] (repeat the flag for '
+                            'several).', flag_values=fv)
+  flags.DEFINE_integer('top_k', 5, 'Predictions per [MASK].', lower_bound=1, flag_values=fv)
+  flags.DEFINE_string('checkpoint_path', None, 'Checkpoint of a training model_dir (default: its '
+                      'latest).', flag_values=fv)
+  flags.DEFINE_integer('seq_length', None, 'Input length (default: the model\'s seq_length).',
+                       lower_bound=3, flag_values=fv)
+  flags.DEFINE_boolean('do_lower_case', None, 'Lower-case texts (default: as recorded with the '
+                       'model, else true).', flag_values=fv)
+  flags.mark_flags_as_required(['model_dir'], flag_values=fv)
+  return fv
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  """Console entry point (`mlm-fill-mask`): the top-k tokens for each [MASK] of each --text."""
+  fv = _define_flags()
+  status = cli_utils.parse_flags(fv, argv, PROGRAM, __doc__)
+  if status is not None:
+    return status
+  if not fv.text:
+    return cli_utils.error(PROGRAM, "--text is required, e.g. --text='Paris is the [MASK] of "
+                           "France.'")
+  for text in fv.text:  # before loading the model: a typo should not cost a model load
+    if MASK not in text:
+      return cli_utils.error(PROGRAM, f'--text={text!r} has no {MASK}; expected at least one')
+  try:
+    model = inference.load_inference_model(fv.model_dir, fv.checkpoint_path)
+    tokenizer = model.load_tokenizer(fv.vocab_file, fv.do_lower_case)
+    predictions = fill_mask(model, tokenizer, fv.text, top_k=fv.top_k,
+                            seq_length=fv.seq_length or model.seq_length)
+  except (ValueError, FileNotFoundError) as e:
+    return cli_utils.error(PROGRAM, str(e))
+  print(format_predictions(fv.text, predictions))
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main())

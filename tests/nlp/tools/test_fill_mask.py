@@ -1,12 +1,19 @@
 """Tests for official/nlp/tools/fill_mask.py."""
 
+import os
+import re
+import shutil
+
+import numpy as np
 import pytest
 
 from official.nlp.data import tokenization
 from official.nlp.modeling import layers
 from official.nlp.modeling import models
 from official.nlp.modeling import networks
+from official.nlp.serving import inference
 from official.nlp.tools import fill_mask
+from tests.nlp.serving import tiny_run
 
 WORDS = ['return', 'a', 'copy', 'of', 'the', 'list', '.']
 
@@ -48,3 +55,111 @@ def test_fill_mask_returns_sorted_probabilities(tokenizer):
   assert probabilities == sorted(probabilities, reverse=True)
   assert all(token in tokenizer.vocab for token, _ in guesses)
   assert 0 < sum(probabilities) <= 1.0 + 1e-6
+
+
+# ---- the mlm-fill-mask command line -----------------------------------------------------------
+
+TEXTS = ['Paris is the [MASK] of France.', '[MASK] is a [MASK] .']
+_LINE = re.compile(r'^  \[MASK\] (\d+): (.+)$')
+_GUESS = re.compile(r'^(\S+) \((\d\.\d{4})\)$')
+
+
+@pytest.fixture(name='run', scope='module')
+def _run(tmp_path_factory):
+  return tiny_run.shared_run(tmp_path_factory)
+
+
+def _parse(output):
+  """{text: [[(token, probability), ...] per mask]} from the printed predictions."""
+  parsed, text = {}, None
+  for line in output.splitlines():
+    match = _LINE.match(line)
+    if not match:
+      text = line
+      parsed[text] = []
+      continue
+    assert int(match.group(1)) == len(parsed[text]) + 1
+    guesses = [_GUESS.match(g) for g in match.group(2).split(', ')]
+    assert all(guesses), line
+    parsed[text].append([(g.group(1), float(g.group(2))) for g in guesses])
+  return parsed
+
+
+def test_cli_prints_the_same_predictions_from_checkpoint_and_saved_model(run, capsys):
+  outputs = []
+  for model_dir in (run['model_dir'], run['export_dir']):
+    argv = ['fill_mask', f'--model_dir={model_dir}', '--top_k=3'] + [f'--text={t}' for t in TEXTS]
+    assert fill_mask.main(argv) == 0
+    outputs.append(capsys.readouterr().out)
+  assert outputs[0] == outputs[1]
+  parsed = _parse(outputs[0])
+  assert list(parsed) == TEXTS
+  assert [len(masks) for masks in parsed.values()] == [1, 2]
+  # The printed numbers are the python API's, rounded.
+  model = inference.load_inference_model(run['model_dir'])
+  tokenizer = model.load_tokenizer()
+  expected = fill_mask.fill_mask(model, tokenizer, TEXTS, top_k=3, seq_length=tiny_run.SEQ_LENGTH)
+  for text, masks in zip(TEXTS, expected):
+    assert [[t for t, _ in m] for m in parsed[text]] == [[t for t, _ in m] for m in masks]
+    for printed, exact in zip(parsed[text], masks):
+      np.testing.assert_allclose([p for _, p in printed], [p for _, p in exact], atol=5e-5)
+
+
+def test_cli_vocab_file_flag_and_missing_vocab(run, tmp_path, capsys):
+  model_dir = tmp_path / 'model'
+  shutil.copytree(run['model_dir'], model_dir)
+  os.remove(model_dir / 'vocab.txt')
+  argv = ['fill_mask', f'--model_dir={model_dir}', f'--text={TEXTS[0]}']
+  assert fill_mask.main(argv) == 1
+  assert capsys.readouterr().err.strip() == (
+      f"fill_mask: error: no vocabulary for model_dir '{model_dir}': pass --vocab_file (looked "
+      f'for {model_dir}/vocab.txt)')
+  export_dir = tmp_path / 'export'
+  shutil.copytree(run['export_dir'], export_dir)
+  os.remove(export_dir / 'assets.extra' / 'vocab.txt')
+  assert fill_mask.main(['fill_mask', f'--model_dir={export_dir}', f'--text={TEXTS[0]}']) == 1
+  assert capsys.readouterr().err.strip() == (
+      f"fill_mask: error: no vocabulary for model_dir '{export_dir}': pass --vocab_file (looked "
+      f'for {export_dir}/assets.extra/vocab.txt)')
+  assert fill_mask.main(argv + [f'--vocab_file={run["vocab_file"]}']) == 0
+  assert capsys.readouterr().out.startswith(TEXTS[0] + '\n  [MASK] 1: ')
+  wrong = tmp_path / 'wrong_vocab.txt'
+  wrong.write_text('\n'.join(tiny_run.VOCAB[:-1]) + '\n')
+  assert fill_mask.main(argv + [f'--vocab_file={wrong}']) == 1
+  assert (f"vocab_file '{wrong}' has 21 tokens but the model '{model_dir}/ckpt-2' has 22 word "
+          'embeddings') in capsys.readouterr().err
+
+
+def test_cli_errors(run, tmp_path, capsys):
+  assert fill_mask.main(['fill_mask', '--help']) == 0
+  usage = capsys.readouterr().out
+  assert usage.startswith('Fill-mask predictions: the most likely tokens')
+  assert '  python -m official.nlp.tools.fill_mask --model_dir=runs/tiny \\\n' in usage
+  assert '--text: A text with one or more [MASK]' in usage
+
+  assert fill_mask.main(['fill_mask', f'--model_dir={run["export_dir"]}',
+                         '--text=no mask here']) == 1
+  assert capsys.readouterr().err.strip() == (
+      "fill_mask: error: --text='no mask here' has no [MASK]; expected at least one")
+
+  assert fill_mask.main(['fill_mask', f'--model_dir={run["export_dir"]}']) == 1
+  assert '--text is required' in capsys.readouterr().err
+
+  assert fill_mask.main(['fill_mask', f'--model_dir={run["export_dir"]}', '--top_k=6',
+                         f'--text={TEXTS[0]}']) == 1
+  assert (f"top_k=6 exceeds the top_k=5 that '{run['export_dir']}' was exported with"
+          in capsys.readouterr().err)
+
+  missing = tmp_path / 'nowhere'
+  assert fill_mask.main(['fill_mask', f'--model_dir={missing}', f'--text={TEXTS[0]}']) == 1
+  assert capsys.readouterr().err.strip() == (
+      f"fill_mask: error: model_dir '{missing}': no such directory; expected a training model_dir "
+      '(params.yaml + ckpt-N) or a SavedModel directory (saved_model.pb)')
+
+  assert fill_mask.main(['fill_mask', f'--model_dir={tmp_path}', f'--text={TEXTS[0]}']) == 1
+  assert 'is neither a training model_dir (params.yaml + ckpt-N files' in capsys.readouterr().err
+
+  long_text = ' '.join(['paris'] * 20) + ' [MASK]'
+  assert fill_mask.main(['fill_mask', f'--model_dir={run["model_dir"]}',
+                         f'--text={long_text}']) == 1
+  assert 'has 23 tokens; seq_length is 16' in capsys.readouterr().err

@@ -1,0 +1,9 @@
+"""Serving: export SavedModels (`export_savedmodel`); inference from any model dir (`inference`).
+
+Example:
+  >>> from official.nlp.serving import export_savedmodel
+  >>> export_savedmodel.export_from_model_dir('runs/tiny', 'exports/tiny')
+  >>> loaded = tf.saved_model.load('exports/tiny')
+  >>> loaded.signatures['fill_mask'](input_word_ids=..., input_mask=..., input_type_ids=...,
+  ...                                masked_lm_positions=...)['top_k_ids']
+"""

@@ -1,0 +1,215 @@
+r"""Exports a pretrainer or classifier as a SavedModel: encoder, fill_mask, classify signatures.
+
+Signatures (see `serving_module` for shapes): a pretrainer gets `encoder` and `fill_mask` (top-k
+fixed at export); a classifier gets `classify` (and `encoder` when it has one). Tokenization stays
+with the client (TensorFlow has no WordPiece op without tensorflow_text), so the export carries
+what a client needs in `assets.extra/`: `vocab.txt` and `serving_config.json` (`seq_length`,
+`special_token_ids`, `do_lower_case`, `vocab_size`, `vocab_sha256`, `top_k`, `signatures`, ...).
+
+Usage:
+  python -m official.nlp.serving.export_savedmodel --model_dir=runs/tiny --export_dir=exports/tiny \
+    [--checkpoint_path=runs/tiny/ckpt-1000] [--vocab_file=vocab.txt] [--top_k=5]
+
+Example:
+  >>> export_pretrainer(pretrainer, '/tmp/export', seq_length=128, vocab_file='vocab.txt')
+  >>> loaded = tf.saved_model.load('/tmp/export')
+  >>> loaded.signatures['encoder'](input_word_ids=ids, input_mask=mask, input_type_ids=types)
+"""
+
+import json
+import logging
+import os
+import sys
+from typing import Any, Dict, Optional, Sequence
+
+import tensorflow as tf
+import tf_keras
+from absl import flags
+
+from official.nlp.data import tokenization
+from official.nlp.serving import cli_utils
+from official.nlp.serving import inference
+from official.nlp.serving import serving_module
+
+FORMAT_VERSION = 1
+PROGRAM = 'export_savedmodel'
+
+
+def _vocab_info(vocab_file: Optional[str], do_lower_case: bool, vocab_size: Optional[int],
+                expected_sha256: Optional[str] = None) -> Dict[str, Any]:
+  """The serving-config fields of a vocabulary, after checking it against the model."""
+  if not vocab_file:
+    return {'vocab_file': None, 'special_token_ids': None, 'vocab_sha256': expected_sha256}
+  tokenizer = tokenization.WordPieceTokenizer.from_vocab_file(vocab_file, do_lower_case)
+  if vocab_size is not None and tokenizer.vocab_size != vocab_size:
+    raise ValueError(f'vocab_file {vocab_file!r} has {tokenizer.vocab_size} tokens but the model '
+                     f'has {vocab_size} word embeddings; expected the vocabulary it was trained '
+                     'with')
+  if expected_sha256 and tokenizer.vocab_sha256() != expected_sha256:
+    raise ValueError(f'vocab_file {vocab_file!r} differs from the vocabulary of the training '
+                     f'records (sha256 {tokenizer.vocab_sha256()} vs {expected_sha256})')
+  return {'vocab_file': inference.VOCAB_FILE,
+          'special_token_ids': {t: tokenizer.token_to_id[t] for t in tokenization.SPECIAL_TOKENS},
+          'vocab_sha256': tokenizer.vocab_sha256()}
+
+
+def _save(module: tf.Module, export_dir: str, config: Dict[str, Any],
+          vocab_file: Optional[str]) -> str:
+  """Saves `module` with its signatures, then `assets.extra/` (vocab.txt, serving_config.json)."""
+  if tf.io.gfile.exists(os.path.join(export_dir, inference.PARAMS_FILE)):
+    raise ValueError(f'export_dir {export_dir!r} holds a training run ({inference.PARAMS_FILE}); '
+                     'expected a new or SavedModel directory')
+  tf.saved_model.save(module, export_dir, signatures=dict(module.signature_functions))
+  extra = os.path.join(export_dir, inference.ASSETS_EXTRA)
+  if tf.io.gfile.exists(extra):  # nothing stale from an earlier export to the same directory
+    tf.io.gfile.rmtree(extra)
+  tf.io.gfile.makedirs(extra)
+  if vocab_file:
+    tf.io.gfile.copy(vocab_file, os.path.join(extra, inference.VOCAB_FILE), overwrite=True)
+  config = dict(format=inference.SERVING_FORMAT, format_version=FORMAT_VERSION,
+                signatures=sorted(module.signature_functions),
+                input_names=list(serving_module.ENCODER_INPUTS), **config)
+  with tf.io.gfile.GFile(os.path.join(extra, inference.SERVING_CONFIG), 'w') as f:
+    json.dump(config, f, indent=2)
+    f.write('\n')
+  logging.info('Exported %s to %s', config['signatures'], export_dir)
+  return export_dir
+
+
+def export_pretrainer(pretrainer: tf_keras.Model, export_dir: str, seq_length: int,
+                      vocab_file: Optional[str] = None, top_k: int = 5,
+                      do_lower_case: bool = True, source_checkpoint: Optional[str] = None,
+                      vocab_sha256: Optional[str] = None) -> str:
+  """Exports a `BertPretrainerV2` with `encoder` and `fill_mask` signatures.
+
+  Args:
+    pretrainer: the model (built, weights loaded).
+    export_dir: the SavedModel directory (created; an earlier export there is overwritten).
+    seq_length: the sequence length the model was trained with (recorded for clients; inputs may
+      be shorter, and longer up to the encoder's max_sequence_length).
+    vocab_file: the vocabulary, copied to `assets.extra/vocab.txt` (its size must match the
+      model's).
+    top_k: tokens returned per masked position by `fill_mask`.
+    do_lower_case: the tokenizer setting recorded in `serving_config.json`.
+    source_checkpoint: recorded in `serving_config.json`.
+    vocab_sha256: the hash of the training vocabulary; a `vocab_file` with another one is refused.
+
+  Returns:
+    `export_dir`.
+
+  Raises:
+    ValueError: a vocabulary of another size (or hash) than the model's; `top_k` out of range.
+  """
+  module = serving_module.build_serving_module(pretrainer=pretrainer, top_k=top_k)
+  vocab_size = serving_module.embedding_table_rows(serving_module.find_encoder(pretrainer))
+  config = dict(model_type='pretrainer', seq_length=int(seq_length), top_k=int(top_k),
+                num_classes=None, vocab_size=vocab_size, do_lower_case=bool(do_lower_case),
+                source_checkpoint=source_checkpoint,
+                **_vocab_info(vocab_file, do_lower_case, vocab_size, vocab_sha256))
+  return _save(module, export_dir, config, vocab_file)
+
+
+def export_classifier(classifier: tf_keras.Model, export_dir: str, seq_length: int,
+                      vocab_file: Optional[str] = None,
+                      encoder: Optional[tf_keras.Model] = None, do_lower_case: bool = True,
+                      source_checkpoint: Optional[str] = None,
+                      vocab_sha256: Optional[str] = None) -> str:
+  """Exports a classifier with a `classify` signature (and `encoder`, when one is known).
+
+  Args:
+    classifier: a Keras model mapping the encoder-input dict to logits [batch, num_classes] or to
+      a dict with `logits`.
+    export_dir: the SavedModel directory.
+    seq_length: the sequence length the model was trained with.
+    vocab_file: the vocabulary, copied to `assets.extra/vocab.txt`.
+    encoder: its encoder (default: `classifier.encoder_network` or
+      `classifier.checkpoint_items['encoder']`, when present).
+    do_lower_case: recorded in `serving_config.json`.
+    source_checkpoint: recorded in `serving_config.json`.
+    vocab_sha256: the hash of the training vocabulary; a `vocab_file` with another one is refused.
+
+  Returns:
+    `export_dir`.
+  """
+  module = serving_module.build_serving_module(classifier=classifier, encoder=encoder)
+  logits = module.classify.get_concrete_function().structured_outputs['logits']
+  vocab_size = serving_module.embedding_table_rows(
+      encoder or serving_module.find_encoder(classifier))
+  config = dict(model_type='classifier', seq_length=int(seq_length), top_k=None,
+                num_classes=logits.shape[-1], vocab_size=vocab_size,
+                do_lower_case=bool(do_lower_case), source_checkpoint=source_checkpoint,
+                **_vocab_info(vocab_file, do_lower_case, vocab_size, vocab_sha256))
+  return _save(module, export_dir, config, vocab_file)
+
+
+def export_from_model_dir(model_dir: str, export_dir: str, checkpoint: Optional[str] = None,
+                          vocab_file: Optional[str] = None, top_k: int = 5,
+                          experiment: Optional[str] = None) -> str:
+  """Rebuilds the model of a training model_dir, restores a checkpoint and exports it.
+
+  Args:
+    model_dir: `params.yaml` + `ckpt-N` as written by `official.nlp.train`.
+    export_dir: the SavedModel directory.
+    checkpoint: a checkpoint prefix (e.g. `model_dir/ckpt-1000`) or directory (default: latest).
+    vocab_file: the vocabulary (default: `model_dir/vocab.txt` when present; else none is saved).
+    top_k: `fill_mask` predictions per position (pretrainers).
+    experiment: the registered experiment of params.yaml (default: detected).
+
+  Returns:
+    `export_dir`.
+  """
+  params, model, path = inference.restore_model(model_dir, checkpoint, experiment)
+  metadata = inference.records_metadata(params) or {}
+  if not vocab_file:
+    candidate = os.path.join(model_dir, inference.VOCAB_FILE)
+    vocab_file = candidate if tf.io.gfile.exists(candidate) else None
+  if not vocab_file:
+    logging.warning('No vocabulary exported (no --vocab_file, no %s/%s): clients must bring '
+                    'their own.', model_dir, inference.VOCAB_FILE)
+  common = dict(seq_length=params.task.train_data.seq_length, vocab_file=vocab_file,
+                do_lower_case=metadata.get('do_lower_case', True), source_checkpoint=path,
+                vocab_sha256=metadata.get('vocab_sha256'))
+  if inference.is_pretrainer(model):
+    return export_pretrainer(model, export_dir, top_k=top_k, **common)
+  return export_classifier(model, export_dir, **common)
+
+
+def _define_flags() -> flags.FlagValues:
+  fv = flags.FlagValues()
+  flags.DEFINE_string('model_dir', None, 'Training model_dir (params.yaml + ckpt-N).',
+                      flag_values=fv)
+  flags.DEFINE_string('export_dir', None, 'Where the SavedModel is written.', flag_values=fv)
+  flags.DEFINE_string('checkpoint_path', None, 'Checkpoint prefix or directory to export '
+                      '(default: the latest in --model_dir).', flag_values=fv)
+  flags.DEFINE_string('vocab_file', None, 'vocab.txt saved with the model (default: '
+                      '<model_dir>/vocab.txt when present).', flag_values=fv)
+  flags.DEFINE_integer('top_k', 5, 'Predictions per masked position of the fill_mask signature.',
+                       lower_bound=1, flag_values=fv)
+  flags.DEFINE_string('experiment', None, 'The registered experiment of params.yaml (default: '
+                      'the first one whose schema accepts it).', flag_values=fv)
+  flags.mark_flags_as_required(['model_dir', 'export_dir'], flag_values=fv)
+  return fv
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  """Console entry point (`official.nlp.serving.export_savedmodel:main`)."""
+  fv = _define_flags()
+  status = cli_utils.parse_flags(fv, argv, PROGRAM, __doc__)
+  if status is not None:
+    return status
+  try:
+    if inference.model_dir_kind(fv.model_dir) != inference.TRAINING:
+      return cli_utils.error(PROGRAM, f'--model_dir={fv.model_dir} is already a SavedModel; '
+                             'expected a training model_dir (params.yaml + ckpt-N)')
+    export_dir = export_from_model_dir(fv.model_dir, fv.export_dir, fv.checkpoint_path,
+                                       fv.vocab_file, fv.top_k, fv.experiment)
+  except (ValueError, FileNotFoundError) as e:
+    return cli_utils.error(PROGRAM, str(e))
+  config = inference.read_serving_config(export_dir)
+  print(f'exported {", ".join(config["signatures"])} from {config["source_checkpoint"]} to '
+        f'{export_dir}')
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main())

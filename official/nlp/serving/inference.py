@@ -1,0 +1,341 @@
+"""Inference from a training model_dir (params.yaml + ckpt-N) or an exported SavedModel, alike.
+
+A training model_dir is what `official.nlp.train` writes: `params.yaml` and `ckpt-N` files. Its
+model is rebuilt by the task registered for the config in `params.yaml` and restored from the
+latest (or a given) checkpoint (under the current Keras dtype policy: float32 unless set otherwise,
+whatever the policy of the training run). A SavedModel dir is what
+`export_savedmodel` writes: `saved_model.pb`, `variables/` and `assets.extra/`
+(`serving_config.json`, `vocab.txt`). Both are served through the same functions
+(`serving_module`), so they give the same numbers.
+
+Example:
+  >>> model = load_inference_model('runs/tiny')           # or an export dir
+  >>> tokenizer = model.load_tokenizer()                  # vocab.txt found next to the model
+  >>> ids, probs = model.fill_mask(inputs, top_k=5)
+"""
+
+import dataclasses
+import importlib
+import json
+import logging
+import os
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from official.nlp.data import tokenization
+from official.nlp.serving import serving_module
+
+PARAMS_FILE = 'params.yaml'
+ASSETS_EXTRA = 'assets.extra'
+SERVING_CONFIG = 'serving_config.json'
+VOCAB_FILE = 'vocab.txt'
+SERVING_FORMAT = 'mlm_garden.serving'
+TRAINING, SAVED_MODEL = 'training', 'saved_model'
+# Tried first when params.yaml does not say which experiment wrote it.
+_PREFERRED_EXPERIMENTS = ('bert/pretraining', 'bert/pretraining_dynamic')
+
+
+def model_dir_kind(model_dir: str) -> str:
+  """`'training'` (params.yaml) or `'saved_model'` (saved_model.pb) for a model directory.
+
+  Raises:
+    FileNotFoundError: `model_dir` does not exist, or holds neither kind of model.
+  """
+  if not tf.io.gfile.isdir(model_dir):
+    raise FileNotFoundError(f'model_dir {model_dir!r}: no such directory; expected a training '
+                            f'model_dir ({PARAMS_FILE} + ckpt-N) or a SavedModel directory '
+                            '(saved_model.pb)')
+  if tf.io.gfile.exists(os.path.join(model_dir, 'saved_model.pb')):
+    return SAVED_MODEL
+  if tf.io.gfile.exists(os.path.join(model_dir, PARAMS_FILE)):
+    return TRAINING
+  found = sorted(tf.io.gfile.listdir(model_dir))
+  shown = ', '.join(found[:10]) + (', ...' if len(found) > 10 else '') if found else 'nothing'
+  raise FileNotFoundError(
+      f'model_dir {model_dir!r} is neither a training model_dir ({PARAMS_FILE} + ckpt-N files, '
+      'as written by official.nlp.train) nor a SavedModel directory (saved_model.pb, as written by '
+      f'official.nlp.serving.export_savedmodel); found: {shown}')
+
+
+def load_experiment_params(model_dir: str, experiment: Optional[str] = None):
+  """The `ExperimentConfig` recorded in `model_dir/params.yaml`.
+
+  `params.yaml` does not name its experiment: without `experiment`, the registered experiments are
+  tried in turn (`bert/pretraining` first) and the first whose schema accepts the file strictly is
+  used.
+
+  Raises:
+    FileNotFoundError: no params.yaml.
+    ValueError: no registered experiment accepts the file (each one's complaint is listed).
+  """
+  # pylint: disable=g-import-not-at-top
+  from official.core import exp_factory
+  from official.modeling import hyperparams
+  importlib.import_module('official.common.registry_imports')
+  # pylint: enable=g-import-not-at-top
+  path = os.path.join(model_dir, PARAMS_FILE)
+  if not tf.io.gfile.exists(path):
+    raise FileNotFoundError(f'model_dir {model_dir!r} has no {PARAMS_FILE}; expected a training '
+                            'model_dir written by official.nlp.train')
+  data = hyperparams.read_yaml(path)
+  if experiment:
+    names = [experiment]
+  else:
+    registered = exp_factory.registered_experiments()
+    names = [n for n in _PREFERRED_EXPERIMENTS if n in registered]
+    names += [n for n in registered if n not in names]
+  errors = []
+  for name in names:
+    params = exp_factory.get_exp_config(name)
+    try:
+      params.override(data, is_strict=True)
+    except (hyperparams.ConfigError, ValueError, TypeError) as e:
+      errors.append(f'{name}: {e}')
+      continue
+    return params
+  raise ValueError(f'{path}: no registered experiment accepts this config; tried '
+                   + '; '.join(errors))
+
+
+def resolve_checkpoint(model_dir: str, checkpoint: Optional[str] = None) -> str:
+  """The checkpoint to restore: `checkpoint` (a prefix or a directory) or the latest of `model_dir`.
+
+  Raises:
+    FileNotFoundError: no checkpoint there.
+  """
+  if checkpoint:
+    if tf.io.gfile.isdir(checkpoint):
+      latest = tf.train.latest_checkpoint(checkpoint)
+      if not latest:
+        raise FileNotFoundError(f'checkpoint {checkpoint!r}: a directory without a checkpoint '
+                                '(ckpt-N.index)')
+      return latest
+    if not tf.io.gfile.exists(checkpoint + '.index'):
+      raise FileNotFoundError(f'checkpoint {checkpoint!r}: no such checkpoint (expected '
+                              f'{checkpoint}.index, e.g. {os.path.join(model_dir, "ckpt-100")})')
+    return checkpoint
+  latest = tf.train.latest_checkpoint(model_dir)
+  if not latest:
+    raise FileNotFoundError(f'model_dir {model_dir!r} has {PARAMS_FILE} but no checkpoint '
+                            '(ckpt-N.index); has training saved one yet?')
+  return latest
+
+
+def restore_model(model_dir: str, checkpoint: Optional[str] = None,
+                  experiment: Optional[str] = None) -> Tuple[Any, tf_keras.Model, str]:
+  """Builds the model of `model_dir/params.yaml` with its task and restores a checkpoint into it.
+
+  Args:
+    model_dir: a training model_dir.
+    checkpoint: a checkpoint prefix or directory (default: the latest in `model_dir`).
+    experiment: the registered experiment of params.yaml (default: detected).
+
+  Returns:
+    `(params, model, checkpoint_path)`.
+
+  Raises:
+    FileNotFoundError: no params.yaml or no checkpoint.
+    ValueError: the checkpoint lacks variables of the model built from params.yaml.
+  """
+  from official.core import task_factory  # pylint: disable=g-import-not-at-top
+  params = load_experiment_params(model_dir, experiment)
+  path = resolve_checkpoint(model_dir, checkpoint)
+  task = task_factory.get_task(params.task)
+  model = task.build_model()
+  status = tf.train.Checkpoint(model=model).read(path)
+  try:
+    status.expect_partial().assert_existing_objects_matched()
+  except AssertionError as e:
+    raise ValueError(f'checkpoint {path!r} does not match the model built from '
+                     f'{os.path.join(model_dir, PARAMS_FILE)}: {e}') from None
+  logging.info('Restored %s from %s', type(model).__name__, path)
+  return params, model, path
+
+
+def records_metadata(params: Any) -> Optional[Dict[str, Any]]:
+  """The metadata of the training records of `params` (vocabulary hash, do_lower_case), if found."""
+  from official.nlp.data import data_metadata  # pylint: disable=g-import-not-at-top
+  input_path = getattr(getattr(params.task, 'train_data', None), 'input_path', '')
+  if not input_path or input_path == 'dummy':
+    return None
+  try:
+    return data_metadata.load_metadata(input_path)
+  except (ValueError, OSError) as e:
+    logging.warning('Ignoring the metadata of %s: %s', input_path, e)
+    return None
+
+
+def read_serving_config(export_dir: str) -> Dict[str, Any]:
+  """`export_dir/assets.extra/serving_config.json` ({} when missing)."""
+  path = os.path.join(export_dir, ASSETS_EXTRA, SERVING_CONFIG)
+  if not tf.io.gfile.exists(path):
+    return {}
+  with tf.io.gfile.GFile(path) as f:
+    return json.load(f)
+
+
+def is_pretrainer(model: tf_keras.Model) -> bool:
+  """Whether `model` has a masked-LM head (a `BertPretrainerV2`)."""
+  return hasattr(model, 'masked_lm')
+
+
+@dataclasses.dataclass
+class InferenceModel:
+  """The serving functions of a model with what a client needs to feed them.
+
+  Attributes:
+    functions: signature name (`encoder`, `fill_mask`, `classify`) -> function taking int32
+      tensors by input name and returning a dict of tensors.
+    kind: `'training'` or `'saved_model'`.
+    model_dir: the directory the model was loaded from.
+    source: the checkpoint or SavedModel directory the weights came from.
+    seq_length: the longest input the model was trained (or exported) for.
+    vocab_file: the vocabulary found next to the model (None: none found).
+    do_lower_case: the tokenizer setting recorded with the model (None: not recorded).
+    vocab_size: rows of the word-embedding table (None: unknown).
+    vocab_sha256: hash of the training vocabulary, when recorded.
+    top_k: the largest `top_k` of `fill_mask` (None: any).
+  """
+  functions: Dict[str, Callable[..., Dict[str, tf.Tensor]]]
+  kind: str
+  model_dir: str
+  source: str
+  seq_length: int
+  vocab_file: Optional[str] = None
+  do_lower_case: Optional[bool] = None
+  vocab_size: Optional[int] = None
+  vocab_sha256: Optional[str] = None
+  top_k: Optional[int] = None
+
+  def _function(self, name: str) -> Callable[..., Dict[str, tf.Tensor]]:
+    if name not in self.functions:
+      raise ValueError(f'{self.source!r} has no {name!r} function; it has '
+                       f'{sorted(self.functions)}')
+    return self.functions[name]
+
+  def encode(self, inputs: Mapping[str, np.ndarray]) -> Dict[str, np.ndarray]:
+    """`sequence_output` [batch, seq, hidden] and `pooled_output` [batch, hidden] of the encoder."""
+    return serving_module.call_signature(
+        self._function('encoder'), {k: inputs[k] for k in serving_module.ENCODER_INPUTS})
+
+  def fill_mask(self, inputs: Mapping[str, np.ndarray], top_k: int
+                ) -> Tuple[np.ndarray, np.ndarray]:
+    """`(ids int32 [batch, n, top_k], probabilities float32 [batch, n, top_k])`, best first.
+
+    Raises:
+      ValueError: `top_k` above the `top_k` the SavedModel was exported with.
+    """
+    if self.top_k is not None and top_k > self.top_k:
+      raise ValueError(f'top_k={top_k} exceeds the top_k={self.top_k} that {self.source!r} was '
+                       'exported with; re-export with a larger --top_k')
+    names = serving_module.ENCODER_INPUTS + (serving_module.MASKED_LM_POSITIONS,)
+    # A SavedModel's k is fixed at export (sliced here); in-process any k is computed directly.
+    extra = {} if self.top_k is not None else {'top_k': top_k}
+    outputs = serving_module.call_signature(self._function('fill_mask'),
+                                            {k: inputs[k] for k in names}, **extra)
+    return outputs['top_k_ids'][..., :top_k], outputs['top_k_probs'][..., :top_k]
+
+  def classify(self, inputs: Mapping[str, np.ndarray]) -> Dict[str, np.ndarray]:
+    """`logits`, `probabilities` [batch, classes] and `predicted_class` [batch]."""
+    return serving_module.call_signature(
+        self._function('classify'), {k: inputs[k] for k in serving_module.ENCODER_INPUTS})
+
+  def load_tokenizer(self, vocab_file: Optional[str] = None,
+                     do_lower_case: Optional[bool] = None) -> tokenization.WordPieceTokenizer:
+    """The tokenizer of `vocab_file` (default: the vocabulary found with the model).
+
+    Raises:
+      ValueError: no vocabulary given or found; or one whose size differs from the model's word
+        embeddings or whose hash differs from the training records'.
+    """
+    vocab_file = vocab_file or self.vocab_file
+    if not vocab_file:
+      looked = (os.path.join(self.model_dir, ASSETS_EXTRA, VOCAB_FILE)
+                if self.kind == SAVED_MODEL else os.path.join(self.model_dir, VOCAB_FILE))
+      raise ValueError(f'no vocabulary for model_dir {self.model_dir!r}: pass --vocab_file '
+                       f'(looked for {looked})')
+    if do_lower_case is None:
+      do_lower_case = True if self.do_lower_case is None else self.do_lower_case
+    tokenizer = tokenization.WordPieceTokenizer.from_vocab_file(vocab_file, do_lower_case)
+    if self.vocab_size is not None and tokenizer.vocab_size != self.vocab_size:
+      raise ValueError(f'vocab_file {vocab_file!r} has {tokenizer.vocab_size} tokens but the model '
+                       f'{self.source!r} has {self.vocab_size} word embeddings; expected the '
+                       'vocabulary the model was trained with')
+    if self.vocab_sha256 and tokenizer.vocab_sha256() != self.vocab_sha256:
+      raise ValueError(f'vocab_file {vocab_file!r} differs from the vocabulary the model '
+                       f'{self.source!r} was trained with (sha256 {tokenizer.vocab_sha256()} vs '
+                       f'{self.vocab_sha256})')
+    return tokenizer
+
+
+def _from_training_dir(model_dir: str, checkpoint: Optional[str], experiment: Optional[str]
+                       ) -> InferenceModel:
+  params, model, path = restore_model(model_dir, checkpoint, experiment)
+  encoder = serving_module.find_encoder(model)
+  if is_pretrainer(model):
+    functions = dict(serving_module.build_serving_module(encoder=encoder).signature_functions)
+
+    # In-process, any top_k: the computation of the exported `fill_mask`, with k chosen per call.
+    def fill_mask(input_word_ids, input_mask, input_type_ids, masked_lm_positions, top_k):
+      logits = model({'input_word_ids': input_word_ids, 'input_mask': input_mask,
+                      'input_type_ids': input_type_ids,
+                      serving_module.MASKED_LM_POSITIONS: masked_lm_positions},
+                     training=False)['mlm_logits']
+      ids, probabilities = serving_module.top_k_probabilities(logits, top_k)
+      return {'top_k_ids': ids, 'top_k_probs': probabilities}
+    functions['fill_mask'] = fill_mask
+  else:
+    functions = dict(serving_module.build_serving_module(
+        classifier=model, encoder=encoder).signature_functions)
+  metadata = records_metadata(params) or {}
+  vocab_file = os.path.join(model_dir, VOCAB_FILE)
+  return InferenceModel(
+      functions=functions, kind=TRAINING, model_dir=model_dir, source=path,
+      seq_length=int(params.task.train_data.seq_length),
+      vocab_file=vocab_file if tf.io.gfile.exists(vocab_file) else None,
+      do_lower_case=metadata.get('do_lower_case'),
+      vocab_size=serving_module.embedding_table_rows(encoder),
+      vocab_sha256=metadata.get('vocab_sha256'))
+
+
+def _from_saved_model(export_dir: str) -> InferenceModel:
+  loaded = tf.saved_model.load(export_dir)
+  config = read_serving_config(export_dir)
+  vocab_file = os.path.join(export_dir, ASSETS_EXTRA, VOCAB_FILE)
+  seq_length = config.get('seq_length')
+  if seq_length is None:
+    raise ValueError(f'SavedModel {export_dir!r} has no {ASSETS_EXTRA}/{SERVING_CONFIG} with '
+                     'seq_length; expected an export of official.nlp.serving.export_savedmodel')
+  return InferenceModel(
+      functions=dict(loaded.signatures), kind=SAVED_MODEL, model_dir=export_dir,
+      source=export_dir,
+      seq_length=int(seq_length),
+      vocab_file=vocab_file if tf.io.gfile.exists(vocab_file) else None,
+      do_lower_case=config.get('do_lower_case'), vocab_size=config.get('vocab_size'),
+      vocab_sha256=config.get('vocab_sha256'), top_k=config.get('top_k'))
+
+
+def load_inference_model(model_dir: str, checkpoint: Optional[str] = None,
+                         experiment: Optional[str] = None) -> InferenceModel:
+  """Loads a training model_dir or a SavedModel directory (detected) for inference.
+
+  Args:
+    model_dir: a training model_dir (params.yaml + ckpt-N) or an `export_savedmodel` directory.
+    checkpoint: for a training model_dir, the checkpoint to restore (default: the latest).
+    experiment: for a training model_dir, the experiment of its params.yaml (default: detected).
+
+  Raises:
+    FileNotFoundError: `model_dir` is neither kind, or has no checkpoint.
+    ValueError: `checkpoint` given for a SavedModel; a checkpoint not matching params.yaml.
+  """
+  kind = model_dir_kind(model_dir)
+  if kind == SAVED_MODEL:
+    if checkpoint:
+      raise ValueError(f'checkpoint {checkpoint!r} given, but model_dir {model_dir!r} is a '
+                       'SavedModel (its weights are in variables/); drop the checkpoint')
+    return _from_saved_model(model_dir)
+  return _from_training_dir(model_dir, checkpoint, experiment)
+

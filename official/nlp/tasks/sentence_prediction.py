@@ -1,0 +1,297 @@
+"""The sentence-prediction fine-tuning task (`bert/sentence_prediction`): classify or regress a
+sentence or a sentence pair from a pretrained encoder.
+
+`num_classes > 1`: softmax cross-entropy, eval metrics `cls_accuracy` (Keras) and, over the whole
+eval set, `accuracy`, `f1` (binary: class 1; multiclass: macro), `matthews_corrcoef`.
+`num_classes == 1` (with `label_type: float` data): mean squared error, eval metrics
+`mean_squared_error` and, over the whole eval set, `pearson`, `spearman`, `pearson_spearman_corr`.
+The whole-set metrics are gathered with `aggregate_logs` / `reduce_aggregated_logs`.
+
+Example:
+  >>> config = SentencePredictionConfig(
+  ...     init_checkpoint='runs/tiny', model=ModelConfig(num_classes=2, encoder=...),
+  ...     train_data=SentencePredictionDataConfig(input_path='train.tfrecord', seq_length=128))
+  >>> task = SentencePredictionTask(config)
+  >>> model = task.build_model()
+  >>> task.initialize(model)  # restores the encoder of the pretraining checkpoint
+"""
+
+import dataclasses
+import logging
+from typing import Any, Dict, List, Mapping, Optional
+
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from official.core import base_task
+from official.core import config_definitions as cfg
+from official.core import task_factory
+from official.modeling import hyperparams
+from official.nlp.configs import encoders
+from official.nlp.data import sentence_prediction_dataloader as sp_loader
+from official.nlp.modeling import models
+from official.nlp.tasks import finetuning_metrics
+
+METRIC_TYPES = ('accuracy', 'f1', 'matthews_corrcoef', 'pearson_spearman_corr')
+_HEAD_NAME = 'sentence_prediction'
+
+
+@dataclasses.dataclass
+class ModelConfig(hyperparams.Config):
+  """The classifier: an encoder and a head.
+
+  Attributes:
+    num_classes: output classes; 1 means regression.
+    use_encoder_pooler: classify the encoder's pooled output (else a new pooler on token 0).
+    encoder: the encoder one-of.
+  """
+  num_classes: int = hyperparams.field(0, ge=0)
+  use_encoder_pooler: bool = False
+  encoder: encoders.EncoderConfig = dataclasses.field(default_factory=encoders.EncoderConfig)
+
+
+@dataclasses.dataclass
+class SentencePredictionConfig(cfg.TaskConfig):
+  """The sentence-prediction task config (Model Garden field names).
+
+  Attributes:
+    init_checkpoint: a pretraining checkpoint (directory or prefix); its `encoder` is restored.
+    init_cls_pooler: also restore the head's pooler from the checkpoint's `next_sentence` pooler
+      (only without `use_encoder_pooler`).
+    metric_type: the main eval metric, also logged under this name: 'accuracy', 'f1',
+      'matthews_corrcoef' or 'pearson_spearman_corr' (regression).
+    model: the classifier.
+    train_data: training records.
+    validation_data: evaluation records.
+    freeze_encoder: train only the head; the encoder's weights stay as initialized (mlm-garden
+      addition). The frozen encoder still applies its dropout while training (Keras'
+      `trainable=False` does not change the call mode): set its dropout rates to 0 for pure
+      feature extraction.
+  """
+  init_cls_pooler: bool = False
+  hub_module_url: str = hyperparams.unsupported('', 'TF Hub encoders are not supported by '
+                                                'mlm-garden (use init_checkpoint)')
+  metric_type: str = hyperparams.field('accuracy', choices=METRIC_TYPES)
+  model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
+  train_data: sp_loader.SentencePredictionDataConfig = dataclasses.field(
+      default_factory=sp_loader.SentencePredictionDataConfig)
+  validation_data: sp_loader.SentencePredictionDataConfig = dataclasses.field(
+      default_factory=lambda: sp_loader.SentencePredictionDataConfig(
+          is_training=False, drop_remainder=False))
+  freeze_encoder: bool = False
+
+  def validate(self) -> None:
+    super().validate()
+    num_classes = self.model.num_classes
+    if num_classes < 1:
+      raise hyperparams.ConfigError('model.num_classes', f'must be >= 1 (1: regression), found '
+                                    f'{num_classes}')
+    regression = num_classes == 1
+    if (self.metric_type == 'pearson_spearman_corr') != regression:
+      raise hyperparams.ConfigError(
+          'metric_type', f'{self.metric_type!r} does not fit model.num_classes={num_classes} '
+          "(regression uses 'pearson_spearman_corr', classification the others)")
+    encoder = self.model.encoder.get()
+    for split in ('train_data', 'validation_data'):
+      data = getattr(self, split)
+      label_type = getattr(data, 'label_type', None)
+      if label_type is not None and (label_type == 'float') != regression:
+        raise hyperparams.ConfigError(
+            f'{split}.label_type', f"{label_type!r} does not fit model.num_classes={num_classes} "
+            "('float' for regression with num_classes 1, 'int' for classification)")
+      if getattr(data, 'seq_length', 0) > encoder.max_position_embeddings:
+        raise hyperparams.ConfigError(
+            f'{split}.seq_length', f'{data.seq_length} exceeds model.encoder.bert.'
+            f'max_position_embeddings={encoder.max_position_embeddings}')
+
+
+def check_vocab_size(metadata: Optional[Dict[str, Any]], vocab_size: int) -> None:
+  """Raises when the records' metadata was written with another vocabulary size than the model's."""
+  if metadata and metadata.get('vocab_size') not in (None, vocab_size):
+    raise ValueError(f'task.model.encoder.bert.vocab_size is {vocab_size} but the records were '
+                     f'written with a vocabulary of {metadata["vocab_size"]} tokens '
+                     f'({metadata["metadata_path"]})')
+
+
+def restore_encoder(init_checkpoint: str, model: tf_keras.Model,
+                    extra: Optional[Mapping[str, Any]] = None) -> str:
+  """Restores the `encoder` of `model.checkpoint_items` (and `extra` objects) from a checkpoint.
+
+  Args:
+    init_checkpoint: a checkpoint directory or prefix (e.g. a pretraining model_dir).
+    model: a model with `checkpoint_items['encoder']`.
+    extra: more `{checkpoint key: object}` pairs to restore.
+
+  Returns:
+    The checkpoint prefix that was read.
+
+  Raises:
+    FileNotFoundError: no checkpoint at `init_checkpoint`.
+    ValueError: the checkpoint has no `encoder` or its variables do not fit the model's encoder.
+  """
+  ckpt_path = base_task.resolve_checkpoint(init_checkpoint)
+  items = {'encoder': model.checkpoint_items['encoder'], **(extra or {})}
+  try:
+    status = tf.train.Checkpoint(**items).read(ckpt_path)
+    status.expect_partial().assert_existing_objects_matched()
+  except (AssertionError, ValueError) as e:
+    raise ValueError(f'task.init_checkpoint {ckpt_path!r}: cannot restore {sorted(items)} into the '
+                     f'model (is it a checkpoint of an encoder of the same size, saved with '
+                     f'checkpoint_items?): {str(e).splitlines()[0]}') from None
+  logging.info('Restored %s from %s', sorted(items), ckpt_path)
+  return ckpt_path
+
+
+class _DummySentences:
+  """Synthetic `(features, labels)` batches for `input_path: dummy` (smoke tests, benchmarks)."""
+
+  def __init__(self, params: sp_loader.SentencePredictionDataConfig, num_classes: int,
+               vocab_size: int):
+    self.params, self.num_classes, self.vocab_size = params, num_classes, vocab_size
+
+  def load(self, input_context=None) -> tf.data.Dataset:
+    params = self.params
+    batch = params.global_batch_size
+    if input_context:
+      batch = input_context.get_per_replica_batch_size(params.global_batch_size)
+    seq = params.seq_length
+
+    def make(index):
+      seed = tf.stack([index, tf.constant(11, tf.int64)])
+      ids = tf.random.stateless_uniform([batch, seq], seed, 0, self.vocab_size, dtype=tf.int32)
+      features = {'input_word_ids': ids, 'input_mask': tf.ones_like(ids),
+                  'input_type_ids': tf.zeros_like(ids)}
+      if params.label_type == 'float':
+        labels = tf.random.stateless_uniform([batch], seed + 1)
+      else:
+        labels = tf.random.stateless_uniform([batch], seed + 1, 0, max(self.num_classes, 2),
+                                             dtype=tf.int32)
+      return features, labels
+
+    dataset = tf.data.Dataset.range(1_000_000_000 if params.is_training else 8)
+    return dataset.map(make).prefetch(tf.data.AUTOTUNE)
+
+
+@task_factory.register_task_cls(SentencePredictionConfig)
+class SentencePredictionTask(base_task.Task):
+  """Fine-tunes a `BertClassifier` on sentence(-pair) classification or regression."""
+
+  @property
+  def _regression(self) -> bool:
+    return self.task_config.model.num_classes == 1
+
+  def build_model(self) -> tf_keras.Model:
+    """The `BertClassifier` (built; with `freeze_encoder` its encoder is not trainable)."""
+    config = self.task_config.model
+    encoder_config = config.encoder.get()
+    encoder = encoders.build_encoder(config.encoder)
+    model = models.BertClassifier(
+        network=encoder, num_classes=config.num_classes,
+        initializer=tf_keras.initializers.TruncatedNormal(stddev=encoder_config.initializer_range),
+        dropout_rate=encoder_config.dropout_rate, use_encoder_pooler=config.use_encoder_pooler,
+        head_name=_HEAD_NAME)
+    ids = tf.zeros([1, self.task_config.train_data.seq_length], tf.int32)
+    model({'input_word_ids': ids, 'input_mask': ids, 'input_type_ids': ids})
+    if self.task_config.freeze_encoder:
+      encoder.trainable = False
+    return model
+
+  def initialize(self, model: tf_keras.Model) -> None:
+    """Restores the encoder (and with `init_cls_pooler` the head's pooler) from `init_checkpoint`.
+
+    The pooler is read from the pretrainer's `next_sentence` head (`next_sentence/dense`).
+    """
+    if not self.task_config.init_checkpoint:
+      return
+    extra = {}
+    if self.task_config.init_cls_pooler:
+      pooler = model.checkpoint_items.get(f'{_HEAD_NAME}.pooler_dense')
+      if pooler is None:
+        raise ValueError('task.init_cls_pooler needs a head with its own pooler '
+                         '(task.model.use_encoder_pooler: false)')
+      extra['next_sentence'] = tf.train.Checkpoint(dense=pooler)
+    restore_encoder(self.task_config.init_checkpoint, model, extra)
+
+  def build_inputs(self, params: sp_loader.SentencePredictionDataConfig,
+                   input_context: Optional[tf.distribute.InputContext] = None) -> tf.data.Dataset:
+    """`(features, labels)` batches of the records (`input_path: dummy`: synthetic).
+
+    Raises:
+      ValueError: the records' metadata disagrees with `model.num_classes`.
+    """
+    model = self.task_config.model
+    if params.input_path == 'dummy':
+      return _DummySentences(params, model.num_classes, model.encoder.get().vocab_size).load(
+          input_context)
+    loader = sp_loader.SentencePredictionDataLoader(params)
+    dataset = loader.load(input_context)
+    metadata = loader.metadata
+    check_vocab_size(metadata, model.encoder.get().vocab_size)
+    if metadata and metadata.get('num_classes') not in (None, model.num_classes):
+      raise ValueError(f'task.model.num_classes is {model.num_classes} but the records have '
+                       f'num_classes={metadata["num_classes"]} (labels {metadata.get("label_list")}, '
+                       f'{metadata["metadata_path"]})')
+    return dataset
+
+  def build_losses(self, labels: tf.Tensor, model_outputs: tf.Tensor,
+                   aux_losses: Optional[List[tf.Tensor]] = None) -> tf.Tensor:
+    """Mean cross-entropy of logits [batch, classes] (regression: mean squared error)."""
+    logits = tf.cast(model_outputs, tf.float32)
+    if self._regression:
+      loss = tf.reduce_mean(tf.square(logits[:, 0] - tf.cast(labels, tf.float32)))
+    else:
+      loss = tf.reduce_mean(tf_keras.losses.sparse_categorical_crossentropy(
+          labels, logits, from_logits=True))
+    if aux_losses:
+      loss += tf.add_n([tf.cast(l, tf.float32) for l in aux_losses])
+    return loss
+
+  def build_metrics(self, training: Optional[bool] = None) -> List[tf_keras.metrics.Metric]:
+    """`cls_accuracy` (classification) or `mean_squared_error` (regression)."""
+    del training
+    if self._regression:
+      return [tf_keras.metrics.MeanSquaredError(name='mean_squared_error')]
+    return [tf_keras.metrics.SparseCategoricalAccuracy(name='cls_accuracy')]
+
+  def process_metrics(self, metrics: List[tf_keras.metrics.Metric], labels: tf.Tensor,
+                      model_outputs: tf.Tensor, **kwargs) -> None:
+    del kwargs
+    for metric in metrics:
+      if self._regression:
+        metric.update_state(tf.cast(labels, tf.float32), model_outputs[:, 0])
+      else:
+        metric.update_state(labels, model_outputs)
+
+  def validation_step(self, inputs: Any, model: tf_keras.Model,
+                      metrics: Optional[List[tf_keras.metrics.Metric]] = None
+                      ) -> Dict[str, tf.Tensor]:
+    """Loss and metrics of one batch; also returns the logits and labels for `aggregate_logs`."""
+    features, labels = self._split(inputs)
+    outputs = model(features, training=False)
+    loss = self.build_losses(labels, outputs, aux_losses=model.losses)
+    if metrics:
+      self.process_metrics(metrics, labels, outputs)
+    return {self.loss: loss, _HEAD_NAME: outputs, 'labels': labels}
+
+  def aggregate_logs(self, state: Any = None, step_logs: Optional[Mapping[str, Any]] = None
+                     ) -> Dict[str, List[np.ndarray]]:
+    """Collects every replica's logits and labels of an eval step."""
+    state = state if state is not None else {_HEAD_NAME: [], 'labels': []}
+    if step_logs:
+      for key in (_HEAD_NAME, 'labels'):
+        values = step_logs[key]
+        state[key].extend(np.asarray(v) for v in (values if isinstance(values, list) else [values]))
+    return state
+
+  def reduce_aggregated_logs(self, aggregated_logs: Any,
+                             global_step: Optional[tf.Tensor] = None) -> Dict[str, float]:
+    """Metrics over the whole eval set (see the module docstring), keyed also by `metric_type`."""
+    del global_step
+    if not aggregated_logs or not aggregated_logs['labels']:
+      return {}
+    logits = np.concatenate(aggregated_logs[_HEAD_NAME], axis=0)
+    labels = np.concatenate(aggregated_logs['labels'], axis=0)
+    if self._regression:
+      return finetuning_metrics.regression_metrics(labels, logits[:, 0])
+    return finetuning_metrics.classification_metrics(labels, logits)

@@ -1,0 +1,238 @@
+"""The tagging fine-tuning task (`bert/tagging`): word-level BIO tags from a pretrained encoder.
+
+Each word's tag is predicted at its first sub-word; the records carry -1 on every other position
+(later sub-words, special tokens, padding) and the loss is the mean cross-entropy over the labelled
+positions only. Eval metrics: `accuracy` (Keras, labelled positions) and, over the whole eval set,
+span-level `precision`, `recall` and `f1` of the predicted vs gold BIO spans per word
+(conlleval-style, see `finetuning_metrics.bio_spans`). Each example counts as one sentence: a
+sentence the data tool split into several examples (`sub_sentence_id` > 0) is scored per piece.
+
+Example:
+  >>> config = TaggingConfig(class_names=['O', 'B-PER', 'I-PER'], init_checkpoint='runs/tiny',
+  ...                        model=ModelConfig(encoder=...), train_data=TaggingDataConfig(...))
+  >>> task = TaggingTask(config)
+"""
+
+import dataclasses
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from official.core import base_task
+from official.core import config_definitions as cfg
+from official.core import task_factory
+from official.modeling import hyperparams
+from official.nlp.configs import encoders
+from official.nlp.data import tagging_dataloader
+from official.nlp.modeling import models
+from official.nlp.tasks import finetuning_metrics
+from official.nlp.tasks import sentence_prediction
+
+IGNORE_LABEL_ID = tagging_dataloader.IGNORE_LABEL_ID
+
+
+@dataclasses.dataclass
+class ModelConfig(hyperparams.Config):
+  """The token classifier: an encoder and a dense head.
+
+  Attributes:
+    encoder: the encoder one-of.
+    head_dropout: dropout before the head.
+    head_initializer_range: stddev of the head's truncated-normal initializer.
+  """
+  encoder: encoders.EncoderConfig = dataclasses.field(default_factory=encoders.EncoderConfig)
+  head_dropout: float = hyperparams.field(0.1, ge=0.0, lt=1.0)
+  head_initializer_range: float = hyperparams.field(0.02, gt=0.0)
+
+
+@dataclasses.dataclass
+class TaggingConfig(cfg.TaskConfig):
+  """The tagging task config (Model Garden field names).
+
+  Attributes:
+    init_checkpoint: a pretraining checkpoint (directory or prefix); its `encoder` is restored.
+    model: the token classifier.
+    class_names: the tags, index = label id (e.g. ['O', 'B-PER', 'I-PER']); required.
+    train_data: training records.
+    validation_data: evaluation records.
+    freeze_encoder: train only the head; the encoder's weights stay as initialized (mlm-garden
+      addition). The frozen encoder still applies its dropout while training (Keras'
+      `trainable=False` does not change the call mode): set its dropout rates to 0 for pure
+      feature extraction.
+  """
+  hub_module_url: str = hyperparams.unsupported('', 'TF Hub encoders are not supported by '
+                                                'mlm-garden (use init_checkpoint)')
+  model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
+  class_names: Optional[List[str]] = None
+  train_data: tagging_dataloader.TaggingDataConfig = dataclasses.field(
+      default_factory=tagging_dataloader.TaggingDataConfig)
+  validation_data: tagging_dataloader.TaggingDataConfig = dataclasses.field(
+      default_factory=lambda: tagging_dataloader.TaggingDataConfig(
+          is_training=False, drop_remainder=False))
+  freeze_encoder: bool = False
+
+  def validate(self) -> None:
+    super().validate()
+    if not self.class_names:
+      raise hyperparams.ConfigError('class_names', 'is required: the tag names, index = label id '
+                                    "(e.g. ['O', 'B-PER', 'I-PER']; see the records' metadata)")
+    duplicates = sorted({n for n in self.class_names if self.class_names.count(n) > 1})
+    if duplicates:
+      raise hyperparams.ConfigError('class_names', f'duplicate tags {duplicates}')
+    encoder = self.model.encoder.get()
+    for split in ('train_data', 'validation_data'):
+      data = getattr(self, split)
+      if getattr(data, 'seq_length', 0) > encoder.max_position_embeddings:
+        raise hyperparams.ConfigError(
+            f'{split}.seq_length', f'{data.seq_length} exceeds model.encoder.bert.'
+            f'max_position_embeddings={encoder.max_position_embeddings}')
+
+
+def subword_to_word_labels(subword_labels: Sequence[int], word_ids: Sequence[int]) -> List[int]:
+  """Per-word labels from per-sub-word labels: each word takes its first sub-word's label.
+
+  Args:
+    subword_labels: a label per sub-word position [seq].
+    word_ids: the word index of each position [seq], -1 (or any negative) for positions of no
+      word ([CLS], [SEP], padding); a word's positions are contiguous.
+
+  Returns:
+    One label per word, in word order (words `0..max(word_ids)`).
+
+  Example:
+    >>> subword_to_word_labels([9, 1, 2, 2, 3, 9], [-1, 0, 1, 1, 2, -1])
+    [1, 2, 3]
+  """
+  words: Dict[int, int] = {}
+  for label, word in zip(subword_labels, word_ids):
+    if word >= 0 and word not in words:
+      words[int(word)] = int(label)
+  return [words[w] for w in sorted(words)]
+
+
+def word_level_tags(predict_ids: np.ndarray, label_ids: np.ndarray, class_names: Sequence[str]
+                    ) -> Tuple[List[List[str]], List[List[str]]]:
+  """Word-level predicted and gold tags from sub-word predictions and the records' labels.
+
+  The words of an example are its labelled positions (`label_ids >= 0`: first sub-words), in order.
+
+  Args:
+    predict_ids: predicted tag ids [examples, seq].
+    label_ids: gold tag ids [examples, seq] with -1 where no word starts.
+    class_names: tag names, index = id.
+
+  Returns:
+    `(predicted, gold)`: per example, the list of tag names of its words.
+  """
+  predicted, gold = [], []
+  for preds, labels in zip(np.asarray(predict_ids), np.asarray(label_ids)):
+    starts = labels >= 0
+    predicted.append([class_names[i] for i in preds[starts]])
+    gold.append([class_names[i] for i in labels[starts]])
+  return predicted, gold
+
+
+class _MaskedAccuracy(tf_keras.metrics.Mean):
+  """Accuracy over the labelled positions (label >= 0)."""
+
+  def update_state(self, labels, logits, sample_weight=None):
+    del sample_weight
+    weights = tf.cast(labels >= 0, tf.float32)
+    correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32),
+                               tf.cast(labels, tf.int32)), tf.float32)
+    return super().update_state(correct, sample_weight=weights)
+
+
+@task_factory.register_task_cls(TaggingConfig)
+class TaggingTask(base_task.Task):
+  """Fine-tunes a `BertTokenClassifier` on word-level tags."""
+
+  def build_model(self) -> tf_keras.Model:
+    """The `BertTokenClassifier` (built; with `freeze_encoder` its encoder is not trainable)."""
+    config = self.task_config.model
+    encoder = encoders.build_encoder(config.encoder)
+    model = models.BertTokenClassifier(
+        network=encoder, num_classes=len(self.task_config.class_names),
+        initializer=tf_keras.initializers.TruncatedNormal(stddev=config.head_initializer_range),
+        dropout_rate=config.head_dropout, output='logits')
+    ids = tf.zeros([1, self.task_config.train_data.seq_length], tf.int32)
+    model({'input_word_ids': ids, 'input_mask': ids, 'input_type_ids': ids})
+    if self.task_config.freeze_encoder:
+      encoder.trainable = False
+    return model
+
+  def initialize(self, model: tf_keras.Model) -> None:
+    """Restores the encoder from `init_checkpoint` (the head starts fresh)."""
+    if self.task_config.init_checkpoint:
+      sentence_prediction.restore_encoder(self.task_config.init_checkpoint, model)
+
+  def build_inputs(self, params: tagging_dataloader.TaggingDataConfig,
+                   input_context: Optional[tf.distribute.InputContext] = None) -> tf.data.Dataset:
+    """`(features, labels)` batches of the records.
+
+    Raises:
+      ValueError: the records' metadata lists other tags than `class_names`.
+    """
+    loader = tagging_dataloader.TaggingDataLoader(params)
+    dataset = loader.load(input_context)
+    metadata = loader.metadata
+    sentence_prediction.check_vocab_size(metadata, self.task_config.model.encoder.get().vocab_size)
+    class_names = list(self.task_config.class_names)
+    if metadata and metadata.get('label_list') not in (None, class_names):
+      raise ValueError(f'task.class_names is {class_names} but the records were written with '
+                       f'labels {metadata["label_list"]} ({metadata["metadata_path"]}); copy them '
+                       'in this order')
+    return dataset
+
+  def build_losses(self, labels: tf.Tensor, model_outputs: tf.Tensor,
+                   aux_losses: Optional[List[tf.Tensor]] = None) -> tf.Tensor:
+    """Mean cross-entropy over the labelled positions (label >= 0) of logits [batch, seq, tags]."""
+    weights = tf.cast(labels >= 0, tf.float32)
+    per_position = tf_keras.losses.sparse_categorical_crossentropy(
+        tf.maximum(labels, 0), tf.cast(model_outputs, tf.float32), from_logits=True)
+    loss = tf.math.divide_no_nan(tf.reduce_sum(per_position * weights), tf.reduce_sum(weights))
+    if aux_losses:
+      loss += tf.add_n([tf.cast(l, tf.float32) for l in aux_losses])
+    return loss
+
+  def build_metrics(self, training: Optional[bool] = None) -> List[tf_keras.metrics.Metric]:
+    """`accuracy` over the labelled positions."""
+    del training
+    return [_MaskedAccuracy(name='accuracy')]
+
+  def validation_step(self, inputs: Any, model: tf_keras.Model,
+                      metrics: Optional[List[tf_keras.metrics.Metric]] = None
+                      ) -> Dict[str, tf.Tensor]:
+    """Loss and metrics of one batch; returns `predict_ids` and `label_ids` for `aggregate_logs`."""
+    features, labels = self._split(inputs)
+    outputs = model(features, training=False)
+    loss = self.build_losses(labels, outputs, aux_losses=model.losses)
+    if metrics:
+      self.process_metrics(metrics, labels, outputs)
+    return {self.loss: loss, 'predict_ids': tf.argmax(outputs, axis=-1, output_type=tf.int32),
+            'label_ids': labels}
+
+  def aggregate_logs(self, state: Any = None, step_logs: Optional[Mapping[str, Any]] = None
+                     ) -> Dict[str, List[np.ndarray]]:
+    """Collects every replica's predicted and gold ids of an eval step."""
+    state = state if state is not None else {'predict_ids': [], 'label_ids': []}
+    if step_logs:
+      for key in ('predict_ids', 'label_ids'):
+        values = step_logs[key]
+        state[key].extend(np.asarray(v) for v in (values if isinstance(values, list) else [values]))
+    return state
+
+  def reduce_aggregated_logs(self, aggregated_logs: Any,
+                             global_step: Optional[tf.Tensor] = None) -> Dict[str, float]:
+    """Span `precision`, `recall`, `f1` over the whole eval set."""
+    del global_step
+    if not aggregated_logs or not aggregated_logs['label_ids']:
+      return {}
+    predicted, gold = [], []
+    for preds, labels in zip(aggregated_logs['predict_ids'], aggregated_logs['label_ids']):
+      p, g = word_level_tags(preds, labels, self.task_config.class_names)
+      predicted += p
+      gold += g
+    return finetuning_metrics.span_metrics(gold, predicted)

@@ -1,0 +1,198 @@
+"""Hugging Face BERT checkpoints (`config.json` + `model.safetensors`) to and from our models.
+
+Reads `BertModel`, `BertForMaskedLM` and `BertForPreTraining` directories (names with or without the
+`bert.` prefix, LayerNorm `weight`/`bias` or the older `gamma`/`beta`) with the numpy API of
+`safetensors`; neither torch nor transformers is needed. The variable table and layouts live in
+`bert_weight_map` (shared with `google_bert`).
+
+Semantics: Hugging Face's `hidden_act: gelu` is the exact erf GELU, our `exact_gelu`; its
+`gelu_new` / `gelu_pytorch_tanh` is the tanh approximation, our `gelu`. `layer_norm_eps` must be
+1e-12 (our LayerNorms). A `next_sentence` head maps to BERT's pooler + `cls.seq_relationship`, so
+the loaded pretrainer's encoder pooler and head `pooler_dense` hold the same weights.
+
+Example:
+  >>> encoder = load_encoder('all-MiniLM-L6-v2/')              # a BertEncoder with dict outputs
+  >>> pretrainer = load_pretrainer('bert-base-uncased/')       # a BertPretrainerV2
+  >>> export(pretrainer, '/tmp/hf_out', vocab_file='vocab.txt')
+"""
+
+import json
+import logging
+import os
+import shutil
+from typing import Dict, Optional, Tuple, Union
+
+import numpy as np
+import tf_keras
+
+from official.nlp.modeling import models
+from official.nlp.modeling import networks
+from official.nlp.tools import bert_weight_map
+
+CONFIG_NAME = 'config.json'
+WEIGHTS_NAME = 'model.safetensors'
+INDEX_NAME = 'model.safetensors.index.json'
+VOCAB_NAME = 'vocab.txt'
+_OTHER_WEIGHTS = ('pytorch_model.bin', 'tf_model.h5', 'flax_model.msgpack')
+# Buffers, not weights: consumed without a variable.
+_BUFFERS = ('embeddings.position_ids',)
+_DECODER_WEIGHT = 'cls.predictions.decoder.weight'
+_DECODER_BIAS = 'cls.predictions.decoder.bias'
+
+
+def read_config(model_dir: str) -> Tuple[Dict, str]:
+  """(the `config.json` dict, its path); checks `model_type` when present."""
+  path = os.path.join(model_dir, CONFIG_NAME)
+  if not os.path.isfile(path):
+    raise FileNotFoundError(f'{model_dir}: no {CONFIG_NAME} (a Hugging Face BERT directory holds '
+                            f'{CONFIG_NAME} and {WEIGHTS_NAME})')
+  with open(path, encoding='utf-8') as f:
+    config = json.load(f)
+  model_type = config.get('model_type', 'bert')
+  if model_type != 'bert':
+    raise ValueError(f"{path}: model_type is {model_type!r}; expected 'bert'")
+  return config, path
+
+
+def _weight_files(model_dir: str):
+  single = os.path.join(model_dir, WEIGHTS_NAME)
+  if os.path.isfile(single):
+    return [single], single
+  index = os.path.join(model_dir, INDEX_NAME)
+  if os.path.isfile(index):
+    with open(index, encoding='utf-8') as f:
+      shards = sorted(set(json.load(f)['weight_map'].values()))
+    return [os.path.join(model_dir, shard) for shard in shards], index
+  others = [name for name in _OTHER_WEIGHTS if os.path.isfile(os.path.join(model_dir, name))]
+  found = f'found {", ".join(others)}' if others else 'found no weights file'
+  raise FileNotFoundError(f'{model_dir}: no {WEIGHTS_NAME} ({found}); only safetensors weights '
+                          'are read: re-save the model with safe_serialization=True')
+
+
+def _normal_name(name: str) -> str:
+  """Drops the `bert.` prefix and maps the old LayerNorm `gamma`/`beta` to `weight`/`bias`."""
+  if name.startswith('bert.'):
+    name = name[len('bert.'):]
+  if '.LayerNorm.' in name or name.startswith('LayerNorm.'):
+    name = name.replace('LayerNorm.gamma', 'LayerNorm.weight').replace(
+        'LayerNorm.beta', 'LayerNorm.bias')
+  return name
+
+
+def read_tensors(model_dir: str) -> Tuple[Dict[str, np.ndarray], str]:
+  """(normalized name -> array of every tensor, the weights path)."""
+  from safetensors import numpy as safetensors_numpy  # pylint: disable=g-import-not-at-top
+  files, source = _weight_files(model_dir)
+  tensors = {}
+  for path in files:
+    for name, value in safetensors_numpy.load_file(path).items():
+      normal = _normal_name(name)
+      if normal in tensors:
+        raise ValueError(f'{path}: {name} duplicates another variable named {normal}')
+      tensors[normal] = value
+  return tensors, source
+
+
+def _ignored(tensors: Dict[str, np.ndarray], source: str) -> set:
+  """Names consumed without a variable: buffers and the decoder tied to the embeddings."""
+  ignored = {name for name in _BUFFERS if name in tensors}
+  if _DECODER_WEIGHT in tensors:
+    table = tensors.get('embeddings.word_embeddings.weight')
+    if table is None or not np.array_equal(tensors[_DECODER_WEIGHT], table):
+      raise ValueError(f'{source}: {_DECODER_WEIGHT} differs from embeddings.word_embeddings.weight;'
+                       ' only decoders tied to the word embeddings are supported')
+    ignored.add(_DECODER_WEIGHT)
+  if _DECODER_BIAS in tensors:
+    bias = tensors.get('cls.predictions.bias')
+    if bias is None or not np.array_equal(tensors[_DECODER_BIAS], bias):
+      raise ValueError(f'{source}: {_DECODER_BIAS} differs from cls.predictions.bias')
+    ignored.add(_DECODER_BIAS)
+  return ignored
+
+
+def load_encoder(model_dir: str, allow_unused: bool = False) -> networks.BertEncoder:
+  """A `BertEncoder` (dict outputs) with the weights of a Hugging Face BERT directory.
+
+  Args:
+    model_dir: holds `config.json` and `model.safetensors` (or a sharded safetensors index).
+    allow_unused: warn about unknown variables instead of raising. Head variables (`cls.*`) are
+      always skipped, with a warning listing them.
+
+  Raises:
+    FileNotFoundError: no config or no safetensors weights.
+    ValueError: a config our encoder cannot represent; a missing, unknown or mismatched variable
+      (naming it and both shapes).
+  """
+  config, config_path = read_config(model_dir)
+  tensors, source = read_tensors(model_dir)
+  return bert_weight_map.load_encoder_from(config, tensors, 'hf', config_path, source,
+                                           allow_unused, _ignored(tensors, source))
+
+
+def load_pretrainer(model_dir: str, allow_unused: bool = False) -> models.BertPretrainerV2:
+  """A `BertPretrainerV2` (masked-LM head, plus `next_sentence` when present) from `model_dir`.
+
+  The result is what `MaskedLMTask.build_model` builds for `pretrainer_config(model_dir)`.
+
+  Raises:
+    as `load_encoder`, and ValueError when there is no masked-LM head (`cls.predictions.*`).
+  """
+  config, config_path = read_config(model_dir)
+  tensors, source = read_tensors(model_dir)
+  return bert_weight_map.load_pretrainer_from(config, tensors, 'hf', config_path, source,
+                                              allow_unused, _ignored(tensors, source))
+
+
+def load(model_dir: str, allow_unused: bool = False) -> Union[models.BertPretrainerV2,
+                                                               networks.BertEncoder]:
+  """`load_pretrainer` when the checkpoint has a masked-LM head, else `load_encoder`."""
+  read_config(model_dir)
+  tensors, _ = read_tensors(model_dir)
+  if bert_weight_map.has_masked_lm(tensors, 'hf'):
+    return load_pretrainer(model_dir, allow_unused)
+  return load_encoder(model_dir, allow_unused)
+
+
+def export(model: tf_keras.Model, out_dir: str, vocab_file: Optional[str] = None) -> str:
+  """Writes `config.json`, `model.safetensors` (and `vocab.txt`) that transformers loads.
+
+  A `BertEncoder` becomes a `BertModel` (names without prefix); a `BertPretrainerV2` a
+  `BertForMaskedLM`, or a `BertForPreTraining` with a `next_sentence` head (whose `pooler_dense`
+  is written as the pooler, replacing the encoder's with a warning when they differ). The decoder
+  is tied to the word embeddings and not written. Linear weights are [out, in].
+
+  Args:
+    model: a built `BertEncoder` or `BertPretrainerV2`.
+    out_dir: created if needed.
+    vocab_file: copied to `out_dir/vocab.txt` when given.
+
+  Returns:
+    `out_dir`.
+
+  Raises:
+    ValueError: a structure BERT cannot hold (factorized embeddings, pre-LN, other heads, an MLM
+      activation different from the encoder's).
+  """
+  from safetensors import numpy as safetensors_numpy  # pylint: disable=g-import-not-at-top
+  encoder, pretrainer = bert_weight_map.split_model(model)
+  entries = bert_weight_map.export_entries(model)
+  tensors = bert_weight_map.export_tensors(entries, 'hf')
+  if pretrainer is None:
+    architecture = 'BertModel'
+  else:
+    architecture = ('BertForPreTraining' if any(
+        e.part == bert_weight_map.NEXT_SENTENCE for e in entries) else 'BertForMaskedLM')
+    tensors = {name if name.startswith('cls.') else f'bert.{name}': value
+               for name, value in tensors.items()}
+  config = dict(architectures=[architecture], model_type='bert',
+                **bert_weight_map.external_config(bert_weight_map.encoder_config_of(encoder), 'hf'))
+  config['tie_word_embeddings'] = True
+  os.makedirs(out_dir, exist_ok=True)
+  with open(os.path.join(out_dir, CONFIG_NAME), 'w', encoding='utf-8') as f:
+    json.dump(config, f, indent=2, sort_keys=True)
+  safetensors_numpy.save_file(tensors, os.path.join(out_dir, WEIGHTS_NAME),
+                              metadata={'format': 'pt'})
+  if vocab_file:
+    shutil.copyfile(vocab_file, os.path.join(out_dir, VOCAB_NAME))
+  logging.info('Wrote %s (%d tensors) to %s', architecture, len(tensors), out_dir)
+  return out_dir

@@ -1,0 +1,319 @@
+"""Tests for official/nlp/serving/export_savedmodel.py (and serving_module.py, inference.py)."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras
+
+from official.nlp.data import tokenization
+from official.nlp.modeling import networks
+from official.nlp.serving import export_savedmodel
+from official.nlp.serving import inference
+from official.nlp.tools import fill_mask
+from tests.nlp.serving import tiny_run
+
+TEXTS = ['Paris is the [MASK] of France.', '[MASK] is a [MASK] .', 'return a [MASK]']
+
+# Runs in a fresh interpreter with TensorFlow only: no mlm_garden code is imported.
+_RELOAD_SCRIPT = r'''
+import sys
+import numpy as np
+import tensorflow as tf
+export_dir, inputs_path, outputs_path = sys.argv[1:]
+inputs = dict(np.load(inputs_path))
+loaded = tf.saved_model.load(export_dir)
+fill = loaded.signatures['fill_mask'](**{k: tf.constant(v) for k, v in inputs.items()})
+encoder_inputs = {k: tf.constant(v) for k, v in inputs.items() if k != 'masked_lm_positions'}
+encoded = loaded.signatures['encoder'](**encoder_inputs)
+np.savez(outputs_path, **{k: v.numpy() for k, v in list(fill.items()) + list(encoded.items())})
+print(sorted(loaded.signatures))
+'''
+
+
+@pytest.fixture(name='run', scope='module')
+def _run(tmp_path_factory):
+  return tiny_run.shared_run(tmp_path_factory)
+
+
+@pytest.fixture(name='restored', scope='module')
+def _restored(run):
+  _, model, path = inference.restore_model(run['model_dir'])
+  return model, path
+
+
+@pytest.fixture(name='fresh_process', scope='module')
+def _fresh_process(run, tmp_path_factory):
+  """Starts the reload script on the export (the first test asks for it, so it runs meanwhile)."""
+  directory = tmp_path_factory.mktemp('fresh_process')
+  tokenizer = tokenization.WordPieceTokenizer.from_vocab_file(run['vocab_file'])
+  inputs, counts = fill_mask.encode_masked_texts(tokenizer, TEXTS, tiny_run.SEQ_LENGTH)
+  np.savez(directory / 'inputs.npz', **inputs)
+  process = subprocess.Popen(
+      [sys.executable, '-c', _RELOAD_SCRIPT, run['export_dir'], str(directory / 'inputs.npz'),
+       str(directory / 'outputs.npz')],
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'), stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE, text=True)
+  yield process, inputs, counts, directory / 'outputs.npz'
+  if process.poll() is None:
+    process.kill()
+    process.communicate()
+
+
+def _softmax(x):
+  e = np.exp(x - x.max(axis=-1, keepdims=True))
+  return e / e.sum(axis=-1, keepdims=True)
+
+
+def test_restore_reads_the_latest_checkpoint(run, restored, fresh_process):
+  del fresh_process  # started now, checked in test_saved_model_in_fresh_process_matches_checkpoint
+  model, path = restored
+  assert path == run['checkpoint'] and path.endswith('ckpt-2')
+  reader = tf.train.load_checkpoint(path)
+  # The trainer's checkpoint holds the word embeddings under `masked_lm` (tied table).
+  np.testing.assert_array_equal(
+      reader.get_tensor('masked_lm/embedding_table/.ATTRIBUTES/VARIABLE_VALUE'),
+      model.encoder_network.get_embedding_table().numpy())
+
+
+def test_signatures_accept_other_batch_and_seq_lengths(run, restored):
+  model, _ = restored
+  loaded = tf.saved_model.load(run['export_dir'])
+  ids = tf.constant([[2, 5, 6, 4, 3, 0, 0]], tf.int32)
+  mask = tf.cast(ids > 0, tf.int32)
+  types = tf.zeros_like(ids)
+  encoded = loaded.signatures['encoder'](input_word_ids=ids, input_mask=mask,
+                                         input_type_ids=types)
+  assert encoded['sequence_output'].shape == (1, 7, 16)
+  expected = model.encoder_network({'input_word_ids': ids, 'input_mask': mask,
+                                    'input_type_ids': types}, training=False)
+  np.testing.assert_allclose(encoded['sequence_output'].numpy(),
+                             expected['sequence_output'].numpy(), atol=1e-5)
+
+
+def test_assets_extra(run):
+  extra = os.path.join(run['export_dir'], 'assets.extra')
+  with open(os.path.join(extra, 'serving_config.json'), encoding='utf-8') as f:
+    config = json.load(f)
+  tokenizer = tokenization.WordPieceTokenizer.from_vocab_file(run['vocab_file'])
+  assert config['format'] == 'mlm_garden.serving'
+  assert config['model_type'] == 'pretrainer'
+  assert config['signatures'] == ['encoder', 'fill_mask']
+  assert config['seq_length'] == tiny_run.SEQ_LENGTH and config['top_k'] == 5
+  assert config['vocab_size'] == len(tiny_run.VOCAB)
+  assert config['special_token_ids'] == {'[PAD]': 0, '[UNK]': 1, '[CLS]': 2, '[SEP]': 3,
+                                         '[MASK]': 4}
+  assert config['do_lower_case'] is True
+  assert config['vocab_sha256'] == tokenizer.vocab_sha256()
+  assert config['source_checkpoint'] == run['checkpoint']
+  with open(os.path.join(extra, 'vocab.txt'), encoding='utf-8') as f:
+    assert f.read().split() == tiny_run.VOCAB
+
+
+class _StandInClassifier(tf_keras.Model):
+  """Logits = dense(pooled_output) of a tiny encoder; returns `{'logits': ...}` when asked."""
+
+  def __init__(self, encoder, num_classes, dict_output):
+    super().__init__()
+    self.encoder = encoder
+    self.dense = tf_keras.layers.Dense(num_classes)
+    self.dict_output = dict_output
+
+  def call(self, inputs, training=None):
+    logits = self.dense(self.encoder(inputs, training=training)['pooled_output'])
+    return {'logits': logits} if self.dict_output else logits
+
+  @property
+  def checkpoint_items(self):
+    return {'encoder': self.encoder}
+
+
+def _tiny_encoder():
+  return networks.BertEncoder(vocab_size=30, hidden_size=16, num_layers=2, num_attention_heads=2,
+                              inner_dim=32, max_sequence_length=16, dict_outputs=True)
+
+
+@pytest.mark.parametrize('dict_output', [False, True])
+def test_classify_signature_matches_the_model(tmp_path, dict_output):
+  tf_keras.utils.set_random_seed(1)
+  classifier = _StandInClassifier(_tiny_encoder(), num_classes=3, dict_output=dict_output)
+  rng = np.random.default_rng(0)
+  ids = rng.integers(5, 30, size=(4, 10)).astype(np.int32)
+  mask = np.ones_like(ids)
+  mask[2:, 6:] = 0
+  inputs = {'input_word_ids': ids, 'input_mask': mask, 'input_type_ids': np.zeros_like(ids)}
+  classifier({k: tf.constant(v) for k, v in inputs.items()})
+  export_savedmodel.export_classifier(classifier, str(tmp_path), seq_length=10)
+  loaded = tf.saved_model.load(str(tmp_path))
+  assert sorted(loaded.signatures) == ['classify', 'encoder']
+  outputs = loaded.signatures['classify'](**{k: tf.constant(v) for k, v in inputs.items()})
+  expected = classifier({k: tf.constant(v) for k, v in inputs.items()}, training=False)
+  expected = (expected['logits'] if dict_output else expected).numpy()
+  np.testing.assert_allclose(outputs['logits'].numpy(), expected, atol=1e-5)
+  np.testing.assert_allclose(outputs['probabilities'].numpy(), _softmax(expected), atol=1e-5)
+  assert outputs['predicted_class'].dtype == tf.int32
+  np.testing.assert_array_equal(outputs['predicted_class'].numpy(), expected.argmax(-1))
+  config = inference.read_serving_config(str(tmp_path))
+  assert config['model_type'] == 'classifier' and config['num_classes'] == 3
+  assert config['vocab_file'] is None and config['vocab_size'] == 30
+
+
+def test_classifier_without_logits_is_refused(tmp_path):
+  ids = tf_keras.Input([None], dtype=tf.int32, name='input_word_ids')
+  mask = tf_keras.Input([None], dtype=tf.int32, name='input_mask')
+  types = tf_keras.Input([None], dtype=tf.int32, name='input_type_ids')
+  scores = tf_keras.layers.Dense(2)(tf.reduce_mean(tf.cast(ids, tf.float32), 1, keepdims=True))
+  model = tf_keras.Model({'input_word_ids': ids, 'input_mask': mask, 'input_type_ids': types},
+                         {'scores': scores}, name='stand_in')
+  with pytest.raises(ValueError, match=r"classifier 'stand_in' returned a dict with keys "
+                     r"\['scores'\]; expected a `logits` entry"):
+    export_savedmodel.export_classifier(model, str(tmp_path), seq_length=8)
+
+
+def test_export_refuses_a_vocabulary_of_another_size(run, restored, tmp_path):
+  model, _ = restored
+  vocab = tmp_path / 'vocab.txt'
+  vocab.write_text('\n'.join(tiny_run.VOCAB + ['extra']) + '\n')
+  with pytest.raises(ValueError, match=f"vocab_file '{vocab}' has 23 tokens but the model has "
+                     '22 word embeddings'):
+    export_savedmodel.export_pretrainer(model, str(tmp_path / 'export'), 16, str(vocab))
+  with pytest.raises(ValueError, match=r'top_k must be in \[1, vocab_size=22\]; found 23'):
+    export_savedmodel.export_pretrainer(model, str(tmp_path / 'export'), 16, top_k=23)
+
+
+def test_cli_exports_a_given_checkpoint(run, tmp_path, capsys):
+  export_dir = tmp_path / 'export'
+  code = export_savedmodel.main(['export', f'--model_dir={run["model_dir"]}',
+                                 f'--export_dir={export_dir}',
+                                 f'--checkpoint_path={run["checkpoint"]}', '--top_k=2'])
+  assert code == 0
+  assert capsys.readouterr().out.strip() == (
+      f'exported encoder, fill_mask from {run["checkpoint"]} to {export_dir}')
+  assert inference.read_serving_config(str(export_dir))['top_k'] == 2
+
+
+def test_cli_errors(run, tmp_path, capsys):
+  assert export_savedmodel.main(['export', f'--model_dir={run["model_dir"]}']) == 2
+  err = capsys.readouterr().err
+  assert 'export_savedmodel: flag --export_dir=None: Flag --export_dir must have a value' in err
+  assert '--checkpoint_path: Checkpoint prefix or directory' in err
+
+  assert export_savedmodel.main(['export', f'--model_dir={run["export_dir"]}',
+                                 f'--export_dir={tmp_path / "e"}']) == 1
+  assert 'is already a SavedModel; expected a training model_dir' in capsys.readouterr().err
+
+  missing = os.path.join(run['model_dir'], 'ckpt-7')
+  assert export_savedmodel.main(['export', f'--model_dir={run["model_dir"]}',
+                                 f'--export_dir={tmp_path / "e"}',
+                                 f'--checkpoint_path={missing}']) == 1
+  assert (f"export_savedmodel: error: checkpoint {missing!r}: no such checkpoint (expected "
+          f'{missing}.index') in capsys.readouterr().err
+
+  assert export_savedmodel.main(['export', f'--model_dir={run["model_dir"]}',
+                                 f'--export_dir={run["model_dir"]}']) == 1
+  assert (f"export_dir '{run['model_dir']}' holds a training run (params.yaml); expected a new "
+          'or SavedModel directory') in capsys.readouterr().err
+  assert not os.path.exists(os.path.join(run['model_dir'], 'saved_model.pb'))
+
+  no_ckpt = tmp_path / 'no_ckpt'
+  no_ckpt.mkdir()
+  shutil.copy(os.path.join(run['model_dir'], 'params.yaml'), no_ckpt)
+  assert export_savedmodel.main(['export', f'--model_dir={no_ckpt}',
+                                 f'--export_dir={tmp_path / "e"}']) == 1
+  assert f"model_dir '{no_ckpt}' has params.yaml but no checkpoint" in capsys.readouterr().err
+
+  empty = tmp_path / 'empty'
+  empty.mkdir()
+  (empty / 'notes.txt').write_text('x')
+  assert export_savedmodel.main(['export', f'--model_dir={empty}',
+                                 f'--export_dir={tmp_path / "e"}']) == 1
+  err = capsys.readouterr().err
+  assert (f"model_dir '{empty}' is neither a training model_dir (params.yaml + ckpt-N files, as "
+          'written by official.nlp.train) nor a SavedModel directory (saved_model.pb') in err
+  assert 'found: notes.txt' in err
+
+
+def test_checkpoint_of_another_model_is_refused(run, tmp_path):
+  model_dir = tmp_path / 'model'
+  shutil.copytree(run['model_dir'], model_dir)
+  params = (model_dir / 'params.yaml').read_text()
+  assert 'hidden_size: 16' in params
+  (model_dir / 'params.yaml').write_text(params.replace('num_layers: 2', 'num_layers: 3'))
+  with pytest.raises(ValueError, match="does not match the model built from .*params.yaml"):
+    inference.restore_model(str(model_dir))
+
+
+def test_vocabulary_checked_against_the_training_records(run, tmp_path):
+  model_dir = tmp_path / 'model'
+  shutil.copytree(run['model_dir'], model_dir)
+  os.remove(model_dir / 'vocab.txt')
+  params = (model_dir / 'params.yaml').read_text()
+  records = tmp_path / 'data' / 'train.tfrecord'
+  (model_dir / 'params.yaml').write_text(params.replace('input_path: dummy',
+                                                        f'input_path: {records}', 1))
+  records.parent.mkdir()
+  tokenizer = tokenization.WordPieceTokenizer.from_vocab_file(run['vocab_file'])
+  (records.parent / 'train.metadata.json').write_text(json.dumps({
+      'format': 'mlm_garden.pretraining_data', 'do_lower_case': False,
+      'vocab_sha256': tokenizer.vocab_sha256()}))
+  model = inference.load_inference_model(str(model_dir))
+  assert model.do_lower_case is False and model.vocab_file is None
+  assert model.load_tokenizer(run['vocab_file']).do_lower_case is False
+  other = tmp_path / 'other_vocab.txt'  # same size, another order
+  other.write_text('\n'.join(tiny_run.VOCAB[:5] + tiny_run.VOCAB[:4:-1]) + '\n')
+  message = (f"vocab_file '{other}' differs from the vocabulary the model '{model_dir}/ckpt-2' "
+             'was trained with')
+  with pytest.raises(ValueError, match=re.escape(message)):
+    model.load_tokenizer(str(other))
+  with pytest.raises(ValueError, match=re.escape(
+      f"vocab_file '{other}' differs from the vocabulary of the training records")):
+    export_savedmodel.export_from_model_dir(str(model_dir), str(tmp_path / 'e'),
+                                            vocab_file=str(other))
+  export_savedmodel.export_from_model_dir(str(model_dir), str(tmp_path / 'e'),
+                                          vocab_file=run['vocab_file'])
+  config = inference.read_serving_config(str(tmp_path / 'e'))
+  assert config['do_lower_case'] is False
+  assert config['vocab_sha256'] == tokenizer.vocab_sha256()
+
+
+# Last in the file: the reload started by the first test ran meanwhile.
+def test_saved_model_in_fresh_process_matches_checkpoint(run, restored, fresh_process):
+  model, _ = restored
+  process, inputs, counts, outputs_path = fresh_process
+  stdout, stderr = process.communicate(timeout=120)
+  assert process.returncode == 0, stderr[-3000:]
+  assert "['encoder', 'fill_mask']" in stdout
+  tokenizer = tokenization.WordPieceTokenizer.from_vocab_file(run['vocab_file'])
+  saved = dict(np.load(outputs_path))
+
+  # Independent reference: the restored Keras model's logits, softmax and sort in numpy.
+  outputs = model({k: tf.constant(v) for k, v in inputs.items()}, training=False)
+  probabilities = _softmax(outputs['mlm_logits'].numpy().astype(np.float64))
+  expected_ids = np.argsort(-probabilities, axis=-1, kind='stable')[..., :5]
+  expected_probs = np.take_along_axis(probabilities, expected_ids, axis=-1)
+  assert saved['top_k_ids'].dtype == np.int32 and saved['top_k_ids'].shape == (3, 2, 5)
+  assert saved['top_k_probs'].dtype == np.float32
+  np.testing.assert_array_equal(saved['top_k_ids'], expected_ids)
+  np.testing.assert_allclose(saved['top_k_probs'], expected_probs, atol=1e-5)
+
+  # The checkpoint-based python API gives the same tokens and probabilities.
+  predictions = fill_mask.fill_mask(model, tokenizer, TEXTS, top_k=5,
+                                    seq_length=tiny_run.SEQ_LENGTH)
+  for t, count in enumerate(counts):
+    assert len(predictions[t]) == count
+    for m in range(count):
+      assert [tok for tok, _ in predictions[t][m]] == tokenizer.convert_ids_to_tokens(
+          saved['top_k_ids'][t, m])
+      np.testing.assert_allclose([p for _, p in predictions[t][m]], saved['top_k_probs'][t, m],
+                                 atol=1e-5)
+
+  # Encoder signature == the Keras encoder.
+  np.testing.assert_allclose(saved['sequence_output'], outputs['sequence_output'].numpy(),
+                             atol=1e-5)
+  np.testing.assert_allclose(saved['pooled_output'], outputs['pooled_output'].numpy(), atol=1e-5)

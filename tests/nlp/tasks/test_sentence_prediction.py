@@ -1,0 +1,194 @@
+"""Tests for official/nlp/tasks/sentence_prediction.py and the registered fine-tuning experiments."""
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import official.common.registry_imports  # pylint: disable=unused-import
+from official.core import exp_factory
+from official.core import task_factory
+from official.modeling import hyperparams
+from official.modeling import optimization
+from official.nlp.configs import bert
+from official.nlp.configs import encoders
+from official.nlp.data import sentence_prediction_dataloader as sp_loader
+from official.nlp.tasks import finetuning_metrics
+from official.nlp.tasks import masked_lm
+from official.nlp.tasks import sentence_prediction as sp
+
+ENCODER = encoders.EncoderConfig(bert=encoders.BertEncoderConfig(
+    vocab_size=30, hidden_size=16, num_layers=2, num_attention_heads=2, intermediate_size=32,
+    max_position_embeddings=16, dropout_rate=0.0, attention_dropout_rate=0.0))
+
+
+def _config(num_classes=3, **kwargs):
+  label_type = 'float' if num_classes == 1 else 'int'
+  data = sp_loader.SentencePredictionDataConfig(input_path='dummy', seq_length=8,
+                                                global_batch_size=4, label_type=label_type)
+  return sp.SentencePredictionConfig(
+      model=sp.ModelConfig(num_classes=num_classes, encoder=ENCODER), train_data=data,
+      validation_data=data.replace(is_training=False),
+      metric_type='pearson_spearman_corr' if num_classes == 1 else 'accuracy', **kwargs)
+
+
+def _optimizer():
+  config = optimization.OptimizationConfig.from_dict({
+      'optimizer': {'type': 'adamw'},
+      'learning_rate': {'type': 'constant', 'constant': {'learning_rate': 0.01}}})
+  return sp.SentencePredictionTask.create_optimizer(config)
+
+
+def _batch(task):
+  return next(iter(task.build_inputs(task.task_config.train_data)))
+
+
+def test_classification_and_regression_losses_match_numpy():
+  task = sp.SentencePredictionTask(_config(3))
+  logits = np.array([[1.0, 2.0, 0.5], [0.0, -1.0, 3.0]], np.float32)
+  labels = np.array([1, 0])
+  log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+  expected = -np.mean(log_probs[np.arange(2), labels])
+  assert float(task.build_losses(tf.constant(labels), tf.constant(logits))) == pytest.approx(
+      expected, rel=1e-5)
+  task = sp.SentencePredictionTask(_config(1))
+  loss = task.build_losses(tf.constant([0.5, 2.0]), tf.constant([[1.0], [1.0]]),
+                           aux_losses=[tf.constant(0.25)])
+  assert float(loss) == pytest.approx((0.25 + 1.0) / 2 + 0.25)
+
+
+def _pretraining_checkpoint(tmp_path):
+  """A MaskedLMTask model with a next-sentence head, saved the way the trainer saves it."""
+  config = masked_lm.MaskedLMConfig(model=bert.PretrainerConfig(
+      encoder=ENCODER, cls_heads=[bert.ClsHeadConfig(inner_dim=16, num_classes=2,
+                                                     name='next_sentence')]))
+  config.train_data.seq_length, config.train_data.max_predictions_per_seq = 8, 2
+  pretrainer = masked_lm.MaskedLMTask(config).build_model()
+  for variable in pretrainer.trainable_variables:  # distinct from any fresh initialization
+    variable.assign(tf.random.stateless_normal(variable.shape, [1, 2]) * 0.1)
+  checkpoint = tf.train.Checkpoint(model=pretrainer, global_step=tf.Variable(5, dtype=tf.int64),
+                                   **pretrainer.checkpoint_items)
+  checkpoint.save(str(tmp_path / 'pre' / 'ckpt'))
+  return pretrainer
+
+
+def test_initialize_restores_encoder_and_optionally_the_pooler(tmp_path):
+  pretrainer = _pretraining_checkpoint(tmp_path)
+  task = sp.SentencePredictionTask(_config(2, init_checkpoint=str(tmp_path / 'pre')))
+  model = task.build_model()
+  head_before = [v.numpy() for v in model.classifier.weights]
+  task.initialize(model)
+  for got, want in zip(model.checkpoint_items['encoder'].weights,
+                       pretrainer.encoder_network.weights):
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+  for got, want in zip(model.classifier.weights, head_before):
+    np.testing.assert_array_equal(got.numpy(), want)  # head starts fresh
+
+  task = sp.SentencePredictionTask(_config(2, init_checkpoint=str(tmp_path / 'pre'),
+                                           init_cls_pooler=True))
+  model = task.build_model()
+  task.initialize(model)
+  nsp_pooler = pretrainer.classification_heads[0].dense
+  np.testing.assert_array_equal(model.classifier.pooler_dense.kernel.numpy(),
+                                nsp_pooler.kernel.numpy())
+
+
+def test_initialize_errors(tmp_path):
+  task = sp.SentencePredictionTask(_config(2, init_checkpoint=str(tmp_path / 'none')))
+  with pytest.raises(FileNotFoundError, match='task.init_checkpoint .*none.*: no checkpoint found'):
+    task.initialize(task.build_model())
+  tf.train.Checkpoint(other=tf.Variable(1.0)).save(str(tmp_path / 'x' / 'ckpt'))
+  task = sp.SentencePredictionTask(_config(2, init_checkpoint=str(tmp_path / 'x')))
+  with pytest.raises(ValueError, match=r"cannot restore \['encoder'\] into the model"):
+    task.initialize(task.build_model())
+
+
+@pytest.mark.parametrize('freeze', [True, False])
+def test_freeze_encoder_trains_only_the_head(freeze):
+  task = sp.SentencePredictionTask(_config(3, freeze_encoder=freeze))
+  model = task.build_model()
+  optimizer = _optimizer()
+  encoder = model.checkpoint_items['encoder']
+  encoder_before = [v.numpy() for v in encoder.weights]
+  head_before = [v.numpy() for v in model.classifier.weights]
+  batch = _batch(task)
+  for _ in range(3):
+    task.train_step(batch, model, optimizer)
+  encoder_changed = any(not np.array_equal(v.numpy(), b)
+                        for v, b in zip(encoder.weights, encoder_before))
+  assert encoder_changed != freeze
+  assert all(not np.array_equal(v.numpy(), b) for v, b in zip(model.classifier.weights,
+                                                              head_before))
+
+
+def test_whole_set_metrics_through_aggregate_logs():
+  task = sp.SentencePredictionTask(_config(3))
+  model = task.build_model()
+  metrics = task.build_metrics(training=False)
+  state, all_logits, all_labels = None, [], []
+  for batch in task.build_inputs(task.task_config.validation_data).take(3):
+    logs = task.validation_step(batch, model, metrics)
+    all_logits.append(logs['sentence_prediction'].numpy())
+    all_labels.append(logs['labels'].numpy())
+    # As the trainer passes them: one numpy array per replica.
+    step_logs = {k: [v.numpy()] for k, v in logs.items() if k != 'loss'}
+    state = task.aggregate_logs(state, step_logs)
+  result = task.reduce_aggregated_logs(state)
+  expected = finetuning_metrics.classification_metrics(np.concatenate(all_labels),
+                                                       np.concatenate(all_logits))
+  assert result == pytest.approx(expected)
+  assert metrics[0].name == 'cls_accuracy'
+  assert float(metrics[0].result()) == pytest.approx(expected['accuracy'])
+  assert task.reduce_aggregated_logs(None) == {}
+
+  task = sp.SentencePredictionTask(_config(1))
+  model = task.build_model()
+  batch = _batch(task)
+  logs = task.validation_step(batch, model, task.build_metrics())
+  result = task.reduce_aggregated_logs(task.aggregate_logs(None, {k: [v.numpy()] for k, v in
+                                                                  logs.items()}))
+  expected = finetuning_metrics.regression_metrics(batch[1].numpy(),
+                                                   logs['sentence_prediction'].numpy()[:, 0])
+  assert result == pytest.approx(expected)
+
+
+@pytest.mark.parametrize('override, message', [
+    ({'model': {'num_classes': 0}}, r'model.num_classes: must be >= 1'),
+    ({'metric_type': 'pearson_spearman_corr'}, r"metric_type: 'pearson_spearman_corr' does not fit"),
+    ({'train_data': {'label_type': 'float'}}, r"train_data.label_type: 'float' does not fit "
+     r'model.num_classes=3'),
+    ({'validation_data': {'seq_length': 32}}, r'validation_data.seq_length: 32 exceeds'),
+])
+def test_config_validation(override, message):
+  config = _config(3)
+  config.override(override)
+  with pytest.raises(hyperparams.ConfigError, match=message):
+    config.validate()
+
+
+def test_records_metadata_must_match_the_model(tmp_path):
+  path = tmp_path / 'a.tfrecord'
+  with tf.io.TFRecordWriter(str(path)) as writer:
+    feature = {k: tf.train.Feature(int64_list=tf.train.Int64List(value=[1] * 8))
+               for k in ('input_ids', 'input_mask', 'segment_ids')}
+    feature['label_ids'] = tf.train.Feature(int64_list=tf.train.Int64List(value=[0]))
+    writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+  (tmp_path / 'a.metadata.json').write_text(json.dumps({
+      'format': sp_loader.FINETUNING_FORMAT, 'task': 'sentence_prediction', 'max_seq_length': 8,
+      'num_classes': 2, 'label_list': ['a', 'b'], 'vocab_size': 30}))
+  task = sp.SentencePredictionTask(_config(3))
+  params = task.task_config.train_data.replace(input_path=str(path))
+  with pytest.raises(ValueError, match=r"task.model.num_classes is 3 but the records have "
+                     r"num_classes=2 \(labels \['a', 'b'\]"):
+    task.build_inputs(params)
+
+
+def test_experiment_is_registered():
+  params = exp_factory.get_exp_config('bert/sentence_prediction')
+  assert isinstance(params.task, sp.SentencePredictionConfig)
+  assert params.task.validation_data.drop_remainder is False
+  assert params.trainer.optimizer_config.optimizer.type == 'adamw'
+  params.task.model.num_classes = 2
+  params.task.model.encoder = ENCODER
+  assert isinstance(task_factory.get_task(params.task), sp.SentencePredictionTask)
