@@ -38,6 +38,7 @@ setuptools.setup(
             'mlm-export=official.nlp.serving.export_savedmodel:main',
             'mlm-fill-mask=official.nlp.tools.fill_mask:main',
             'mlm-embed=official.nlp.tools.embed:main',
+            'mlm-benchmark=official.nlp.tools.benchmark:main',
         ],
     },
 )

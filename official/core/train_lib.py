@@ -104,6 +104,7 @@ class Trainer:
         step_counter=self.global_step)  # `_train` applies trainer.checkpoint_interval
     self._train_loop = None
     self._eval_step = None
+    self.use_xla = use_xla(params.runtime, strategy)
 
   def _make_train_iterator(self, skip_steps: int = 0):
     """The one place the training input is created (per-replica batches from `build_inputs`).
@@ -204,12 +205,12 @@ class Trainer:
     """A `tf.function(iterator, num_steps)` running `num_steps` steps; traced once per run.
 
     The per-step losses go to the `training_loss` (summary window) and `loop_loss` metrics.
-    With `runtime.enable_xla` the replica step is compiled with XLA (`jit_compile`); with several
-    replicas only its forward and backward pass are.
+    With XLA (`use_xla`: `runtime.enable_xla` on GPU/TPU, or with `runtime.xla_on_cpu`) the replica
+    step is compiled (`jit_compile`); with several replicas only its forward and backward pass are.
     """
     if self._train_loop is None:
       step_fn = self._replica_train_step
-      if self.params.runtime.enable_xla:
+      if self.use_xla:
         if self.strategy.num_replicas_in_sync == 1:
           step_fn = tf.function(step_fn, jit_compile=True)
         elif isinstance(self.optimizer, tf_keras.mixed_precision.LossScaleOptimizer):
@@ -239,6 +240,10 @@ class Trainer:
         logs = self.task.validation_step(inputs, self.model, metrics=self.eval_metrics)
         self.validation_loss.update_state(logs[self.task.loss])
         return {k: v for k, v in logs.items() if k != self.task.loss}
+
+      if self.use_xla and self.strategy.num_replicas_in_sync == 1:
+        # (With several replicas one compiled function cannot serve every replica's variables.)
+        replica_step = tf.function(replica_step, jit_compile=True)
 
       def step(inputs):
         return self.strategy.run(replica_step, args=(inputs,))
@@ -315,6 +320,24 @@ def _checkpoints_newest_first(model_dir: str) -> list:
     return int(tail) if tail.isdigit() else -1
 
   return sorted(set(paths), key=step_of, reverse=True)
+
+
+def use_xla(runtime: cfg.RuntimeConfig, strategy: tf.distribute.Strategy) -> bool:
+  """Whether the steps are compiled with XLA: `runtime.enable_xla` on GPU/TPU; on a CPU-only run
+  only with `runtime.xla_on_cpu` too (XLA's CPU backend is slower than TF's oneDNN kernels)."""
+  if not runtime.enable_xla:
+    return False
+  if runtime.xla_on_cpu or isinstance(strategy, tf.distribute.TPUStrategy):
+    return True
+  try:
+    devices = list(strategy.extended.worker_devices)
+  except RuntimeError:  # the default strategy: TensorFlow places ops on a GPU when there is one
+    devices = [d.name for d in tf.config.list_logical_devices('GPU')[:1]]
+  if any('GPU' in device.upper() for device in devices):
+    return True
+  logging.info('runtime.enable_xla is not applied on CPU (XLA is slower there than TensorFlow\'s '
+               'own kernels); set runtime.xla_on_cpu=true to compile anyway.')
+  return False
 
 
 class _GradientRecorder:

@@ -139,14 +139,27 @@ def test_continuous_eval_stops_after_the_timeout_without_new_checkpoints(tmp_pat
 def test_train_loop_is_traced_once(tmp_path, xla):
   # Loops of 3, 3, 3, 1 steps (cut at the evaluation every 10 steps), twice: one trace only.
   params = exp_factory.get_exp_config('test/toy_regression')
-  params.override({'trainer': {'steps_per_loop': 3}, 'runtime': {'enable_xla': xla}})
+  params.override({'trainer': {'steps_per_loop': 3},
+                   'runtime': {'enable_xla': xla, 'xla_on_cpu': True}})
   task = task_factory.get_task(params.task)
   strategy = distribute_utils.get_distribution_strategy('one_device')
   _, logs = train_lib.run_experiment(strategy, task, 'train_and_eval', params, str(tmp_path))
   trainer = train_lib.last_trainer
   assert int(trainer.global_step.numpy()) == 20
   assert trainer.train_loop_fn().experimental_get_tracing_count() == 1
+  assert trainer.use_xla == xla
   assert logs['validation_loss'] < 0.5
+
+
+def test_enable_xla_is_not_applied_on_cpu_unless_xla_on_cpu():
+  runtime = exp_factory.get_exp_config('test/toy_regression').runtime
+  strategy = distribute_utils.get_distribution_strategy('one_device')
+  runtime.override({'enable_xla': True})
+  assert not train_lib.use_xla(runtime, strategy)  # this machine has no GPU
+  runtime.override({'xla_on_cpu': True})
+  assert train_lib.use_xla(runtime, strategy)
+  runtime.override({'enable_xla': False})
+  assert not train_lib.use_xla(runtime, strategy)
 
 
 @pytest.mark.parametrize('dtype, optimizer_cls', [
@@ -198,7 +211,7 @@ strategy = distribute_utils.get_distribution_strategy('mirrored')
 assert strategy.num_replicas_in_sync == 2
 for xla in (False, True):
   params = exp_factory.get_exp_config('test/toy_regression')
-  params.override({{'runtime': {{'enable_xla': xla}}}})
+  params.override({{'runtime': {{'enable_xla': xla, 'xla_on_cpu': True}}}})
   with strategy.scope():
     task = task_factory.get_task(params.task)
   model, logs = train_lib.run_experiment(strategy, task, 'train_and_eval', params,

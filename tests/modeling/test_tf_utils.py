@@ -50,3 +50,57 @@ def test_clone_initializer_gives_an_equal_but_separate_instance():
   assert clone is not initializer and clone.get_config() == initializer.get_config()
   np.testing.assert_allclose(clone([3, 2]), initializer([3, 2]))
   assert tf_utils.clone_initializer('zeros') == 'zeros'
+
+
+def _cross_entropy_pair(labels, logits, weights):
+  """Loss and logits-gradient of tf_utils and of TensorFlow's own op, both weighted by `weights`."""
+  with tf.GradientTape(persistent=True) as tape:
+    tape.watch(logits)
+    ours = tf_utils.sparse_softmax_cross_entropy(labels, logits)
+    reference = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)
+    ours_total = tf.reduce_sum(ours * weights)
+    reference_total = tf.reduce_sum(reference * weights)
+  return (ours, tape.gradient(ours_total, logits)), (reference, tape.gradient(reference_total, logits))
+
+
+def test_sparse_softmax_cross_entropy_matches_tensorflow_values_and_gradients():
+  rng = np.random.default_rng(0)
+  logits = tf.constant(rng.normal(scale=8.0, size=(3, 4, 37)), tf.float32)  # [batch, predictions, vocab]
+  labels = tf.constant(rng.integers(0, 37, size=(3, 4)), tf.int32)
+  weights = tf.constant(rng.uniform(size=(3, 4)), tf.float32)
+  (loss, grad), (ref_loss, ref_grad) = _cross_entropy_pair(labels, logits, weights)
+  assert loss.shape == (3, 4) and loss.dtype == tf.float32
+  np.testing.assert_allclose(loss, ref_loss, rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(grad, ref_grad, atol=1e-6)
+  # Numpy: -log softmax at the label.
+  x = logits.numpy().astype(np.float64)
+  log_softmax = x - x.max(-1, keepdims=True)
+  log_softmax -= np.log(np.exp(log_softmax).sum(-1, keepdims=True))
+  expected = -np.take_along_axis(log_softmax, labels.numpy()[..., None], -1)[..., 0]
+  np.testing.assert_allclose(loss, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_sparse_softmax_cross_entropy_extreme_logits_and_xla():
+  logits = tf.constant([[80.0, -80.0, 0.0], [0.0, 0.0, 0.0]])
+  labels = tf.constant([1, 2])
+  np.testing.assert_allclose(tf_utils.sparse_softmax_cross_entropy(labels, logits),
+                             [160.0, np.log(3.0)], rtol=1e-6)
+
+  @tf.function(jit_compile=True)
+  def compiled(lg):
+    with tf.GradientTape() as tape:
+      tape.watch(lg)
+      loss = tf.reduce_sum(tf_utils.sparse_softmax_cross_entropy(labels, lg))
+    return loss, tape.gradient(loss, lg)
+
+  loss, grad = compiled(logits)
+  (_, ref_grad), (ref_loss, _) = _cross_entropy_pair(labels, logits, tf.ones([2]))
+  np.testing.assert_allclose(loss, tf.reduce_sum(ref_loss), rtol=1e-6)
+  np.testing.assert_allclose(grad, ref_grad, atol=1e-6)
+
+
+def test_sparse_softmax_cross_entropy_casts_bfloat16_logits():
+  logits = tf.constant([[1.0, 2.0, 3.0]], tf.bfloat16)
+  loss = tf_utils.sparse_softmax_cross_entropy(tf.constant([2], tf.int64), logits)
+  assert loss.dtype == tf.float32
+  np.testing.assert_allclose(loss, [-np.log(np.exp(3) / np.exp([1, 2, 3]).sum())], rtol=1e-5)

@@ -62,6 +62,9 @@ class AdamWeightDecay(_adam_base.AdamBase):
 
   def update_step(self, gradient: Any, variable: tf.Variable) -> None:
     """Applies one AdamW step to `variable` (called per variable, per replica component)."""
+    if not self.amsgrad and hasattr(variable, 'handle'):
+      self._fused_update_step(gradient, variable)
+      return
     lr, m, v, bias_1, bias_2 = self._moments(gradient, variable)
     if self.amsgrad:
       v_hat = self._velocity_hats[self._index(variable)]
@@ -71,6 +74,31 @@ class AdamWeightDecay(_adam_base.AdamBase):
     if self.decays(variable):
       update += lr * tf.cast(self.weight_decay_rate, variable.dtype) * variable
     variable.assign_sub(update)
+
+  def _fused_update_step(self, gradient: Any, variable: tf.Variable) -> None:
+    """The same step with TensorFlow's fused Adam kernel: one pass over m, v and w per variable.
+
+    The decay is applied first: Adam's update does not depend on w, so decaying w before it equals
+    decaying with the pre-step w afterwards (to float rounding). `ResourceApplyAdam` computes
+    lr * sqrt(1 - beta_2**t) / (1 - beta_1**t) * m / (sqrt(v) + epsilon) exactly as the module
+    docstring; on CPU it is several times faster than the equivalent separate ops, and XLA supports it.
+    """
+    dtype = variable.dtype
+    if isinstance(gradient, tf.IndexedSlices):
+      # Embedding gradients: the moments of every row decay each step, so a dense update is exact.
+      gradient = tf.convert_to_tensor(gradient)
+    gradient = tf.cast(gradient, dtype)
+    index = self._index(variable)
+    lr = tf.cast(self.learning_rate, dtype)
+    step = tf.cast(self.iterations + 1, dtype)
+    beta_1 = tf.constant(self.beta_1, dtype)
+    beta_2 = tf.constant(self.beta_2, dtype)
+    if self.decays(variable):
+      variable.assign_sub(lr * tf.cast(self.weight_decay_rate, dtype) * variable)
+    tf.raw_ops.ResourceApplyAdam(
+        var=variable.handle, m=self._momentums[index].handle, v=self._velocities[index].handle,
+        beta1_power=tf.pow(beta_1, step), beta2_power=tf.pow(beta_2, step), lr=lr, beta1=beta_1,
+        beta2=beta_2, epsilon=tf.constant(self.epsilon, dtype), grad=gradient, use_locking=False)
 
   def get_config(self) -> Dict[str, Any]:
     config = super().get_config()

@@ -150,3 +150,33 @@ def test_initialize_with_missing_checkpoint_fails_clearly(tmp_path):
   task = masked_lm.MaskedLMTask(config)
   with pytest.raises((FileNotFoundError, ValueError), match='init_checkpoint'):
     task.initialize(task.build_model())
+
+
+@pytest.mark.parametrize('dtype', ['float32', 'bfloat16'])
+def test_xla_and_plain_train_steps_give_the_same_loss_and_update(dtype):
+  task = masked_lm.MaskedLMTask(_tiny_config())
+  batch = next(iter(task.build_inputs(task.task_config.train_data)))
+  results = []
+  try:
+    tf_keras.mixed_precision.set_global_policy('float32' if dtype == 'float32' else
+                                               f'mixed_{dtype}')
+    for jit in (False, True):
+      tf_keras.utils.set_random_seed(0)
+      model = task.build_model()
+      optimizer = tf_keras.optimizers.SGD(0.1)
+
+      @tf.function(jit_compile=jit)
+      def step(inputs, model=model, optimizer=optimizer):
+        return task.train_step(inputs, model, optimizer)
+
+      logs = step(batch)
+      assert logs['loss'].dtype == tf.float32
+      assert all(v.dtype == tf.float32 for v in model.trainable_variables)
+      results.append((float(logs['loss']), [v.numpy() for v in model.trainable_variables]))
+  finally:
+    tf_keras.mixed_precision.set_global_policy('float32')
+  (plain_loss, plain_weights), (xla_loss, xla_weights) = results
+  tolerance = 1e-5 if dtype == 'float32' else 2e-2
+  np.testing.assert_allclose(xla_loss, plain_loss, rtol=tolerance)
+  for plain, xla in zip(plain_weights, xla_weights):
+    np.testing.assert_allclose(xla, plain, rtol=tolerance, atol=tolerance)

@@ -5,6 +5,7 @@ Every layer is registered as Keras-serializable (`package='mlm_garden'`) and rou
 """
 
 from official.nlp.modeling.layers.cls_head import ClassificationHead
+from official.nlp.modeling.layers.dropout import Dropout
 from official.nlp.modeling.layers.masked_lm import MaskedLM
 from official.nlp.modeling.layers.masked_lm_head import MaskedLMHead
 from official.nlp.modeling.layers.masked_lm_mask_generator import MaskedLMMaskGenerator

@@ -6,6 +6,7 @@ import tensorflow as tf
 import tf_keras
 
 from official.modeling import tf_utils
+from official.nlp.modeling.layers import dropout as dropout_lib
 
 
 @tf_keras.utils.register_keras_serializable(package='mlm_garden')
@@ -46,7 +47,7 @@ class ClassificationHead(tf_keras.layers.Layer):
       self.dense = tf_keras.layers.Dense(
           inner_dim, activation=tf_utils.get_activation(activation),
           kernel_initializer=tf_utils.clone_initializer(self.initializer), name='pooler_dense')
-    self.dropout = tf_keras.layers.Dropout(dropout_rate)
+    self.dropout = dropout_lib.Dropout(dropout_rate)
     self.out_proj = tf_keras.layers.Dense(
         num_classes, kernel_initializer=tf_utils.clone_initializer(self.initializer),
         name='logits')

@@ -75,10 +75,15 @@ class MaskedLM(tf_keras.layers.Layer):
     gathered = tf.gather(sequence_data, tf.cast(masked_positions, tf.int32), batch_dims=1)
     hidden = self.layer_norm(self.dense(gathered))  # float32 LayerNorm
     table = tf.cast(self.embedding_table, self.compute_dtype)
-    # An einsum, not a broadcasting batch matmul: its gradient w.r.t. the table is one matmul
-    # instead of a per-example [batch, width, vocab] product summed afterwards.
-    logits = tf.einsum('bpw,vw->bpv', tf.cast(hidden, self.compute_dtype), table)
+    # One 2-D matmul against the transposed table (no batch matmul, no transposed copy of the
+    # table): its gradients are two plain matmuls, the table's without a [batch, width, vocab]
+    # intermediate. Faster on CPU than the equivalent einsum.
+    rows = tf.reshape(tf.cast(hidden, self.compute_dtype), [-1, self.embedding_width])
+    logits = tf.matmul(rows, table, transpose_b=True)
     logits = tf.cast(logits, tf.float32) + self.bias
+    leading = [d if d is not None else tf.shape(gathered)[i]
+               for i, d in enumerate(gathered.shape[:-1].as_list())]
+    logits = tf.reshape(logits, leading + [self.vocab_size])
     if self.output_type == 'predictions':
       return tf.nn.log_softmax(logits)
     return logits

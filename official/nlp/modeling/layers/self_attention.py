@@ -6,6 +6,7 @@ import tensorflow as tf
 import tf_keras
 
 from official.modeling import tf_utils
+from official.nlp.modeling.layers import dropout as dropout_lib
 
 # Added to the scores of padded keys: its exp() underflows to exactly 0 in float32.
 _MASK_ADDER = -1e9
@@ -50,7 +51,7 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
     self.key_dim = key_dim
     self.dropout = dropout
     self.kernel_initializer = tf_keras.initializers.get(kernel_initializer)
-    self._dropout_layer = tf_keras.layers.Dropout(dropout)
+    self._dropout_layer = dropout_lib.Dropout(dropout)
 
   def _einsum_dense(self, equation: str, output_shape, bias_axes: str, name: str):
     return tf_keras.layers.EinsumDense(
@@ -65,18 +66,54 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
     self._value_dense = self._einsum_dense('bsh,hnd->bsnd', heads, 'nd', 'value')
     self._output_dense = self._einsum_dense('bqnd,ndh->bqh', [None, hidden], 'h',
                                             'attention_output')
-    # The sub-layers build on their first call, inside this layer's name scope, so that their
-    # variables are named `.../self_attention/query/kernel`.
+    # Built here, inside this layer's name scope, so that their variables are named
+    # `.../self_attention/query/kernel`; `call` computes with their variables directly.
+    sequence_shape = tf.TensorShape([None, None, hidden])
+    for layer, shape in ((self._query_dense, sequence_shape), (self._key_dense, sequence_shape),
+                         (self._value_dense, sequence_shape),
+                         (self._output_dense, [None, None, self.num_heads, self.key_dim])):
+      with tf.name_scope(layer.name):
+        layer.build(tf.TensorShape(shape))
     super().build(input_shape)
+
+  def _projection(self, layers, inputs):
+    """[batch * seq, hidden] @ the layers' kernels side by side (+ biases): one matmul for all."""
+    dtype = inputs.dtype
+    hidden = int(inputs.shape[-1])
+    width = self.num_heads * self.key_dim
+    kernels = [tf.reshape(tf.cast(layer.kernel, dtype), [hidden, width]) for layer in layers]
+    biases = [tf.reshape(tf.cast(layer.bias, dtype), [width]) for layer in layers]
+    kernel = kernels[0] if len(kernels) == 1 else tf.concat(kernels, axis=1)
+    bias = biases[0] if len(biases) == 1 else tf.concat(biases, axis=0)
+    return tf.nn.bias_add(tf.matmul(tf.reshape(inputs, [-1, hidden]), kernel), bias)
+
+  def _heads(self, projected, batch, length, count: int):
+    """[batch * length, count * heads * dim] -> `count` tensors [batch, heads, length, dim]."""
+    split = tf.reshape(projected, [batch, length, count, self.num_heads, self.key_dim])
+    return tf.unstack(tf.transpose(split, [2, 0, 3, 1, 4]), num=count)
 
   def call(self, inputs, attention_mask=None, query_length: Optional[int] = None,
            return_attention_scores: bool = False, training=None):
-    queries = inputs if query_length is None else inputs[:, :query_length]
-    # Scaling the [batch, query, heads, dim] queries is cheaper than scaling the scores.
-    query = self._query_dense(queries) * tf.cast(self.key_dim ** -0.5, inputs.dtype)
-    key = self._key_dense(inputs)
-    value = self._value_dense(inputs)
-    scores = tf.cast(tf.einsum('bqnd,bknd->bnqk', query, key), tf.float32)
+    # Q, K and V come from one matmul against the three kernels side by side (the variables stay
+    # separate, [hidden, heads, head_dim] each), and the heads are laid out [batch, heads, seq, dim]
+    # once, so that scores and the weighted sum are plain batched matmuls. Faster on CPU than
+    # three einsum projections and einsum attention; the same numbers up to float rounding.
+    dtype = inputs.dtype
+    batch, length = _dim(inputs, 0), _dim(inputs, 1)
+    scale = tf.cast(self.key_dim ** -0.5, dtype)
+    if query_length is None:
+      query_len = length
+      query, key, value = self._heads(
+          self._projection([self._query_dense, self._key_dense, self._value_dense], inputs),
+          batch, length, 3)
+    else:
+      query_len = query_length
+      (query,) = self._heads(self._projection([self._query_dense], inputs[:, :query_length]),
+                             batch, query_length, 1)
+      key, value = self._heads(self._projection([self._key_dense, self._value_dense], inputs),
+                               batch, length, 2)
+    # Scaling the queries is cheaper than scaling the scores.
+    scores = tf.cast(tf.matmul(query * scale, key, transpose_b=True), tf.float32)
     if attention_mask is not None:
       mask = tf.cast(attention_mask, tf.float32)
       if mask.shape.rank == 2:
@@ -87,9 +124,14 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
         mask = mask[:, None, :, :]
       scores += (1.0 - mask) * _MASK_ADDER
     probs = tf.nn.softmax(scores, axis=-1)
-    dropped = self._dropout_layer(tf.cast(probs, inputs.dtype), training=training)
-    context = tf.einsum('bnqk,bknd->bqnd', dropped, value)
-    output = self._output_dense(context)
+    dropped = self._dropout_layer(tf.cast(probs, dtype), training=training)
+    context = tf.transpose(tf.matmul(dropped, value), [0, 2, 1, 3])  # [batch, query, heads, dim]
+    width = self.num_heads * self.key_dim
+    hidden = int(inputs.shape[-1])
+    kernel = tf.reshape(tf.cast(self._output_dense.kernel, dtype), [width, hidden])
+    output = tf.nn.bias_add(tf.matmul(tf.reshape(context, [-1, width]), kernel),
+                            tf.cast(self._output_dense.bias, dtype))
+    output = tf.reshape(output, [batch, query_len, hidden])
     if return_attention_scores:
       return output, probs
     return output
@@ -99,3 +141,9 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
     config.update(num_heads=self.num_heads, key_dim=self.key_dim, dropout=self.dropout,
                   kernel_initializer=tf_keras.initializers.serialize(self.kernel_initializer))
     return config
+
+
+def _dim(tensor: tf.Tensor, axis: int):
+  """The static size of `axis` when known, else the dynamic one."""
+  static = tensor.shape[axis]
+  return static if static is not None else tf.shape(tensor)[axis]

@@ -7,6 +7,7 @@ import tf_keras
 
 from official.modeling import tf_utils
 from official.nlp.modeling.layers import self_attention
+from official.nlp.modeling.layers import dropout as dropout_lib
 
 
 @tf_keras.utils.register_keras_serializable(package='mlm_garden')
@@ -78,8 +79,8 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
     self._output_dense = tf_keras.layers.Dense(hidden, kernel_initializer=init(), name='output')
     self._output_layer_norm = tf_keras.layers.LayerNormalization(
         epsilon=self.norm_epsilon, dtype=tf.float32, name='output_layer_norm')
-    self._attention_dropout = tf_keras.layers.Dropout(self.output_dropout)
-    self._output_dropout = tf_keras.layers.Dropout(self.output_dropout)
+    self._attention_dropout = dropout_lib.Dropout(self.output_dropout)
+    self._output_dropout = dropout_lib.Dropout(self.output_dropout)
     super().build(input_shape)
 
   @staticmethod

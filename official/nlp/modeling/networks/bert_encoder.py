@@ -111,7 +111,7 @@ class BertEncoder(tf_keras.Model):
         name='type_embeddings')
     self._embedding_norm_layer = tf_keras.layers.LayerNormalization(
         epsilon=1e-12, dtype=tf.float32, name='embeddings/layer_norm')
-    self._embedding_dropout = tf_keras.layers.Dropout(output_dropout, name='embedding_dropout')
+    self._embedding_dropout = layers.Dropout(output_dropout, name='embedding_dropout')
     self._embedding_projection = None
     if embedding_width != hidden_size:
       self._embedding_projection = tf_keras.layers.Dense(

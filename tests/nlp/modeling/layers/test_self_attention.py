@@ -92,3 +92,32 @@ def test_attention_dropout_only_in_training():
   x, mask = tf.random.normal([2, 5, 8], seed=5), tf.ones([2, 5])
   np.testing.assert_allclose(layer(x, mask), layer(x, mask, training=False))
   assert not np.allclose(layer(x, mask, training=True), layer(x, mask, training=False))
+
+
+def _einsum_attention(layer, x, mask):
+  """An independent einsum formulation on the layer's variables (Keras MultiHeadAttention's)."""
+  q = tf.einsum('bsh,hnd->bsnd', x, layer._query_dense.kernel) + layer._query_dense.bias
+  k = tf.einsum('bsh,hnd->bsnd', x, layer._key_dense.kernel) + layer._key_dense.bias
+  v = tf.einsum('bsh,hnd->bsnd', x, layer._value_dense.kernel) + layer._value_dense.bias
+  scores = tf.einsum('bqnd,bknd->bnqk', q, k) / np.sqrt(layer.key_dim)
+  scores += (1.0 - mask[:, None, None, :]) * -1e9
+  context = tf.einsum('bnqk,bknd->bqnd', tf.nn.softmax(scores), v)
+  return tf.einsum('bqnd,ndh->bqh', context, layer._output_dense.kernel) + layer._output_dense.bias
+
+
+def test_fused_projection_gradients_match_separate_einsums():
+  x = tf.random.normal([2, 6, 8], seed=6)
+  mask = tf.constant([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]], tf.float32)
+  layer = _layer()
+  layer(x, mask)
+  for v in layer.weights:
+    v.assign(v + 0.1)
+  weights = tf.random.normal([2, 6, 8], seed=7)
+  with tf.GradientTape(persistent=True) as tape:
+    tape.watch(x)
+    ours = tf.reduce_sum(layer(x, mask) * weights)
+    reference = tf.reduce_sum(_einsum_attention(layer, x, mask) * weights)
+  targets = [x] + layer.trainable_weights
+  for got, expected in zip(tape.gradient(ours, targets), tape.gradient(reference, targets)):
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, atol=2e-5, rtol=1e-5)

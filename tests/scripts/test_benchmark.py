@@ -1,0 +1,106 @@
+"""Tests of official/nlp/tools/benchmark.py (`mlm-benchmark`, `scripts/benchmark.py`): FLOP
+counting against a hand count, variants, and the JSON report."""
+
+import json
+import os
+
+import pytest
+
+from official.nlp.tools import benchmark
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# 2 layers, hidden 32, 2 heads, feed-forward 64, vocab 100, seq 16, 3 predictions, batch 4,
+# a next-sentence head with inner_dim 32.
+TINY = ','.join([
+    'task.model.encoder.bert.vocab_size=100', 'task.model.encoder.bert.hidden_size=32',
+    'task.model.encoder.bert.num_layers=2', 'task.model.encoder.bert.num_attention_heads=2',
+    'task.model.encoder.bert.intermediate_size=64', 'task.train_data.global_batch_size=4',
+    'task.train_data.seq_length=16', 'task.train_data.max_predictions_per_seq=3',
+    'task.model.cls_heads=[{name: next_sentence, num_classes: 2, inner_dim: 32}]'])
+
+
+def _hand_count() -> int:
+  """Forward matmul FLOPs of one TINY sequence, from the (m, k, n) shapes of every matmul."""
+  s, h, i, v, p = 16, 32, 64, 100, 3
+  heads, head_dim = 2, 16
+  per_layer = [(s, h, h)] * 3                      # query, key, value projections
+  per_layer += [(s, head_dim, s)] * heads          # scores q @ k^T per head
+  per_layer += [(s, s, head_dim)] * heads          # probabilities @ v per head
+  per_layer += [(s, h, h), (s, h, i), (s, i, h)]   # attention output, feed-forward in and out
+  shapes = per_layer * 2
+  shapes += [(1, h, h)]                            # pooler on the first token
+  shapes += [(p, h, h), (p, h, v)]                 # masked-LM transform, vocabulary projection
+  shapes += [(1, h, 32), (1, 32, 2)]               # next-sentence head: inner dense, logits
+  return sum(2 * m * k * n for m, k, n in shapes)
+
+
+def test_flops_match_hand_count():
+  params = benchmark.build_params('bert/pretraining', [benchmark.DEFAULT_CONFIG], TINY, 'float32')
+  flops = benchmark.model_flops_per_sequence(params)
+  assert flops['forward'] == _hand_count() == 619392
+  assert flops['train'] == 3 * flops['forward']
+  assert flops['mlm_vocab'] == 2 * 3 * 32 * 100
+  assert flops['embedding_projection'] == 0
+
+
+def test_flops_count_the_embedding_projection():
+  params = benchmark.build_params('bert/pretraining', [benchmark.DEFAULT_CONFIG],
+                                  TINY + ',task.model.encoder.bert.embedding_size=8', 'float32')
+  flops = benchmark.model_flops_per_sequence(params)
+  assert flops['embedding_projection'] == 2 * 16 * 8 * 32
+  assert flops['mlm_vocab'] == 2 * 3 * 8 * 100
+  assert flops['mlm_transform'] == 2 * 3 * 32 * 8
+
+
+def test_variants_set_dtype_and_xla():
+  params = benchmark.build_params('bert/pretraining', [benchmark.DEFAULT_CONFIG], TINY,
+                                  'bfloat16+xla')
+  assert params.runtime.mixed_precision_dtype == 'bfloat16'
+  assert params.runtime.enable_xla is True
+  assert params.task.train_data.input_path == 'dummy'
+  params = benchmark.build_params('bert/pretraining', [benchmark.DEFAULT_CONFIG], TINY, 'float32')
+  assert params.runtime.mixed_precision_dtype is None and params.runtime.enable_xla is False
+
+
+@pytest.mark.parametrize('variant, message', [
+    ('float64', "--variants: 'float64' starts with 'float64'"),
+    ('float32+jit', "--variants: 'float32+jit' has unknown options ['jit']"),
+])
+def test_bad_variants_are_named(variant, message):
+  with pytest.raises(ValueError) as error:
+    benchmark.parse_variant(variant)
+  assert str(error.value).startswith(message)
+
+
+def test_datasheet_peaks():
+  assert benchmark.datasheet_peak_tflops('NVIDIA A100-SXM4-40GB', 'bfloat16') == 312.0
+  assert benchmark.datasheet_peak_tflops('Tesla T4', 'bfloat16') is None
+  assert benchmark.datasheet_peak_tflops(None, 'float32') is None
+
+
+@pytest.mark.slow
+def test_three_steps_report(tmp_path, capsys):
+  path = tmp_path / 'report.json'
+  assert benchmark.main(['--params_override', TINY, '--variants', 'float32', '--windows', '1',
+                         '--steps_per_window', '3', '--warmup_steps', '0', '--peak_seconds',
+                         '0.05', '--peak_size', '64', '--json', str(path)]) == 0
+  table = capsys.readouterr().out
+  assert table.splitlines()[0].split(' | ')[0].strip() == 'variant'
+  report = json.loads(path.read_text())
+  (result,) = report['results']
+  assert result['variant'] == 'float32' and result['ratio_to_first'] == 1.0
+  assert len(result['steps_per_second_windows']) == 1 and result['steps_per_second'] > 0
+  # Derived throughputs follow from steps/s, batch 4 and seq 16.
+  assert result['sequences_per_second'] == pytest.approx(4 * result['steps_per_second'])
+  assert result['tokens_per_second'] == pytest.approx(64 * result['steps_per_second'])
+  assert result['model_tflops'] == pytest.approx(
+      3 * 619392 * 4 * result['steps_per_second'] / 1e12)
+  assert result['fraction_of_matmul_peak'] == pytest.approx(
+      result['model_tflops'] / result['matmul_peak_tflops'])
+  assert result['time_to_first_step_s'] > 0
+  assert 0 < result['variant_host_memory_mb'] <= result['peak_host_memory_mb']
+  assert result['loop_tracing_count'] == 1  # the windows reuse one traced train loop
+  assert result['final_loss'] > 0
+  assert report['flops_per_sequence']['forward'] == 619392
+  assert report['machine']['matmul_peak_tflops']['float32'] > 0
