@@ -404,7 +404,9 @@ def _train(trainer: Trainer, evaluate_every: Optional[int], save_summary: bool
                     'checkpoint_interval steps after the previous one.',
                     params.checkpoint_interval, params.steps_per_loop)
   step = int(trainer.global_step.numpy())
-  iterator = trainer.train_iterator or trainer._make_train_iterator(skip_steps=step)  # pylint: disable=protected-access
+  iterator = trainer.train_iterator
+  if iterator is None:  # several replicas: built after the restore, skipping consumed batches
+    iterator = trainer._make_train_iterator(skip_steps=step)  # pylint: disable=protected-access
   loop = trainer.train_loop_fn()
   preemption_handler = _multi_worker_preemption_handler(trainer)
   start_step, start_time = step, time.time()
