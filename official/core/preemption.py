@@ -114,9 +114,3 @@ class StopSignal:
       print(f'\n{self.signal_name} received: stopping after the current step and saving a '
             'checkpoint (Ctrl-C again exits without saving).', flush=True)
     self.requested.assign(True)
-
-  def reset(self) -> None:
-    """Forgets a received signal (e.g. between runs in one process)."""
-    self.requested.assign(False)
-    self.signal_name = None
-    self._interrupts = 0

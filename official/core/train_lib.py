@@ -420,8 +420,8 @@ def _train(trainer: Trainer, evaluate_every: Optional[int], save_summary: bool
     loop_start = time.time()
     loop(iterator, tf.constant(num_steps, tf.int32))
     previous_step, step = step, int(trainer.global_step.numpy())
-    if trainer.stop.signal_name or bool(trainer.stop.requested.numpy()):
-      _save_after_stop(trainer, step, trainer.stop.signal_name or 'a stop request')
+    if trainer.stop.signal_name:  # set with `stop.requested`, which ended the loop early
+      _save_after_stop(trainer, step, trainer.stop.signal_name)
       return eval_logs
     num_steps = step - previous_step
     loss = float(trainer.loop_loss.result())

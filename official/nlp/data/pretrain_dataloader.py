@@ -16,7 +16,7 @@ Example:
 
 import dataclasses
 import logging
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 import tensorflow as tf
 
@@ -99,13 +99,53 @@ def _feature_spec(params: BertPretrainDataConfig,
   return spec
 
 
-def _compression(params: BertPretrainDataConfig) -> Optional[str]:
+def compression(params: Any) -> Optional[str]:
+  """The TFRecord compression of a data config's `file_type`."""
   return 'GZIP' if params.file_type == 'tfrecord_compressed' else None
+
+
+def check_features(files: Sequence[str], spec: Dict[str, tf.io.FixedLenFeature], params: Any,
+                   missing_hint: str, shape_hint: str) -> None:
+  """Reads the first record of the first files and checks every feature of `spec`.
+
+  Args:
+    files: the record files.
+    spec: feature name -> `FixedLenFeature` expected in every record.
+    params: the data config (for `file_type`).
+    missing_hint: appended to the error for a missing feature (what to check in the config).
+    shape_hint: appended to the error for a feature of the wrong kind or length.
+
+  Raises:
+    ValueError: naming the file, the feature, the expected and the found shape or kind.
+  """
+  for path in files[:_FILES_CHECKED]:
+    try:
+      records = list(tf.data.TFRecordDataset(path, compression_type=compression(params)).take(1))
+    except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
+      hint = ("GZIP files need file_type: tfrecord_compressed" if params.file_type == 'tfrecord'
+              else "plain TFRecord files need file_type: tfrecord")
+      raise ValueError(f'{path}: cannot be read as {params.file_type} ({hint}): '
+                       f'{e.message.splitlines()[0]}') from None
+    if not records:
+      raise ValueError(f'{path}: holds no records')
+    features = tf.train.Example.FromString(records[0].numpy()).features.feature
+    for name, fixed in spec.items():
+      expected_kind = 'float_list' if fixed.dtype == tf.float32 else 'int64_list'
+      expected = f'{fixed.dtype.name}{list(fixed.shape)}'
+      if name not in features:
+        raise ValueError(f'{path}: missing feature {name!r} (expected {expected}); the record has '
+                         f'{sorted(features)}. {missing_hint}')
+      kind = features[name].WhichOneof('kind')
+      length = len(getattr(features[name], kind).value) if kind else 0
+      if kind != expected_kind or length != fixed.shape[0]:
+        found_dtype = {'int64_list': 'int64', 'float_list': 'float32'}.get(kind, kind)
+        raise ValueError(f'{path}: feature {name!r} is {found_dtype}[{length}], expected {expected}'
+                         f'{shape_hint}')
 
 
 def check_record_schema(files: Sequence[str], params: BertPretrainDataConfig,
                         with_masks: bool = True) -> None:
-  """Reads the first record of the first files and checks every expected feature.
+  """`check_features` with the pretraining records' features.
 
   Args:
     files: the record files.
@@ -115,33 +155,50 @@ def check_record_schema(files: Sequence[str], params: BertPretrainDataConfig,
   Raises:
     ValueError: naming the file, the feature, the expected and the found shape or kind.
   """
-  spec = _feature_spec(params, with_masks)
-  for path in files[:_FILES_CHECKED]:
-    try:
-      records = list(tf.data.TFRecordDataset(path, compression_type=_compression(params)).take(1))
-    except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
-      hint = ("GZIP files need file_type: tfrecord_compressed" if params.file_type == 'tfrecord'
-              else "plain TFRecord files need file_type: tfrecord")
-      raise ValueError(f'{path}: cannot be read as {params.file_type} ({hint}): '
-                       f'{e.message.splitlines()[0]}') from None
-    if not records:
-      raise ValueError(f'{path}: holds no records')
-    example = tf.train.Example.FromString(records[0].numpy())
-    features = example.features.feature
-    for name, fixed in spec.items():
-      expected_kind = 'float_list' if fixed.dtype == tf.float32 else 'int64_list'
-      expected = f'{fixed.dtype.name}{list(fixed.shape)}'
-      if name not in features:
-        raise ValueError(f'{path}: missing feature {name!r} (expected {expected}); the record has '
-                         f'{sorted(features)}. Check use_v2_feature_names, '
-                         'use_next_sentence_label and use_position_id.')
-      kind = features[name].WhichOneof('kind')
-      length = len(getattr(features[name], kind).value) if kind else 0
-      if kind != expected_kind or length != fixed.shape[0]:
-        found_dtype = {'int64_list': 'int64', 'float_list': 'float32'}.get(kind, kind)
-        raise ValueError(f'{path}: feature {name!r} is {found_dtype}[{length}], expected {expected} '
-                         '(seq_length / max_predictions_per_seq of the data config must match the '
-                         'records)')
+  check_features(files, _feature_spec(params, with_masks), params,
+                 missing_hint='Check use_v2_feature_names, use_next_sentence_label and '
+                 'use_position_id.',
+                 shape_hint=' (seq_length / max_predictions_per_seq of the data config must match '
+                 'the records)')
+
+
+def load_records(params: Any, files: Sequence[str], parse_batch: Callable[[tf.Tensor], Any],
+                 input_context: Optional[tf.distribute.InputContext] = None) -> tf.data.Dataset:
+  """The record pipeline of every loader: shard files (or records) over input pipelines, shuffle,
+  interleave, cache, repeat and shuffle (training), batch per replica, then parse whole batches.
+
+  Args:
+    params: the data config (batch size, sharding, shuffling, interleave and prefetch fields).
+    files: the record files.
+    parse_batch: serialized records [batch] -> the batch's features.
+    input_context: from `distribute_datasets_from_function`.
+  """
+  batch_size = params.global_batch_size
+  num_pipelines, pipeline_id = 1, 0
+  if input_context:
+    batch_size = input_context.get_per_replica_batch_size(params.global_batch_size)
+    num_pipelines, pipeline_id = input_context.num_input_pipelines, input_context.input_pipeline_id
+  shard_files = params.sharding and num_pipelines > 1 and len(files) >= num_pipelines
+  dataset = tf.data.Dataset.from_tensor_slices(list(files))
+  if shard_files:
+    dataset = dataset.shard(num_pipelines, pipeline_id)
+  if params.is_training:
+    dataset = dataset.shuffle(len(files), seed=params.seed)
+  dataset = dataset.interleave(
+      lambda path: tf.data.TFRecordDataset(path, compression_type=compression(params)),
+      cycle_length=params.cycle_length or min(len(files), 16), block_length=params.block_length,
+      num_parallel_calls=tf.data.AUTOTUNE, deterministic=params.deterministic)
+  if params.sharding and num_pipelines > 1 and not shard_files:
+    dataset = dataset.shard(num_pipelines, pipeline_id)
+  if params.cache:
+    dataset = dataset.cache()
+  if params.is_training:
+    dataset = dataset.repeat()
+    if params.shuffle_buffer_size > 1:
+      dataset = dataset.shuffle(params.shuffle_buffer_size, seed=params.seed)
+  dataset = dataset.batch(batch_size, drop_remainder=params.drop_remainder)
+  dataset = dataset.map(parse_batch, num_parallel_calls=tf.data.AUTOTUNE)
+  return dataset.prefetch(params.prefetch_buffer_size or tf.data.AUTOTUNE)
 
 
 def check_metadata(files: Sequence[str], params: BertPretrainDataConfig,
@@ -229,35 +286,7 @@ class BertPretrainDataLoader:
     files = list_input_files(params.input_path)
     self._metadata = check_metadata(files, params, self._vocab_size, self.stores_masks)
     check_record_schema(files, params, self.stores_masks)
-    batch_size = params.global_batch_size
-    num_pipelines, pipeline_id = 1, 0
-    if input_context:
-      batch_size = input_context.get_per_replica_batch_size(params.global_batch_size)
-      num_pipelines, pipeline_id = input_context.num_input_pipelines, input_context.input_pipeline_id
-    shard_files = params.sharding and num_pipelines > 1 and len(files) >= num_pipelines
-
-    dataset = tf.data.Dataset.from_tensor_slices(files)
-    if shard_files:
-      dataset = dataset.shard(num_pipelines, pipeline_id)
-    if params.is_training:
-      dataset = dataset.shuffle(len(files), seed=params.seed)
-    dataset = dataset.interleave(
-        lambda path: tf.data.TFRecordDataset(path, compression_type=_compression(params)),
-        cycle_length=params.cycle_length or min(len(files), 16),
-        block_length=params.block_length,
-        num_parallel_calls=tf.data.AUTOTUNE,
-        deterministic=params.deterministic)
-    if params.sharding and num_pipelines > 1 and not shard_files:
-      dataset = dataset.shard(num_pipelines, pipeline_id)
-    if params.cache:
-      dataset = dataset.cache()
-    if params.is_training:
-      dataset = dataset.repeat()
-      if params.shuffle_buffer_size > 1:
-        dataset = dataset.shuffle(params.shuffle_buffer_size, seed=params.seed)
-    dataset = dataset.batch(batch_size, drop_remainder=params.drop_remainder)
-    dataset = dataset.map(self._parse_batch, num_parallel_calls=tf.data.AUTOTUNE)
-    return dataset.prefetch(params.prefetch_buffer_size or tf.data.AUTOTUNE)
+    return load_records(params, files, self._parse_batch, input_context)
 
 
 def dummy_dataset(params: BertPretrainDataConfig, vocab_size: int,

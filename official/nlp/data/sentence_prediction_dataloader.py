@@ -19,7 +19,7 @@ Example:
 import dataclasses
 import json
 import os
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
@@ -30,7 +30,6 @@ from official.nlp.data import pretrain_dataloader
 
 # The `format` of the metadata file our data tool writes next to fine-tuning records.
 FINETUNING_FORMAT = 'mlm_garden.finetuning_data'
-_FILES_CHECKED = 16
 
 
 @dataclasses.dataclass
@@ -53,45 +52,12 @@ class SentencePredictionDataConfig(cfg.DataConfig):
   file_type: str = hyperparams.field('tfrecord', choices=('tfrecord', 'tfrecord_compressed'))
 
 
-def compression(params: Any) -> Optional[str]:
-  return 'GZIP' if params.file_type == 'tfrecord_compressed' else None
-
-
 def check_record_schema(files: Sequence[str], spec: Dict[str, tf.io.FixedLenFeature], params: Any,
                         hint: str) -> None:
-  """Checks that the first record of the first files has every feature of `spec`.
-
-  Args:
-    files: the record files.
-    spec: feature name -> `FixedLenFeature` expected in every record.
-    params: the data config (for `file_type`).
-    hint: what to check in the config when a feature is missing or has the wrong shape.
-
-  Raises:
-    ValueError: naming the file, the feature, the expected and the found kind and length.
-  """
-  for path in files[:_FILES_CHECKED]:
-    try:
-      records = list(tf.data.TFRecordDataset(path, compression_type=compression(params)).take(1))
-    except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
-      other = 'tfrecord_compressed' if params.file_type == 'tfrecord' else 'tfrecord'
-      raise ValueError(f'{path}: cannot be read as {params.file_type} (try file_type: {other}): '
-                       f'{e.message.splitlines()[0]}') from None
-    if not records:
-      raise ValueError(f'{path}: holds no records')
-    features = tf.train.Example.FromString(records[0].numpy()).features.feature
-    for name, fixed in spec.items():
-      expected = f'{fixed.dtype.name}{list(fixed.shape)}'
-      if name not in features:
-        raise ValueError(f'{path}: missing feature {name!r} (expected {expected}); the record has '
-                         f'{sorted(features)}. {hint}')
-      kind = features[name].WhichOneof('kind')
-      length = len(getattr(features[name], kind).value) if kind else 0
-      expected_kind = 'float_list' if fixed.dtype == tf.float32 else 'int64_list'
-      if kind != expected_kind or length != fixed.shape[0]:
-        found = {'int64_list': 'int64', 'float_list': 'float32'}.get(kind, kind)
-        raise ValueError(f'{path}: feature {name!r} is {found}[{length}], expected {expected}. '
-                         f'{hint}')
+  """`pretrain_dataloader.check_features` with one hint (what to check in the config) for a
+  missing feature and for one of the wrong shape."""
+  pretrain_dataloader.check_features(files, spec, params, missing_hint=hint,
+                                     shape_hint=f'. {hint}')
 
 
 def load_finetuning_metadata(files: Sequence[str]) -> Optional[Dict[str, Any]]:
@@ -138,37 +104,6 @@ def check_metadata(metadata: Optional[Dict[str, Any]], task: str,
     if key in metadata and metadata[key] != configured:
       raise ValueError(f'{field_name} is {configured!r} in the config but the records were written '
                        f'with {key}={metadata[key]!r} ({source}); make them match')
-
-
-def load_records(params: Any, files: Sequence[str], parse_batch: Callable[[tf.Tensor], Any],
-                 input_context: Optional[tf.distribute.InputContext] = None) -> tf.data.Dataset:
-  """The shared record pipeline: shard, shuffle, interleave, repeat (training), batch, parse."""
-  batch_size = params.global_batch_size
-  num_pipelines, pipeline_id = 1, 0
-  if input_context:
-    batch_size = input_context.get_per_replica_batch_size(params.global_batch_size)
-    num_pipelines, pipeline_id = input_context.num_input_pipelines, input_context.input_pipeline_id
-  shard_files = params.sharding and num_pipelines > 1 and len(files) >= num_pipelines
-  dataset = tf.data.Dataset.from_tensor_slices(list(files))
-  if shard_files:
-    dataset = dataset.shard(num_pipelines, pipeline_id)
-  if params.is_training:
-    dataset = dataset.shuffle(len(files), seed=params.seed)
-  dataset = dataset.interleave(
-      lambda path: tf.data.TFRecordDataset(path, compression_type=compression(params)),
-      cycle_length=params.cycle_length or min(len(files), 16), block_length=params.block_length,
-      num_parallel_calls=tf.data.AUTOTUNE, deterministic=params.deterministic)
-  if params.sharding and num_pipelines > 1 and not shard_files:
-    dataset = dataset.shard(num_pipelines, pipeline_id)
-  if params.cache:
-    dataset = dataset.cache()
-  if params.is_training:
-    dataset = dataset.repeat()
-    if params.shuffle_buffer_size > 1:
-      dataset = dataset.shuffle(params.shuffle_buffer_size, seed=params.seed)
-  dataset = dataset.batch(batch_size, drop_remainder=params.drop_remainder)
-  dataset = dataset.map(parse_batch, num_parallel_calls=tf.data.AUTOTUNE)
-  return dataset.prefetch(params.prefetch_buffer_size or tf.data.AUTOTUNE)
 
 
 def _feature_spec(params: SentencePredictionDataConfig) -> Dict[str, tf.io.FixedLenFeature]:
@@ -221,4 +156,4 @@ class SentencePredictionDataLoader:
                     ('label_type', params.label_type, 'label_type')])
     check_record_schema(files, _feature_spec(params), params,
                         'Check seq_length, label_type (int or float) and include_example_id.')
-    return load_records(params, files, self._parse_batch, input_context)
+    return pretrain_dataloader.load_records(params, files, self._parse_batch, input_context)

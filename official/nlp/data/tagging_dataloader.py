@@ -92,4 +92,4 @@ class TaggingDataLoader:
                               ('ignore_label_id', params.ignore_label_id, 'ignore_label_id')])
     sp_loader.check_record_schema(files, _feature_spec(params), params,
                                   'Check seq_length and include_sentence_id.')
-    return sp_loader.load_records(params, files, self._parse_batch, input_context)
+    return pretrain_dataloader.load_records(params, files, self._parse_batch, input_context)

@@ -12,9 +12,27 @@ Example:
   [('PER', 0, 2), ('LOC', 3, 4)]
 """
 
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 import numpy as np
+
+
+def collect_step_logs(state: Optional[Dict[str, List[np.ndarray]]],
+                      step_logs: Optional[Mapping[str, Any]],
+                      keys: Sequence[str]) -> Dict[str, List[np.ndarray]]:
+  """Appends the `keys` of one eval step's logs (one array, or a list of per-replica arrays) to
+  `state` (created when None): the body of the fine-tuning tasks' `aggregate_logs`.
+
+  Example:
+    >>> collect_step_logs(None, {'labels': [np.array([1]), np.array([0])]}, ['labels'])
+    {'labels': [array([1]), array([0])]}
+  """
+  state = state if state is not None else {key: [] for key in keys}
+  if step_logs:
+    for key in keys:
+      values = step_logs[key]
+      state[key].extend(np.asarray(v) for v in (values if isinstance(values, list) else [values]))
+  return state
 
 
 def confusion_matrix(labels: np.ndarray, predictions: np.ndarray, num_classes: int) -> np.ndarray:

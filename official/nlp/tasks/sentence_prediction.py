@@ -277,12 +277,7 @@ class SentencePredictionTask(base_task.Task):
   def aggregate_logs(self, state: Any = None, step_logs: Optional[Mapping[str, Any]] = None
                      ) -> Dict[str, List[np.ndarray]]:
     """Collects every replica's logits and labels of an eval step."""
-    state = state if state is not None else {_HEAD_NAME: [], 'labels': []}
-    if step_logs:
-      for key in (_HEAD_NAME, 'labels'):
-        values = step_logs[key]
-        state[key].extend(np.asarray(v) for v in (values if isinstance(values, list) else [values]))
-    return state
+    return finetuning_metrics.collect_step_logs(state, step_logs, (_HEAD_NAME, 'labels'))
 
   def reduce_aggregated_logs(self, aggregated_logs: Any,
                              global_step: Optional[tf.Tensor] = None) -> Dict[str, float]:

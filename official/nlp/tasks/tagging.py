@@ -217,12 +217,7 @@ class TaggingTask(base_task.Task):
   def aggregate_logs(self, state: Any = None, step_logs: Optional[Mapping[str, Any]] = None
                      ) -> Dict[str, List[np.ndarray]]:
     """Collects every replica's predicted and gold ids of an eval step."""
-    state = state if state is not None else {'predict_ids': [], 'label_ids': []}
-    if step_logs:
-      for key in ('predict_ids', 'label_ids'):
-        values = step_logs[key]
-        state[key].extend(np.asarray(v) for v in (values if isinstance(values, list) else [values]))
-    return state
+    return finetuning_metrics.collect_step_logs(state, step_logs, ('predict_ids', 'label_ids'))
 
   def reduce_aggregated_logs(self, aggregated_logs: Any,
                              global_step: Optional[tf.Tensor] = None) -> Dict[str, float]:
