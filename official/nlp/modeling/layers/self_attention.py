@@ -5,6 +5,7 @@ from typing import Any, Dict, Optional
 import tensorflow as tf
 import tf_keras
 
+from official.modeling import fused_ops
 from official.modeling import tf_utils
 from official.nlp.modeling.layers import dropout as dropout_lib
 
@@ -19,8 +20,9 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
   Sub-layers (the variable names and object-checkpoint keys of Keras' `MultiHeadAttention`, which
   Model Garden uses): `_query_dense`/`_key_dense`/`_value_dense` named `query`/`key`/`value`, kernels
   [hidden, heads, head_dim] and biases [heads, head_dim]; `_output_dense` named `attention_output`,
-  kernel [heads, head_dim, hidden] and bias [hidden]. The scores of all heads come from one einsum
-  into [batch, heads, query, key]; mask and softmax are applied in float32 whatever the compute dtype.
+  kernel [heads, head_dim, hidden] and bias [hidden]. Q, K and V come from one matmul, the scores of
+  all heads from one batched matmul into [batch, heads, query, key]; mask, softmax (float32 whatever
+  the compute dtype) and dropout run as one fused kernel (`fused_ops.masked_softmax_dropout`).
 
   Args:
     num_heads: attention heads.
@@ -74,6 +76,9 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
                          (self._output_dense, [None, None, self.num_heads, self.key_dim])):
       with tf.name_scope(layer.name):
         layer.build(tf.TensorShape(shape))
+    # Creates the dropout layer's random generator now (the fused softmax kernel only takes seeds
+    # from it), so that a deterministic run's checkpoint includes it.
+    self._dropout_layer.build(tf.TensorShape([None, self.num_heads, None, None]))
     super().build(input_shape)
 
   def _projection(self, layers, inputs):
@@ -100,7 +105,6 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
     # three einsum projections and einsum attention; the same numbers up to float rounding.
     dtype = inputs.dtype
     batch, length = _dim(inputs, 0), _dim(inputs, 1)
-    scale = tf.cast(self.key_dim ** -0.5, dtype)
     if query_length is None:
       query_len = length
       query, key, value = self._heads(
@@ -112,19 +116,22 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
                              batch, query_length, 1)
       key, value = self._heads(self._projection([self._key_dense, self._value_dense], inputs),
                                batch, length, 2)
-    # Scaling the queries is cheaper than scaling the scores.
-    scores = tf.cast(tf.matmul(query * scale, key, transpose_b=True), tf.float32)
-    if attention_mask is not None:
-      mask = tf.cast(attention_mask, tf.float32)
-      if mask.shape.rank == 2:
-        mask = mask[:, None, None, :]
-      else:
-        if query_length is not None:
-          mask = mask[:, :query_length]
-        mask = mask[:, None, :, :]
-      scores += (1.0 - mask) * _MASK_ADDER
-    probs = tf.nn.softmax(scores, axis=-1)
-    dropped = self._dropout_layer(tf.cast(probs, dtype), training=training)
+    # The 1/sqrt(head size) scale is applied by the softmax kernel (in float32, at no extra pass).
+    scale = self.key_dim ** -0.5
+    scores = tf.matmul(query, key, transpose_b=True)
+    mask_adder = _mask_adder(attention_mask, query_length)
+    training = dropout_lib.resolve_training(training)
+    if isinstance(training, bool):
+      # Mask, float32 softmax and dropout as one XLA kernel each way (fused_ops).
+      drop = training and self.dropout > 0
+      seed = self._dropout_layer.dropout_seed() if drop else None
+      dropped = fused_ops.masked_softmax_dropout(scores, mask_adder, seed,
+                                                 self.dropout if drop else 0.0, dtype, scale)
+      probs = (fused_ops.masked_softmax(scores, mask_adder, scale) if return_attention_scores
+               else None)
+    else:  # a symbolic training flag: plain ops
+      probs = fused_ops.masked_softmax(scores, mask_adder, scale)
+      dropped = self._dropout_layer(tf.cast(probs, dtype), training=training)
     context = tf.transpose(tf.matmul(dropped, value), [0, 2, 1, 3])  # [batch, query, heads, dim]
     width = self.num_heads * self.key_dim
     hidden = int(inputs.shape[-1])
@@ -141,6 +148,20 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
     config.update(num_heads=self.num_heads, key_dim=self.key_dim, dropout=self.dropout,
                   kernel_initializer=tf_keras.initializers.serialize(self.kernel_initializer))
     return config
+
+
+def _mask_adder(attention_mask, query_length: Optional[int]) -> Optional[tf.Tensor]:
+  """float32 [batch, 1, 1 or query, seq]: 0 for keys to attend to, -1e9 for padding."""
+  if attention_mask is None:
+    return None
+  mask = tf.cast(attention_mask, tf.float32)
+  if mask.shape.rank == 2:
+    mask = mask[:, None, None, :]
+  else:
+    if query_length is not None:
+      mask = mask[:, :query_length]
+    mask = mask[:, None, :, :]
+  return (1.0 - mask) * _MASK_ADDER
 
 
 def _dim(tensor: tf.Tensor, axis: int):

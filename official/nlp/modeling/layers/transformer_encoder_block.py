@@ -5,9 +5,13 @@ from typing import Any, Dict, Optional
 import tensorflow as tf
 import tf_keras
 
+from official.modeling import fused_ops
 from official.modeling import tf_utils
 from official.nlp.modeling.layers import self_attention
 from official.nlp.modeling.layers import dropout as dropout_lib
+
+# Activations computed by `fused_ops.gelu` (value: its `approximate`).
+_FUSED_GELU = {'gelu': True, 'exact_gelu': False}
 
 
 @tf_keras.utils.register_keras_serializable(package='mlm_garden')
@@ -19,7 +23,9 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
   Sub-layers (variable-name scopes): `self_attention`, `self_attention_layer_norm`, `intermediate`,
   `output`, `output_layer_norm`; held as Model Garden's attributes `_attention_layer`,
   `_attention_layer_norm`, `_intermediate_dense`, `_output_dense`, `_output_layer_norm` (the
-  object-checkpoint keys). LayerNorms compute in float32 under mixed precision.
+  object-checkpoint keys). LayerNorms compute in float32 under mixed precision. The element-wise
+  work runs as fused XLA kernels (`official.modeling.fused_ops`): GELU, and in post-LN with a known
+  `training` flag dropout + residual add + LayerNorm; the matmuls are 2-D with the bias add fused.
 
   Args:
     num_attention_heads: attention heads; must divide the hidden size.
@@ -73,14 +79,27 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
         kernel_initializer=init(), name='self_attention')
     self._attention_layer_norm = tf_keras.layers.LayerNormalization(
         epsilon=self.norm_epsilon, dtype=tf.float32, name='self_attention_layer_norm')
+    # The activation is applied by `_feed_forward` (GELU as a fused kernel).
     self._intermediate_dense = tf_keras.layers.Dense(
-        self.inner_dim, activation=tf_utils.get_activation(self.inner_activation),
-        kernel_initializer=init(), name='intermediate')
+        self.inner_dim, kernel_initializer=init(), name='intermediate')
     self._output_dense = tf_keras.layers.Dense(hidden, kernel_initializer=init(), name='output')
     self._output_layer_norm = tf_keras.layers.LayerNormalization(
         epsilon=self.norm_epsilon, dtype=tf.float32, name='output_layer_norm')
     self._attention_dropout = dropout_lib.Dropout(self.output_dropout)
     self._output_dropout = dropout_lib.Dropout(self.output_dropout)
+    # Built here, in their own name scopes (variables `.../intermediate/kernel` etc.), because
+    # `call` computes with their variables directly.
+    sequence_shape = tf.TensorShape([None] * (len(input_shape) - 1) + [hidden])
+    for layer, shape in ((self._attention_layer_norm, sequence_shape),
+                         (self._intermediate_dense, [None, hidden]),
+                         (self._output_dense, [None, self.inner_dim]),
+                         (self._output_layer_norm, sequence_shape)):
+      with tf.name_scope(layer.name):
+        layer.build(tf.TensorShape(shape))
+    # The fused kernels take seeds from the dropout layers without calling them: building them
+    # creates their random generators now, so a deterministic run's checkpoint includes them.
+    for layer in (self._attention_dropout, self._output_dropout):
+      layer.build(sequence_shape)
     super().build(input_shape)
 
   @staticmethod
@@ -88,24 +107,56 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
     # LayerNorm runs in float32 (its dtype policy); the result goes back to the compute dtype.
     return tf.cast(layer(x), x.dtype)
 
+  def _feed_forward(self, x):
+    """dense -> activation -> dense on [..., hidden], as 2-D matmuls with the bias add fused."""
+    dtype = x.dtype
+    rows = tf.reshape(x, [-1, int(x.shape[-1])])
+    for layer, activate in ((self._intermediate_dense, True), (self._output_dense, False)):
+      rows = tf.nn.bias_add(tf.matmul(rows, tf.cast(layer.kernel, dtype)),
+                            tf.cast(layer.bias, dtype))
+      if activate:
+        rows = self._activation(rows)
+    return tf.reshape(rows, tf.shape(x))
+
+  def _activation(self, x):
+    if self.inner_activation in _FUSED_GELU:
+      return fused_ops.gelu(x, approximate=_FUSED_GELU[self.inner_activation])
+    return tf_utils.get_activation(self.inner_activation)(x)
+
+  def _dropout_add_norm(self, residual, branch, dropout, norm, training: bool):
+    """norm(residual + dropout(branch)) as one fused kernel (post-LN)."""
+    drop = training and self.output_dropout > 0
+    seed = dropout.dropout_seed() if drop else None
+    return fused_ops.dropout_add_layer_norm(residual, branch, norm.gamma, norm.beta, seed,
+                                            self.output_dropout if drop else 0.0, norm.epsilon)
+
   def call(self, inputs, attention_mask=None, return_attention_scores: bool = False,
            training=None):
     x = inputs
     residual = x if self.output_range is None else x[:, :self.output_range]
+    training = dropout_lib.resolve_training(training)
     attention_input = self._norm(self._attention_layer_norm, x) if self.norm_first else x
-    attention, scores = self._attention_layer(
+    attention = self._attention_layer(
         attention_input, attention_mask, query_length=self.output_range,
-        return_attention_scores=True, training=training)
-    attention = self._attention_dropout(attention, training=training)
-    if self.norm_first:
-      x = residual + attention
-      ffn_input = self._norm(self._output_layer_norm, x)
+        return_attention_scores=return_attention_scores, training=training)
+    if return_attention_scores:
+      attention, scores = attention
+    if not self.norm_first and isinstance(training, bool):
+      # BERT's post-LN: dropout, residual add and LayerNorm as one fused kernel each way.
+      x = self._dropout_add_norm(residual, attention, self._attention_dropout,
+                                 self._attention_layer_norm, training)
+      output = self._dropout_add_norm(x, self._feed_forward(x), self._output_dropout,
+                                      self._output_layer_norm, training)
     else:
-      x = self._norm(self._attention_layer_norm, residual + attention)
-      ffn_input = x
-    ffn = self._output_dropout(self._output_dense(self._intermediate_dense(ffn_input)),
-                               training=training)
-    output = x + ffn if self.norm_first else self._norm(self._output_layer_norm, x + ffn)
+      attention = self._attention_dropout(attention, training=training)
+      if self.norm_first:
+        x = residual + attention
+        ffn_input = self._norm(self._output_layer_norm, x)
+      else:
+        x = self._norm(self._attention_layer_norm, residual + attention)
+        ffn_input = x
+      ffn = self._output_dropout(self._feed_forward(ffn_input), training=training)
+      output = x + ffn if self.norm_first else self._norm(self._output_layer_norm, x + ffn)
     if return_attention_scores:
       return output, scores
     return output

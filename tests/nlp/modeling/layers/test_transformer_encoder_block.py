@@ -90,3 +90,32 @@ def test_mixed_bfloat16_keeps_layer_norm_in_float32():
   assert block._output_layer_norm.compute_dtype == 'float32'  # pylint: disable=protected-access
   assert block._intermediate_dense.compute_dtype == 'bfloat16'  # pylint: disable=protected-access
   assert all(v.dtype == tf.float32 for v in block.weights)
+
+
+@pytest.mark.parametrize('dtype', ['float32', 'bfloat16'])
+def test_fused_kernels_match_the_plain_ops_path(dtype):
+  """A Python `training` flag takes the fused-kernel path, a tensor flag the plain ops: without
+  dropout both give the same outputs and gradients."""
+  tf_keras.mixed_precision.set_global_policy('mixed_bfloat16' if dtype == 'bfloat16' else 'float32')
+  try:
+    block = _block()
+    x = tf.random.normal([2, 6, 16], seed=3)
+    mask = tf.constant([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]], tf.float32)
+    block(x, mask)
+    for v in block.weights:
+      v.assign(v + 0.1)
+    upstream = tf.random.normal([2, 6, 16], seed=4)
+    results = []
+    for training in (True, tf.constant(True)):
+      with tf.GradientTape() as tape:
+        tape.watch(x)
+        out = tf.cast(block(x, mask, training=training), tf.float32)
+        total = tf.reduce_sum(out * upstream)
+      grads = tape.gradient(total, [x] + block.trainable_weights)
+      results.append([out] + grads)
+  finally:
+    tf_keras.mixed_precision.set_global_policy('float32')
+  atol = 1e-5 if dtype == 'float32' else 0.1
+  for fused, plain in zip(*results):
+    np.testing.assert_allclose(tf.cast(fused, tf.float32), tf.cast(plain, tf.float32),
+                               atol=atol, rtol=1e-4 if dtype == 'float32' else 0.05)

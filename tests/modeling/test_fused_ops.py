@@ -1,0 +1,166 @@
+"""Tests for official/modeling/fused_ops.py: values and gradients against plain TensorFlow."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from official.modeling import fused_ops
+
+SEED = tf.constant([123, 456], tf.uint32)
+
+
+def _value_and_grads(fn, inputs, upstream):
+  """fn(*inputs) and d(sum(fn * upstream))/d(inputs), in float32 numpy."""
+  with tf.GradientTape() as tape:
+    tape.watch(inputs)
+    out = fn(*inputs)
+    total = tf.reduce_sum(tf.cast(out, tf.float32) * upstream)
+  grads = tape.gradient(total, inputs)
+  as_np = lambda t: tf.cast(t, tf.float32).numpy()
+  return as_np(out), [as_np(g) for g in grads]
+
+
+def _assert_same(fused, plain, inputs, upstream, atol, rtol=1e-5):
+  got, got_grads = _value_and_grads(fused, inputs, upstream)
+  want, want_grads = _value_and_grads(plain, inputs, upstream)
+  np.testing.assert_allclose(got, want, atol=atol, rtol=rtol)
+  for got_grad, want_grad in zip(got_grads, want_grads):
+    np.testing.assert_allclose(got_grad, want_grad, atol=atol, rtol=rtol)
+
+
+@pytest.mark.parametrize('approximate', [True, False])
+def test_gelu_matches_tf_nn_gelu(approximate):
+  x = tf.random.normal([4, 37, 24], seed=1) * 3.0
+  upstream = tf.random.normal(x.shape, seed=2)
+  _assert_same(lambda x: fused_ops.gelu(x, approximate),
+               lambda x: tf.nn.gelu(x, approximate=approximate), [x], upstream, atol=2e-5)
+
+
+def test_gelu_bfloat16_stays_bfloat16_and_is_close():
+  x = tf.random.normal([64, 32], seed=3)
+  upstream = tf.random.normal(x.shape, seed=4)
+  got, (got_grad,) = _value_and_grads(fused_ops.gelu, [tf.cast(x, tf.bfloat16)], upstream)
+  want, (want_grad,) = _value_and_grads(lambda x: tf.nn.gelu(x, approximate=True), [x], upstream)
+  assert fused_ops.gelu(tf.cast(x, tf.bfloat16)).dtype == tf.bfloat16
+  np.testing.assert_allclose(got, want, atol=3e-2, rtol=2e-2)
+  np.testing.assert_allclose(got_grad, want_grad, atol=5e-2, rtol=3e-2)
+
+
+def _plain_softmax_dropout(scores, adder, seed, rate, scale):
+  probs = tf.nn.softmax(tf.cast(scores, tf.float32) * scale + adder, axis=-1)
+  if seed is None:
+    return probs
+  keep = fused_ops.keep_mask(tf.shape(scores), seed, rate)
+  return tf.where(keep, probs / (1.0 - rate), 0.0)
+
+
+@pytest.mark.parametrize('seed', [None, SEED])
+def test_masked_softmax_dropout_matches_plain_ops(seed):
+  scores = tf.random.normal([2, 3, 5, 64], seed=5) * 4.0
+  mask = tf.cast(tf.random.uniform([2, 1, 1, 64], seed=6) > 0.3, tf.float32)
+  adder = (1.0 - mask) * -1e9
+  upstream = tf.random.normal(scores.shape, seed=7)
+  scale = 0.125
+  _assert_same(lambda s: fused_ops.masked_softmax_dropout(s, adder, seed, 0.2, scale=scale),
+               lambda s: _plain_softmax_dropout(s, adder, seed, 0.2, scale),
+               [scores], upstream, atol=1e-6)
+
+
+def test_masked_softmax_dropout_output_dtype_and_masked_keys():
+  scores = tf.zeros([1, 4], tf.bfloat16)
+  adder = tf.constant([[0.0, 0.0, -1e9, -1e9]])
+  out = fused_ops.masked_softmax_dropout(scores, adder, dtype=tf.bfloat16)
+  assert out.dtype == tf.bfloat16
+  np.testing.assert_array_equal(tf.cast(out, tf.float32), [[0.5, 0.5, 0.0, 0.0]])
+
+
+def _plain_add_norm(residual, branch, gamma, beta, seed, rate):
+  if seed is not None:
+    keep = fused_ops.keep_mask(tf.shape(branch), seed, rate)
+    branch = tf.where(keep, branch / (1.0 - rate), 0.0)
+  h = residual + branch
+  mean, variance = tf.nn.moments(h, axes=[-1], keepdims=True)
+  return (h - mean) * tf.math.rsqrt(variance + 1e-12) * gamma + beta
+
+
+# 3 x 7 = 21 rows: the partial column sums of the gamma/beta gradients get a padded group.
+@pytest.mark.parametrize('seed', [None, SEED])
+def test_dropout_add_layer_norm_matches_plain_ops(seed):
+  residual = tf.random.normal([3, 7, 48], seed=8)
+  branch = tf.random.normal([3, 7, 48], seed=9)
+  gamma = tf.random.normal([48], seed=10) + 1.0
+  beta = tf.random.normal([48], seed=11)
+  upstream = tf.random.normal(residual.shape, seed=12)
+  _assert_same(
+      lambda r, b, g, o: fused_ops.dropout_add_layer_norm(r, b, g, o, seed, 0.3),
+      lambda r, b, g, o: _plain_add_norm(r, b, g, o, seed, 0.3),
+      [residual, branch, gamma, beta], upstream, atol=2e-5, rtol=2e-5)
+
+
+def test_dropout_add_layer_norm_bfloat16_statistics_in_float32():
+  residual = tf.random.normal([40, 256], seed=13) * 10.0 + 100.0  # bf16 sums lose the small terms
+  branch = tf.random.normal([40, 256], seed=14)
+  out = fused_ops.dropout_add_layer_norm(tf.cast(residual, tf.bfloat16),
+                                         tf.cast(branch, tf.bfloat16), tf.ones([256]),
+                                         tf.zeros([256]))
+  want = _plain_add_norm(tf.cast(tf.cast(residual, tf.bfloat16), tf.float32),
+                         tf.cast(tf.cast(branch, tf.bfloat16), tf.float32),
+                         tf.ones([256]), tf.zeros([256]), None, 0.0)
+  assert out.dtype == tf.bfloat16
+  np.testing.assert_allclose(tf.cast(out, tf.float32), want, atol=3e-2)
+
+
+def test_dropout_matches_the_mask_and_scales():
+  x = tf.random.normal([50, 30], seed=15)
+  upstream = tf.random.normal(x.shape, seed=16)
+  keep = fused_ops.keep_mask(x.shape, SEED, 0.4)
+  _assert_same(lambda x: fused_ops.dropout(x, SEED, 0.4),
+               lambda x: tf.where(keep, x / 0.6, 0.0), [x], upstream, atol=1e-6)
+
+
+def test_keep_mask_statistics():
+  rate = 0.1
+  keep = fused_ops.keep_mask([1000, 1000], SEED, rate).numpy().ravel()
+  # 1e6 draws: the standard deviation of the kept fraction is 3e-4.
+  assert abs(keep.mean() - (1 - rate)) < 2e-3
+  # Neighbours are independent: P(both kept) = 0.81 (standard deviation ~4e-4).
+  assert abs((keep[:-1] & keep[1:]).mean() - 0.81) < 2e-3
+  assert abs((keep[:-128] & keep[128:]).mean() - 0.81) < 2e-3
+  # Another seed gives an independent mask; the same seed the same one.
+  other = fused_ops.keep_mask([1000, 1000], tf.constant([124, 456], tf.uint32), rate)
+  other = other.numpy().ravel()
+  assert abs((keep == other).mean() - (0.81 + 0.01)) < 2e-3
+  np.testing.assert_array_equal(keep, fused_ops.keep_mask([1000, 1000], SEED, rate).numpy().ravel())
+
+
+def test_dropout_seed_sources():
+  generator = tf.random.Generator.from_seed(3)
+  first = fused_ops.dropout_seed(generator=generator)
+  assert first.dtype == tf.uint32 and first.shape == [2]
+  assert not np.array_equal(first, fused_ops.dropout_seed(generator=generator))  # state advances
+  np.testing.assert_array_equal(fused_ops.dropout_seed(seed=[1, 2]),
+                                fused_ops.dropout_seed(seed=[1, 2]))
+  assert fused_ops.dropout_seed().shape == [2]
+
+
+@pytest.mark.parametrize('rate', [-0.1, 1.0])
+def test_keep_threshold_rejects_bad_rates(rate):
+  with pytest.raises(ValueError, match=r'dropout rate must be in \[0, 1\), found'):
+    fused_ops.keep_threshold(rate)
+
+
+def test_kernels_inside_a_tf_function_with_unknown_batch():
+  @tf.function(input_signature=[tf.TensorSpec([None, 8, 32], tf.float32)])
+  def step(x):
+    with tf.GradientTape() as tape:
+      tape.watch(x)
+      y = fused_ops.dropout_add_layer_norm(x, fused_ops.gelu(x), tf.ones([32]), tf.zeros([32]),
+                                           SEED, 0.1)
+      scores = tf.matmul(y, y, transpose_b=True)
+      z = fused_ops.masked_softmax_dropout(scores, None, SEED, 0.1, scale=0.5)
+      total = tf.reduce_sum(z * tf.range(8, dtype=tf.float32))
+    return tape.gradient(total, x)
+
+  for batch in (2, 5):
+    grad = step(tf.random.normal([batch, 8, 32], seed=batch))
+    assert grad.shape == [batch, 8, 32] and np.isfinite(grad.numpy()).all()
