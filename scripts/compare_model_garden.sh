@@ -23,7 +23,7 @@
 #
 # Variants (--variants, comma list): FRAMEWORK-DTYPE[-xla] with FRAMEWORK mg|ours, DTYPE float32|bfloat16|
 # float16, or `ours-best` = ours with --ours_best (default bfloat16: with the code of 2026-11-23 XLA on CPU is
-# slower, e.g. bfloat16+XLA 0.85x of bfloat16 in scripts/benchmark.py; pass --ours_best=bfloat16-xla when that
+# slower, e.g. bfloat16+XLA 0.72x of bfloat16 in scripts/benchmark.py; pass --ours_best=bfloat16-xla when that
 # changes). The variants named in --full (or `all`) train --steps steps (their eval accuracy is the comparison's
 # accuracy); the others train --speed_steps steps (speed only; their eval accuracy is printed with its step).
 # Model Garden's runtime.enable_xla only acts with num_gpus > 0 (base_trainer), so `mg-...-xla` is refused.

@@ -79,8 +79,9 @@ class RuntimeConfig(hyperparams.Config):
   Attributes:
     distribution_strategy: one of 'off', 'one_device', 'mirrored', 'multi_worker_mirrored', 'tpu'.
     enable_xla: compile the train and eval steps with XLA (`jit_compile`) on GPU and TPU. On CPU
-      it is ignored (as in Model Garden), because XLA's CPU backend is slower than TensorFlow's
-      oneDNN kernels there (bert_mini: float32 0.90x, bfloat16 0.65x); see `xla_on_cpu`.
+      it is ignored (as in Model Garden): compiling the whole step with XLA's CPU backend gains
+      nothing over the fused element-wise kernels and loses in bfloat16 (bert_mini: float32
+      1.02x, bfloat16 0.72x); see `xla_on_cpu`.
     xla_on_cpu: apply `enable_xla` on CPU-only runs too (mlm-garden addition).
     tpu: the TPU address (or name) for the 'tpu' strategy.
     num_gpus: GPUs to use (0: all visible, CPU when none).
