@@ -32,7 +32,7 @@ class Dropout(tf_keras.layers.Dropout):
   Args: as `tf_keras.layers.Dropout` (`rate`, `noise_shape`, `seed`).
 
   Example:
-    >>> layer = Dropout(0.1)
+    >>> layer = Dropout(0.1, dtype='mixed_bfloat16')
     >>> layer(tf.ones([2, 3], tf.bfloat16), training=True).dtype
     tf.bfloat16
   """
