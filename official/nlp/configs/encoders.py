@@ -76,6 +76,13 @@ class BertEncoderConfig(hyperparams.Config):
     except (ValueError, KeyError) as e:
       raise hyperparams.ConfigError('hidden_activation', str(e)) from None
 
+  def check_seq_length(self, field: str, seq_length: int) -> None:
+    """Raises a ConfigError naming `field` when `seq_length` exceeds max_position_embeddings."""
+    if seq_length > self.max_position_embeddings:
+      raise hyperparams.ConfigError(
+          field, f'{seq_length} exceeds model.encoder.bert.'
+          f'max_position_embeddings={self.max_position_embeddings}')
+
 
 @dataclasses.dataclass
 class EncoderConfig(hyperparams.OneOfConfig):

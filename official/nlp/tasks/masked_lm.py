@@ -62,10 +62,7 @@ class MaskedLMConfig(cfg.TaskConfig):
     encoder = self.model.encoder.get()
     for split in ('train_data', 'validation_data'):
       data = getattr(self, split)
-      if data.seq_length > encoder.max_position_embeddings:
-        raise hyperparams.ConfigError(
-            f'{split}.seq_length', f'{data.seq_length} exceeds model.encoder.bert.'
-            f'max_position_embeddings={encoder.max_position_embeddings}')
+      encoder.check_seq_length(f'{split}.seq_length', data.seq_length)
       if data.max_predictions_per_seq > data.seq_length:
         raise hyperparams.ConfigError(
             f'{split}.max_predictions_per_seq', f'{data.max_predictions_per_seq} exceeds '

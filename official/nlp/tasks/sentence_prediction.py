@@ -100,10 +100,7 @@ class SentencePredictionConfig(cfg.TaskConfig):
         raise hyperparams.ConfigError(
             f'{split}.label_type', f"{label_type!r} does not fit model.num_classes={num_classes} "
             "('float' for regression with num_classes 1, 'int' for classification)")
-      if getattr(data, 'seq_length', 0) > encoder.max_position_embeddings:
-        raise hyperparams.ConfigError(
-            f'{split}.seq_length', f'{data.seq_length} exceeds model.encoder.bert.'
-            f'max_position_embeddings={encoder.max_position_embeddings}')
+      encoder.check_seq_length(f'{split}.seq_length', getattr(data, 'seq_length', 0))
 
 
 def check_vocab_size(metadata: Optional[Dict[str, Any]], vocab_size: int) -> None:

@@ -84,10 +84,7 @@ class TaggingConfig(cfg.TaskConfig):
     encoder = self.model.encoder.get()
     for split in ('train_data', 'validation_data'):
       data = getattr(self, split)
-      if getattr(data, 'seq_length', 0) > encoder.max_position_embeddings:
-        raise hyperparams.ConfigError(
-            f'{split}.seq_length', f'{data.seq_length} exceeds model.encoder.bert.'
-            f'max_position_embeddings={encoder.max_position_embeddings}')
+      encoder.check_seq_length(f'{split}.seq_length', getattr(data, 'seq_length', 0))
 
 
 def subword_to_word_labels(subword_labels: Sequence[int], word_ids: Sequence[int]) -> List[int]:
