@@ -19,7 +19,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Union
 from absl import flags
 from tokenizers import trainers
 
-from data_tools import _cli
+from official.nlp.serving import cli_utils
 from official.nlp.data import tokenization
 from official.nlp.data import tokenized_corpus
 
@@ -88,8 +88,9 @@ def _define_flags() -> flags.FlagValues:
 def main(argv: Optional[Sequence[str]] = None) -> int:
   """Console entry point (`data_tools.build_vocab:main`)."""
   fv = _define_flags()
-  if not _cli.parse_flags(fv, argv, "build_vocab"):
-    return 2
+  status = cli_utils.parse_flags(fv, argv, "build_vocab", __doc__)
+  if status is not None:
+    return status
   try:
     paths = build_vocab(fv.input_file, fv.output_dir, fv.vocab_size, fv.do_lower_case, fv.min_frequency,
                         fv.limit_alphabet, show_progress=sys.stderr.isatty())

@@ -18,7 +18,7 @@ from typing import Optional, Sequence
 
 from absl import flags
 
-from data_tools import _cli
+from official.nlp.serving import cli_utils
 
 from official.nlp.data import create_finetuning_data as cfd
 
@@ -57,8 +57,9 @@ def _define_flags() -> flags.FlagValues:
 def main(argv: Optional[Sequence[str]] = None) -> int:
   """Console entry point (`data_tools.create_finetuning_data:main`); returns the exit code."""
   fv = _define_flags()
-  if not _cli.parse_flags(fv, argv, 'create_finetuning_data'):
-    return 2
+  status = cli_utils.parse_flags(fv, argv, 'create_finetuning_data', __doc__)
+  if status is not None:
+    return status
   try:
     metadata = cfd.create_finetuning_data(
         fv.task, fv.input_file, fv.output_file, fv.vocab_file, tokenizer_json=fv.tokenizer_json,

@@ -14,7 +14,7 @@ from typing import Optional, Sequence
 
 from absl import flags
 
-from data_tools import _cli
+from official.nlp.serving import cli_utils
 
 from official.nlp.data import create_pretraining_data as cpd
 
@@ -55,8 +55,9 @@ def _define_flags() -> flags.FlagValues:
 def main(argv: Optional[Sequence[str]] = None) -> int:
   """Console entry point (`data_tools.create_pretraining_data:main`); returns the exit code."""
   fv = _define_flags()
-  if not _cli.parse_flags(fv, argv, "create_pretraining_data"):
-    return 2
+  status = cli_utils.parse_flags(fv, argv, "create_pretraining_data", __doc__)
+  if status is not None:
+    return status
   logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(message)s", stream=sys.stderr)
   logging.getLogger("official").setLevel(logging.WARNING)  # the summary is printed below, once
   try:

@@ -22,7 +22,7 @@ from typing import Dict, Iterator, List, Optional, Sequence
 
 from absl import flags
 
-from data_tools import _cli
+from official.nlp.serving import cli_utils
 
 _SKIP_DIRS = {"test", "tests", "idlelib", "site-packages", "dist-packages", "__pycache__", "_bundled"}
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[`])")
@@ -128,8 +128,9 @@ def _define_flags() -> flags.FlagValues:
 def main(argv: Optional[Sequence[str]] = None) -> int:
   """Console entry point (`data_tools.stdlib_corpus:main`)."""
   fv = _define_flags()
-  if not _cli.parse_flags(fv, argv, "stdlib_corpus"):
-    return 2
+  status = cli_utils.parse_flags(fv, argv, "stdlib_corpus", __doc__)
+  if status is not None:
+    return status
   stats = write_stdlib_corpus(fv.output_file, fv.max_documents)
   print(f"wrote {fv.output_file}: {stats['documents']} documents, {stats['sentences']} sentences, "
         f"{stats['bytes'] / 1e6:.1f} MB from {stats['files']} files ({stats['unparsable_files']} unparsable)")

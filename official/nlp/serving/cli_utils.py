@@ -1,4 +1,4 @@
-"""Flag parsing shared by the serving and inference command-line programs."""
+"""Flag parsing shared by the command-line programs (serving, inference tools, data_tools)."""
 
 import sys
 from typing import Optional, Sequence
@@ -32,6 +32,20 @@ def parse_flags(flag_values: flags.FlagValues, argv: Optional[Sequence[str]], pr
     print(f'{program}: {e}\n\nflags:\n{flag_values.get_help()}', file=sys.stderr)
     return 2
   return None
+
+
+def define_model_flags(flag_values: flags.FlagValues) -> None:
+  """--model_dir, --vocab_file, --checkpoint_path and --do_lower_case of the programs that load a
+  model with `inference.load_model` (a training model_dir or a SavedModel)."""
+  flags.DEFINE_string('model_dir', None, 'A training model_dir (params.yaml + ckpt-N) or a '
+                      'SavedModel directory from official.nlp.serving.export_savedmodel.',
+                      flag_values=flag_values)
+  flags.DEFINE_string('vocab_file', None, 'vocab.txt of the model (default: <model_dir>/vocab.txt '
+                      'or the SavedModel\'s assets.extra/vocab.txt).', flag_values=flag_values)
+  flags.DEFINE_string('checkpoint_path', None, 'Checkpoint of a training model_dir (default: its '
+                      'latest).', flag_values=flag_values)
+  flags.DEFINE_boolean('do_lower_case', None, 'Lower-case texts (default: as recorded with the '
+                       'model, else true).', flag_values=flag_values)
 
 
 def error(program: str, message: str) -> int:

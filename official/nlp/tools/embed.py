@@ -142,9 +142,7 @@ def write_embeddings(embeddings: np.ndarray, texts: Iterable[str], output_file: 
 
 def _define_flags() -> flags.FlagValues:
   fv = flags.FlagValues()
-  flags.DEFINE_string('model_dir', None, 'A training model_dir (params.yaml + ckpt-N) or a '
-                      'SavedModel directory from official.nlp.serving.export_savedmodel.',
-                      flag_values=fv)
+  cli_utils.define_model_flags(fv)
   flags.DEFINE_string('input_file', '-', 'Text file, one sentence a line (-: stdin).',
                       flag_values=fv)
   flags.DEFINE_string('output_file', None, 'Where the embeddings go (.npy, or JSON lines with '
@@ -154,14 +152,8 @@ def _define_flags() -> flags.FlagValues:
   flags.DEFINE_enum('pooling', 'mean', POOLINGS, 'mean: over input_mask; cls: the [CLS] vector; '
                     'pooled: the encoder pooler output.', flag_values=fv)
   flags.DEFINE_integer('batch_size', 32, 'Lines per encoder call.', lower_bound=1, flag_values=fv)
-  flags.DEFINE_string('vocab_file', None, 'vocab.txt of the model (default: <model_dir>/vocab.txt '
-                      'or the SavedModel\'s assets.extra/vocab.txt).', flag_values=fv)
-  flags.DEFINE_string('checkpoint_path', None, 'Checkpoint of a training model_dir (default: its '
-                      'latest).', flag_values=fv)
   flags.DEFINE_integer('seq_length', None, 'Longest input in tokens (default: the model\'s).',
                        lower_bound=2, flag_values=fv)
-  flags.DEFINE_boolean('do_lower_case', None, 'Lower-case texts (default: as recorded with the '
-                       'model, else true).', flag_values=fv)
   flags.DEFINE_boolean('progress', True, 'Show a progress bar on stderr.', flag_values=fv)
   flags.mark_flags_as_required(['model_dir', 'output_file'], flag_values=fv)
   return fv

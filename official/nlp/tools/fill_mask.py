@@ -113,20 +113,12 @@ def format_predictions(texts: Sequence[str], predictions: List[List[List[Tuple[s
 
 def _define_flags() -> flags.FlagValues:
   fv = flags.FlagValues()
-  flags.DEFINE_string('model_dir', None, 'A training model_dir (params.yaml + ckpt-N) or a '
-                      'SavedModel directory from official.nlp.serving.export_savedmodel.',
-                      flag_values=fv)
-  flags.DEFINE_string('vocab_file', None, 'vocab.txt of the model (default: <model_dir>/vocab.txt '
-                      'or the SavedModel\'s assets.extra/vocab.txt).', flag_values=fv)
+  cli_utils.define_model_flags(fv)
   flags.DEFINE_multi_string('text', [], 'A text with one or more [MASK] (repeat the flag for '
                             'several).', flag_values=fv)
   flags.DEFINE_integer('top_k', 5, 'Predictions per [MASK].', lower_bound=1, flag_values=fv)
-  flags.DEFINE_string('checkpoint_path', None, 'Checkpoint of a training model_dir (default: its '
-                      'latest).', flag_values=fv)
   flags.DEFINE_integer('seq_length', None, 'Input length (default: the model\'s seq_length).',
                        lower_bound=3, flag_values=fv)
-  flags.DEFINE_boolean('do_lower_case', None, 'Lower-case texts (default: as recorded with the '
-                       'model, else true).', flag_values=fv)
   flags.mark_flags_as_required(['model_dir'], flag_values=fv)
   return fv
 
