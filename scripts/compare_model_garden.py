@@ -22,7 +22,6 @@ no summaries the steps/s rates are taken from its log (Model Garden: `steps/sec:
 """
 
 import argparse
-import glob
 import json
 import os
 import re
@@ -129,21 +128,10 @@ def _check_config(base: str, override: str, out: str) -> None:
 
 
 def _events(directory: str) -> Dict[str, List[Tuple[int, float]]]:
-  """Scalar summaries of one summary directory: tag -> [(step, value)], in file order."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  tf.get_logger().setLevel('ERROR')  # summary_iterator's deprecation notice
-  scalars: Dict[str, List[Tuple[int, float]]] = {}
-  for path in sorted(glob.glob(os.path.join(directory, 'events.out.tfevents.*'))):
-    for event in tf.compat.v1.train.summary_iterator(path):
-      for value in event.summary.value:
-        if value.HasField('simple_value'):
-          number = value.simple_value
-        elif value.HasField('tensor'):
-          number = float(tf.make_ndarray(value.tensor))
-        else:
-          continue
-        scalars.setdefault(value.tag, []).append((int(event.step), float(number)))
-  return scalars
+  """Scalar summaries of one summary directory: tag -> [(step, value)] in step order (run with the
+  project's Python, where `official` is ours)."""
+  from official.nlp.tools import training_curves  # pylint: disable=g-import-not-at-top
+  return training_curves.read_scalars(directory)
 
 
 _LOG_RATES = (re.compile(r'steps/sec:\s*([0-9.]+)'), re.compile(r'\|\s*([0-9.]+) steps/s\s*\|'))
