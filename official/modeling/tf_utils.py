@@ -111,3 +111,37 @@ def sparse_softmax_cross_entropy(labels: tf.Tensor, logits: tf.Tensor) -> tf.Ten
   logits = tf.cast(logits, tf.float32)
   labels = tf.cast(labels, tf.int32)
   return _cross_entropy_from_softmax(labels, logits)
+
+
+@tf.autograph.experimental.do_not_convert
+@tf.custom_gradient
+def _bias_add_rows(rows, bias):
+  def grad(d_rows):
+    # The bias gradient is the column sum of d_rows, taken as ones[1, rows] @ d_rows: the matmul
+    # accumulates in float32 even for bfloat16 inputs. TensorFlow's BiasAddGrad sums bfloat16 in
+    # bfloat16 (a mean error of several percent over 4,096 rows) and is slower on CPU.
+    ones = tf.ones([1, tf.shape(d_rows)[0]], d_rows.dtype)
+    return d_rows, tf.reshape(tf.matmul(ones, d_rows), [-1])
+
+  return tf.nn.bias_add(rows, bias), grad
+
+
+def bias_add(rows: tf.Tensor, bias: tf.Tensor) -> tf.Tensor:
+  """`tf.nn.bias_add` for 2-D `rows`, whose bias gradient is summed in float32 by a matmul.
+
+  The forward op is TensorFlow's (so a preceding matmul still fuses with it on CPU and GPU).
+
+  Args:
+    rows: [rows, n] (e.g. a matmul's output), any float dtype.
+    bias: [n] tensor or variable, the dtype of `rows`.
+
+  Returns:
+    rows + bias, [rows, n].
+
+  Example:
+    >>> bias_add(tf.ones([2, 3]), tf.constant([1.0, 2.0, 3.0])).numpy()
+    array([[2., 3., 4.],
+           [2., 3., 4.]], dtype=float32)
+  """
+  # A variable is read here, outside the custom gradient: its gradient flows through the read.
+  return _bias_add_rows(rows, tf.convert_to_tensor(bias))

@@ -104,3 +104,53 @@ def test_sparse_softmax_cross_entropy_casts_bfloat16_logits():
   loss = tf_utils.sparse_softmax_cross_entropy(tf.constant([2], tf.int64), logits)
   assert loss.dtype == tf.float32
   np.testing.assert_allclose(loss, [-np.log(np.exp(3) / np.exp([1, 2, 3]).sum())], rtol=1e-5)
+
+
+def _bias_add_gradients(add, rows, bias):
+  with tf.GradientTape() as tape:
+    tape.watch([rows, bias])
+    out = add(rows, bias)
+    loss = tf.reduce_sum(tf.cast(out, tf.float32) * tf.cast(tf.range(out.shape[-1]) % 3, tf.float32))
+  return out, tape.gradient(loss, [rows, bias], output_gradients=None)
+
+
+def test_bias_add_matches_tf_bias_add_in_float32():
+  rng = np.random.default_rng(1)
+  rows = tf.constant(rng.normal(size=(50, 7)), tf.float32)
+  bias = tf.constant(rng.normal(size=(7,)), tf.float32)
+  out, (d_rows, d_bias) = _bias_add_gradients(tf_utils.bias_add, rows, bias)
+  ref, (ref_rows, ref_bias) = _bias_add_gradients(tf.nn.bias_add, rows, bias)
+  np.testing.assert_array_equal(out, ref)
+  np.testing.assert_array_equal(d_rows, ref_rows)
+  np.testing.assert_allclose(d_bias, ref_bias, rtol=1e-6)
+
+
+def test_bias_add_sums_bfloat16_gradients_in_float32():
+  # 4,096 rows of bfloat16: the bias gradient must be the float32 column sum rounded once, not a
+  # bfloat16 running sum (TensorFlow's BiasAddGrad drifts by several percent here).
+  rng = np.random.default_rng(2)
+  d_out = tf.constant(rng.normal(size=(4096, 64)), tf.bfloat16)
+  rows = tf.zeros([4096, 64], tf.bfloat16)
+  bias = tf.zeros([64], tf.bfloat16)
+  with tf.GradientTape() as tape:
+    tape.watch(bias)
+    out = tf_utils.bias_add(rows, bias)
+  d_bias = tape.gradient(out, bias, output_gradients=d_out)
+  assert d_bias.dtype == tf.bfloat16
+  exact = d_out.numpy().astype(np.float64).sum(0)
+  # One bfloat16 rounding of the exact sum: relative error at most 2**-8.
+  np.testing.assert_allclose(d_bias.numpy().astype(np.float64), exact,
+                             rtol=2.0 ** -8, atol=1e-3)
+
+
+def test_bias_add_reads_a_variable_and_runs_under_xla():
+  bias = tf.Variable([1.0, -1.0])
+
+  @tf.function(jit_compile=True)
+  def step(rows):
+    with tf.GradientTape() as tape:
+      loss = tf.reduce_sum(tf_utils.bias_add(rows, bias) ** 2)
+    return tape.gradient(loss, bias)
+
+  rows = tf.constant([[1.0, 2.0], [3.0, 4.0]])
+  np.testing.assert_allclose(step(rows), 2 * tf.reduce_sum(rows + bias, 0), rtol=1e-6)

@@ -80,7 +80,7 @@ class MaskedLM(tf_keras.layers.Layer):
     # intermediate. Faster on CPU than the equivalent einsum.
     rows = tf.reshape(tf.cast(hidden, self.compute_dtype), [-1, self.embedding_width])
     logits = tf.matmul(rows, table, transpose_b=True)
-    logits = tf.cast(logits, tf.float32) + self.bias
+    logits = tf_utils.bias_add(tf.cast(logits, tf.float32), self.bias)
     leading = [d if d is not None else tf.shape(gathered)[i]
                for i, d in enumerate(gathered.shape[:-1].as_list())]
     logits = tf.reshape(logits, leading + [self.vocab_size])

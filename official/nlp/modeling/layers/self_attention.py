@@ -90,7 +90,7 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
     biases = [tf.reshape(tf.cast(layer.bias, dtype), [width]) for layer in layers]
     kernel = kernels[0] if len(kernels) == 1 else tf.concat(kernels, axis=1)
     bias = biases[0] if len(biases) == 1 else tf.concat(biases, axis=0)
-    return tf.nn.bias_add(tf.matmul(tf.reshape(inputs, [-1, hidden]), kernel), bias)
+    return tf_utils.bias_add(tf.matmul(tf.reshape(inputs, [-1, hidden]), kernel), bias)
 
   def _heads(self, projected, batch, length, count: int):
     """[batch * length, count * heads * dim] -> `count` tensors [batch, heads, length, dim]."""
@@ -136,8 +136,8 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
     width = self.num_heads * self.key_dim
     hidden = int(inputs.shape[-1])
     kernel = tf.reshape(tf.cast(self._output_dense.kernel, dtype), [width, hidden])
-    output = tf.nn.bias_add(tf.matmul(tf.reshape(context, [-1, width]), kernel),
-                            tf.cast(self._output_dense.bias, dtype))
+    output = tf_utils.bias_add(tf.matmul(tf.reshape(context, [-1, width]), kernel),
+                               tf.cast(self._output_dense.bias, dtype))
     output = tf.reshape(output, [batch, query_len, hidden])
     if return_attention_scores:
       return output, probs

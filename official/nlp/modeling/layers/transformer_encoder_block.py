@@ -112,8 +112,8 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
     dtype = x.dtype
     rows = tf.reshape(x, [-1, int(x.shape[-1])])
     for layer, activate in ((self._intermediate_dense, True), (self._output_dense, False)):
-      rows = tf.nn.bias_add(tf.matmul(rows, tf.cast(layer.kernel, dtype)),
-                            tf.cast(layer.bias, dtype))
+      rows = tf_utils.bias_add(tf.matmul(rows, tf.cast(layer.kernel, dtype)),
+                               tf.cast(layer.bias, dtype))
       if activate:
         rows = self._activation(rows)
     return tf.reshape(rows, tf.shape(x))
