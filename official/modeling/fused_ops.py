@@ -97,15 +97,27 @@ def _xla(fn):
   return tf.function(fn, jit_compile=True, autograph=False)
 
 
-def _row_sum(x):
-  """Sum over the last axis (keepdims), folded in halves down to 32 wide first: XLA:CPU splits a
-  reduction over more than 32 elements into a windowed pre-reduction that it does not fuse with
-  the producers (its 'tree reduction' rewrite); the folded form stays one fused loop."""
+def _fold(x, combine):
+  """x with its last axis folded in halves (combine(first half, second half)) down to 32 wide.
+
+  XLA:CPU splits a reduction over more than 32 elements into a windowed pre-reduction that it does
+  not fuse with the producers (its 'tree reduction' rewrite); the folded form stays one fused loop.
+  """
   width = x.shape[-1]
   while width is not None and width > 32 and width % 2 == 0:
     width //= 2
-    x = x[..., :width] + x[..., width:]
-  return tf.reduce_sum(x, axis=-1, keepdims=True)
+    x = combine(x[..., :width], x[..., width:])
+  return x
+
+
+def _row_sum(x):
+  """Sum over the last axis (keepdims), folded first (see `_fold`)."""
+  return tf.reduce_sum(_fold(x, tf.add), axis=-1, keepdims=True)
+
+
+def _row_max(x):
+  """Max over the last axis (keepdims), folded first (see `_fold`)."""
+  return tf.reduce_max(_fold(x, tf.maximum), axis=-1, keepdims=True)
 
 
 def _keep_scale(shape, seed, rate: float):
@@ -223,25 +235,36 @@ def masked_softmax(scores: tf.Tensor, mask_adder: Optional[tf.Tensor] = None,
 
 
 def _softmax_dropout_forward(scores, mask_adder, seed, rate: float, scale: float, dtype):
-  probs = masked_softmax(scores, mask_adder, scale)
+  """(dropout(softmax) in `dtype`, float32 row log-sum-exp [..., 1] for the backward pass)."""
+  logits = tf.cast(scores, tf.float32) * scale
+  if mask_adder is not None:
+    logits += mask_adder
+  row_max = _row_max(logits)
+  exp = tf.exp(logits - row_max)
+  total = _row_sum(exp)
   keep = _keep_scale(tf.shape(scores), seed, rate)
-  return tf.cast(probs if keep is None else probs * keep, dtype)
+  probs = exp / total
+  return tf.cast(probs if keep is None else probs * keep, dtype), row_max + tf.math.log(total)
 
 
-def _softmax_dropout_backward(scores, mask_adder, seed, d_out, rate: float, scale: float):
-  probs = masked_softmax(scores, mask_adder, scale)
-  d_probs = tf.cast(d_out, tf.float32)
-  keep = _keep_scale(tf.shape(scores), seed, rate)
-  if keep is not None:
-    d_probs *= keep
-  d_scores = probs * (d_probs - _row_sum(d_probs * probs))
-  return tf.cast(d_scores * scale if scale != 1.0 else d_scores, scores.dtype)
+def _softmax_dropout_backward(scores, mask_adder, log_sum_exp, dropped, d_out, scale: float):
+  """d scores from the forward output: with y = dropped = probs * mask (the mask scaled by
+  1 / (1 - rate)) and g = d_out, d probs = g * mask, so
+  d logits = probs * (g * mask - sum(g * mask * probs)) = y * g - probs * sum(y * g):
+  neither the dropout mask nor the row statistics are computed again."""
+  logits = tf.cast(scores, tf.float32) * scale
+  if mask_adder is not None:
+    logits += mask_adder
+  probs = tf.exp(logits - log_sum_exp)
+  y_g = tf.cast(dropped, tf.float32) * tf.cast(d_out, tf.float32)
+  d_logits = y_g - probs * _row_sum(y_g)
+  return tf.cast(d_logits * scale if scale != 1.0 else d_logits, scores.dtype)
 
 
 @functools.lru_cache(maxsize=None)
 def _softmax_dropout_kernels(rate: float, scale: float, dtype: tf.DType):
   forward = _xla(functools.partial(_softmax_dropout_forward, rate=rate, scale=scale, dtype=dtype))
-  backward = _xla(functools.partial(_softmax_dropout_backward, rate=rate, scale=scale))
+  backward = _xla(functools.partial(_softmax_dropout_backward, scale=scale))
   return forward, backward
 
 
@@ -273,9 +296,11 @@ def masked_softmax_dropout(scores: tf.Tensor, mask_adder: Optional[tf.Tensor] = 
 
   @tf.custom_gradient
   def _fused(scores):
+    dropped, log_sum_exp = forward(scores, mask_adder, seed)
+
     def grad(d_out):
-      return backward(scores, mask_adder, seed, d_out)
-    return forward(scores, mask_adder, seed), grad
+      return backward(scores, mask_adder, log_sum_exp, dropped, d_out)
+    return dropped, grad
 
   return _fused(scores)
 
@@ -286,54 +311,49 @@ def _rows(*tensors):
   return [tf.reshape(t, [-1, tf.shape(t)[-1]]) for t in tensors]
 
 
-def _partial_column_sums(x, group: int = 32):
-  """[rows, n] -> [ceil(rows / group), n]: sums over groups of `group` consecutive rows.
-
-  XLA:CPU runs one long column reduction slowly (and splits it into a windowed pre-reduction);
-  summing groups of 32 rows fuses with the producer, and TensorFlow finishes the few rows left.
-  """
-  rows = tf.shape(x)[0]
-  padded = tf.pad(x, [[0, (-rows) % group], [0, 0]])
-  return tf.reduce_sum(tf.reshape(padded, [-1, group, tf.shape(x)[1]]), axis=1)
-
-
-def _normalize(residual, branch, seed, rate: float, epsilon: float):
-  """(x_hat, 1/std, dropout scale) of LayerNorm(residual + dropout(branch)) in float32."""
-  keep = _keep_scale(tf.shape(branch), seed, rate)
-  branch = tf.cast(branch, tf.float32)
-  h = tf.cast(residual, tf.float32) + (branch if keep is None else branch * keep)
-  mean = tf.reduce_mean(h, axis=-1, keepdims=True)
-  centered = h - mean
-  inv_std = tf.math.rsqrt(tf.reduce_mean(centered * centered, axis=-1, keepdims=True) + epsilon)
-  return centered * inv_std, inv_std, keep
+def _row_mean(x):
+  return _row_sum(x) / x.shape[-1]
 
 
 def _add_norm_forward(residual, branch, seed, gamma, beta, rate: float, epsilon: float):
+  """(LayerNorm(residual + dropout(branch)), row means, row 1/std): the statistics are float32
+  [rows, 1], kept for the backward pass."""
   shape = tf.shape(residual)
   residual, branch = _rows(residual, branch)
-  x_hat, _, _ = _normalize(residual, branch, seed, rate, epsilon)
-  return tf.reshape(tf.cast(x_hat * gamma + beta, residual.dtype), shape)
+  keep = _keep_scale(tf.shape(branch), seed, rate)
+  branch = tf.cast(branch, tf.float32)
+  h = tf.cast(residual, tf.float32) + (branch if keep is None else branch * keep)
+  mean = _row_mean(h)
+  centered = h - mean
+  inv_std = tf.math.rsqrt(_row_mean(centered * centered) + epsilon)
+  out = tf.reshape(tf.cast(centered * inv_std * gamma + beta, residual.dtype), shape)
+  return out, mean, inv_std
 
 
-def _add_norm_backward(residual, branch, seed, gamma, d_out, rate: float, epsilon: float):
-  """(d_residual, d_branch, partial column sums of [d_gamma, d_beta]: [rows / 32, 2 * hidden])."""
-  shape = tf.shape(residual)
+def _add_norm_backward(residual, branch, seed, gamma, mean, inv_std, d_out, rate: float):
+  """(d_residual, d_branch, float32 [rows, 2 * hidden] rows of [d_out * x_hat, d_out]).
+
+  The LayerNorm parameter gradients are the column sums of the third output, which the caller
+  takes as a matmul: XLA:CPU is slow at long column reductions.
+  """
+  shape, dtype = tf.shape(residual), residual.dtype
   residual, branch, d_out = _rows(residual, branch, d_out)
-  x_hat, inv_std, keep = _normalize(residual, branch, seed, rate, epsilon)
+  keep = _keep_scale(tf.shape(branch), seed, rate)
+  branch = tf.cast(branch, tf.float32)
+  h = tf.cast(residual, tf.float32) + (branch if keep is None else branch * keep)
+  x_hat = (h - mean) * inv_std
   d_out = tf.cast(d_out, tf.float32)
   d_x_hat = d_out * gamma
-  d_h = inv_std * (d_x_hat - tf.reduce_mean(d_x_hat, axis=-1, keepdims=True)
-                   - x_hat * tf.reduce_mean(d_x_hat * x_hat, axis=-1, keepdims=True))
+  d_h = inv_std * (d_x_hat - _row_mean(d_x_hat) - x_hat * _row_mean(d_x_hat * x_hat))
   d_branch = d_h if keep is None else d_h * keep
-  return (tf.reshape(tf.cast(d_h, residual.dtype), shape),
-          tf.reshape(tf.cast(d_branch, branch.dtype), shape),
-          _partial_column_sums(tf.concat([d_out * x_hat, d_out], axis=-1)))
+  return (tf.reshape(tf.cast(d_h, dtype), shape), tf.reshape(tf.cast(d_branch, dtype), shape),
+          tf.concat([d_out * x_hat, d_out], axis=-1))
 
 
 @functools.lru_cache(maxsize=None)
 def _add_norm_kernels(rate: float, epsilon: float):
   forward = _xla(functools.partial(_add_norm_forward, rate=rate, epsilon=epsilon))
-  backward = _xla(functools.partial(_add_norm_backward, rate=rate, epsilon=epsilon))
+  backward = _xla(functools.partial(_add_norm_backward, rate=rate))
   return forward, backward
 
 
@@ -365,10 +385,14 @@ def dropout_add_layer_norm(residual: tf.Tensor, branch: tf.Tensor, gamma: tf.Ten
 
   @tf.custom_gradient
   def _fused(residual, branch, gamma, beta):
+    out, mean, inv_std = forward(residual, branch, seed, gamma, beta)
+
     def grad(d_out):
-      d_residual, d_branch, partial = backward(residual, branch, seed, gamma, d_out)
-      d_gamma, d_beta = tf.split(tf.reduce_sum(partial, axis=0), 2)
+      d_residual, d_branch, terms = backward(residual, branch, seed, gamma, mean, inv_std, d_out)
+      # Column sums as ones @ terms (float32): much faster than a reduction on CPU.
+      sums = tf.matmul(tf.ones([1, tf.shape(terms)[0]], terms.dtype), terms)
+      d_gamma, d_beta = tf.split(tf.reshape(sums, [-1]), 2)
       return d_residual, d_branch, d_gamma, d_beta
-    return forward(residual, branch, seed, gamma, beta), grad
+    return out, grad
 
   return _fused(residual, branch, gamma, beta)

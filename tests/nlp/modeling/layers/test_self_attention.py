@@ -120,4 +120,5 @@ def test_fused_projection_gradients_match_separate_einsums():
   targets = [x] + layer.trainable_weights
   for got, expected in zip(tape.gradient(ours, targets), tape.gradient(reference, targets)):
     assert got.shape == expected.shape
-    np.testing.assert_allclose(got, expected, atol=2e-5, rtol=1e-5)
+    # float32 rounding of two summation orders, relative to the largest gradient (~20 here).
+    np.testing.assert_allclose(got, expected, atol=1e-4, rtol=1e-5)
