@@ -3,9 +3,12 @@
 TensorFlow runs every element-wise op as its own pass over memory, and its gradient as several
 more: in a BERT training step on CPU the GELU, dropout, residual-add, LayerNorm and softmax ops
 took more time than all the matmuls under bfloat16. Here each block is compiled by XLA into one
-fused loop forward and one backward (recomputing what it needs from the inputs instead of keeping
-intermediates), while the matmuls stay outside XLA (oneDNN on CPU, which XLA:CPU does not match for
-bfloat16). Inside an XLA-compiled step (GPU/TPU) the kernels are inlined like any other function.
+fused loop forward and one backward, which recomputes what it needs from the inputs and a few
+float32 row statistics the forward pass keeps (LayerNorm's mean and 1/std, softmax's log-sum-exp)
+instead of keeping full-size intermediates. The matmuls stay outside XLA (oneDNN on CPU, which
+XLA:CPU does not match for bfloat16), and so do column sums (LayerNorm's parameter gradients are
+taken as a ones-vector matmul: XLA:CPU reduces long columns slowly). Inside an XLA-compiled step
+(GPU/TPU) the kernels are inlined like any other function.
 
 Numerics: everything is computed in float32 and the results are cast to the input dtype, so
 bfloat16/float16 inputs get float32 LayerNorm statistics and a float32 softmax.
@@ -14,7 +17,8 @@ Dropout draws its mask inside the kernels from a counter-based hash: element i o
 seed (s0, s1) is kept when murmur3's 32-bit finalizer of `(i * 0x9E3779B9 + s0) ^ s1` is >=
 `keep_threshold(rate)` = round(rate * 2**32), so with probability `1 - rate` (within 2**-32). The
 seed is two random uint32 drawn per call (`dropout_seed`, from a `tf.random.Generator` whose state
-can be checkpointed, or from TensorFlow's RNG); the backward pass recomputes the same mask from it.
+can be checkpointed, or from TensorFlow's RNG); a backward pass that needs the mask recomputes it
+from the seed (the softmax's backward pass needs none: it differentiates through its own output).
 Nothing is drawn or stored per element: on CPU this is about 3x cheaper than TensorFlow's random
 ops for the attention-probability dropout of BERT, and the hash fuses with the neighbouring math.
 
@@ -312,7 +316,8 @@ def _rows(*tensors):
 
 
 def _row_mean(x):
-  return _row_sum(x) / x.shape[-1]
+  """Mean over the last axis (keepdims), folded first (see `_fold`)."""
+  return _row_sum(x) / tf.cast(tf.shape(x)[-1], x.dtype)
 
 
 def _add_norm_forward(residual, branch, seed, gamma, beta, rate: float, epsilon: float):

@@ -52,6 +52,7 @@ class AdamWeightDecay(_adam_base.AdamBase):
       raise ValueError(f'{name}: gradient_clip_norm must be >= 0 or None, found {gradient_clip_norm!r}')
     self.amsgrad = bool(amsgrad)
     self.gradient_clip_norm = gradient_clip_norm
+    self._apply_all_kernels = self._no_dependency({})
 
   def _global_clip_norms(self):
     return [self.global_clipnorm, self.gradient_clip_norm]
@@ -59,6 +60,76 @@ class AdamWeightDecay(_adam_base.AdamBase):
   def _build_extra(self, var_list, names) -> None:
     if self.amsgrad:
       self._velocity_hats = [self.add_variable_from_reference(v, 'vhat') for v in var_list]
+
+  def _distributed_apply_gradients_fn(self, distribution, grads_and_vars, **kwargs):
+    """With one replica, one XLA kernel updates every variable (`_apply_all`)."""
+    grads_and_vars = list(grads_and_vars)
+    parts = self._single_replica_parts(distribution, grads_and_vars)
+    if parts is None:
+      return super()._distributed_apply_gradients_fn(distribution, grads_and_vars, **kwargs)
+    self._apply_all(*parts)
+    return self.iterations.assign_add(1)
+
+  def _single_replica_parts(self, distribution, grads_and_vars):
+    """(gradients, variables, m slots, v slots, decay flags) as plain tensors and variables, or None
+    when the update must go variable by variable (several replicas, AMSGrad, EMA, TPU, PS)."""
+    if (self.amsgrad or self.use_ema or not grads_and_vars
+        or distribution.num_replicas_in_sync != 1
+        or isinstance(distribution, (tf.distribute.TPUStrategy,
+                                     tf.distribute.experimental.ParameterServerStrategy))):
+      return None
+
+    def single(value):
+      parts = distribution.experimental_local_results(value)
+      return parts[0] if len(parts) == 1 else None
+
+    grads, variables, momentums, velocities, decays = [], [], [], [], []
+    for gradient, variable in grads_and_vars:
+      index = self._index(variable)
+      parts = [single(x) for x in (gradient, variable, self._momentums[index],
+                                   self._velocities[index])]
+      if any(p is None for p in parts) or not all(hasattr(p, 'handle') for p in parts[1:]):
+        return None
+      grads.append(tf.cast(tf.convert_to_tensor(parts[0]), parts[1].dtype))
+      variables.append(parts[1])
+      momentums.append(parts[2])
+      velocities.append(parts[3])
+      decays.append(self._decay_mask[index])
+    return grads, variables, momentums, velocities, decays
+
+  def _apply_all(self, grads, variables, momentums, velocities, decays) -> None:
+    """The AdamW step of every variable as one XLA kernel: one pass over g, m, v and w each.
+
+    The same arithmetic as `update_step` (decay with the pre-step w). On CPU it replaces ~80
+    per-variable kernels and the separate decay pass (bert_mini: 13.9 -> 11.5 ms per step).
+    """
+    key = tuple(id(v) for v in variables)
+    kernel = self._apply_all_kernels.get(key)
+    if kernel is None:
+      kernel = self._apply_all_kernels[key] = self._build_apply_all(
+          list(zip(variables, momentums, velocities, decays)))
+    kernel(grads, tf.cast(self.learning_rate, tf.float32),
+           tf.cast(self.iterations + 1, tf.float32))
+
+  def _build_apply_all(self, slots):
+    beta_1, beta_2, epsilon, decay_rate = (self.beta_1, self.beta_2, self.epsilon,
+                                           self.weight_decay_rate)
+
+    def apply_all(grads, lr, step):
+      alpha = lr * tf.sqrt(1.0 - beta_2 ** step) / (1.0 - beta_1 ** step)
+      for g, (var, m, v, decays) in zip(grads, slots):
+        dtype = var.dtype
+        m_t = m + (g - m) * tf.cast(1.0 - beta_1, dtype)
+        v_t = v + (g * g - v) * tf.cast(1.0 - beta_2, dtype)
+        m.assign(m_t)
+        v.assign(v_t)
+        w = var.read_value()
+        update = tf.cast(alpha, dtype) * m_t / (tf.sqrt(v_t) + tf.cast(epsilon, dtype))
+        if decays:
+          update += tf.cast(lr * decay_rate, dtype) * w
+        var.assign(w - update)
+
+    return tf.function(apply_all, jit_compile=True, autograph=False)
 
   def update_step(self, gradient: Any, variable: tf.Variable) -> None:
     """Applies one AdamW step to `variable` (called per variable, per replica component)."""

@@ -186,3 +186,34 @@ def test_config_round_trip():
 def test_bad_arguments_raise(kwargs):
   with pytest.raises(ValueError):
     adamw.AdamWeightDecay(0.1, **kwargs)
+
+
+def _run_steps(opt, variables, grads, in_function):
+  def apply(step_grads):
+    opt.apply_gradients(zip(step_grads, variables))
+  if in_function:
+    apply = tf.function(apply)
+  for step_grads in grads:
+    apply([tf.constant(g) for g in step_grads])
+  return [v.numpy() for v in variables]
+
+
+@pytest.mark.parametrize('in_function', [False, True])
+def test_one_kernel_update_matches_the_per_variable_update(in_function, monkeypatch):
+  rng = np.random.default_rng(5)
+  grads = [[rng.normal(size=s).astype(np.float32) for s in ((2, 2), (2,), (2,))] for _ in range(4)]
+  results = []
+  for fused in (True, False):
+    kernel, gamma, bias = _variables()
+    opt = adamw.AdamWeightDecay(learning_rate=0.05, weight_decay_rate=0.1, gradient_clip_norm=1.0,
+                                exclude_from_weight_decay=['layer_norm', 'bias'])
+    if not fused:
+      monkeypatch.setattr(opt, '_single_replica_parts', lambda *args: None)
+    results.append(_run_steps(opt, (kernel, gamma, bias), grads, in_function))
+    assert bool(opt._apply_all_kernels) == fused
+    if fused:  # one kernel, traced once for all steps
+      (fused_kernel,) = opt._apply_all_kernels.values()
+      assert fused_kernel.experimental_get_tracing_count() == 1
+    assert int(opt.iterations) == 4
+  for got, want in zip(*results):
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)  # float32 rounding
