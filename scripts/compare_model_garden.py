@@ -12,10 +12,13 @@ Subcommands:
                                   prints BASE's path.
   summarize RUN_DIR... --json F   per run: median steps/s (TensorBoard `steps_per_second` of model_dir/train,
                                   the first summary (tracing, warm-up) left out when there are more), the last
-                                  eval `masked_lm_accuracy` (model_dir/validation) and its step; prints the
-                                  side-by-side table and writes it as JSON to F. Each RUN_DIR holds
-                                  `variant.json` (written by the shell script) and `model/`. Also compares
-                                  the effective params.yaml of the first Model Garden and mlm-garden runs.
+                                  eval `masked_lm_accuracy` (model_dir/validation) and its step. Runs of the
+                                  same variant (speed rounds, `round` > 0 in variant.json) are one row: its
+                                  steps/s is the median of the runs' figures, its accuracy the first run's.
+                                  Prints the side-by-side table and writes it as JSON to F. Each RUN_DIR
+                                  holds `variant.json` (written by the shell script) and `model/`. Also
+                                  compares the effective params.yaml of the first Model Garden and mlm-garden
+                                  runs.
 
 Event files are read with `tf.compat.v1.train.summary_iterator` (no tensorboard package needed); when a run has
 no summaries the steps/s rates are taken from its log (Model Garden: `steps/sec:`, mlm-garden: `N steps/s`).
@@ -175,6 +178,25 @@ def _summarize_run(run_dir: str) -> Dict[str, Any]:
   return row
 
 
+def _combine_rounds(runs: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+  """One row per variant (in order of first appearance): the first run (round 0) with its steps/s replaced
+  by the median over all the variant's runs; `runs` lists each run's round, start, steps/s and load."""
+  groups: Dict[str, List[Dict[str, Any]]] = {}
+  for run in runs:
+    groups.setdefault(run['variant'], []).append(run)
+  rows = []
+  for group in groups.values():
+    group = sorted(group, key=lambda r: r.get('round', 0))
+    row = dict(group[0])
+    row['runs'] = [{'round': r.get('round', 0), 'start': r.get('start'), 'train_steps': r['train_steps'],
+                    'median_steps_per_second': r['median_steps_per_second'],
+                    'loadavg_before': r.get('loadavg_before')} for r in group]
+    rates = [r['median_steps_per_second'] for r in group if r['median_steps_per_second'] is not None]
+    row['median_steps_per_second'] = statistics.median(rates) if rates else None
+    rows.append(row)
+  return rows
+
+
 def _fmt(value: Any, spec: str = '') -> str:
   return '-' if value is None else format(value, spec)
 
@@ -217,7 +239,7 @@ def _ratio(row: Dict[str, Any], reference: Optional[Dict[str, Any]]) -> Optional
 
 
 def _summarize(run_dirs: List[str], json_path: str, settings: Optional[str] = None) -> None:
-  rows = [_summarize_run(d) for d in run_dirs]
+  rows = _combine_rounds([_summarize_run(d) for d in run_dirs])
   differences = None
   mg_dir = next((d for d, r in zip(run_dirs, rows) if r['framework'] == 'model_garden'), None)
   ours_dir = next((d for d, r in zip(run_dirs, rows) if r['framework'] == 'mlm_garden'), None)
@@ -230,7 +252,7 @@ def _summarize(run_dirs: List[str], json_path: str, settings: Optional[str] = No
     for line in differences:
       print(f'  {line}')
   mg_float32, mg_bfloat16 = _reference(rows, 'float32'), _reference(rows, 'bfloat16')
-  header = ('variant', 'framework', 'dtype', 'xla', 'steps', 'median steps/s', 'vs MG fp32', 'vs MG bf16',
+  header = ('variant', 'framework', 'dtype', 'xla', 'steps', 'steps/s', 'per run', 'vs MG fp32', 'vs MG bf16',
             'eval MLM acc', 'vs MG fp32 (pts)', 'eval NSP acc', 'wall s', 'load 1m before/after')
   lines = []
   for r in rows:
@@ -243,6 +265,7 @@ def _summarize(run_dirs: List[str], json_path: str, settings: Optional[str] = No
         100 * (r['masked_lm_accuracy'] - mg_float32['masked_lm_accuracy']) if same else None)
     lines.append((r['variant'], r['framework'], r['dtype'], 'on' if r['xla'] else 'off', str(r['train_steps']),
                   _fmt(r['median_steps_per_second'], '.3f'),
+                  ' '.join(_fmt(run['median_steps_per_second'], '.3f') for run in r['runs']),
                   _fmt(r['speedup_vs_mg_float32'], '.2f') + ('x' if r['speedup_vs_mg_float32'] else ''),
                   _fmt(r['speedup_vs_mg_bfloat16'], '.2f') + ('x' if r['speedup_vs_mg_bfloat16'] else ''),
                   _fmt(r['masked_lm_accuracy'], '.4f') + (f' @{r["eval_step"]}' if r['eval_step'] else ''),
@@ -254,9 +277,10 @@ def _summarize(run_dirs: List[str], json_path: str, settings: Optional[str] = No
   print('  '.join('-' * w for w in widths))
   for line in lines:
     print('  '.join(c.ljust(w) for c, w in zip(line, widths)))
-  print('median steps/s: the steps_per_second summaries (one per loop of steps_per_loop steps), the first '
-        'left out (tracing/warm-up); "vs MG": ratios of median steps/s; "(pts)": MLM accuracy minus Model '
-        "Garden float32's at the same step, in points")
+  print('steps/s: per run, the median of its steps_per_second summaries (one per loop of steps_per_loop '
+        'steps), the first left out (tracing/warm-up); per variant, the median of its runs ("per run", in '
+        'order of rounds); "vs MG": ratios of steps/s; "(pts)": MLM accuracy minus Model Garden '
+        "float32's at the same step, in points; wall s and load: the first run")
   report: Dict[str, Any] = {}
   if settings and os.path.exists(settings):
     with open(settings, encoding='utf-8') as f:

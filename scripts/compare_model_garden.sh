@@ -28,17 +28,23 @@
 # accuracy); the others train --speed_steps steps (speed only; their eval accuracy is printed with its step).
 # Model Garden's runtime.enable_xla only acts with num_gpus > 0 (base_trainer), so `mg-...-xla` is refused.
 #
-# Median steps/s: the per-loop `steps_per_second` TensorBoard summaries (steps_per_loop steps each), the first
-# loop (tracing, warm-up) left out; --speed_steps=300 gives a median of 5 loops.
-# Duration with the defaults on a quiet 2-core machine: about 25 minutes (Model Garden float32 1000 steps ~10,
-# Model Garden bfloat16 300 steps ~3, ours float32 300 steps ~3, ours best 1000 steps ~6, setup ~1).
+# Speed rounds (--speed_rounds, default 1): after those runs every variant trains --speed_steps steps again,
+# round by round, in reverse order in odd rounds (so mg-float32 runs first and last): on a shared machine a
+# slow or fast stretch then falls on both frameworks instead of on whichever ran at the time.
+# Steps/s of a run: the median of its per-loop `steps_per_second` TensorBoard summaries (steps_per_loop steps
+# each), the first loop (tracing, warm-up) left out (--speed_steps=300: 5 loops). Steps/s of a variant: the
+# median of its runs' figures (with 2 runs, their mean); the table lists each run's figure too.
+# Duration with the defaults on a quiet 2-core machine: about 40 minutes (Model Garden float32 1000 steps ~10,
+# Model Garden bfloat16 300 steps ~3, ours float32 300 steps ~3, ours best 1000 steps ~6, setup ~1; the speed
+# round ~13).
 #
-# Usage: scripts/compare_model_garden.sh [--steps=1000] [--speed_steps=300] [--variants=LIST] [--full=LIST]
-#          [--ours_best=bfloat16] [--steps_per_loop=50] [--validation_steps=50] [--threads=N]
-#          [--work_dir=/tmp/mg-compare] [--data_dir=WORK/data] [--mg_venv=/tmp/mg-venv] [--corpus=auto]
-#          [--setup_only] [--reuse]
-#   --reuse: keep a variant's finished run (same steps) instead of training it again.
-# Output: WORK/runs/VARIANT-STEPS/{train.log,variant.json,model/}, WORK/results.json, the table on stdout.
+# Usage: scripts/compare_model_garden.sh [--steps=1000] [--speed_steps=300] [--speed_rounds=1]
+#          [--variants=LIST] [--full=LIST] [--ours_best=bfloat16] [--steps_per_loop=50] [--validation_steps=50]
+#          [--threads=N] [--work_dir=/tmp/mg-compare] [--data_dir=WORK/data] [--mg_venv=/tmp/mg-venv]
+#          [--corpus=auto] [--setup_only] [--reuse]
+#   --reuse: keep a variant's finished first run (same steps) instead of training it again.
+# Output: WORK/runs/VARIANT-STEPS/ and WORK/runs/VARIANT-speedROUND/ ({train.log,variant.json,model/}),
+# WORK/results.json, the table on stdout.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -51,6 +57,7 @@ FULL="mg-float32,ours-best"
 OURS_BEST="bfloat16"
 STEPS_PER_LOOP=50
 VALIDATION_STEPS=50
+SPEED_ROUNDS=1
 THREADS="$(nproc)"
 WORK=/tmp/mg-compare
 DATA_DIR=""
@@ -70,6 +77,7 @@ for arg in "$@"; do
     --ours_best=*) OURS_BEST="${arg#*=}" ;;
     --steps_per_loop=*) STEPS_PER_LOOP="${arg#*=}" ;;
     --validation_steps=*) VALIDATION_STEPS="${arg#*=}" ;;
+    --speed_rounds=*) SPEED_ROUNDS="${arg#*=}" ;;
     --threads=*) THREADS="${arg#*=}" ;;
     --work_dir=*) WORK="${arg#*=}" ;;
     --data_dir=*) DATA_DIR="${arg#*=}" ;;
@@ -84,6 +92,7 @@ done
 for name in STEPS SPEED_STEPS STEPS_PER_LOOP VALIDATION_STEPS THREADS; do
   [[ "${!name}" =~ ^[1-9][0-9]*$ ]] || die "--${name,,}: expected a positive integer, found '${!name}'"
 done
+[[ "$SPEED_ROUNDS" =~ ^[0-9]+$ ]] || die "--speed_rounds: expected an integer >= 0, found '$SPEED_ROUNDS'"
 case "$CORPUS" in auto|pydocs|stdlib) ;; *) die "--corpus: expected auto, pydocs or stdlib, found '$CORPUS'" ;; esac
 DATA_DIR="${DATA_DIR:-$WORK/data}"
 mkdir -p "$WORK/runs" "$WORK/mg-cwd" "$DATA_DIR"
@@ -192,22 +201,16 @@ echo "== config: Model Garden uses $MG_BASE, mlm-garden uses $OURS_BASE"
 [ "$SETUP_ONLY" = 0 ] || { echo "== setup done"; exit 0; }
 
 # Runs.
-RUN_DIRS=()
-for run in "${RUNS[@]}"; do
-  read -r name framework dtype xla steps <<< "$run"
-  dir="$WORK/runs/$name-$steps"
-  RUN_DIRS+=("$dir")
-  if [ "$REUSE" = 1 ] && [ -s "$dir/variant.json" ] && grep -q '"finished": true' "$dir/variant.json" && \
-      grep -q "\"dtype\": \"$dtype\", \"xla\": $xla," "$dir/variant.json"; then
-    echo "== $name: reusing $dir"; continue
-  fi
+run_variant() {  # name framework dtype xla steps dir round
+  local name="$1" framework="$2" dtype="$3" xla="$4" steps="$5" dir="$6" round="$7"
+  local load_before start t0 base status wall load_after
   rm -rf "$dir"; mkdir -p "$dir"
   write_run_config "$dir/run.yaml" "$steps" "$dtype" "$xla"
   load_before="$(cut -d' ' -f1-3 /proc/loadavg)"; start="$(date -u +%FT%TZ)"; t0=$(date +%s)
-  echo "== $name: $framework $dtype xla=$xla, $steps steps ($start, load $load_before) -> $dir/train.log"
+  echo "== $name: $framework $dtype xla=$xla, $steps steps, round $round ($start, load $load_before) -> $dir/train.log"
   base="$OURS_BASE"; [ "$framework" = model_garden ] && base="$MG_BASE"
-  args=(-m official.nlp.train --experiment=bert/pretraining --mode=train_and_eval --model_dir="$dir/model"
-        --config_file="$base" --config_file="$dir/run.yaml")
+  local args=(-m official.nlp.train --experiment=bert/pretraining --mode=train_and_eval --model_dir="$dir/model"
+              --config_file="$base" --config_file="$dir/run.yaml")
   status=0
   if [ "$framework" = model_garden ]; then
     mg_python "${args[@]}" > "$dir/train.log" 2>&1 || status=$?
@@ -220,14 +223,42 @@ for run in "${RUNS[@]}"; do
   fi
   cat > "$dir/variant.json" <<EOF
 {"variant": "$name", "framework": "$framework", "dtype": "$dtype", "xla": $xla, "train_steps": $steps,
- "steps_per_loop": $STEPS_PER_LOOP, "validation_steps": $VALIDATION_STEPS, "batch_size": 32, "threads": $THREADS,
- "start": "$start", "wall_seconds": $wall, "loadavg_before": "$load_before", "loadavg_after": "$load_after",
- "exit_status": $status, "finished": $([ $status = 0 ] && echo true || echo false), "versions": "$VERSIONS"}
+ "round": $round, "steps_per_loop": $STEPS_PER_LOOP, "validation_steps": $VALIDATION_STEPS, "batch_size": 32,
+ "threads": $THREADS, "start": "$start", "wall_seconds": $wall, "loadavg_before": "$load_before",
+ "loadavg_after": "$load_after", "exit_status": $status, "finished": $([ $status = 0 ] && echo true || echo false),
+ "versions": "$VERSIONS"}
 EOF
+}
+
+RUN_DIRS=()
+for run in "${RUNS[@]}"; do
+  read -r name framework dtype xla steps <<< "$run"
+  dir="$WORK/runs/$name-$steps"
+  RUN_DIRS+=("$dir")
+  if [ "$REUSE" = 1 ] && [ -s "$dir/variant.json" ] && grep -q '"finished": true' "$dir/variant.json" && \
+      grep -q "\"dtype\": \"$dtype\", \"xla\": $xla," "$dir/variant.json"; then
+    echo "== $name: reusing $dir"; continue
+  fi
+  run_variant "$name" "$framework" "$dtype" "$xla" "$steps" "$dir" 0
+done
+# Speed rounds: every variant again for --speed_steps steps, in reverse order in odd rounds, so that a slow
+# or fast stretch of this shared machine falls on both frameworks.
+for ((round = 1; round <= SPEED_ROUNDS; round++)); do
+  order=("${RUNS[@]}")
+  if (( round % 2 == 1 )); then
+    order=(); for ((i = ${#RUNS[@]} - 1; i >= 0; i--)); do order+=("${RUNS[$i]}"); done
+  fi
+  for run in "${order[@]}"; do
+    read -r name framework dtype xla steps <<< "$run"
+    dir="$WORK/runs/$name-speed$round"
+    RUN_DIRS+=("$dir")
+    run_variant "$name" "$framework" "$dtype" "$xla" "$SPEED_STEPS" "$dir" "$round"
+  done
 done
 
 cat > "$WORK/settings.json" <<EOF
-{"date": "$(date -u +%FT%TZ)", "steps": $STEPS, "speed_steps": $SPEED_STEPS, "variants": "$VARIANTS",
+{"date": "$(date -u +%FT%TZ)", "steps": $STEPS, "speed_steps": $SPEED_STEPS, "speed_rounds": $SPEED_ROUNDS,
+ "variants": "$VARIANTS",
  "full": "$FULL", "ours_best": "$OURS_BEST", "steps_per_loop": $STEPS_PER_LOOP,
  "validation_steps": $VALIDATION_STEPS, "batch_size": 32, "seq_length": 128, "max_predictions_per_seq": 20,
  "threads": $THREADS, "cores": $(nproc), "base_config": "$BASE_CONFIG", "config_model_garden": "$MG_BASE",

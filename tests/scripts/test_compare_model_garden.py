@@ -83,11 +83,14 @@ def test_check_config_keeps_a_known_yaml_and_prunes_unknown_keys(tmp_path, capsy
   assert pruned == values
 
 
-def _fake_run(run_dir, variant, framework, dtype, rates, accuracy, params):
+def _fake_run(run_dir, variant, framework, dtype, rates, accuracy, params, round_=None):
   os.makedirs(run_dir)
   with open(os.path.join(run_dir, 'variant.json'), 'w', encoding='utf-8') as f:
-    json.dump({'variant': variant, 'framework': framework, 'dtype': dtype, 'xla': False, 'train_steps': 100,
-               'wall_seconds': 60, 'loadavg_before': '1.00 0.50 0.20', 'loadavg_after': '2.00 1.0 0.5'}, f)
+    info = {'variant': variant, 'framework': framework, 'dtype': dtype, 'xla': False, 'train_steps': 100,
+            'wall_seconds': 60, 'loadavg_before': '1.00 0.50 0.20', 'loadavg_after': '2.00 1.0 0.5'}
+    if round_ is not None:  # files of the shell script before speed rounds have no 'round'
+      info['round'] = round_
+    json.dump(info, f)
   model = os.path.join(run_dir, 'model')
   with tf.summary.create_file_writer(os.path.join(model, 'train')).as_default():
     for i, rate in enumerate(rates):
@@ -124,6 +127,25 @@ def test_summarize_medians_accuracy_speedup_and_config_differences(tmp_path, cap
   assert result['config_differences'] == [
       'task.train_data.shuffle_buffer_size: model_garden=100 mlm_garden=1000']
   assert 'ours-best' in printed and '2.25x' in printed and '0.2575 @100' in printed and '+0.75' in printed
+
+
+def test_summarize_takes_the_median_over_speed_rounds(tmp_path):
+  params = {'runtime': {'mixed_precision_dtype': 'float32'}}
+  runs = [('mg', 'mg-float32', 'model_garden', [0.5, 2.0, 1.0, 3.0], 0.25, 0),  # 2.0
+          ('ours', 'ours-best', 'mlm_garden', [1.0, 5.0, 4.0], 0.26, 0),  # 4.5
+          ('ours-speed1', 'ours-best', 'mlm_garden', [0.1, 4.0], None, 1),  # 4.0
+          ('mg-speed1', 'mg-float32', 'model_garden', [9.0, 1.0, 1.2, 1.4], None, 1)]  # 1.2
+  for name, variant, framework, rates, accuracy, round_ in runs:
+    _fake_run(str(tmp_path / name), variant, framework, 'float32', rates, accuracy, params, round_)
+  out = str(tmp_path / 'results.json')
+  compare.main(['summarize'] + [str(tmp_path / r[0]) for r in runs] + ['--json', out])
+  with open(out, encoding='utf-8') as f:
+    mg, ours = json.load(f)['runs']
+  assert [r['median_steps_per_second'] for r in mg['runs']] == [pytest.approx(2.0), pytest.approx(1.2)]
+  assert mg['median_steps_per_second'] == pytest.approx(1.6)  # the median (mean) of the two runs
+  assert ours['median_steps_per_second'] == pytest.approx(4.25)
+  assert ours['speedup_vs_mg_float32'] == pytest.approx(4.25 / 1.6)
+  assert (ours['eval_step'], ours['masked_lm_accuracy']) == (100, pytest.approx(0.26))  # the round-0 run's
 
 
 def test_log_rates_parse_both_frameworks_formats(tmp_path):
