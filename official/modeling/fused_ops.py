@@ -34,6 +34,8 @@ from typing import Optional
 
 import tensorflow as tf
 
+from official.modeling import tf_utils
+
 _TANH_C = math.sqrt(2.0 / math.pi)
 _TANH_A = 0.044715
 _SQRT_HALF = math.sqrt(0.5)
@@ -230,19 +232,22 @@ def masked_softmax(scores: tf.Tensor, mask_adder: Optional[tf.Tensor] = None,
   Returns:
     float32 probabilities, shape of `scores`.
   """
+  return tf.nn.softmax(_masked_logits(scores, mask_adder, scale), axis=-1)
+
+
+def _masked_logits(scores, mask_adder, scale: float):
+  """float32 scores * scale + mask_adder."""
   logits = tf.cast(scores, tf.float32)
   if scale != 1.0:
     logits *= scale
   if mask_adder is not None:
     logits += mask_adder
-  return tf.nn.softmax(logits, axis=-1)
+  return logits
 
 
 def _softmax_dropout_forward(scores, mask_adder, seed, rate: float, scale: float, dtype):
   """(dropout(softmax) in `dtype`, float32 row log-sum-exp [..., 1] for the backward pass)."""
-  logits = tf.cast(scores, tf.float32) * scale
-  if mask_adder is not None:
-    logits += mask_adder
+  logits = _masked_logits(scores, mask_adder, scale)
   row_max = _row_max(logits)
   exp = tf.exp(logits - row_max)
   total = _row_sum(exp)
@@ -256,10 +261,7 @@ def _softmax_dropout_backward(scores, mask_adder, log_sum_exp, dropped, d_out, s
   1 / (1 - rate)) and g = d_out, d probs = g * mask, so
   d logits = probs * (g * mask - sum(g * mask * probs)) = y * g - probs * sum(y * g):
   neither the dropout mask nor the row statistics are computed again."""
-  logits = tf.cast(scores, tf.float32) * scale
-  if mask_adder is not None:
-    logits += mask_adder
-  probs = tf.exp(logits - log_sum_exp)
+  probs = tf.exp(_masked_logits(scores, mask_adder, scale) - log_sum_exp)
   y_g = tf.cast(dropped, tf.float32) * tf.cast(d_out, tf.float32)
   d_logits = y_g - probs * _row_sum(y_g)
   return tf.cast(d_logits * scale if scale != 1.0 else d_logits, scores.dtype)
@@ -320,14 +322,19 @@ def _row_mean(x):
   return _row_sum(x) / tf.cast(tf.shape(x)[-1], x.dtype)
 
 
+def _dropout_add(residual, branch, seed, rate: float):
+  """(float32 residual + dropout(branch), the scaled keep mask or None) of [rows, hidden] inputs."""
+  keep = _keep_scale(tf.shape(branch), seed, rate)
+  branch = tf.cast(branch, tf.float32)
+  return tf.cast(residual, tf.float32) + (branch if keep is None else branch * keep), keep
+
+
 def _add_norm_forward(residual, branch, seed, gamma, beta, rate: float, epsilon: float):
   """(LayerNorm(residual + dropout(branch)), row means, row 1/std): the statistics are float32
   [rows, 1], kept for the backward pass."""
   shape = tf.shape(residual)
   residual, branch = _rows(residual, branch)
-  keep = _keep_scale(tf.shape(branch), seed, rate)
-  branch = tf.cast(branch, tf.float32)
-  h = tf.cast(residual, tf.float32) + (branch if keep is None else branch * keep)
+  h, _ = _dropout_add(residual, branch, seed, rate)
   mean = _row_mean(h)
   centered = h - mean
   inv_std = tf.math.rsqrt(_row_mean(centered * centered) + epsilon)
@@ -343,9 +350,7 @@ def _add_norm_backward(residual, branch, seed, gamma, mean, inv_std, d_out, rate
   """
   shape, dtype = tf.shape(residual), residual.dtype
   residual, branch, d_out = _rows(residual, branch, d_out)
-  keep = _keep_scale(tf.shape(branch), seed, rate)
-  branch = tf.cast(branch, tf.float32)
-  h = tf.cast(residual, tf.float32) + (branch if keep is None else branch * keep)
+  h, keep = _dropout_add(residual, branch, seed, rate)
   x_hat = (h - mean) * inv_std
   d_out = tf.cast(d_out, tf.float32)
   d_x_hat = d_out * gamma
@@ -394,9 +399,7 @@ def dropout_add_layer_norm(residual: tf.Tensor, branch: tf.Tensor, gamma: tf.Ten
 
     def grad(d_out):
       d_residual, d_branch, terms = backward(residual, branch, seed, gamma, mean, inv_std, d_out)
-      # Column sums as ones @ terms (float32): much faster than a reduction on CPU.
-      sums = tf.matmul(tf.ones([1, tf.shape(terms)[0]], terms.dtype), terms)
-      d_gamma, d_beta = tf.split(tf.reshape(sums, [-1]), 2)
+      d_gamma, d_beta = tf.split(tf_utils.column_sums(terms), 2)
       return d_residual, d_branch, d_gamma, d_beta
     return out, grad
 

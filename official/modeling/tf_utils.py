@@ -113,17 +113,25 @@ def sparse_softmax_cross_entropy(labels: tf.Tensor, logits: tf.Tensor) -> tf.Ten
   return _cross_entropy_from_softmax(labels, logits)
 
 
+def column_sums(rows: tf.Tensor) -> tf.Tensor:
+  """[rows, n] -> [n]: the sum over rows, taken as the matmul ones[1, rows] @ rows.
+
+  The matmul accumulates in float32 even for bfloat16 inputs (TensorFlow's reductions and
+  BiasAddGrad sum bfloat16 in bfloat16: a mean error of several percent over 4,096 rows), and on
+  CPU it is faster than a column reduction, in TensorFlow as in XLA.
+
+  Example:
+    >>> column_sums(tf.constant([[1.0, 2.0], [3.0, 4.0]])).numpy()
+    array([4., 6.], dtype=float32)
+  """
+  ones = tf.ones([1, tf.shape(rows)[0]], rows.dtype)
+  return tf.reshape(tf.matmul(ones, rows), [-1])
+
+
 @tf.autograph.experimental.do_not_convert
 @tf.custom_gradient
 def _bias_add_rows(rows, bias):
-  def grad(d_rows):
-    # The bias gradient is the column sum of d_rows, taken as ones[1, rows] @ d_rows: the matmul
-    # accumulates in float32 even for bfloat16 inputs. TensorFlow's BiasAddGrad sums bfloat16 in
-    # bfloat16 (a mean error of several percent over 4,096 rows) and is slower on CPU.
-    ones = tf.ones([1, tf.shape(d_rows)[0]], d_rows.dtype)
-    return d_rows, tf.reshape(tf.matmul(ones, d_rows), [-1])
-
-  return tf.nn.bias_add(rows, bias), grad
+  return tf.nn.bias_add(rows, bias), lambda d_rows: (d_rows, column_sums(d_rows))
 
 
 def bias_add(rows: tf.Tensor, bias: tf.Tensor) -> tf.Tensor:
