@@ -5,6 +5,13 @@ fields whose type is another `Config`. Values are coerced to the annotated type 
 `override`/`from_dict`/`from_yaml`, and every error names the full dotted key path, what was expected and
 what was found.
 
+Model Garden's behaviour is kept where its code and tests rely on it: `Config` is a `ParamsDict`; every
+config takes a dict as its first positional argument (`OptimizationConfig({'optimizer': ...})`) and
+relations as its second (`restrictions=['a.b < c']`, checked by `validate`); the bare `Config({...})`
+holds any keys; unknown and reserved keys raise `ConfigKeyError`, both a `ValueError` and a
+`KeyError`; `lock()` freezes a config; `bind` attaches a builder; a one-of exports only its selected
+member.
+
 Example:
   >>> @dataclasses.dataclass
   ... class DataConfig(Config):
@@ -26,12 +33,18 @@ import collections.abc
 import copy
 import dataclasses
 import functools
+import inspect
 import logging
-import os
+import types
 import typing
-from typing import Any, Dict, Mapping, Optional, Tuple, Type, TypeVar
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar
 
-import yaml
+from official.modeling.hyperparams import params_dict
+from official.modeling.hyperparams.params_dict import ConfigError
+from official.modeling.hyperparams.params_dict import ConfigKeyError
+from official.modeling.hyperparams.params_dict import ConfigTypeError
+from official.modeling.hyperparams.params_dict import read_yaml
+from official.modeling.hyperparams.params_dict import save_yaml
 
 _T = TypeVar('_T', bound='Config')
 
@@ -39,19 +52,7 @@ _T = TypeVar('_T', bound='Config')
 _BOUNDS = {'ge': ('>=', lambda v, b: v >= b), 'gt': ('>', lambda v, b: v > b),
            'le': ('<=', lambda v, b: v <= b), 'lt': ('<', lambda v, b: v < b)}
 
-
-class ConfigError(ValueError):
-  """A bad config key or value; `path` is the dotted key path, e.g. `task.train_data.input_path`."""
-
-  def __init__(self, path: str, message: str):
-    self.path = path
-    self.message = message
-    super().__init__(f'{path}: {message}' if path else message)
-
-  def with_prefix(self, prefix: str) -> 'ConfigError':
-    """Returns the same error with `prefix` prepended to its key path."""
-    return ConfigError(_join(prefix, self.path), self.message)
-
+_join = params_dict._join  # pylint: disable=protected-access
 
 def field(default: Any = dataclasses.MISSING, *, default_factory: Any = dataclasses.MISSING,
           ge: Optional[float] = None, gt: Optional[float] = None, le: Optional[float] = None,
@@ -83,14 +84,6 @@ def unsupported(default: Any, reason: str) -> Any:
   if isinstance(default, (list, dict, set)):
     raise TypeError('unsupported() takes an immutable default')
   return dataclasses.field(default=default, metadata={'unsupported': reason})
-
-
-def _join(prefix: str, key: str) -> str:
-  if not prefix:
-    return key
-  if not key:
-    return prefix
-  return f'{prefix}{key}' if key.startswith('[') else f'{prefix}.{key}'
 
 
 def _type_name(tp: Any) -> str:
@@ -150,24 +143,34 @@ def _parse_int_string(text: str) -> int:
   return int(number)
 
 
+_UNION_TYPES = (typing.Union, types.UnionType)
+_SEQUENCE_ORIGINS = (list, tuple, typing.Sequence, collections.abc.Sequence)
+
+
 def coerce_value(value: Any, tp: Any, path: str, is_strict: bool = True, current: Any = None) -> Any:
   """Converts `value` to the annotated type `tp`, or raises `ConfigError` naming `path`.
 
   Args:
     value: the new value (from YAML, a dict or Python).
-    tp: the field's type annotation, e.g. `int`, `Optional[List[str]]`, a `Config` subclass.
+    tp: the field's type annotation, e.g. `int`, `Optional[List[str]]`, `A | None`, a `Config`
+      subclass.
     path: the dotted key path, for error messages.
     is_strict: passed on to nested `Config.override`.
-    current: the field's current value; a nested config given a mapping is updated from it.
+    current: the field's current value. A nested config given a mapping is updated from (a copy of)
+      it, and so is each item of a list of configs given a list of mappings of the same length.
 
   Returns:
     The coerced value (a fresh object; `current` is not modified).
+
+  Example:
+    >>> coerce_value('64', int, 'global_batch_size')
+    64
   """
   if tp is Any:
     return value
   origin = typing.get_origin(tp)
   args = typing.get_args(tp)
-  if origin is typing.Union:
+  if origin in _UNION_TYPES:
     if value is None:
       if type(None) in args:
         return None
@@ -189,24 +192,33 @@ def coerce_value(value: Any, tp: Any, path: str, is_strict: bool = True, current
   if _is_config_type(tp):
     if isinstance(value, tp):
       return copy.deepcopy(value)
+    if isinstance(value, params_dict.ParamsDict):
+      value = value.as_dict()
     if isinstance(value, Mapping):
-      new = copy.deepcopy(current) if isinstance(current, tp) else tp()
+      # A current value of another Config class (set in Python) keeps its class, as in Model Garden.
+      new = copy.deepcopy(current) if isinstance(current, Config) else tp()
       new._override(value, is_strict, path)  # pylint: disable=protected-access
       return new
     raise ConfigError(path, f'expected a mapping for {tp.__name__} (keys: '
                       f'{", ".join(_field_types(tp))}), found {_describe(value)}')
-  if origin in (list, tuple, typing.Sequence, collections.abc.Sequence):
+  if origin in _SEQUENCE_ORIGINS:
     if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
       raise ConfigError(path, f'expected a list ({_type_name(tp)}), found {_describe(value)}')
-    if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
+    # Tuple[A, B] has a fixed length; Tuple[A] and Tuple[A, ...] are read as any number of A's.
+    if origin is tuple and len(args) >= 2 and args[1] is not Ellipsis:
       if len(args) != len(value):
         raise ConfigError(path, f'expected {len(args)} items ({_type_name(tp)}), found {len(value)}')
       return tuple(coerce_value(v, a, f'{path}[{i}]', is_strict) for i, (v, a) in
                    enumerate(zip(value, args)))
     item_tp = args[0] if args else Any
-    items = [coerce_value(v, item_tp, f'{path}[{i}]', is_strict) for i, v in enumerate(value)]
+    olds = (list(current) if isinstance(current, (list, tuple)) and len(current) == len(value)
+            else [None] * len(value))
+    items = [coerce_value(v, item_tp, f'{path}[{i}]', is_strict, old)
+             for i, (v, old) in enumerate(zip(value, olds))]
     return tuple(items) if origin is tuple else items
   if origin in (dict, typing.Mapping, collections.abc.Mapping):
+    if isinstance(value, params_dict.ParamsDict):
+      value = value.as_dict()
     if not isinstance(value, Mapping):
       raise ConfigError(path, f'expected a mapping ({_type_name(tp)}), found {_describe(value)}')
     key_tp, val_tp = args if args else (Any, Any)
@@ -239,7 +251,7 @@ def _same_kind(value: Any, tp: Any) -> bool:
   if origin in (list, tuple):
     return isinstance(value, (list, tuple))
   if origin in (dict, typing.Mapping) or _is_config_type(origin):
-    return isinstance(value, Mapping) or isinstance(value, origin)
+    return isinstance(value, (Mapping, params_dict.ParamsDict)) or isinstance(value, origin)
   if origin is float:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
   if isinstance(origin, type):
@@ -247,8 +259,60 @@ def _same_kind(value: Any, tp: Any) -> bool:
   return False
 
 
+def _config_inside(tp: Any) -> Optional[type]:
+  """The Config class in an annotation such as `A`, `Optional[A]`, `List[A]` (else None)."""
+  if _is_config_type(tp):
+    return tp
+  if typing.get_origin(tp) in _UNION_TYPES + _SEQUENCE_ORIGINS:
+    for arg in typing.get_args(tp):
+      found = _config_inside(arg)
+      if found is not None:
+        return found
+  return None
+
+
+def _holds_mappings(value: Any) -> bool:
+  if isinstance(value, (Mapping, params_dict.ParamsDict)) and not isinstance(value, Config):
+    return True
+  return isinstance(value, (list, tuple)) and any(_holds_mappings(v) for v in value)
+
+
+_BOUND = set()
+
+
+def bind(config_cls: type) -> Callable[[Any], Any]:
+  """Binds a builder (a class or a function) to a config class, exposed as `config.BUILDER`.
+
+  A config class can be bound once per program.
+
+  Example:
+    >>> @bind(MyModelConfig)
+    ... def build_my_model(config): ...
+    >>> MyModelConfig().BUILDER(config)   # calls build_my_model(config)
+  """
+  if not inspect.isclass(config_cls):
+    raise ValueError(f'bind() takes a config class, found {config_cls!r}')
+
+  def decorator(builder: Any) -> Any:
+    if config_cls in _BOUND:
+      raise ValueError(f'{config_cls.__name__} already has a builder: Inside a program, we should '
+                       'not bind a config class twice')
+    if inspect.isclass(builder):
+      config_cls._BUILDER = builder  # pylint: disable=protected-access
+    elif inspect.isfunction(builder):
+      def _call(self, *args, **kwargs):  # pylint: disable=unused-argument
+        return builder(*args, **kwargs)
+      config_cls._BUILDER = _call  # pylint: disable=protected-access
+    else:
+      raise ValueError(f'bind(): the builder must be a class or a function, found {builder!r}')
+    _BOUND.add(config_cls)
+    return builder
+
+  return decorator
+
+
 @dataclasses.dataclass
-class Config:
+class Config(params_dict.ParamsDict):
   """Base class of all configs: a dataclass with YAML I/O, strict overrides and validation.
 
   Subclasses declare fields with defaults. Nested configs use
@@ -256,13 +320,65 @@ class Config:
   Override `validate` (calling `super().validate()` first) for cross-field checks; raise
   `ConfigError(field_name, message)` there and the caller prefixes the full path.
 
+  As in Model Garden, the first two positional arguments of every config are `default_params` (a
+  dict applied with `override`) and `restrictions` (relations checked by `validate`, e.g.
+  `['e.a < c']`); fields are passed by keyword. The bare `Config({'a': 1, 'b': {'c': 2}})` has no
+  schema: it holds whatever keys it is given (nested dicts become `Config`s). A config with declared
+  fields applies `default_params` strictly: a misspelt key raises, naming it.
+
   Example:
     >>> cfg = ExperimentConfig.from_yaml('configs/pretraining/bert_tiny.yaml')
     >>> cfg.override({'trainer': {'train_steps': 10}})
     >>> cfg.validate()
     >>> cfg.as_dict()['trainer']['train_steps']
     10
+    >>> OptimizationConfig({'optimizer': {'type': 'sgd'}}).optimizer.type
+    'sgd'
   """
+  # The class or function bound with `bind`, exposed as the read-only `BUILDER` property.
+  _BUILDER = None
+  # Values a schema-less key may hold directly, and the sequence types it may hold (one level).
+  IMMUTABLE_TYPES = (str, int, float, bool, type(None))
+  SEQUENCE_TYPES = (list, tuple)
+
+  default_params: dataclasses.InitVar[Optional[Mapping[str, Any]]] = None
+  restrictions: dataclasses.InitVar[Optional[List[str]]] = None
+
+  def __post_init__(self, default_params: Optional[Mapping[str, Any]] = None,
+                    restrictions: Optional[Sequence[str]] = None) -> None:
+    object.__setattr__(self, '_locked', False)
+    if isinstance(restrictions, str):
+      restrictions = [restrictions]
+    if restrictions is not None and not isinstance(restrictions, (list, tuple)):
+      raise TypeError(f'{type(self).__name__}: the second positional argument is `restrictions` (a '
+                      f'list of relations such as "a < b"), found {restrictions!r}; pass fields by '
+                      'keyword')
+    object.__setattr__(self, '_restrictions', list(restrictions or []))
+    if default_params is None:
+      return
+    if not isinstance(default_params, (Mapping, params_dict.ParamsDict)):
+      raise TypeError(f'{type(self).__name__}: the first positional argument is `default_params` (a '
+                      f'dict of values), found {default_params!r}; pass fields by keyword')
+    self.override(default_params, is_strict=bool(_field_types(type(self))))
+
+  def __eq__(self, other: Any) -> bool:
+    # Subclasses get the dataclass __eq__ (declared fields); the schema-less Config compares its keys.
+    if type(other) is not type(self):
+      return NotImplemented
+    return self.as_dict() == other.as_dict()
+
+  def __repr__(self) -> str:
+    # Subclasses get the dataclass repr of their fields; the schema-less Config shows its keys.
+    return f'{type(self).__name__}({", ".join(f"{k}={v!r}" for k, v in self._items())})'
+
+  @property
+  def BUILDER(self) -> Any:  # pylint: disable=invalid-name
+    """The builder bound to this config class with `bind` (None if none)."""
+    return self._BUILDER
+
+  @classmethod
+  def _declared_keys(cls) -> Tuple[str, ...]:
+    return tuple(_field_types(cls))
 
   @classmethod
   def from_dict(cls: Type[_T], params: Mapping[str, Any], is_strict: bool = True) -> _T:
@@ -276,82 +392,192 @@ class Config:
     """Builds a config from defaults updated with a YAML file."""
     return cls.from_dict(read_yaml(file_path), is_strict=is_strict)
 
+  @classmethod
+  def from_json(cls: Type[_T], file_path: str, is_strict: bool = True) -> _T:
+    """Builds a config from defaults updated with a JSON file (JSON is YAML)."""
+    return cls.from_yaml(file_path, is_strict=is_strict)
+
+  @classmethod
+  def from_args(cls: Type[_T], *args: Any, **kwargs: Any) -> _T:
+    """Builds a config from positional values of this class's own fields (in declaration order)
+    and keyword values.
+
+    Example:
+      >>> DataConfig.from_args('train.tfrecord', 32).global_batch_size
+      32
+    """
+    own = [name for name in cls.__dict__.get('__annotations__', {}) if name in _field_types(cls)]
+    if len(args) > len(own):
+      raise TypeError(f'{cls.__name__}.from_args: {len(args)} positional values for the fields '
+                      f'{own}')
+    values = dict(zip(own, args))
+    values.update(kwargs)
+    return cls(default_params=values)
+
+  # -- attribute writes ------------------------------------------------------------------------
+
+  def __setattr__(self, key: str, value: Any) -> None:
+    if key in ('BUILDER', '_BUILDER'):
+      raise AttributeError('`BUILDER` is a property and `_BUILDER` is the reserved class attribute; '
+                           'bind a builder with `bind(ConfigClass)` at the class level')
+    if key.startswith('_'):
+      object.__setattr__(self, key, value)
+      return
+    self._check_unlocked()
+    types_ = _field_types(type(self))
+    if key in types_:
+      # Dataclass __init__ and plain assignment: values are checked by `validate`, but dicts meant
+      # as nested configs are turned into configs now, as Model Garden does.
+      if _holds_mappings(value) and _config_inside(types_[key]) is not None:
+        value = coerce_value(value, types_[key], key, True, self.__dict__.get(key))
+      object.__setattr__(self, key, value)
+    else:
+      object.__setattr__(self, key, _import_value(value, key))
+
+  # -- override --------------------------------------------------------------------------------
+
   def override(self, overrides: Any, is_strict: bool = True) -> None:
     """Updates this config in place from a nested mapping (or another config).
 
     Args:
       overrides: a mapping of field names to values; nested mappings update nested configs.
-      is_strict: when True an unknown key raises `ConfigError`; when False it is logged and skipped.
+      is_strict: when True an unknown key raises `ConfigKeyError` (a ValueError and a KeyError)
+        naming it and the valid keys; when False it is added (logged for configs with a schema).
 
     Raises:
       ConfigError: an unknown key or a value of the wrong type, naming the full key path.
+      ValueError: the config is locked.
     """
+    self._check_unlocked()
     self._override(overrides, is_strict, '')
 
-  def _override(self, overrides: Any, is_strict: bool, path: str) -> None:
-    if isinstance(overrides, Config):
+  def _override(self, overrides: Any, is_strict: bool = True, path: str = '') -> None:
+    if isinstance(overrides, params_dict.ParamsDict):
       overrides = overrides.as_dict()
     if overrides is None:
       return
     if not isinstance(overrides, Mapping):
       raise ConfigError(path, f'expected a mapping for {type(self).__name__}, found {_describe(overrides)}')
-    types = _field_types(type(self))
+    types_ = _field_types(type(self))
     for key, value in overrides.items():
       key_path = _join(path, str(key))
-      if key not in types:
-        message = (f'unknown key {key!r} for {type(self).__name__}; valid keys: '
-                   f'{", ".join(types) or "(none)"}')
-        if is_strict:
-          raise ConfigError(key_path, message)
-        logging.warning('Ignoring %s: %s', key_path, message)
-        continue
-      value = coerce_value(value, types[key], key_path, is_strict, getattr(self, key))
-      try:
-        _check_metadata(_fields_by_name(type(self))[key], value)
-      except ConfigError as e:
-        raise e.with_prefix(path) from None
-      setattr(self, key, value)
+      if key in self.RESERVED_ATTR:
+        raise ConfigKeyError(key_path, params_dict._reserved_key_message(key))  # pylint: disable=protected-access
+      if key in types_:
+        value = coerce_value(value, types_[key], key_path, is_strict, self.__dict__.get(key))
+        try:
+          _check_metadata(_fields_by_name(type(self))[key], value)
+        except ConfigError as e:
+          raise e.with_prefix(path) from None
+        object.__setattr__(self, key, value)
+      elif key in self.__dict__ and not str(key).startswith('_'):
+        object.__setattr__(self, key, _override_untyped(self.__dict__[key], value, is_strict, key_path))
+      elif is_strict or not isinstance(key, str) or key.startswith('_'):
+        raise ConfigKeyError(key_path, params_dict._unknown_key_message(key, self))  # pylint: disable=protected-access
+      else:
+        if types_:
+          logging.warning('Adding %s: a key %s does not declare (non-strict override)', key_path,
+                          type(self).__name__)
+        object.__setattr__(self, key, _import_value(value, key_path))
+
+  # -- export ----------------------------------------------------------------------------------
 
   def as_dict(self) -> Dict[str, Any]:
-    """Returns the config as nested plain dicts and lists (safe for `yaml.safe_dump`)."""
-    return {name: _plain(getattr(self, name)) for name in _field_types(type(self))}
+    """Returns the config as nested plain dicts (lists and tuples keep their type)."""
+    return {name: _plain(value) for name, value in self._items()}
+
+  def _items(self) -> List[Tuple[str, Any]]:
+    declared = [(name, self.__dict__[name]) for name in _field_types(type(self))
+                if name in self.__dict__]
+    extra = [(k, v) for k, v in self.__dict__.items()
+             if not k.startswith('_') and k not in _field_types(type(self))]
+    return declared + extra
 
   def replace(self: _T, **kwargs: Any) -> _T:
-    """Returns a copy with some fields overridden (strictly), like `dataclasses.replace`.
+    """Returns an unlocked copy with some fields overridden (strictly), like `dataclasses.replace`.
 
     Example:
       >>> small = cfg.replace(hidden_size=128, num_layers=2)
     """
     new = copy.deepcopy(self)
+    object.__setattr__(new, '_locked', False)
     new.override(kwargs, is_strict=True)
     return new
 
   def validate(self) -> None:
-    """Checks types, bounds, choices and unsupported fields, recursively.
+    """Checks types, bounds, choices, unsupported fields and restrictions, recursively.
 
     Raises:
       ConfigError: naming the full key path, the expected and the found value.
+      KeyError: (a `ConfigKeyError`) a restriction that does not hold.
     """
-    types = _field_types(type(self))
+    types_ = _field_types(type(self))
     for f in dataclasses.fields(self):
-      if f.name not in types:
+      if f.name not in types_:
         continue
       value = getattr(self, f.name)
       try:
-        value = coerce_value(value, types[f.name], '', True, None)
+        value = coerce_value(value, types_[f.name], '', True, None)
       except ConfigError as e:
         raise e.with_prefix(f.name) from None
-      setattr(self, f.name, value)
+      if f.name in self.__dict__:
+        object.__setattr__(self, f.name, value)
       _check_metadata(f, value)
       for sub_path, sub_config in _nested_configs(f.name, value):
         try:
           sub_config.validate()
         except ConfigError as e:
           raise e.with_prefix(sub_path) from None
+    params_dict.check_restrictions(self.as_dict(), self.__dict__.get('_restrictions') or [])
 
   def to_yaml(self, file_path: str) -> None:
     """Writes the config to a YAML file (creating parent directories)."""
     save_yaml(self.as_dict(), file_path)
+
+
+def _import_value(value: Any, path: str) -> Any:
+  """A value for a key without a declared type: dicts become `Config`s, sequences may be one level
+  deep, other values must be str, int, float, bool or None (Model Garden's rule)."""
+  if isinstance(value, Config.IMMUTABLE_TYPES):
+    return value
+  if isinstance(value, Config.SEQUENCE_TYPES):
+    if not (all(isinstance(v, Config.IMMUTABLE_TYPES) for v in value)
+            or all(isinstance(v, Mapping) for v in value)
+            or all(isinstance(v, params_dict.ParamsDict) for v in value)):
+      raise ConfigTypeError(path, f'Invalid sequence: only supports single level list or tuple of '
+                            f'str, int, float, bool, None, or of dicts or configs; found {value!r}')
+    return type(value)(_import_value(v, f'{path}[{i}]') for i, v in enumerate(value))
+  if isinstance(value, params_dict.ParamsDict):
+    return copy.deepcopy(value)
+  if isinstance(value, Mapping):
+    config = Config()
+    try:
+      config.override(value, is_strict=False)
+    except ConfigError as e:
+      raise e.with_prefix(path) from None
+    return config
+  raise ConfigTypeError(path, f'Unknown type: {type(value)!r}; a config value must be a str, int, '
+                        'float, bool, None, a list or tuple of these, a dict or a config')
+
+
+def _override_untyped(current: Any, value: Any, is_strict: bool, path: str) -> Any:
+  """The new value of an existing key without a declared type."""
+  if isinstance(value, params_dict.ParamsDict) and not isinstance(value, Config):
+    value = value.as_dict()
+  if isinstance(value, Mapping) and isinstance(current, Config):
+    new = copy.deepcopy(current)
+    new._override(value, is_strict, path)  # pylint: disable=protected-access
+    return new
+  if (isinstance(value, (list, tuple)) and isinstance(current, (list, tuple)) and value
+      and len(value) == len(current) and all(isinstance(c, Config) for c in current)
+      and all(isinstance(v, Mapping) for v in value)):
+    items = []
+    for i, (old, new_value) in enumerate(zip(current, value)):
+      item = copy.deepcopy(old)
+      item._override(new_value, is_strict, f'{path}[{i}]')  # pylint: disable=protected-access
+      items.append(item)
+    return type(value)(items)
+  return _import_value(value, path)
 
 
 def _nested_configs(name: str, value: Any):
@@ -381,10 +607,10 @@ def _check_metadata(f: dataclasses.Field, value: Any) -> None:
 
 
 def _plain(value: Any) -> Any:
-  if isinstance(value, Config):
+  if isinstance(value, params_dict.ParamsDict):
     return value.as_dict()
   if isinstance(value, (list, tuple)):
-    return [_plain(v) for v in value]
+    return type(value)(_plain(v) for v in value)
   if isinstance(value, Mapping):
     return {k: _plain(v) for k, v in value.items()}
   return value
@@ -396,7 +622,7 @@ class OneOfConfig(Config):
 
   Subclasses declare `type: Optional[str] = <default member or None>` and one field per member. In YAML
   `encoder: {type: bert, bert: {num_layers: 4}}`; `type` may be left out when the mapping names exactly
-  one member and no type is selected yet.
+  one member and no type is selected yet. `as_dict` exports `type` and the selected member only.
 
   Example:
     >>> cfg = EncoderConfig.from_dict({'bert': {'num_layers': 4}})
@@ -410,19 +636,20 @@ class OneOfConfig(Config):
     """The names of the alternatives (every field except `type`)."""
     return tuple(name for name in _field_types(cls) if name != 'type')
 
-  def get(self) -> Optional[Config]:
-    """The selected member config, or None when `type` is None."""
+  def get(self) -> Optional[Any]:  # pylint: disable=arguments-differ
+    """The selected member config (or value), or None when `type` is None."""
     if self.type is None:
       return None
     self._check_type('')
     return getattr(self, self.type)
 
   def _check_type(self, path: str) -> None:
-    if self.type is not None and self.type not in self.member_names():
+    if self.type is not None and self.type not in self.member_names() and (
+        self.type not in self.__dict__ or self.type.startswith('_')):
       raise ConfigError(_join(path, 'type'), f'{self.type!r} is not one of '
                         f'{list(self.member_names())} for {type(self).__name__}')
 
-  def _override(self, overrides: Any, is_strict: bool, path: str) -> None:
+  def _override(self, overrides: Any, is_strict: bool = True, path: str = '') -> None:
     if isinstance(overrides, Mapping) and 'type' not in overrides and self.type is None:
       members = [k for k in overrides if k in self.member_names()]
       if len(members) == 1:
@@ -430,34 +657,13 @@ class OneOfConfig(Config):
     super()._override(overrides, is_strict, path)
     self._check_type(path)
 
+  def as_dict(self) -> Dict[str, Any]:
+    """`{'type': t, t: <selected member>}`, or `{'type': None}` when nothing is selected."""
+    if self.type is None:
+      return {'type': None}
+    self._check_type('')
+    return {'type': self.type, self.type: _plain(getattr(self, self.type))}
+
   def validate(self) -> None:
     self._check_type('')
     super().validate()
-
-
-def read_yaml(file_path: str) -> Dict[str, Any]:
-  """Reads a YAML mapping; errors name the file (and line for syntax errors)."""
-  if not os.path.exists(file_path):
-    raise FileNotFoundError(f'config file not found: {file_path}')
-  with open(file_path, encoding='utf-8') as f:
-    try:
-      data = yaml.safe_load(f)
-    except yaml.YAMLError as e:
-      raise ConfigError('', f'{file_path}: invalid YAML: {e}') from None
-  if data is None:
-    return {}
-  if not isinstance(data, Mapping):
-    raise ConfigError('', f'{file_path}: expected a YAML mapping at the top level, found '
-                      f'{type(data).__name__}')
-  return dict(data)
-
-
-def save_yaml(data: Mapping[str, Any], file_path: str) -> None:
-  """Writes a mapping as YAML, creating parent directories; works with `gs://` via tf.io.gfile."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  directory = os.path.dirname(file_path)
-  if directory:
-    tf.io.gfile.makedirs(directory)
-  with tf.io.gfile.GFile(file_path, 'w') as f:
-    yaml.safe_dump(dict(data), f, default_flow_style=False, sort_keys=False)
-

@@ -5,6 +5,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import tensorflow as tf
 import tf_keras
 
+from official.modeling import checkpoint_compat
 from official.modeling.optimization import gradient_clipping
 from official.modeling.optimization import weight_decay
 
@@ -17,10 +18,12 @@ def _pattern_list(patterns: Optional[Sequence[str]], arg: str) -> Optional[List[
   return [str(p) for p in patterns]
 
 
-class AdamBase(gradient_clipping.GradientClippingMixin, tf_keras.optimizers.Optimizer):
+class AdamBase(checkpoint_compat.LegacySlotsMixin, gradient_clipping.GradientClippingMixin,
+               tf_keras.optimizers.Optimizer):
   """Adam moments `m`, `v` (slot names as tf_keras Adam), bias-correction terms and decay masks.
 
   Subclasses implement `update_step` with `self._moments(gradient, variable)` and `self.decays(var)`.
+  Checkpoints hold the moments as legacy slots and `iter` (Model Garden's keys; `checkpoint_compat`).
   Which variables are decayed is decided once, in `build`, from the (mirrored) model variables' names,
   so every replica makes the same decision.
   """
@@ -30,7 +33,12 @@ class AdamBase(gradient_clipping.GradientClippingMixin, tf_keras.optimizers.Opti
                exclude_from_weight_decay: Optional[Sequence[str]], name: str, **kwargs: Any):
     if kwargs.pop('weight_decay', None) is not None:
       raise ValueError(f'{name}: use weight_decay_rate (decoupled, regex exclusions), not weight_decay')
+    decay = kwargs.pop('decay', 0.0)
     super().__init__(name=name, weight_decay=None, **kwargs)
+    if decay is None or decay < 0:
+      raise ValueError(f'{name}: decay must be >= 0, found {decay!r}')
+    # Legacy Keras inverse-time decay: lr / (1 + decay * step) at step 0, 1, ...; 0 disables.
+    self.decay = float(decay)
     for arg, value in (('beta_1', beta_1), ('beta_2', beta_2)):
       if not 0.0 <= value < 1.0:
         raise ValueError(f'{name}: {arg} must be in [0, 1), found {value!r}')
@@ -48,6 +56,24 @@ class AdamBase(gradient_clipping.GradientClippingMixin, tf_keras.optimizers.Opti
     self._exclude_patterns = self._no_dependency(
         _pattern_list(exclude_from_weight_decay, 'exclude_from_weight_decay'))
 
+  def _decayed_lr(self, dtype: tf.DType) -> tf.Tensor:
+    """The learning rate of this step in `dtype`, with the legacy `decay` applied when set."""
+    lr = tf.cast(self.learning_rate, dtype)
+    if self.decay:
+      lr = lr / (1.0 + tf.cast(self.decay, dtype) * tf.cast(self.iterations, dtype))
+    return lr
+
+  def _get_hyper(self, name: str, dtype: Optional[tf.DType] = None) -> Any:
+    """A hyperparameter by name (`learning_rate`, `beta_1`, `decay`, ...), as legacy Keras
+    optimizers expose them."""
+    value = self.learning_rate if name in ('learning_rate', 'lr') else getattr(self, name)
+    return value if dtype is None else tf.cast(value, dtype)
+
+  def _do_use_weight_decay(self, param_name: str) -> bool:
+    """Whether a variable of this name (without `:0`) gets weight decay."""
+    return weight_decay.use_weight_decay(param_name, self.weight_decay_rate, self._include_patterns,
+                                         self._exclude_patterns)
+
   def build(self, var_list: Sequence[tf.Variable]) -> None:
     """Creates the `m` and `v` slots and the per-variable decay decisions."""
     super().build(var_list)
@@ -62,6 +88,7 @@ class AdamBase(gradient_clipping.GradientClippingMixin, tf_keras.optimizers.Opti
                                       self._exclude_patterns) and self._use_weight_decay(v)
         for n, v in zip(names, var_list)])
     self._build_extra(var_list, names)
+    self.restore_deferred_slots()
 
   def _build_extra(self, var_list: Sequence[tf.Variable], names: Sequence[str]) -> None:
     """Hook for subclasses' extra slots or masks."""
@@ -82,7 +109,7 @@ class AdamBase(gradient_clipping.GradientClippingMixin, tf_keras.optimizers.Opti
     gradient = tf.cast(gradient, dtype)
     index = self._index(variable)
     m, v = self._momentums[index], self._velocities[index]
-    lr = tf.cast(self.learning_rate, dtype)
+    lr = self._decayed_lr(dtype)
     step = tf.cast(self.iterations + 1, dtype)
     beta_1 = tf.constant(self.beta_1, dtype)
     beta_2 = tf.constant(self.beta_2, dtype)
@@ -96,6 +123,6 @@ class AdamBase(gradient_clipping.GradientClippingMixin, tf_keras.optimizers.Opti
     config.update(
         learning_rate=self._serialize_hyperparameter(self._learning_rate),
         beta_1=self.beta_1, beta_2=self.beta_2, epsilon=self.epsilon,
-        weight_decay_rate=self.weight_decay_rate,
+        weight_decay_rate=self.weight_decay_rate, decay=self.decay,
         exclude_from_weight_decay=self._exclude_patterns)
     return config

@@ -30,7 +30,8 @@ class AdamWeightDecay(_adam_base.AdamBase):
     exclude_from_weight_decay: regexes of variables not decayed, e.g. ['LayerNorm', 'layer_norm', 'bias'].
     gradient_clip_norm: global-norm clipping of the cross-replica summed gradients; 0/None disables.
     name: the optimizer name.
-    **kwargs: `global_clipnorm`, `clipnorm`, `clipvalue`, `gradient_transformers`, and other
+    **kwargs: `global_clipnorm`, `clipnorm`, `clipvalue`, `gradient_transformers`,
+      `gradient_aggregator`, `decay` (legacy inverse-time decay of the learning rate), and other
       tf_keras Optimizer arguments.
 
   Example:
@@ -108,8 +109,7 @@ class AdamWeightDecay(_adam_base.AdamBase):
     if kernel is None:
       kernel = self._apply_all_kernels[key] = self._build_apply_all(
           list(zip(variables, momentums, velocities, decays)))
-    kernel(grads, tf.cast(self.learning_rate, tf.float32),
-           tf.cast(self.iterations + 1, tf.float32))
+    kernel(grads, self._decayed_lr(tf.float32), tf.cast(self.iterations + 1, tf.float32))
 
   def _build_apply_all(self, slots):
     beta_1, beta_2, epsilon, decay_rate = (self.beta_1, self.beta_2, self.epsilon,
@@ -160,7 +160,7 @@ class AdamWeightDecay(_adam_base.AdamBase):
       gradient = tf.convert_to_tensor(gradient)
     gradient = tf.cast(gradient, dtype)
     index = self._index(variable)
-    lr = tf.cast(self.learning_rate, dtype)
+    lr = self._decayed_lr(dtype)
     step = tf.cast(self.iterations + 1, dtype)
     beta_1 = tf.constant(self.beta_1, dtype)
     beta_2 = tf.constant(self.beta_2, dtype)

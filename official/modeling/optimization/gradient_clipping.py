@@ -6,8 +6,8 @@ hook that sees variables. This mixin makes the order explicit and the same with 
 `tf.distribute` strategy (and under `LossScaleOptimizer`, which aggregates first and then calls
 `apply_gradients(..., skip_gradients_aggregation=True)`):
 
-  1. sum across replicas (unless `skip_gradients_aggregation=True`), and sum repeated rows of
-     sparse gradients (tf_keras clips before merging them, which miscomputes the norm),
+  1. sum across replicas (unless `skip_gradients_aggregation=True`; a `gradient_aggregator`
+     callable, when given, replaces this sum), and sum repeated rows of sparse gradients (tf_keras clips before merging them, which miscomputes the norm),
   2. clip by global norm (`global_clipnorm`, and subclasses' extra norms such as AdamW's
      `gradient_clip_norm`; when several are set the smallest wins),
   3. clip each gradient by norm (`clipnorm`), then by value (`clipvalue`),
@@ -31,6 +31,9 @@ class GradientClippingMixin:
 
   Args (keyword, in addition to the optimizer's own):
     gradient_transformers: callables applied in order to the clipped (gradient, variable) list.
+    gradient_aggregator: a callable mapping the per-replica (gradient, variable) list to the
+      aggregated one, used instead of the cross-replica sum (not called when the caller already
+      aggregated, e.g. under `LossScaleOptimizer`).
 
   Example:
     >>> class SGD(GradientClippingMixin, tf_keras.optimizers.SGD):
@@ -40,9 +43,11 @@ class GradientClippingMixin:
 
   def __init__(self, *args: Any,
                gradient_transformers: Optional[Sequence[GradientTransformer]] = None,
+               gradient_aggregator: Optional[GradientTransformer] = None,
                **kwargs: Any):
     super().__init__(*args, **kwargs)
     self._gradient_transformers = self._no_dependency(list(gradient_transformers or []))
+    self._gradient_aggregator = gradient_aggregator
 
   def _global_clip_norms(self) -> List[Optional[float]]:
     """The global-norm limits to apply; subclasses add their own (None or <= 0 are ignored)."""
@@ -99,6 +104,9 @@ class GradientClippingMixin:
     if kwargs:
       raise TypeError(f'{type(self).__name__}.apply_gradients: unexpected arguments {sorted(kwargs)}')
     if aggregate and not skip_gradients_aggregation and grads_and_vars:
-      grads_and_vars = self.aggregate_gradients(grads_and_vars)
+      if self._gradient_aggregator is not None:
+        grads_and_vars = list(self._gradient_aggregator(grads_and_vars))
+      else:
+        grads_and_vars = self.aggregate_gradients(grads_and_vars)
     grads_and_vars = self.transform_gradients(grads_and_vars)
     return super().apply_gradients(grads_and_vars, name=name, skip_gradients_aggregation=True)

@@ -30,7 +30,8 @@ class LAMB(_adam_base.AdamBase):
     exclude_from_layer_adaptation: regexes of variables updated with trust ratio 1; None means the
       same list as `exclude_from_weight_decay`.
     name: the optimizer name.
-    **kwargs: `global_clipnorm`, `clipnorm`, `clipvalue`, `gradient_transformers`, and other
+    **kwargs: `global_clipnorm`, `clipnorm`, `clipvalue`, `gradient_transformers`,
+      `gradient_aggregator`, `decay` (legacy inverse-time decay of the learning rate), and other
       tf_keras Optimizer arguments.
 
   Example:
@@ -47,12 +48,15 @@ class LAMB(_adam_base.AdamBase):
     self._layer_adaptation_exclusions = self._no_dependency(_adam_base._pattern_list(  # pylint: disable=protected-access
         exclude_from_layer_adaptation, 'exclude_from_layer_adaptation'))
 
-  def _build_extra(self, var_list, names) -> None:
+  def _do_layer_adaptation(self, param_name: str) -> bool:
+    """Whether a variable of this name (without `:0`) is scaled by the trust ratio."""
     exclusions = self._layer_adaptation_exclusions
     if exclusions is None:
       exclusions = self._exclude_patterns
-    self._adapt_mask = self._no_dependency(
-        [not weight_decay.matches_any(n, exclusions) for n in names])
+    return not weight_decay.matches_any(param_name, exclusions)
+
+  def _build_extra(self, var_list, names) -> None:
+    self._adapt_mask = self._no_dependency([self._do_layer_adaptation(n) for n in names])
 
   def update_step(self, gradient: Any, variable: tf.Variable) -> None:
     """Applies one LAMB step to `variable` (called per variable, per replica component)."""

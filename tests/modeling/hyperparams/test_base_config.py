@@ -73,7 +73,7 @@ def test_defaults_and_nested_from_dict():
                          'extra': {'num_layers': 3}, 'shape': [3, 4], 'table': {'a': 1}})
   assert cfg.train_data.global_batch_size == 8
   assert cfg.train_data.learning_rate == 0.1
-  assert cfg.cls_heads == [_Head('next_sentence', 2)]
+  assert cfg.cls_heads == [_Head(name='next_sentence', num_classes=2)]
   assert cfg.extra == _Bert(num_layers=3)
   assert cfg.shape == (3, 4)
   assert cfg.table == {'a': 1.0} and isinstance(cfg.table['a'], float)
@@ -88,8 +88,8 @@ def test_yaml_round_trip(tmp_path):
   loaded = _Task.from_yaml(path)
   assert loaded == cfg
   assert loaded.as_dict() == cfg.as_dict()
-  assert yaml.safe_load(open(path))['encoder'] == {'type': 'albert', 'bert': {'num_layers': 12,
-                                                   'hidden_size': 768}, 'albert': {'num_layers': 4}}
+  # A one-of writes its type and the selected member only (as Model Garden does).
+  assert yaml.safe_load(open(path))['encoder'] == {'type': 'albert', 'albert': {'num_layers': 4}}
 
 
 def test_yaml_reads_exponent_strings_as_float():
@@ -121,10 +121,12 @@ def test_unknown_key_names_path_and_valid_keys():
   assert e.value.path == 'train_data.global_batch_sise'
 
 
-def test_non_strict_override_skips_unknown_keys(caplog):
+def test_non_strict_override_adds_unknown_keys_with_a_warning(caplog):
   cfg = _Task()
   cfg.override({'train_data': {'nope': 1, 'global_batch_size': 4}}, is_strict=False)
   assert cfg.train_data.global_batch_size == 4
+  assert cfg.train_data.nope == 1
+  assert cfg.as_dict()['train_data']['nope'] == 1
   assert 'train_data.nope' in caplog.text
 
 
@@ -255,3 +257,118 @@ def test_from_yaml_errors_name_the_file(tmp_path):
   empty = tmp_path / 'empty.yaml'
   empty.write_text('')
   assert _Task.from_yaml(str(empty)) == _Task()
+
+
+# Model Garden compatibility: positional dicts, schema-less configs, restrictions, locking, bind.
+
+
+def test_positional_default_params_are_applied_strictly_for_typed_configs():
+  cfg = _Task({'train_data': {'global_batch_size': 8}, 'encoder': {'type': 'albert'}})
+  assert cfg.train_data.global_batch_size == 8
+  assert cfg.encoder.type == 'albert'
+  with pytest.raises(hyperparams.ConfigError) as e:
+    _Task({'train_data': {'global_batch_sise': 8}})
+  assert e.value.path == 'train_data.global_batch_sise'
+  assert isinstance(e.value, KeyError)  # Model Garden raises KeyError for unknown keys.
+  assert "The key 'global_batch_sise' does not exist" in str(e.value)
+  with pytest.raises(TypeError, match='pass fields by keyword'):
+    _Head('next_sentence', 2)
+
+
+def test_schemaless_config_holds_nested_values_and_round_trips():
+  cfg = hyperparams.Config({'a': 1, 'b': {'c': [1, 2]}, 'heads': [{'n': 1}, {'n': 2}], 't': (1, 'x')})
+  assert cfg.a == 1 and cfg.b.c == [1, 2]
+  assert type(cfg.b) is hyperparams.Config and type(cfg.heads[1]) is hyperparams.Config
+  assert cfg.as_dict() == {'a': 1, 'b': {'c': [1, 2]}, 'heads': [{'n': 1}, {'n': 2}], 't': (1, 'x')}
+  cfg.override({'heads': [{'n': 3}, {'n': 4}]})
+  assert [h.n for h in cfg.heads] == [3, 4]
+  with pytest.raises(KeyError, match="The key 'm' does not exist"):
+    cfg.override({'heads': [{'m': 3}, {'m': 4}]})
+  cfg.override({'a': {'x': 1}}, is_strict=False)
+  assert cfg.a.x == 1
+  with pytest.raises(TypeError, match='Unknown type'):
+    hyperparams.Config({'f': set()})
+  with pytest.raises(TypeError, match='Invalid sequence') as e:
+    hyperparams.Config({'nested': [[1, 2]]})
+  assert e.value.path == 'nested'
+
+
+def test_reserved_keys_and_lock():
+  cfg = _Task()
+  with pytest.raises(KeyError, match='internally reserved'):
+    cfg.override({'_locked': True})
+  cfg.lock()
+  with pytest.raises(ValueError, match='locked'):
+    cfg.override({'train_data': {'global_batch_size': 2}})
+  with pytest.raises(ValueError, match='locked'):
+    cfg.shape = (3, 4)
+  unlocked = cfg.replace(shape=[5, 6])
+  assert unlocked.shape == (5, 6)
+  unlocked.shape = (7, 8)
+
+
+def test_restrictions_are_checked_by_validate():
+  cfg = _Task(restrictions=['train_data.global_batch_size <= extra.num_layers'],
+              extra=_Bert(num_layers=4))
+  cfg.validate()
+  cfg.override({'train_data': {'global_batch_size': 5}})
+  with pytest.raises(KeyError, match='Found inconsistency'):
+    cfg.validate()
+  with pytest.raises(KeyError, match='does not exist'):
+    _Task(restrictions=['nope == 1']).validate()
+
+
+def test_bind_sets_builder_once():
+  @dataclasses.dataclass
+  class _Bound(hyperparams.Config):
+    size: int = 1
+
+  @hyperparams.bind(_Bound)
+  def build(config):
+    return config.size * 2
+
+  cfg = _Bound(size=3)
+  assert cfg.BUILDER(cfg) == 6
+  with pytest.raises(ValueError, match='not bind a config class twice'):
+    hyperparams.bind(_Bound)(build)
+  with pytest.raises(AttributeError, match='`BUILDER` is a property'):
+    cfg.BUILDER = build
+
+
+@dataclasses.dataclass
+class _Modern(hyperparams.Config):
+  leaf: _Bert | None = None
+  leaves: tuple[_Bert | None, ...] = ()
+  names: Tuple[str] = ('a',)
+  heads: List[_Bert] = dataclasses.field(default_factory=lambda: [_Bert(), _Albert()])
+
+
+def test_pep604_unions_single_type_tuples_and_listed_subclasses():
+  cfg = _Modern().replace(leaf={'num_layers': 2}, leaves=[{'hidden_size': 8}, None],
+                          names=['a', 'b', 'c'])
+  assert cfg.leaf == _Bert(num_layers=2)
+  assert cfg.leaves == (_Bert(hidden_size=8), None)
+  assert cfg.names == ('a', 'b', 'c')
+  # Same length: items are updated in place and keep their class; another length rebuilds them.
+  cfg.override({'heads': [{'num_layers': 1}, {'num_layers': 2}]})
+  assert cfg.heads == [_Bert(num_layers=1), _Albert(num_layers=2)]
+  cfg.override({'heads': [{'hidden_size': 4}]})
+  assert cfg.heads == [_Bert(hidden_size=4)]
+
+
+def test_deleted_field_is_left_out_of_as_dict():
+  head = _Head()
+  del head.num_classes
+  assert head.as_dict() == {'name': None}
+  assert 'num_classes' not in head and 'name' in head
+
+
+def test_repr_shows_schemaless_keys_and_dataclass_fields():
+  assert repr(hyperparams.Config({'a': 1, 'b': {'c': [1]}})) == 'Config(a=1, b=Config(c=[1]))'
+  assert repr(_Head(name='x')) == "_Head(name='x', num_classes=2)"
+
+
+def test_schemaless_configs_compare_by_their_keys():
+  assert hyperparams.Config({'a': 1}) == hyperparams.Config({'a': 1})
+  assert hyperparams.Config({'a': 1}) != hyperparams.Config({'a': 2})
+  assert _Head(name='x') == _Head(name='x') and _Head(name='x') != _Head(name='y')

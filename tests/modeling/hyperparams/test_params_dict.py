@@ -28,7 +28,7 @@ def test_parse_override_string_nests_keys_and_reads_values_as_yaml():
       'train_data.weights=[0.5, 1.5],learning_rate=1e-4')
   assert parsed == {'train_data': {'global_batch_size': 64, 'input_path': 'a,b*',
                                    'weights': [0.5, 1.5]},
-                    'train_steps': 10, 'learning_rate': '1e-4'}
+                    'train_steps': 10, 'learning_rate': 1e-4}
 
 
 @pytest.mark.parametrize('text, message', [
@@ -85,3 +85,46 @@ def test_save_and_read_round_trip(tmp_path):
 def test_yaml_1_1_booleans_stay_strings():
   parsed = hyperparams.parse_override_string('a=off,b=on,c=yes,d=no,e=true,f=False')
   assert parsed == {'a': 'off', 'b': 'on', 'c': 'yes', 'd': 'no', 'e': True, 'f': False}
+
+
+def test_params_dict_attribute_access_strictness_and_lock():
+  params = hyperparams.ParamsDict({'a': 1, 'b': {'c': 2}}, restrictions=['a < b.c'])
+  assert params.b.c == 2 and 'a' in params and params.get('z', 5) == 5
+  params.validate()
+  with pytest.raises(KeyError, match="The key 'z' does not exist"):
+    params.z = 1
+  with pytest.raises(KeyError):
+    params.override({'b': {'d': 1}})
+  params.override({'b': {'d': 1}}, is_strict=False)
+  assert params.as_dict() == {'a': 1, 'b': {'c': 2, 'd': 1}}
+  params.override({'a': 3})
+  with pytest.raises(KeyError, match='Found inconsistency'):
+    params.validate()
+  params.lock()
+  with pytest.raises(ValueError, match='locked'):
+    params.a = 0
+  with pytest.raises(ValueError, match='locked'):
+    del params.b
+
+
+@pytest.mark.parametrize('csv, expected', [
+    ('a=1,b.b1=2', '{a : 1, b : {b1 : 2}}'),
+    ('a = 1, b = x', '{a : 1, b : x}'),
+    ('a.b[1]=2.5,a.b[0]=1', '{a : {b : [1, 2.5]}}'),
+    ("p=gs://bucket/x, q='y, z'", "{p : 'gs://bucket/x', q : 'y, z'}"),
+    ('', ''),
+])
+def test_nested_csv_str_to_json_str(csv, expected):
+  assert hyperparams.nested_csv_str_to_json_str(csv) == expected
+
+
+@pytest.mark.parametrize('csv', ['a[0]=1,a[2]=3', 'a=[[1],[2]]', '1a=3', 'a'])
+def test_nested_csv_str_to_json_str_errors(csv):
+  with pytest.raises(ValueError):
+    hyperparams.nested_csv_str_to_json_str(csv)
+
+
+def test_override_params_dict_on_a_params_dict_reads_exponent_floats():
+  params = hyperparams.ParamsDict({'a': 1, 'b': {'c': 'x'}})
+  hyperparams.override_params_dict(params, 'a=1e+3, b.c=-1.5E-3', is_strict=True)
+  assert params.a == 1000.0 and params.b.c == -1.5e-3

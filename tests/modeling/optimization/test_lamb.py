@@ -69,10 +69,13 @@ def test_xla_and_checkpoint(tmp_path):
     opt.apply_gradients(zip(tape.gradient(loss, variables), variables))
 
   step()
-  path = tf.train.Checkpoint(optimizer=opt).save(str(tmp_path / 'ckpt'))
+  # Slots are saved next to their variables (legacy slot format, Model Garden's keys), so the
+  # checkpoint holds the variables too, as every training checkpoint does.
+  path = tf.train.Checkpoint(optimizer=opt, variables=list(variables)).save(str(tmp_path / 'ckpt'))
   restored = lamb.LAMB(0.01)
   restored.build(list(variables))
-  tf.train.Checkpoint(optimizer=restored).restore(path).assert_existing_objects_matched()
+  tf.train.Checkpoint(optimizer=restored, variables=list(variables)).restore(
+      path).assert_existing_objects_matched()
   assert int(restored.iterations) == 1
   for a, b in zip(opt.variables, restored.variables):
     np.testing.assert_array_equal(a.numpy(), b.numpy())
@@ -86,3 +89,34 @@ def test_config_round_trip():
   assert type(restored) is lamb.LAMB
   assert restored.get_config() == opt.get_config()
   assert opt.get_config()['exclude_from_layer_adaptation'] == ['layer_norm']
+
+
+def test_legacy_decay_and_hyperparameter_accessors():
+  # Legacy Keras inverse-time decay: step t uses lr / (1 + decay * t).
+  var = tf.Variable([1.0, 2.0], name='w')
+  opt = lamb.LAMB(learning_rate=0.01, decay=0.5, weight_decay_rate=0.01)
+  init, grad = var.numpy(), np.array([0.1, 0.1], np.float32)
+  for _ in range(3):
+    opt.apply_gradients([(tf.constant(grad), var)])
+  w = init
+  m = v = np.zeros_like(init)
+  for t in range(3):
+    m = 0.9 * m + 0.1 * grad
+    v = 0.999 * v + 0.001 * grad * grad
+    update = (m / (1 - 0.9 ** (t + 1))) / (np.sqrt(v / (1 - 0.999 ** (t + 1))) + 1e-6) + 0.01 * w
+    w = w - np.linalg.norm(w) / np.linalg.norm(update) * 0.01 / (1 + 0.5 * t) * update
+  np.testing.assert_allclose(var.numpy(), w, rtol=1e-5)
+  assert float(opt._get_hyper('beta_1')) == pytest.approx(0.9)  # pylint: disable=protected-access
+  assert opt.get_config()['decay'] == 0.5
+  with pytest.raises(ValueError, match='decay must be >= 0'):
+    lamb.LAMB(decay=-1.0)
+
+
+def test_name_based_decay_and_adaptation_decisions():
+  opt = lamb.LAMB(0.01, weight_decay_rate=0.01, exclude_from_weight_decay=['bias'],
+                  exclude_from_layer_adaptation=['layer_norm'])
+  # pylint: disable=protected-access
+  assert opt._do_use_weight_decay('dense/kernel') and not opt._do_use_weight_decay('dense/bias')
+  assert opt._do_layer_adaptation('dense/bias')
+  assert not opt._do_layer_adaptation('encoder/layer_norm/gamma')
+  assert not lamb.LAMB(0.01)._do_use_weight_decay('dense/kernel')  # rate 0

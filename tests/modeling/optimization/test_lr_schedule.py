@@ -47,7 +47,49 @@ _CASES = {
     'polynomial_warmup_zero_steps': (
         lambda: lr_schedule.PolynomialWarmUp(_poly(), warmup_steps=0),
         {0: 1.0, 5: 0.5}),
+    # 0.1 * 0.5 ** floor((step - 2) / 10), held at 0.1 before the offset.
+    'exponential_staircase_offset': (
+        lambda: lr_schedule.ExponentialDecayWithOffset(0.1, 10, 0.5, staircase=True, offset=2),
+        {0: 0.1, 2: 0.1, 11: 0.1, 12: 0.05, 31: 0.025}),
+    'exponential_smooth': (
+        lambda: lr_schedule.ExponentialDecayWithOffset(1.0, 10, 0.5),
+        {0: 1.0, 5: 0.5 ** 0.5, 20: 0.25}),
+    'direct_power': (
+        lambda: lr_schedule.DirectPowerDecay(2.0, power=-0.5),
+        {0: 2.0, 1: 2.0, 4: 1.0, 16: 0.5}),
+    # 1 * max(s, 1) ** -1 * min(1, (100 - s) / 50) with s = step - 10, never below 0.
+    'power_and_linear': (
+        lambda: lr_schedule.PowerAndLinearDecay(1.0, 100, power=-1.0, linear_decay_fraction=0.5,
+                                                offset=10),
+        {0: 1.0, 11: 1.0, 50: 1 / 40, 70: 1 / 60 * 0.8, 110: 0.0, 150: 0.0}),
+    'power_and_linear_without_ramp': (
+        lambda: lr_schedule.PowerAndLinearDecay(1.0, 100, power=-1.0, linear_decay_fraction=0.0),
+        {2: 0.5, 200: 1 / 200}),
+    'power_with_offset': (
+        lambda: lr_schedule.PowerDecayWithOffset(1.0, power=-1.0, offset=10,
+                                                 pre_offset_learning_rate=3.0),
+        {0: 3.0, 10: 3.0, 11: 1.0, 20: 0.1, 50: 1 / 40}),
+    # Cosine from 1.0 at step 0 to 0.5 at 100, then to 0.1 at 300, then 0.1; offset 10.
+    'step_cosine_offset': (
+        lambda: lr_schedule.StepCosineDecayWithOffset([0, 100, 300], [1.0, 0.5, 0.1], offset=10),
+        {0: 1.0, 10: 1.0, 60: 0.75, 110: 0.5, 210: 0.3, 310: 0.1, 1000: 0.1}),
 }
+
+
+@pytest.mark.parametrize('cls, kwargs', [
+    (lr_schedule.PolynomialDecayWithOffset, dict(initial_learning_rate=1.0, decay_steps=100)),
+    (lr_schedule.CosineDecayWithOffset, dict(initial_learning_rate=1.0, decay_steps=100)),
+    (lr_schedule.ExponentialDecayWithOffset,
+     dict(initial_learning_rate=1.0, decay_steps=100, decay_rate=0.5)),
+    (lr_schedule.PiecewiseConstantDecayWithOffset, dict(boundaries=[50, 80], values=[1.0, 0.5, 0.1])),
+])
+def test_offset_schedules_equal_their_keras_base_shifted(cls, kwargs):
+  shifted = cls(offset=10, **kwargs)
+  base = cls.base_lr_class(**kwargs)
+  assert isinstance(shifted, cls.base_lr_class)
+  for step in range(10, 121, 10):
+    assert float(shifted(step)) == float(base(step - 10))
+  assert float(shifted(3)) == float(base(0))  # held at the step-0 value before the offset
 
 
 @pytest.mark.parametrize('case', sorted(_CASES))
@@ -89,6 +131,11 @@ def test_serialization_round_trip(case):
     lambda: lr_schedule.CosineDecayWithOffset(1.0, decay_steps=-1),
     lambda: lr_schedule.PiecewiseConstantDecayWithOffset([1, 2], [1.0]),
     lambda: lr_schedule.LinearWarmup(0.1, warmup_steps=-1),
+    lambda: lr_schedule.ExponentialDecayWithOffset(1.0, decay_steps=10, decay_rate=None),
+    lambda: lr_schedule.DirectPowerDecay(None),
+    lambda: lr_schedule.PowerAndLinearDecay(1.0, None),
+    lambda: lr_schedule.StepCosineDecayWithOffset([0, 10], [1.0]),
+    lambda: lr_schedule.StepCosineDecayWithOffset([10, 0], [1.0, 0.5]),
 ])
 def test_bad_arguments_raise(make):
   with pytest.raises(ValueError):

@@ -131,6 +131,85 @@ def test_errors_name_the_key_path(params, path):
 
 def test_unknown_type_set_directly_names_choices():
   config = _config()
-  config.optimizer.type = 'rmsprop'
+  config.optimizer.type = 'adafactor'
   with pytest.raises(ValueError, match=r"optimizer\.type.*'adamw'"):
     optimization.OptimizerFactory(config)
+
+
+@pytest.mark.parametrize('optimizer_type', ['sgd', 'adam', 'adamw', 'lamb', 'lars', 'rmsprop',
+                                            'adagrad'])
+@pytest.mark.parametrize('use_legacy_optimizer', [True, False])
+def test_default_member_builds_the_class_defaults(optimizer_type, use_legacy_optimizer):
+  # Model Garden's form: a positional dict, and the class looked up in either table.
+  config = optimization.OptimizationConfig({'optimizer': {'type': optimizer_type},
+                                            'learning_rate': {'type': 'constant'}})
+  factory = optimization.OptimizerFactory(config)
+  opt = factory.build_optimizer(factory.build_learning_rate(),
+                                use_legacy_optimizer=use_legacy_optimizer)
+  table = (optimization.optimizer_factory.LEGACY_OPTIMIZERS_CLS if use_legacy_optimizer
+           else optimization.optimizer_factory.NEW_OPTIMIZERS_CLS)
+  cls = table[optimizer_type]
+  assert type(opt) is cls
+  assert opt.get_config() == dict(cls().get_config(), learning_rate=0.1)
+
+
+@pytest.mark.parametrize('learning_rate, expected', [
+    ({'type': 'exponential', 'exponential': {'initial_learning_rate': 0.1, 'decay_steps': 1000,
+                                             'decay_rate': 0.96, 'staircase': True}},
+     {999: 0.1, 1000: 0.096, 2000: 0.09216}),
+    ({'type': 'power', 'power': {'initial_learning_rate': 1.0, 'power': -1.0}},
+     {0: 1.0, 250: 0.004}),
+    ({'type': 'power_linear', 'power_linear': {'initial_learning_rate': 1.0, 'power': -1.0,
+                                               'linear_decay_fraction': 0.5,
+                                               'total_decay_steps': 100}},
+     {40: 1 / 40, 60: 1 / 60 * 0.8}),
+    ({'type': 'power_with_offset', 'power_with_offset': {
+        'initial_learning_rate': 1.0, 'power': -1.0, 'offset': 10, 'pre_offset_learning_rate': 3.0}},
+     {1: 3.0, 20: 0.1}),
+    ({'type': 'step_cosine_with_offset', 'step_cosine_with_offset': {
+        'values': [1.0, 0.5], 'boundaries': [0, 100]}},
+     {0: 1.0, 50: 0.75, 100: 0.5}),
+])
+def test_model_garden_schedules(learning_rate, expected):
+  lr = optimization.OptimizerFactory(_config(learning_rate=learning_rate)).build_learning_rate()
+  np.testing.assert_allclose(_values(lr, expected), list(expected.values()), rtol=1e-5)
+
+
+def test_missing_required_schedule_field_names_it():
+  with pytest.raises(hyperparams.ConfigError, match=r'^learning_rate.exponential.decay_rate:'):
+    optimization.OptimizerFactory(_config(learning_rate={
+        'type': 'exponential', 'exponential': {'initial_learning_rate': 0.1, 'decay_steps': 10}}))
+
+
+def test_register_optimizer_cls_refuses_duplicates():
+  tables = optimization.optimizer_factory
+  try:
+    optimization.register_optimizer_cls('h1_test_sgd', optimization.SGD)
+    assert tables.LEGACY_OPTIMIZERS_CLS['h1_test_sgd'] is optimization.SGD
+    assert 'h1_test_sgd' not in tables.NEW_OPTIMIZERS_CLS
+    with pytest.raises(ValueError, match='h1_test_sgd already registered in LEGACY_OPTIMIZERS_CLS'):
+      optimization.register_optimizer_cls('h1_test_sgd', optimization.SGD)
+    optimization.register_optimizer_cls('h1_test_sgd', optimization.SGD, use_legacy_optimizer=False)
+  finally:
+    tables.LEGACY_OPTIMIZERS_CLS.pop('h1_test_sgd', None)
+    tables.NEW_OPTIMIZERS_CLS.pop('h1_test_sgd', None)
+
+
+def test_postprocessor_must_return_an_optimizer():
+  with pytest.raises(TypeError, match='not a tf_keras optimizer'):
+    optimization.OptimizerFactory(_config()).build_optimizer(0.1, postprocessor=lambda o: None)
+
+
+def test_gradient_aggregator_replaces_the_sum():
+  calls = []
+
+  def zero(grads_and_vars):
+    calls.append(len(grads_and_vars))
+    return [(tf.zeros_like(g), v) for g, v in grads_and_vars]
+
+  factory = optimization.OptimizerFactory(_config(optimizer={'type': 'adam'}))
+  opt = factory.build_optimizer(1.0, gradient_aggregator=zero)
+  var = tf.Variable([1.0, 2.0])
+  opt.apply_gradients([(tf.constant([1.0, 1.0]), var)])
+  assert calls == [1]
+  np.testing.assert_allclose(var.numpy(), [1.0, 2.0])

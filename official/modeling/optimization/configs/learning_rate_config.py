@@ -77,6 +77,65 @@ class CosineLrConfig(hyperparams.Config):
 
 
 @dataclasses.dataclass
+class ExponentialLrConfig(hyperparams.Config):
+  """`init * decay_rate ** (s / decay_steps)` with `s = max(step - offset, 0)`; `staircase` floors the
+  exponent."""
+  name: str = 'ExponentialDecay'
+  initial_learning_rate: Optional[float] = hyperparams.field(None, ge=0.0)
+  decay_steps: Optional[int] = hyperparams.field(None, gt=0)
+  decay_rate: Optional[float] = hyperparams.field(None, gt=0.0)
+  staircase: Optional[bool] = None
+  offset: int = hyperparams.field(0, ge=0)
+
+
+@dataclasses.dataclass
+class DirectPowerLrConfig(hyperparams.Config):
+  """`init * max(step, 1) ** power` (power -0.5: inverse square root decay)."""
+  name: str = 'DirectPowerDecay'
+  initial_learning_rate: Optional[float] = hyperparams.field(None, ge=0.0)
+  power: float = -0.5
+
+
+@dataclasses.dataclass
+class PowerAndLinearDecayLrConfig(hyperparams.Config):
+  """`init * max(s, 1) ** power`, ramped linearly to 0 over the last `linear_decay_fraction` of
+  `total_decay_steps` (s = step - offset)."""
+  name: str = 'PowerAndLinearDecay'
+  initial_learning_rate: Optional[float] = hyperparams.field(None, ge=0.0)
+  total_decay_steps: Optional[int] = hyperparams.field(None, gt=0)
+  power: float = -0.5
+  linear_decay_fraction: float = hyperparams.field(0.1, ge=0.0, le=1.0)
+  offset: int = hyperparams.field(0, ge=0)
+
+
+@dataclasses.dataclass
+class PowerDecayWithOffsetLrConfig(hyperparams.Config):
+  """`pre_offset_learning_rate` up to `offset`, then `init * (step - offset) ** power` (capped)."""
+  name: str = 'PowerDecayWithOffset'
+  initial_learning_rate: Optional[float] = hyperparams.field(None, ge=0.0)
+  power: float = -0.5
+  offset: int = hyperparams.field(0, ge=0)
+  pre_offset_learning_rate: float = hyperparams.field(1.0e6, ge=0.0)
+
+
+@dataclasses.dataclass
+class StepCosineLrConfig(hyperparams.Config):
+  """Cosine decays from `values[i]` at `boundaries[i]` to `values[i + 1]` at `boundaries[i + 1]`."""
+  name: str = 'StepCosineDecayWithOffset'
+  boundaries: Optional[List[int]] = None
+  values: Optional[List[float]] = None
+  offset: int = hyperparams.field(0, ge=0)
+
+  def validate(self) -> None:
+    super().validate()
+    if self.boundaries is None or self.values is None:
+      return  # Checked by `LrConfig` when this member is selected.
+    if len(self.values) != len(self.boundaries):
+      raise hyperparams.ConfigError('values', f'expected one value per boundary '
+                                    f'({len(self.boundaries)}), found {len(self.values)}')
+
+
+@dataclasses.dataclass
 class LinearWarmupConfig(hyperparams.Config):
   """Ramp linearly from `warmup_learning_rate` to the schedule's value at `warmup_steps`."""
   name: str = 'linear'
@@ -103,18 +162,28 @@ def _check_required(one_of: hyperparams.OneOfConfig, required: Tuple[str, ...]) 
 
 @dataclasses.dataclass
 class LrConfig(hyperparams.OneOfConfig):
-  """The learning-rate one-of: `constant`, `stepwise`, `polynomial`, `linear` or `cosine`."""
+  """The learning-rate one-of: `constant`, `stepwise`, `exponential`, `polynomial`, `linear`,
+  `cosine`, `power`, `power_linear`, `power_with_offset` or `step_cosine_with_offset`."""
   type: Optional[str] = None
   constant: ConstantLrConfig = dataclasses.field(default_factory=ConstantLrConfig)
   stepwise: StepwiseLrConfig = dataclasses.field(default_factory=StepwiseLrConfig)
+  exponential: ExponentialLrConfig = dataclasses.field(default_factory=ExponentialLrConfig)
   polynomial: PolynomialLrConfig = dataclasses.field(default_factory=PolynomialLrConfig)
   linear: LinearLrConfig = dataclasses.field(default_factory=LinearLrConfig)
   cosine: CosineLrConfig = dataclasses.field(default_factory=CosineLrConfig)
+  power: DirectPowerLrConfig = dataclasses.field(default_factory=DirectPowerLrConfig)
+  power_linear: PowerAndLinearDecayLrConfig = dataclasses.field(
+      default_factory=PowerAndLinearDecayLrConfig)
+  power_with_offset: PowerDecayWithOffsetLrConfig = dataclasses.field(
+      default_factory=PowerDecayWithOffsetLrConfig)
+  step_cosine_with_offset: StepCosineLrConfig = dataclasses.field(
+      default_factory=StepCosineLrConfig)
 
   def validate(self) -> None:
     super().validate()
     if self.type is not None:
-      _check_required(self, ('initial_learning_rate', 'decay_steps', 'boundaries', 'values'))
+      _check_required(self, ('initial_learning_rate', 'decay_steps', 'decay_rate',
+                             'total_decay_steps', 'boundaries', 'values'))
 
 
 @dataclasses.dataclass

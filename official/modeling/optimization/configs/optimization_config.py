@@ -22,9 +22,10 @@ class OptimizationConfig(hyperparams.Config):
   """How parameters are updated: `optimizer`, `learning_rate` and `warmup` one-ofs.
 
   Attributes:
-    optimizer: the optimizer one-of (`sgd`, `adam`, `adamw`, `lamb`).
+    optimizer: the optimizer one-of (`sgd`, `adam`, `adamw`, `lamb`, `rmsprop`, `lars`, `adagrad`).
     ema: Model Garden's moving average of weights; parsed but not supported (must stay None).
-    learning_rate: the schedule one-of (`constant`, `stepwise`, `polynomial`, `linear`, `cosine`).
+    learning_rate: the schedule one-of (`constant`, `stepwise`, `exponential`, `polynomial`, `linear`,
+      `cosine`, `power`, `power_linear`, `power_with_offset`, `step_cosine_with_offset`).
     warmup: the warmup one-of (`linear`, `polynomial`); None type means no warmup.
   """
   optimizer: optimizer_config.OptimizerConfig = dataclasses.field(

@@ -95,10 +95,57 @@ class LAMBConfig(BaseOptimizerConfig):
 
 
 @dataclasses.dataclass
+class RMSPropConfig(BaseOptimizerConfig):
+  """RMSprop: gradients divided by a moving root mean square (`rho`), optionally centered."""
+  name: str = 'RMSprop'
+  rho: float = hyperparams.field(0.9, **_BETA)
+  momentum: float = hyperparams.field(0.0, ge=0.0)
+  epsilon: float = hyperparams.field(1e-7, gt=0.0)
+  centered: bool = False
+
+
+@dataclasses.dataclass
+class AdagradConfig(BaseOptimizerConfig):
+  """Adagrad: per-element rates from the sum of squared gradients."""
+  name: str = 'Adagrad'
+  initial_accumulator_value: float = hyperparams.field(0.1, ge=0.0)
+  epsilon: float = hyperparams.field(1e-07, gt=0.0)
+
+
+@dataclasses.dataclass
+class LARSConfig(BaseOptimizerConfig):
+  """LARS: momentum SGD with a per-variable trust ratio `eeta * ||w|| / ||g||` (large batches).
+
+  Attributes:
+    momentum: the momentum coefficient.
+    eeta: the trust coefficient.
+    weight_decay_rate: L2 decay added to the gradient; 0 disables.
+    nesterov: use Nesterov momentum.
+    classic_momentum: scale the gradient by the learning rate inside the momentum (True), or the
+      momentum after it (False).
+    exclude_from_weight_decay: regexes of variables not decayed.
+    exclude_from_layer_adaptation: regexes of variables updated without the trust ratio; None means
+      the same list as `exclude_from_weight_decay`.
+  """
+  name: str = 'LARS'
+  momentum: float = hyperparams.field(0.9, ge=0.0)
+  eeta: float = hyperparams.field(0.001, gt=0.0)
+  weight_decay_rate: float = hyperparams.field(0.0, ge=0.0)
+  nesterov: bool = False
+  classic_momentum: bool = True
+  exclude_from_weight_decay: Optional[List[str]] = None
+  exclude_from_layer_adaptation: Optional[List[str]] = None
+
+
+@dataclasses.dataclass
 class OptimizerConfig(hyperparams.OneOfConfig):
-  """The optimizer one-of: `type` is one of `sgd`, `adam`, `adamw`, `lamb` (None until chosen)."""
+  """The optimizer one-of: `type` is one of `sgd`, `adam`, `adamw`, `lamb`, `rmsprop`, `lars`,
+  `adagrad` (None until chosen)."""
   type: Optional[str] = None
   sgd: SGDConfig = dataclasses.field(default_factory=SGDConfig)
   adam: AdamConfig = dataclasses.field(default_factory=AdamConfig)
   adamw: AdamWeightDecayConfig = dataclasses.field(default_factory=AdamWeightDecayConfig)
   lamb: LAMBConfig = dataclasses.field(default_factory=LAMBConfig)
+  rmsprop: RMSPropConfig = dataclasses.field(default_factory=RMSPropConfig)
+  lars: LARSConfig = dataclasses.field(default_factory=LARSConfig)
+  adagrad: AdagradConfig = dataclasses.field(default_factory=AdagradConfig)

@@ -82,7 +82,7 @@ def test_one_of_without_type_picks_the_only_member():
     ({'optimizer': {'type': 'adamw', 'adamw': {'weight_decay_rate': 'abc'}}},
      'optimizer.adamw.weight_decay_rate'),
     ({'optimizer': {'type': 'adamw', 'adamw': {'no_such_key': 1}}}, 'optimizer.adamw.no_such_key'),
-    ({'optimizer': {'type': 'rmsprop'}}, 'optimizer.type'),
+    ({'optimizer': {'type': 'adafactor'}}, 'optimizer.type'),
 ])
 def test_bad_values_name_the_full_key_path(override, path):
   with pytest.raises(hyperparams.ConfigError) as e:
