@@ -8,10 +8,13 @@ Example:
   array([0.6931472], dtype=float32)
 """
 
-from typing import Callable, Optional, Union
+import functools
+from typing import Any, Callable, Optional, Union
 
 import tensorflow as tf
 import tf_keras
+
+from official.modeling import activations
 
 
 def _gelu(x):
@@ -30,16 +33,44 @@ def _identity(x):
 
 _ACTIVATIONS = {'gelu': _gelu, 'exact_gelu': _exact_gelu, 'relu': tf.nn.relu, 'tanh': tf.tanh,
                 'sigmoid': tf.sigmoid, 'swish': tf.nn.silu, 'silu': tf.nn.silu, 'linear': _identity,
-                'identity': _identity, 'softmax': tf.nn.softmax}
+                'identity': _identity, 'softmax': tf.nn.softmax, 'relu6': tf.nn.relu6,
+                'leaky_relu': tf.nn.leaky_relu, 'mish': activations.mish,
+                'simple_swish': activations.simple_swish, 'hard_swish': activations.hard_swish,
+                'hard_sigmoid': activations.hard_sigmoid}
 _NAMES = {fn: name for name, fn in _ACTIVATIONS.items()}
 
 
-def get_activation(identifier: Union[None, str, Callable]) -> Callable:
+def get_activation(identifier: Union[None, str, Callable], use_keras_layer: bool = False,
+                   **kwargs: Any) -> Callable:
   """Returns the activation function named `identifier` (callables pass through; None = identity).
+
+  Args:
+    identifier: a name ('gelu' is the tanh approximation, 'exact_gelu' the erf form; also
+      relu, relu6, leaky_relu, tanh, sigmoid, swish/silu, mish, hard_swish, hard_sigmoid,
+      linear/identity, softmax, or any `tf_keras.activations` name), a callable, or None.
+    use_keras_layer: return a Keras layer (`tf_keras.layers.Activation`) computing it, as Model
+      Garden's `get_activation` does (for use in `tf_keras.Sequential` or with a strategy).
+    **kwargs: arguments bound to the function, e.g. `alpha=0.1` for 'leaky_relu'.
+
+  Returns:
+    The function, or a layer with `use_keras_layer`.
 
   Raises:
     ValueError: an unknown name, listing the known ones.
+
+  Example:
+    >>> get_activation('leaky_relu', use_keras_layer=True, alpha=0.1)(tf.constant([-1.0]))
+    <tf.Tensor: shape=(1,), dtype=float32, numpy=array([-0.1], dtype=float32)>
   """
+  fn = _activation_fn(identifier)
+  if kwargs:
+    fn = functools.partial(fn, **kwargs)
+  if use_keras_layer:
+    return tf_keras.layers.Activation(fn)
+  return fn
+
+
+def _activation_fn(identifier: Union[None, str, Callable]) -> Callable:
   if identifier is None:
     return _identity
   if callable(identifier):
@@ -53,6 +84,46 @@ def get_activation(identifier: Union[None, str, Callable]) -> Callable:
     except ValueError:
       pass
   raise ValueError(f'unknown activation {identifier!r}; known: {", ".join(sorted(_ACTIVATIONS))}')
+
+
+def get_replica_id() -> tf.Tensor:
+  """The id of the current replica (int32 scalar; 0 outside `strategy.run`).
+
+  Example:
+    >>> get_replica_id().numpy()
+    0
+  """
+  context = tf.distribute.get_replica_context()
+  if context is None:  # cross-replica context
+    return tf.constant(0, tf.int32)
+  return tf.cast(context.replica_id_in_sync_group, tf.int32)
+
+
+def cross_replica_concat(value: tf.Tensor, axis: int, name: str = 'cross_replica_concat'
+                         ) -> tf.Tensor:
+  """Concatenates `value` of every replica along `axis`, in replica order (call in a replica).
+
+  The gradient flows back to each replica's own slice (summed over the replicas that use the
+  concatenation). Outside a strategy (one replica) it returns `value`.
+
+  Args:
+    value: this replica's tensor, the same shape on every replica.
+    axis: the concatenation axis.
+    name: name scope.
+
+  Returns:
+    [..., replicas * value.shape[axis], ...].
+
+  Example:
+    >>> cross_replica_concat(tf.ones([2, 3]), axis=0).shape   # one replica
+    TensorShape([2, 3])
+  """
+  context = tf.distribute.get_replica_context()
+  if context is None or context.num_replicas_in_sync <= 1:
+    return value
+  with tf.name_scope(name):
+    gathered = context.all_gather(value, axis=axis)
+  return gathered
 
 
 def serialize_activation(activation: Union[None, str, Callable]) -> Optional[str]:

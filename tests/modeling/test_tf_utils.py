@@ -1,5 +1,9 @@
 """Tests for official/modeling/tf_utils.py."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -154,3 +158,56 @@ def test_bias_add_reads_a_variable_and_runs_under_xla():
 
   rows = tf.constant([[1.0, 2.0], [3.0, 4.0]])
   np.testing.assert_allclose(step(rows), 2 * tf.reduce_sum(rows + bias, 0), rtol=1e-6)
+
+
+def test_model_garden_activation_names_keras_layers_and_kwargs():
+  x = tf.constant([-1.0, 0.5, 7.0])
+  np.testing.assert_allclose(tf_utils.get_activation('relu6')(x), [0.0, 0.5, 6.0])
+  np.testing.assert_allclose(tf_utils.get_activation('mish')(x),
+                             x.numpy() * np.tanh(np.log1p(np.exp(x.numpy()))), atol=1e-5)
+  leaky = tf_utils.get_activation('leaky_relu', use_keras_layer=True, alpha=0.1)
+  assert isinstance(leaky, tf_keras.layers.Activation)
+  np.testing.assert_allclose(leaky(x), [-0.1, 0.5, 7.0], atol=1e-6)
+  relu_layer = tf_utils.get_activation('relu', use_keras_layer=True)
+  np.testing.assert_allclose(relu_layer(x), [0.0, 0.5, 7.0])
+  assert tf_utils.serialize_activation(tf_utils.get_activation('hard_swish')) == 'hard_swish'
+
+
+_CONCAT_SCRIPT = r"""
+import numpy as np
+import tensorflow as tf
+cpu = tf.config.list_physical_devices('CPU')[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+from official.modeling import tf_utils
+strategy = tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1'])
+
+
+@tf.function
+def run():
+  def replica():
+    value = tf.fill([2, 3], tf.cast(tf_utils.get_replica_id(), tf.float32))
+    with tf.GradientTape() as tape:
+      tape.watch(value)
+      total = tf.reduce_sum(tf_utils.cross_replica_concat(value, axis=0))
+    return tf_utils.cross_replica_concat(value, axis=1), tape.gradient(total, value)
+  return strategy.run(replica)
+
+
+concat, grad = run()
+for i, (c, g) in enumerate(zip(strategy.experimental_local_results(concat),
+                               strategy.experimental_local_results(grad))):
+  np.testing.assert_array_equal(c.numpy(), np.concatenate([np.zeros([2, 3]), np.ones([2, 3])], 1))
+  # Each replica's slice is used by both replicas' sums.
+  np.testing.assert_array_equal(g.numpy(), 2 * np.ones([2, 3]))
+print('ok')
+"""
+
+
+def test_replica_id_and_cross_replica_concat_with_two_replicas():
+  assert int(tf_utils.get_replica_id()) == 0
+  np.testing.assert_array_equal(tf_utils.cross_replica_concat(tf.ones([2, 3]), axis=0),
+                                np.ones([2, 3]))
+  result = subprocess.run([sys.executable, '-c', _CONCAT_SCRIPT], capture_output=True, text=True,
+                          timeout=300, cwd=os.path.dirname(os.path.dirname(os.path.dirname(
+                              os.path.abspath(__file__)))), check=False)
+  assert result.returncode == 0 and result.stdout.strip().endswith('ok'), result.stderr[-2000:]

@@ -11,6 +11,9 @@ from typing import List, Optional
 
 from official.modeling import hyperparams
 from official.nlp.configs import encoders
+# The encoder configs, importable from here too (`bert.EncoderConfig`), as how-tos write them.
+from official.nlp.configs.encoders import BertEncoderConfig  # pylint: disable=unused-import
+from official.nlp.configs.encoders import EncoderConfig  # pylint: disable=unused-import
 
 
 @dataclasses.dataclass

@@ -13,7 +13,7 @@ Example:
 """
 
 import dataclasses
-from typing import Optional
+from typing import Any, Dict, Mapping, Optional
 
 import tf_keras
 
@@ -30,7 +30,7 @@ class BertEncoderConfig(hyperparams.Config):
     vocab_size: rows of the word embedding table.
     hidden_size: width of every transformer layer.
     num_layers: transformer layers.
-    num_attention_heads: attention heads; must divide `hidden_size`.
+    num_attention_heads: attention heads, each hidden_size // num_attention_heads wide.
     hidden_activation: activation of the feed-forward layer ('gelu' is the tanh approximation).
     intermediate_size: width of the feed-forward layer.
     dropout_rate: dropout after embeddings, attention output and feed-forward.
@@ -41,8 +41,8 @@ class BertEncoderConfig(hyperparams.Config):
     embedding_size: embedding width when factorized (ALBERT style); None = hidden_size.
     output_range: when set, the last layer computes only the first `output_range` positions.
     return_all_encoder_outputs: return every layer's output in `encoder_outputs`.
-    return_attention_scores: not supported (must stay False).
-    return_word_embeddings: not supported (must stay False).
+    return_attention_scores: add every layer's attention probabilities (`attention_scores`).
+    return_word_embeddings: add the looked-up word embeddings (`word_embeddings`).
     norm_first: pre-LayerNorm transformer blocks (False: original post-LN BERT).
   """
   vocab_size: int = hyperparams.field(30522, ge=1)
@@ -59,17 +59,16 @@ class BertEncoderConfig(hyperparams.Config):
   embedding_size: Optional[int] = hyperparams.field(None, ge=1)
   output_range: Optional[int] = hyperparams.field(None, ge=1)
   return_all_encoder_outputs: bool = False
-  return_attention_scores: bool = hyperparams.unsupported(
-      False, 'returning attention scores is not supported by mlm-garden')
-  return_word_embeddings: bool = hyperparams.unsupported(
-      False, 'returning word embeddings is not supported by mlm-garden')
+  return_attention_scores: bool = False
+  return_word_embeddings: bool = False
   norm_first: bool = False
 
   def validate(self) -> None:
     super().validate()
-    if self.hidden_size % self.num_attention_heads:
+    if self.num_attention_heads > self.hidden_size:
+      # A hidden size the heads do not divide is allowed (as in Model Garden).
       raise hyperparams.ConfigError(
-          'num_attention_heads', f'must divide hidden_size {self.hidden_size}, found '
+          'num_attention_heads', f'must be at most hidden_size {self.hidden_size}, found '
           f'{self.num_attention_heads}')
     try:
       tf_utils.get_activation(self.hidden_activation)
@@ -107,8 +106,16 @@ def build_encoder(config: EncoderConfig,
   if config.type != 'bert':
     raise hyperparams.ConfigError('type', f'unsupported encoder type {config.type!r}; mlm-garden '
                                   "implements ['bert']")
-  bert = config.bert
-  return networks.BertEncoder(
+  return networks.BertEncoder(embedding_layer=embedding_layer, **encoder_kwargs(config.bert))
+
+
+def encoder_kwargs(bert: BertEncoderConfig) -> Dict[str, Any]:
+  """`BertEncoder` constructor arguments (dict outputs) for a `BertEncoderConfig`.
+
+  Example:
+    >>> networks.BertEncoder(**encoder_kwargs(BertEncoderConfig(num_layers=2)))
+  """
+  return dict(
       vocab_size=bert.vocab_size,
       hidden_size=bert.hidden_size,
       num_layers=bert.num_layers,
@@ -122,7 +129,53 @@ def build_encoder(config: EncoderConfig,
       initializer=tf_keras.initializers.TruncatedNormal(stddev=bert.initializer_range),
       output_range=bert.output_range,
       embedding_width=bert.embedding_size,
-      embedding_layer=embedding_layer,
       return_all_encoder_outputs=bert.return_all_encoder_outputs,
+      return_attention_scores=bert.return_attention_scores,
+      return_word_embeddings=bert.return_word_embeddings,
       norm_first=bert.norm_first,
       dict_outputs=True)
+
+
+# Field names of a BERT `bert_config.json` (Google) / `config.json` (Hugging Face).
+_EXTERNAL_KEYS = frozenset({'num_hidden_layers', 'hidden_act', 'hidden_dropout_prob',
+                            'attention_probs_dropout_prob'})
+_HF_KEYS = frozenset({'model_type', 'architectures', 'layer_norm_eps', 'transformers_version'})
+
+
+def bert_config_from_dict(config: Mapping[str, Any]) -> BertEncoderConfig:
+  """A `BertEncoderConfig` from a plain dict in any of the layouts how-tos use.
+
+  Accepted: an `EncoderConfig` dict (`{'type': 'bert', 'bert': {...}}`, e.g.
+  `EncoderConfig(...).as_dict()`), its `bert` part alone (`BertEncoderConfig` field names), or
+  a BERT `bert_config.json` / Hugging Face `config.json` dict (`num_hidden_layers`, `hidden_act`,
+  `hidden_dropout_prob`, ...). `BertEncoderConfig` names are checked strictly: a misspelt key
+  raises, naming it.
+
+  Args:
+    config: the dict.
+
+  Returns:
+    The validated `BertEncoderConfig`.
+
+  Example:
+    >>> bert_config_from_dict({'type': 'bert', 'bert': {'num_layers': 2}}).num_layers
+    2
+  """
+  config = dict(config)
+  if 'type' in config or 'bert' in config:
+    kind = config.get('type') or 'bert'
+    if kind != 'bert':
+      raise hyperparams.ConfigError('type', f'unsupported encoder type {kind!r}; mlm-garden '
+                                    "implements ['bert']")
+    extra = sorted(set(config) - {'type', 'bert'})
+    if extra:
+      raise hyperparams.ConfigError(extra[0], "an encoder config holds only 'type' and 'bert'")
+    config = dict(config.get('bert') or {})
+  if _EXTERNAL_KEYS & set(config):
+    from official.nlp.tools import bert_weight_map  # pylint: disable=g-import-not-at-top
+    fmt = 'hf' if _HF_KEYS & set(config) else 'google'
+    bert = bert_weight_map.encoder_config_from_external(config, fmt, source='encoder config')
+  else:
+    bert = BertEncoderConfig.from_dict(config)
+  bert.validate()
+  return bert

@@ -194,9 +194,11 @@ def test_shipped_sizes():
 def test_encoder_config_errors():
   with pytest.raises(hyperparams.ConfigError, match=r"^type: 'albert' is not one of \['bert'\]"):
     encoders.EncoderConfig.from_dict({'type': 'albert'})
-  config = encoders.EncoderConfig.from_dict({'bert': {'hidden_size': 30, 'num_attention_heads': 4}})
-  with pytest.raises(hyperparams.ConfigError, match=r'^bert.num_attention_heads: must divide '
-                     r'hidden_size 30, found 4'):
+  # Heads need not divide the hidden size (as in Model Garden), but cannot outnumber it.
+  encoders.EncoderConfig.from_dict({'bert': {'hidden_size': 30, 'num_attention_heads': 4}}).validate()
+  config = encoders.EncoderConfig.from_dict({'bert': {'hidden_size': 30, 'num_attention_heads': 40}})
+  with pytest.raises(hyperparams.ConfigError, match=r'^bert.num_attention_heads: must be at most '
+                     r'hidden_size 30, found 40'):
     config.validate()
   config = encoders.EncoderConfig.from_dict({'bert': {'hidden_activation': 'nope'}})
   with pytest.raises(hyperparams.ConfigError, match=r'^bert.hidden_activation'):

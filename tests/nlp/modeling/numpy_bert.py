@@ -69,7 +69,7 @@ def encoder_forward(encoder, word_ids, mask, type_ids, norm_first=False):
   types = encoder._type_embedding_layer.embeddings.numpy()[type_ids]  # pylint: disable=protected-access
   gamma, beta = [v.numpy() for v in encoder._embedding_norm_layer.weights]  # pylint: disable=protected-access
   x = layer_norm(word + position[None] + types, gamma, beta)
-  if encoder._embedding_projection is not None:  # pylint: disable=protected-access
+  if getattr(encoder, '_embedding_projection', None) is not None:  # only when embedding_width != hidden
     kernel, bias = [v.numpy() for v in encoder._embedding_projection.weights]  # pylint: disable=protected-access
     x = x @ kernel + bias
   for block in encoder.transformer_layers:

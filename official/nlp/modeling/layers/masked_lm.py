@@ -44,7 +44,8 @@ class MaskedLM(tf_keras.layers.Layer):
                embedding_width: Optional[int] = None, **kwargs):
     super().__init__(name=name, **kwargs)
     if output not in ('logits', 'predictions'):
-      raise ValueError(f"MaskedLM output must be 'logits' or 'predictions', found {output!r}")
+      raise ValueError(f'Unknown `output` value "{output}": MaskedLM output must be '
+                       f"'logits' or 'predictions'")
     if embedding_table is None and not (vocab_size and embedding_width):
       raise ValueError('MaskedLM needs embedding_table, or vocab_size and embedding_width')
     self.embedding_table = embedding_table

@@ -1,5 +1,6 @@
 """Models: networks with task heads."""
 
+from official.nlp.modeling.models.bert_pretrainer import BertPretrainer
 from official.nlp.modeling.models.bert_pretrainer import BertPretrainerV2
 from official.nlp.modeling.models.bert_classifier import BertClassifier
 from official.nlp.modeling.models.bert_token_classifier import BertTokenClassifier

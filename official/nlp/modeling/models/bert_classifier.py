@@ -105,16 +105,20 @@ class BertClassifier(tf_keras.Model):
     return None
 
   def get_config(self) -> Dict[str, Any]:
-    if self._custom_head:
-      raise NotImplementedError('BertClassifier.get_config: a custom cls_head is not serialized')
-    return {'network': tf_keras.layers.serialize(self.encoder), 'num_classes': self.num_classes,
-            'initializer': tf_keras.initializers.serialize(self._initializer),
-            'dropout_rate': self._dropout_rate, 'use_encoder_pooler': self._use_encoder_pooler,
-            'head_name': self._head_name, 'name': self.name}
+    config = {'network': tf_keras.layers.serialize(self.encoder), 'num_classes': self.num_classes,
+              'initializer': tf_keras.initializers.serialize(self._initializer),
+              'dropout_rate': self._dropout_rate, 'use_encoder_pooler': self._use_encoder_pooler,
+              'head_name': self._head_name, 'name': self.name}
+    if self._custom_head:  # a registered Keras layer (e.g. GaussianProcessClassificationHead)
+      config['cls_head'] = tf_keras.layers.serialize(self.classifier)
+    return config
 
   @classmethod
   def from_config(cls, config: Dict[str, Any], custom_objects=None):
     config = dict(config)
     config['network'] = tf_keras.layers.deserialize(config['network'],
                                                     custom_objects=custom_objects)
+    if config.get('cls_head') is not None:
+      config['cls_head'] = tf_keras.layers.deserialize(config['cls_head'],
+                                                       custom_objects=custom_objects)
     return cls(**config)

@@ -1,12 +1,18 @@
-"""`BertPretrainerV2`: an encoder, a masked-LM head tied to its embeddings, and classification heads."""
+"""`BertPretrainerV2`: an encoder, a masked-LM head tied to its embeddings, and classification heads.
 
-from typing import Any, Dict, List, Optional
+Also Model Garden's older `BertPretrainer` (a masked-LM head and a classifier on the pooled output).
+"""
+
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import tensorflow as tf
 import tf_keras
 
 from official.modeling import tf_utils
 from official.nlp.modeling import layers
+from official.nlp.modeling.networks import bert_encoder
+
+_ENCODER_INPUT_NAMES = ('input_word_ids', 'input_mask', 'input_type_ids')
 
 
 @tf_keras.utils.register_keras_serializable(package='mlm_garden')
@@ -28,12 +34,21 @@ class BertPretrainerV2(tf_keras.Model):
 
   Call args:
     inputs: dict of `input_word_ids`, `input_mask`, `input_type_ids` [batch, seq] and
-      `masked_lm_positions` [batch, num_predictions] (other keys are ignored).
+      `masked_lm_positions` [batch, num_predictions] (other keys are ignored); or a list of them
+      in that order (`masked_lm_positions` optional).
 
   Returns:
     dict: `mlm_logits` float32 [batch, num_predictions, vocab] (when `masked_lm_positions` is
     given), every output of the encoder (`sequence_output`, `pooled_output`, `encoder_outputs`,
-    ...), and one entry per classification head by its name (e.g. `next_sentence` [batch, 2]).
+    ...), and one entry per classification head by its name (e.g. `next_sentence` [batch, 2]); a
+    head that returns a dict (`layers.MultiClsHeads`) adds each of its entries instead.
+
+  Attributes:
+    inputs: symbolic inputs (`tf_keras.Input`), the encoder's `inputs` plus
+      `masked_lm_positions` int32 [batch, None], as Model Garden's.
+    outputs: the outputs of `self(self.inputs)` (the first access builds the model if needed),
+      so that `tf_keras.Model(model.inputs, model.outputs)` is a functional model sharing the
+      layers and weights.
 
   Variable names: the encoder's under `bert/<encoder name>/...`; the masked-LM head under
   `bert/cls/predictions/` (`transform/dense`, `transform/LayerNorm`, `output_bias/bias`); heads
@@ -69,8 +84,36 @@ class BertPretrainerV2(tf_keras.Model):
           embedding_table=table, activation=mlm_activation,
           initializer=tf_utils.clone_initializer(self._mlm_initializer), name='cls/predictions')
     self.masked_lm = customized_masked_lm
+    encoder_inputs = getattr(encoder_network, 'inputs', None)
+    if isinstance(encoder_inputs, Mapping):
+      symbolic = dict(encoder_inputs)
+    else:
+      symbolic = bert_encoder.symbolic_inputs()
+    symbolic['masked_lm_positions'] = tf_keras.Input(shape=(None,), dtype=tf.int32,
+                                                     name='masked_lm_positions')
+    # Not tracked by Keras (no checkpoint entries); `outputs` is filled on first access.
+    object.__setattr__(self, 'inputs', symbolic)
+    object.__setattr__(self, '_symbolic_outputs', None)
+
+  @property
+  def outputs(self) -> Optional[Dict[str, Any]]:
+    """The symbolic outputs of `self(self.inputs)` (computed once, on first access)."""
+    if self._symbolic_outputs is None and getattr(self, 'inputs', None) is not None:
+      object.__setattr__(self, '_symbolic_outputs', self(self.inputs))
+    return self._symbolic_outputs
+
+  @outputs.setter
+  def outputs(self, value):
+    # Keras' Model constructor sets `outputs = None` for subclassed models.
+    object.__setattr__(self, '_symbolic_outputs', value)
 
   def call(self, inputs, training=None):
+    if isinstance(inputs, (list, tuple)):
+      names = _ENCODER_INPUT_NAMES + ('masked_lm_positions',)
+      if not 3 <= len(inputs) <= 4:
+        raise ValueError(f'BertPretrainerV2 list inputs must be {list(names)} (the last '
+                         f'optional), found {len(inputs)} tensors')
+      inputs = dict(zip(names, inputs))
     encoder_outputs = self.encoder_network(inputs, training=training)
     if isinstance(encoder_outputs, dict):
       outputs = dict(encoder_outputs)
@@ -87,15 +130,25 @@ class BertPretrainerV2(tf_keras.Model):
       outputs['mlm_logits'] = tf.cast(
           self.masked_lm(sequence_output, inputs['masked_lm_positions']), tf.float32)
     for head in self.classification_heads:
-      outputs[head.name] = head(sequence_output, training=training)
+      head_outputs = head(sequence_output, training=training)
+      if isinstance(head_outputs, Mapping):  # several problems in one head (MultiClsHeads)
+        outputs.update(head_outputs)
+      else:
+        outputs[head.name] = head_outputs
     return outputs
 
   @property
   def checkpoint_items(self) -> Dict[str, tf.Module]:
-    """Sub-modules for partial restore: `encoder`, `masked_lm`, and each head by name."""
+    """Sub-modules for partial restore: `encoder`, `masked_lm`, and `<head name>.<item>` per head.
+
+    As Model Garden: a head contributes its own `checkpoint_items`, e.g. `next_sentence.pooler_dense`
+    (its logits layer is saved under `model/classification_heads/<i>`), so checkpoints carry Model
+    Garden's keys.
+    """
     items = {'encoder': self.encoder_network, 'masked_lm': self.masked_lm}
     for head in self.classification_heads:
-      items[head.name] = head
+      for key, item in getattr(head, 'checkpoint_items', {}).items():
+        items[f'{head.name}.{key}'] = item
     return items
 
   def get_build_config(self):
@@ -117,4 +170,111 @@ class BertPretrainerV2(tf_keras.Model):
                                                             custom_objects=custom_objects)
     config['classification_heads'] = [tf_keras.layers.deserialize(h, custom_objects=custom_objects)
                                       for h in config.get('classification_heads') or []]
+    return cls(**config)
+
+
+@tf_keras.utils.register_keras_serializable(package='mlm_garden')
+class BertPretrainer(tf_keras.Model):
+  """Model Garden's first BERT pretraining model (prefer `BertPretrainerV2`).
+
+  A masked-LM head `cls/predictions` tied to the network's embedding table, and a dense
+  classifier `classification` on the pooled output (e.g. next-sentence prediction).
+
+  Args:
+    network: an encoder returning `[sequence_output, pooled_output]` (or a dict with them),
+      e.g. `BertEncoder(...)`; with every layer's outputs, the last layer's is used.
+    num_classes: classes of the classifier.
+    num_token_predictions: masked positions per sequence (the width of `inputs[-1]`).
+    embedding_table: the masked-LM output table (default: `network.get_embedding_table()`).
+    activation: activation of the masked-LM transform.
+    initializer: initializer of the masked-LM transform and the classifier.
+    output: 'logits', or 'predictions' (log-probabilities) for both heads.
+
+  Call args:
+    inputs: a list `[input_word_ids, input_mask, input_type_ids, masked_lm_positions]`, or a
+      dict with those keys.
+
+  Returns:
+    dict: `masked_lm` [batch, num_token_predictions, vocab], `classification` [batch, num_classes].
+
+  Example:
+    >>> encoder = BertEncoder(vocab_size=100, hidden_size=16, num_layers=1, num_attention_heads=2,
+    ...                       inner_dim=32)
+    >>> pretrainer = BertPretrainer(encoder, num_classes=2, num_token_predictions=3)
+    >>> outputs = pretrainer([ids, mask, type_ids, positions])
+  """
+
+  def __init__(self, network: tf_keras.layers.Layer, num_classes: int, num_token_predictions: int,
+               embedding_table: Optional[tf.Variable] = None, activation: Any = None,
+               initializer: Any = 'glorot_uniform', output: str = 'logits', **kwargs):
+    super().__init__(**kwargs)
+    if output not in ('logits', 'predictions'):
+      raise ValueError(f'Unknown `output` value "{output}": BertPretrainer output must be '
+                       f"'logits' or 'predictions'")
+    self._config = dict(num_classes=num_classes, num_token_predictions=num_token_predictions,
+                        activation=tf_utils.serialize_activation(activation),
+                        initializer=tf_keras.initializers.serialize(
+                            tf_keras.initializers.get(initializer)),
+                        output=output)
+    initializer = tf_keras.initializers.get(initializer)
+    # `encoder`, `masked_lm`, `classification`: Model Garden's attribute names (checkpoint keys).
+    self.encoder = network
+    if embedding_table is None:
+      with tf.name_scope(self.name):
+        embedding_table = network.get_embedding_table()
+    self.masked_lm = layers.MaskedLM(embedding_table=embedding_table, activation=activation,
+                                     initializer=tf_utils.clone_initializer(initializer),
+                                     output=output, name='cls/predictions')
+    self.classification = tf_keras.layers.Dense(
+        num_classes, kernel_initializer=tf_utils.clone_initializer(initializer),
+        name='classification')
+    network_inputs = getattr(network, 'inputs', None)
+    if isinstance(network_inputs, Mapping):
+      symbolic = [network_inputs[name] for name in _ENCODER_INPUT_NAMES]
+    else:
+      symbolic = list(bert_encoder.symbolic_inputs().values())
+    symbolic.append(tf_keras.Input(shape=(num_token_predictions,), dtype=tf.int32,
+                                   name='masked_lm_positions'))
+    object.__setattr__(self, 'inputs', symbolic)  # untracked, as in BertPretrainerV2
+
+  def call(self, inputs: Union[Sequence[tf.Tensor], Mapping[str, tf.Tensor]], training=None):
+    if isinstance(inputs, Mapping):
+      positions = inputs['masked_lm_positions']
+      encoder_inputs = {name: inputs[name] for name in _ENCODER_INPUT_NAMES}
+    else:
+      if len(inputs) != 4:
+        raise ValueError('BertPretrainer inputs must be [input_word_ids, input_mask, '
+                         f'input_type_ids, masked_lm_positions], found {len(inputs)} tensors')
+      encoder_inputs, positions = list(inputs[:3]), inputs[3]
+    network_outputs = self.encoder(encoder_inputs, training=training)
+    if isinstance(network_outputs, Mapping):
+      sequence_output, pooled = network_outputs['sequence_output'], network_outputs['pooled_output']
+    else:
+      sequence_output, pooled = network_outputs[0], network_outputs[1]
+    if isinstance(sequence_output, (list, tuple)):  # every layer's outputs: use the last
+      sequence_output = sequence_output[-1]
+    length = sequence_output.shape[1]
+    predictions = self._config['num_token_predictions']
+    if length is not None and length < predictions:
+      raise ValueError(f'BertPretrainer: the network output length {length} is less than '
+                       f'num_token_predictions {predictions}')
+    logits = tf.cast(self.classification(pooled), tf.float32)
+    if self._config['output'] == 'predictions':
+      logits = tf.nn.log_softmax(logits)
+    return {'masked_lm': tf.cast(self.masked_lm(sequence_output, positions), tf.float32),
+            'classification': logits}
+
+  def get_build_config(self):
+    return None
+
+  def get_config(self) -> Dict[str, Any]:
+    config = bert_encoder._plain(self._config)  # pylint: disable=protected-access
+    return dict(config, name=self.name, network=tf_keras.layers.serialize(self.encoder))
+
+  @classmethod
+  def from_config(cls, config: Dict[str, Any], custom_objects=None):
+    config = dict(config)
+    if isinstance(config['network'], Mapping):
+      config['network'] = tf_keras.layers.deserialize(config['network'],
+                                                      custom_objects=custom_objects)
     return cls(**config)

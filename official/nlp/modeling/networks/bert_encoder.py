@@ -5,10 +5,17 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 import tensorflow as tf
 import tf_keras
 
+from official.modeling import checkpoint_compat
 from official.modeling import tf_utils
 from official.nlp.modeling import layers
 
 _INPUT_NAMES = ('input_word_ids', 'input_mask', 'input_type_ids')
+# Keys of encoder config dicts (`EncoderConfig`, `BertEncoderConfig`, BERT config.json) that
+# `get_config()` never has: `from_config` builds from those through the encoder configs.
+_ENCODER_CONFIG_KEYS = frozenset({
+    'type', 'bert', 'intermediate_size', 'hidden_activation', 'dropout_rate',
+    'attention_dropout_rate', 'max_position_embeddings', 'initializer_range', 'embedding_size',
+    'num_hidden_layers', 'hidden_act', 'hidden_dropout_prob', 'attention_probs_dropout_prob'})
 
 
 @tf_keras.utils.register_keras_serializable(package='mlm_garden')
@@ -55,14 +62,24 @@ class BertEncoder(tf_keras.Model):
 
   Call args:
     inputs: a dict with `input_word_ids`, `input_mask`, `input_type_ids` (int [batch, seq]; other
-      keys are ignored) or a list of the three.
+      keys are ignored) or a list of the three. `input_word_embeddings` [batch, seq,
+      embedding_width] may replace `input_word_ids` (the lookup is skipped). Keras symbolic
+      tensors (`tf_keras.Input`) work too, e.g. `encoder(encoder.inputs)`.
 
   Returns:
     With `dict_outputs`: `sequence_output` [batch, seq, hidden] (or [batch, output_range, hidden]),
     `pooled_output` [batch, hidden], `encoder_outputs` (list of every layer's output), and the
     optional `attention_scores`, `word_embeddings`. Otherwise `[sequence_output, pooled_output]`,
-    or `[encoder_outputs, pooled_output]` with `return_all_encoder_outputs`. Sequence outputs are
-    in the compute dtype of the dtype policy (e.g. bfloat16 under `mixed_bfloat16`).
+    or `[encoder_outputs, pooled_output]` with `return_all_encoder_outputs`, plus the list of
+    attention scores third with `return_attention_scores`. As in Model Garden, whose blocks end in
+    a float32 LayerNorm, the sequence outputs (`sequence_output`, `encoder_outputs`) are float32
+    under a mixed policy and `pooled_output` is in the compute dtype (e.g. float16 under
+    `mixed_float16`); inside the stack the blocks pass the compute dtype to each other.
+
+  Attributes:
+    inputs: a dict of `tf_keras.Input(shape=(None,), dtype=tf.int32)` named `input_word_ids`,
+      `input_mask`, `input_type_ids` (Model Garden's), so that
+      `tf_keras.Model(encoder.inputs, encoder(encoder.inputs))` makes a functional model.
 
   Example:
     >>> encoder = BertEncoder(vocab_size=100, hidden_size=16, num_layers=2, num_attention_heads=2,
@@ -83,9 +100,11 @@ class BertEncoder(tf_keras.Model):
                return_attention_scores: bool = False, return_word_embeddings: bool = False,
                **kwargs):
     super().__init__(**kwargs)
-    if hidden_size % num_attention_heads:
-      raise ValueError(f'BertEncoder hidden_size {hidden_size} must be a multiple of '
-                       f'num_attention_heads, found {num_attention_heads}')
+    if not 0 < num_attention_heads <= hidden_size:
+      # Model Garden allows a hidden size that heads do not divide: each head is
+      # hidden_size // num_attention_heads wide and the attention output projects back.
+      raise ValueError(f'BertEncoder num_attention_heads must be between 1 and hidden_size '
+                       f'{hidden_size}, found {num_attention_heads}')
     if initializer is None:
       initializer = tf_keras.initializers.TruncatedNormal(stddev=0.02)
     initializer = tf_keras.initializers.get(initializer)
@@ -112,7 +131,7 @@ class BertEncoder(tf_keras.Model):
     self._embedding_norm_layer = tf_keras.layers.LayerNormalization(
         epsilon=1e-12, dtype=tf.float32, name='embeddings/layer_norm')
     self._embedding_dropout = layers.Dropout(output_dropout, name='embedding_dropout')
-    self._embedding_projection = None
+    # As in Model Garden's BertEncoder, the attribute exists only when the projection does.
     if embedding_width != hidden_size:
       self._embedding_projection = tf_keras.layers.Dense(
           hidden_size, kernel_initializer=clone(), name='embedding_projection')
@@ -132,26 +151,45 @@ class BertEncoder(tf_keras.Model):
     self._pooler_layer = tf_keras.layers.Dense(hidden_size, activation='tanh',
                                                kernel_initializer=clone(),
                                                name='pooler_transform')
+    # Symbolic inputs (Model Garden's `inputs`). Set without Keras' attribute tracking, so they
+    # add nothing to checkpoints; the save spec lets `save()` work before the first call.
+    object.__setattr__(self, 'inputs', symbolic_inputs())
+    self._set_save_spec(self.inputs)
 
   @staticmethod
   def _unpack(inputs: Union[Mapping[str, tf.Tensor], Sequence[tf.Tensor]]):
+    """(word ids or None, mask, type ids, word embeddings or None) of the call's inputs."""
     if isinstance(inputs, Mapping):
-      missing = [name for name in _INPUT_NAMES if name not in inputs]
+      required = list(_INPUT_NAMES)
+      if 'input_word_embeddings' in inputs:
+        required.remove('input_word_ids')
+      missing = [name for name in required if name not in inputs]
       if missing:
-        raise ValueError(f'BertEncoder inputs lack {missing}; expected {list(_INPUT_NAMES)}')
-      return [inputs[name] for name in _INPUT_NAMES]
-    return list(inputs)
+        raise ValueError(f'BertEncoder inputs lack {missing}; expected {list(_INPUT_NAMES)} '
+                         f'(or input_word_embeddings instead of input_word_ids), found '
+                         f'{sorted(inputs)}')
+      return (inputs.get('input_word_ids'), inputs['input_mask'], inputs['input_type_ids'],
+              inputs.get('input_word_embeddings'))
+    if not isinstance(inputs, (list, tuple)) or len(inputs) != 3:
+      raise ValueError(f'BertEncoder inputs must be a dict with {list(_INPUT_NAMES)} or a list '
+                       f'of those three tensors, found {inputs!r}')
+    return (*inputs, None)
 
   def call(self, inputs, training=None):
-    word_ids, mask, type_ids = self._unpack(inputs)
+    word_ids, mask, type_ids, word_embeddings = self._unpack(inputs)
     return_scores = self._config['return_attention_scores']
-    word_embeddings = self._embedding_layer(word_ids)
-    embeddings = (word_embeddings + self._position_embedding_layer(word_embeddings) +
-                  self._type_embedding_layer(type_ids))
+    if word_embeddings is None:
+      word_embeddings = self._embedding_layer(word_ids)
+    else:
+      word_embeddings = tf.cast(word_embeddings, self.compute_dtype)
+    # The position rows [1, seq, width] broadcast in the add (not materialized per batch).
+    positions = self._position_embedding_layer(word_embeddings, broadcast=False)
+    embeddings = word_embeddings + positions + self._type_embedding_layer(type_ids)
     x = tf.cast(self._embedding_norm_layer(tf.cast(embeddings, tf.float32)), embeddings.dtype)
     x = self._embedding_dropout(x, training=training)
-    if self._embedding_projection is not None:
-      x = self._embedding_projection(x)
+    projection = getattr(self, '_embedding_projection', None)
+    if projection is not None:
+      x = projection(x)
     encoder_outputs, attention_scores = [], []
     for layer in self._transformer_layers:
       x = layer(x, mask, return_attention_scores=return_scores, training=training)
@@ -160,9 +198,13 @@ class BertEncoder(tf_keras.Model):
         attention_scores.append(scores)
       encoder_outputs.append(x)
     if self._final_layer_norm is not None:
-      x = tf.cast(self._final_layer_norm(tf.cast(x, tf.float32)), x.dtype)
+      x = self._final_layer_norm(tf.cast(x, tf.float32))
       encoder_outputs[-1] = x
     pooled = self._pooler_layer(x[:, 0, :])
+    # Sequence outputs in float32 like Model Garden's (its blocks end in a float32 LayerNorm);
+    # a no-op without mixed precision, unused ones are pruned from a traced training step.
+    x = tf.cast(x, tf.float32)
+    encoder_outputs = [tf.cast(output, tf.float32) for output in encoder_outputs]
     if self._config['dict_outputs']:
       outputs = {'sequence_output': x, 'pooled_output': pooled,
                  'encoder_outputs': encoder_outputs}
@@ -171,9 +213,28 @@ class BertEncoder(tf_keras.Model):
       if self._config['return_word_embeddings']:
         outputs['word_embeddings'] = word_embeddings
       return outputs
-    if self._config['return_all_encoder_outputs']:
-      return [encoder_outputs, pooled]
-    return [x, pooled]
+    outputs = [encoder_outputs if self._config['return_all_encoder_outputs'] else x, pooled]
+    if return_scores:
+      outputs.append(attention_scores)
+    return outputs
+
+  def build(self, input_shape=None):
+    """Creates every variable now, by calling the encoder once on a [1, 2] batch of zeros.
+
+    Keras builds the encoder on its first call anyway; this serves an explicit
+    `encoder.build(...)` (whose argument, shapes or symbolic inputs, is not needed: the
+    variables' shapes follow from the constructor) and reloading a saved model.
+    """
+    if self.built:
+      return
+    with tf.init_scope():
+      zeros = tf.zeros([1, 2], tf.int32)
+      self(dict(input_word_ids=zeros, input_mask=zeros + 1, input_type_ids=zeros),
+           training=False)
+
+  # Keras calls a subclass' own `build` before the first call; the first call builds the layers
+  # itself, so this marks `build` as Keras' default to skip that (an explicit call still runs).
+  build._is_default = True  # pylint: disable=protected-access
 
   def get_embedding_table(self) -> tf.Variable:
     """The word-embedding variable [vocab_size, embedding_width] (built on first use)."""
@@ -195,9 +256,27 @@ class BertEncoder(tf_keras.Model):
   def pooler_layer(self) -> tf_keras.layers.Layer:
     return self._pooler_layer
 
+  def _trackable_children(self, save_type='checkpoint', **kwargs):
+    # Checkpoint keys as Model Garden's functional BertEncoder: `layer_with_weights-<i>` in its
+    # graph order, listed before the attribute names (which still restore older checkpoints).
+    children = super()._trackable_children(save_type, **kwargs)
+    if save_type != 'checkpoint':
+      return children
+    aliases = checkpoint_compat.functional_layer_aliases(
+        [self._embedding_layer, self._position_embedding_layer, self._type_embedding_layer,
+         self._embedding_norm_layer, getattr(self, '_embedding_projection', None),
+         *self._transformer_layers,
+         self._pooler_layer, self._final_layer_norm])
+    aliases.update(children)
+    return aliases
+
   def get_build_config(self):
-    # Built by calling on int ids; Keras' generic rebuild from shapes feeds floats.
-    return None
+    # `build` needs no shapes; reloading a saved encoder calls it when it was built.
+    return {'built': True} if self.built else None
+
+  def build_from_config(self, config):
+    if config:
+      self.build()
 
   def get_config(self) -> Dict[str, Any]:
     # Keras tracks `self._config` as a `_DictWrapper`; return plain (JSON-serializable) values.
@@ -205,6 +284,20 @@ class BertEncoder(tf_keras.Model):
 
   @classmethod
   def from_config(cls, config: Dict[str, Any], custom_objects=None):
+    """Builds an encoder from `get_config()`'s dict, or from an encoder config dict.
+
+    Besides Keras' own config, accepts what `encoders.bert_config_from_dict` does: an
+    `EncoderConfig` dict (`{'type': 'bert', 'bert': {...}}`), its `bert` part, or a BERT
+    `config.json` dict (`num_hidden_layers`, ...); those build the encoder `build_encoder` would
+    (dict outputs).
+
+    Example:
+      >>> BertEncoder.from_config({'type': 'bert', 'bert': {'num_layers': 2, 'hidden_size': 64,
+      ...                                                   'num_attention_heads': 2}})
+    """
+    if _ENCODER_CONFIG_KEYS & set(config):
+      from official.nlp.configs import encoders  # pylint: disable=g-import-not-at-top
+      return cls(**encoders.encoder_kwargs(encoders.bert_config_from_dict(config)))
     return cls(**config)
 
 
@@ -223,6 +316,21 @@ class BertEncoderV2(BertEncoder):
   def __init__(self, vocab_size: int, **kwargs):
     kwargs['dict_outputs'] = True
     super().__init__(vocab_size, **kwargs)
+
+  def _trackable_children(self, save_type='checkpoint', **kwargs):
+    # Model Garden's BertEncoderV2 is a subclassed layer: its checkpoint keys are the attribute
+    # names (`_transformer_layers/0/...`), not the functional model's `layer_with_weights-<i>`.
+    return tf_keras.Model._trackable_children(self, save_type, **kwargs)  # pylint: disable=protected-access
+
+
+def symbolic_inputs() -> Dict[str, tf_keras.Input]:
+  """Fresh `tf_keras.Input`s int32 [batch, seq] named like the encoder's inputs.
+
+  Example:
+    >>> sorted(symbolic_inputs())
+    ['input_mask', 'input_type_ids', 'input_word_ids']
+  """
+  return {name: tf_keras.Input(shape=(None,), dtype=tf.int32, name=name) for name in _INPUT_NAMES}
 
 
 def _plain(value: Any) -> Any:

@@ -36,3 +36,15 @@ def test_mixed_precision_keeps_float32_table():
   finally:
     tf_keras.mixed_precision.set_global_policy('float32')
   assert out.dtype == tf.bfloat16 and layer.embeddings.dtype == tf.float32
+
+
+def test_scale_factor_multiplies_the_rows_and_round_trips():
+  ids = tf.constant([[0, 3, 1]])
+  plain = layers.OnDeviceEmbedding(5, 4)
+  scaled = layers.OnDeviceEmbedding(5, 4, scale_factor=2.0)
+  plain(ids)
+  scaled(ids)
+  scaled.set_weights(plain.get_weights())
+  np.testing.assert_allclose(scaled(ids), 2.0 * plain(ids).numpy(), atol=1e-6)
+  testing.run_layer_test(layers.OnDeviceEmbedding,
+                         dict(vocab_size=5, embedding_width=4, scale_factor=0.5), [ids], (1, 3, 4))

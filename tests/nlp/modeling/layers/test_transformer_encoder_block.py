@@ -57,8 +57,18 @@ def test_round_trip_and_output_range():
 
 
 def test_bad_head_count():
-  with pytest.raises(ValueError, match='not a multiple of num_attention_heads 3'):
-    layers.TransformerEncoderBlock(num_attention_heads=3, inner_dim=8)(tf.zeros([1, 2, 16]))
+  with pytest.raises(ValueError, match='between 1 and the hidden size 16, found 17'):
+    layers.TransformerEncoderBlock(num_attention_heads=17, inner_dim=8)(tf.zeros([1, 2, 16]))
+
+
+def test_heads_that_do_not_divide_the_hidden_size():
+  # As Model Garden: 3 heads of 16 // 3 = 5, the attention output projected back to 16.
+  block = layers.TransformerEncoderBlock(num_attention_heads=3, inner_dim=8)
+  out = block(tf.random.normal([2, 4, 16]), tf.ones([2, 4]))
+  assert out.shape == (2, 4, 16)
+  attention = block._attention_layer  # pylint: disable=protected-access
+  assert attention._query_dense.kernel.shape == (16, 3, 5)  # pylint: disable=protected-access
+  assert attention._output_dense.kernel.shape == (3, 5, 16)  # pylint: disable=protected-access
 
 
 def test_dropout_only_in_training():
@@ -119,3 +129,79 @@ def test_fused_kernels_match_the_plain_ops_path(dtype):
   for fused, plain in zip(*results):
     np.testing.assert_allclose(tf.cast(fused, tf.float32), tf.cast(plain, tf.float32),
                                atol=atol, rtol=1e-4 if dtype == 'float32' else 0.05)
+
+
+def test_model_garden_list_inputs_and_output_range_call_argument():
+  x = tf.random.normal([2, 5, 16], seed=3)
+  mask = tf.constant([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], tf.float32)
+  block = _block()
+  expected = block(x, mask)
+  np.testing.assert_allclose(block([x, mask]), expected, atol=1e-6)
+  np.testing.assert_allclose(block([x, mask], output_range=2), expected[:, :2], atol=1e-5)
+  scored = _block(return_attention_scores=True)
+  out, scores = scored([x, mask])
+  assert out.shape == (2, 5, 16) and scores.shape == (2, 2, 5, 5)
+
+
+@pytest.mark.parametrize('norm_first', [False, True])
+def test_plain_keras_path_matches_the_fused_path(norm_first):
+  # [query, key_value, mask] takes the plain Keras path; with key_value = query and the same
+  # weights it computes the fused path's numbers.
+  x = tf.random.normal([2, 5, 16], seed=4)
+  mask = tf.constant([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], tf.float32)
+  fused = _block(norm_first=norm_first)
+  expected = fused(x, mask)
+  plain = _block(norm_first=norm_first)
+  plain([x, x, mask[:, None, :] * tf.ones([1, 5, 1])])
+  assert isinstance(plain._attention_layer, tf_keras.layers.MultiHeadAttention)  # pylint: disable=protected-access
+  by_name = {v.name.split('/', 1)[1]: v for v in fused.weights}
+  assert len(plain.weights) == len(fused.weights)
+  for v in plain.weights:
+    v.assign(by_name[v.name.split('/', 1)[1]])
+  np.testing.assert_allclose(plain([x, x, mask]), expected, atol=1e-5)
+
+
+def test_model_garden_attention_options():
+  q = tf.random.normal([2, 4, 12], seed=5)
+  kv = tf.random.normal([2, 6, 20], seed=6)
+  mask = tf.ones([2, 4, 6])
+  block = layers.TransformerEncoderBlock(
+      num_attention_heads=2, inner_dim=8, key_dim=3, value_dim=5, output_last_dim=7,
+      use_query_residual=False, norm_first=True, diff_q_kv_att_layer_norm=True, use_bias=False,
+      inner_dropout=0.2)
+  out = block([q, kv, mask])
+  assert out.shape == (2, 4, 7)
+  attention = block._attention_layer  # pylint: disable=protected-access
+  assert attention._query_dense.kernel.shape == (12, 2, 3)  # pylint: disable=protected-access
+  assert attention._value_dense.kernel.shape == (20, 2, 5)  # pylint: disable=protected-access
+  assert not any('bias' in v.name for v in attention.weights)
+  # As Model Garden: the attention output is dropped at the attention_dropout rate.
+  dropped = _block(output_dropout=0.1, attention_dropout=0.3, inner_dropout=0.2)
+  dropped(tf.zeros([1, 3, 16]))
+  assert dropped._attention_dropout.rate == 0.3 and dropped._output_dropout.rate == 0.1  # pylint: disable=protected-access
+  assert dropped._inner_dropout_layer.rate == 0.2  # pylint: disable=protected-access
+  with pytest.raises(ValueError, match='diff_q_kv_att_layer_norm=True needs norm_first=True'):
+    layers.TransformerEncoderBlock(2, 8, diff_q_kv_att_layer_norm=True)
+
+
+def test_model_garden_options_round_trip():
+  testing.run_layer_test(
+      layers.TransformerEncoderBlock,
+      dict(num_attention_heads=2, inner_dim=8, key_dim=3, value_dim=5, output_last_dim=16,
+           use_bias=False, norm_first=True, norm_epsilon=1e-6,
+           attention_initializer=tf_keras.initializers.RandomUniform(0.0, 0.1, seed=1),
+           return_attention_scores=False),
+      [tf.random.normal([2, 4, 16], seed=7)], (2, 4, 16))
+
+
+def test_rms_norm_blocks():
+  from official.nlp.modeling.layers import transformer_encoder_block  # pylint: disable=g-import-not-at-top
+  x = np.random.default_rng(2).normal(size=(2, 3, 4)).astype(np.float32)
+  norm = transformer_encoder_block.RMSNorm(epsilon=1e-6)
+  expected = x / np.sqrt((x ** 2).mean(-1, keepdims=True) + 1e-6)
+  np.testing.assert_allclose(norm(x), expected, atol=1e-5)
+  block = _block(use_rms_norm=True, use_bias=False)
+  assert block(tf.constant(x[..., :4].repeat(4, -1))).shape == (2, 3, 16)
+  assert isinstance(block._output_layer_norm, transformer_encoder_block.RMSNorm)  # pylint: disable=protected-access
+  testing.run_layer_test(transformer_encoder_block.RMSNorm, dict(epsilon=1e-5), [tf.constant(x)],
+                         (2, 3, 4))

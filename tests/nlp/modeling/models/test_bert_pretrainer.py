@@ -1,5 +1,7 @@
 """Tests for official/nlp/modeling/models/bert_pretrainer.py."""
 
+import json
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -35,8 +37,11 @@ def test_outputs_and_checkpoint_items():
   assert outputs['sequence_output'].shape == (2, 8, 16)
   assert outputs['pooled_output'].shape == (2, 16)
   assert len(outputs['encoder_outputs']) == 2  # the encoder's outputs pass through
-  assert set(pretrainer.checkpoint_items) == {'encoder', 'masked_lm', 'next_sentence', 'topic'}
-  assert pretrainer.checkpoint_items['next_sentence'] is pretrainer.classification_heads[0]
+  # Model Garden's keys: each head contributes its own items as `<head name>.<item>`.
+  assert set(pretrainer.checkpoint_items) == {'encoder', 'masked_lm', 'next_sentence.pooler_dense',
+                                              'topic.pooler_dense'}
+  assert (pretrainer.checkpoint_items['next_sentence.pooler_dense'] is
+          pretrainer.classification_heads[0].pooler_dense)
   # The masked-LM head is tied to the encoder's word embeddings.
   assert pretrainer.masked_lm.embedding_table is pretrainer.encoder_network.get_embedding_table()
 
@@ -67,8 +72,10 @@ def test_mixed_precision_keeps_logits_float32(policy):
     tf_keras.mixed_precision.set_global_policy('float32')
   assert outputs['mlm_logits'].dtype == tf.float32
   assert outputs['next_sentence'].dtype == tf.float32
-  assert outputs['sequence_output'].dtype == (tf.bfloat16 if policy == 'mixed_bfloat16'
-                                              else tf.float16)
+  # As Model Garden: the encoder's sequence output float32, its pooled output in compute dtype.
+  assert outputs['sequence_output'].dtype == tf.float32
+  assert outputs['pooled_output'].dtype == (tf.bfloat16 if policy == 'mixed_bfloat16'
+                                            else tf.float16)
   assert all(v.dtype == tf.float32 for v in pretrainer.variables)
   assert np.all(np.isfinite(outputs['mlm_logits']))
 
@@ -156,3 +163,62 @@ def test_word_embedding_variable_keeps_its_scoped_name():
   pretrainer(_inputs())
   name = pretrainer.encoder_network.get_embedding_table().name
   assert name == 'bert/bert_encoder/word_embeddings/embeddings:0', name
+
+
+def test_inputs_and_outputs_make_a_functional_model_with_the_same_weights():
+  pretrainer = _pretrainer()
+  inputs = _inputs()
+  eager = pretrainer(inputs)
+  assert sorted(pretrainer.inputs) == ['input_mask', 'input_type_ids', 'input_word_ids',
+                                       'masked_lm_positions']
+  assert pretrainer.inputs['masked_lm_positions'].shape.as_list() == [None, None]
+  assert pretrainer.outputs['mlm_logits'].shape.as_list() == [None, None, 50]
+  model = tf_keras.Model(pretrainer.inputs, pretrainer.outputs)
+  functional = model(inputs)
+  for key in ('mlm_logits', 'next_sentence', 'sequence_output', 'pooled_output'):
+    np.testing.assert_allclose(functional[key], eager[key], atol=1e-6)
+  assert len(model.trainable_variables) == len(pretrainer.trainable_variables)
+  # No extra checkpoint entries from the symbolic tensors.
+  assert 'inputs' not in dict(pretrainer._trackable_children())  # pylint: disable=protected-access
+
+
+def test_list_inputs_and_multi_cls_heads():
+  encoder = networks.BertEncoder(vocab_size=50, hidden_size=16, num_layers=1,
+                                 num_attention_heads=2, inner_dim=32, max_sequence_length=16,
+                                 dict_outputs=True)
+  pretrainer = models.BertPretrainerV2(
+      encoder, classification_heads=[layers.MultiClsHeads(8, [('foo', 2), ('bar', 3)], name='multi')])
+  inputs = _inputs()
+  by_dict = pretrainer(inputs)
+  by_list = pretrainer([inputs[k] for k in ('input_word_ids', 'input_mask', 'input_type_ids',
+                                            'masked_lm_positions')])
+  assert by_dict['foo'].shape == (2, 2) and by_dict['bar'].shape == (2, 3)
+  for key in ('mlm_logits', 'foo', 'bar'):
+    np.testing.assert_allclose(by_list[key], by_dict[key], atol=1e-6)
+  assert {'masked_lm', 'encoder', 'multi.pooler_dense', 'multi.foo', 'multi.bar'} == set(
+      pretrainer.checkpoint_items)
+
+
+def test_bert_pretrainer_v1_outputs_predictions_and_round_trip():
+  encoder = networks.BertEncoder(vocab_size=50, hidden_size=16, num_layers=1,
+                                 num_attention_heads=2, inner_dim=32, max_sequence_length=16)
+  pretrainer = models.BertPretrainer(encoder, num_classes=3, num_token_predictions=3,
+                                     output='predictions')
+  inputs = _inputs()
+  outputs = pretrainer([inputs['input_word_ids'], inputs['input_mask'], inputs['input_type_ids'],
+                        inputs['masked_lm_positions']])
+  assert outputs['masked_lm'].shape == (2, 3, 50) and outputs['classification'].shape == (2, 3)
+  # 'predictions' are log-probabilities.
+  np.testing.assert_allclose(tf.reduce_logsumexp(outputs['classification'], -1), 0, atol=1e-5)
+  np.testing.assert_allclose(tf.reduce_logsumexp(outputs['masked_lm'], -1), 0, atol=1e-5)
+  pooled = encoder([inputs['input_word_ids'], inputs['input_mask'], inputs['input_type_ids']])[1]
+  kernel, bias = [v.numpy() for v in pretrainer.classification.weights]
+  logits = pooled.numpy() @ kernel + bias
+  np.testing.assert_allclose(outputs['classification'],
+                             logits - np.log(np.exp(logits).sum(-1, keepdims=True)), atol=1e-5)
+  assert len(pretrainer.inputs) == 4 and pretrainer.inputs[-1].shape.as_list() == [None, 3]
+  config = pretrainer.get_config()
+  rebuilt = models.BertPretrainer.from_config(json.loads(pretrainer.to_json())['config'])
+  assert rebuilt.get_config() == config
+  with pytest.raises(ValueError, match='Unknown `output` value "bad"'):
+    models.BertPretrainer(encoder, num_classes=2, num_token_predictions=3, output='bad')

@@ -118,15 +118,17 @@ def test_object_checkpoint_keys_follow_model_garden_attributes(tmp_path):
   encoder(dict(input_word_ids=word_ids, input_mask=mask, input_type_ids=type_ids))
   path = tf.train.Checkpoint(encoder=encoder).save(str(tmp_path / 'ckpt'))
   keys = {name.split('/.ATTRIBUTES')[0] for name, _ in tf.train.list_variables(path)}
-  for key in ('encoder/_embedding_layer/embeddings', 'encoder/_position_embedding_layer/embeddings',
-              'encoder/_type_embedding_layer/embeddings', 'encoder/_embedding_norm_layer/gamma',
-              'encoder/_transformer_layers/0/_attention_layer/_query_dense/kernel',
-              'encoder/_transformer_layers/1/_attention_layer/_output_dense/bias',
-              'encoder/_transformer_layers/0/_attention_layer_norm/gamma',
-              'encoder/_transformer_layers/0/_intermediate_dense/kernel',
-              'encoder/_transformer_layers/0/_output_dense/kernel',
-              'encoder/_transformer_layers/0/_output_layer_norm/beta',
-              'encoder/_pooler_layer/kernel'):
+  # Model Garden's functional BertEncoder: `layer_with_weights-<i>` in graph order (word, position,
+  # type embeddings, LayerNorm, the blocks, the pooler), then the blocks' attribute names.
+  for key in ('encoder/layer_with_weights-0/embeddings', 'encoder/layer_with_weights-1/embeddings',
+              'encoder/layer_with_weights-2/embeddings', 'encoder/layer_with_weights-3/gamma',
+              'encoder/layer_with_weights-4/_attention_layer/_query_dense/kernel',
+              'encoder/layer_with_weights-5/_attention_layer/_output_dense/bias',
+              'encoder/layer_with_weights-4/_attention_layer_norm/gamma',
+              'encoder/layer_with_weights-4/_intermediate_dense/kernel',
+              'encoder/layer_with_weights-4/_output_dense/kernel',
+              'encoder/layer_with_weights-4/_output_layer_norm/beta',
+              'encoder/layer_with_weights-6/kernel'):
     assert key in keys, (key, sorted(keys))
 
 
@@ -169,16 +171,22 @@ def test_mixed_precision_computes_in_the_policy_dtype(policy):
     encoder(inputs)
     encoder.set_weights(reference.get_weights())
     outputs = encoder(inputs)
+    symbolic = encoder(encoder.inputs)
   finally:
     tf_keras.mixed_precision.set_global_policy('float32')
   compute_dtype = tf.bfloat16 if policy == 'mixed_bfloat16' else tf.float16
-  assert outputs['sequence_output'].dtype == compute_dtype
-  assert outputs['pooled_output'].dtype == compute_dtype
+  # As Model Garden: sequence outputs float32 (its blocks end in a float32 LayerNorm), the
+  # pooler in the compute dtype; the same on eager and on symbolic (tf_keras.Input) calls.
+  for result in (outputs, symbolic):
+    assert result['sequence_output'].dtype == tf.float32
+    assert all(x.dtype == tf.float32 for x in result['encoder_outputs'])
+    assert result['pooled_output'].dtype == compute_dtype
   assert all(v.dtype == tf.float32 for v in encoder.variables)
   # Post-LN outputs are O(1): low precision stays close to the float32 result.
   atol = 0.15 if policy == 'mixed_bfloat16' else 0.02
-  np.testing.assert_allclose(tf.cast(outputs['sequence_output'], tf.float32),
-                             expected['sequence_output'], atol=atol)
+  np.testing.assert_allclose(outputs['sequence_output'], expected['sequence_output'], atol=atol)
+  np.testing.assert_allclose(tf.cast(outputs['pooled_output'], tf.float32),
+                             expected['pooled_output'], atol=atol)
 
 
 def test_xla_compiles_with_and_without_mixed_precision():
@@ -239,7 +247,64 @@ def test_bert_encoder_v2_always_returns_dicts():
   assert isinstance(rebuilt, networks.BertEncoderV2) and rebuilt.get_config()['dict_outputs']
 
 
+def test_heads_that_do_not_divide_the_hidden_size_match_numpy():
+  # Model Garden allows it: 3 heads of 16 // 3 = 5 dimensions, projected back to 16.
+  encoder = _encoder(num_attention_heads=3)
+  word_ids, mask, type_ids = _inputs()
+  outputs = encoder(dict(input_word_ids=word_ids, input_mask=mask, input_type_ids=type_ids))
+  query = encoder.transformer_layers[0]._attention_layer._query_dense.kernel  # pylint: disable=protected-access
+  assert query.shape == (HIDDEN, 3, 5)
+  sequence, pooled = numpy_bert.encoder_forward(encoder, word_ids, mask, type_ids)
+  np.testing.assert_allclose(outputs['sequence_output'], sequence, atol=1e-5)
+  np.testing.assert_allclose(outputs['pooled_output'], pooled, atol=1e-5)
+
+
 def test_bad_head_count_is_named():
-  with pytest.raises(ValueError, match='hidden_size 16 must be a multiple of num_attention_heads, '
-                                       'found 3'):
-    _encoder(num_attention_heads=3)
+  with pytest.raises(ValueError, match='num_attention_heads must be between 1 and hidden_size 16, '
+                                       'found 17'):
+    _encoder(num_attention_heads=17)
+
+
+def test_symbolic_inputs_make_a_functional_model_with_the_same_outputs(tmp_path):
+  word_ids, mask, type_ids = _inputs()
+  data = dict(input_word_ids=word_ids, input_mask=mask, input_type_ids=type_ids)
+  for cls in (networks.BertEncoder, networks.BertEncoderV2):
+    encoder = cls(vocab_size=VOCAB, hidden_size=HIDDEN, num_layers=2, num_attention_heads=2,
+                  inner_dim=32, max_sequence_length=16, dict_outputs=True)
+    assert sorted(encoder.inputs) == ['input_mask', 'input_type_ids', 'input_word_ids']
+    assert all(x.shape.as_list() == [None, None] and x.dtype == tf.int32
+               for x in encoder.inputs.values())
+    model = tf_keras.Model(encoder.inputs, encoder(encoder.inputs))
+    eager = encoder(data)
+    functional = model(data)
+    np.testing.assert_allclose(functional['sequence_output'], eager['sequence_output'], atol=1e-6)
+    np.testing.assert_allclose(functional['pooled_output'], eager['pooled_output'], atol=1e-6)
+    # The functional model saves and reloads (Keras v3 format) with the same outputs.
+    path = str(tmp_path / f'{cls.__name__}.keras')
+    model.save(path)
+    reloaded = tf_keras.models.load_model(path)
+    np.testing.assert_allclose(reloaded(data)['pooled_output'], eager['pooled_output'], atol=1e-6)
+
+
+def test_build_creates_the_variables_and_list_outputs_add_attention_scores():
+  encoder = _encoder(dict_outputs=False, return_attention_scores=True, name='enc')
+  encoder.build(dict(input_word_ids=(None, SEQ), input_mask=(None, SEQ), input_type_ids=(None, SEQ)))
+  # Every variable exists, named as when built by a first call.
+  assert encoder.built and len(encoder.weights) == 5 + 2 * 16 + 2
+  names = {v.name for v in encoder.weights}
+  assert {'enc/word_embeddings/embeddings:0', 'enc/pooler_transform/kernel:0',
+          'enc/transformer/layer_1/self_attention/query/kernel:0'} <= names, sorted(names)
+  word_ids, mask, type_ids = _inputs()
+  sequence, pooled, scores = encoder([word_ids, mask, type_ids])
+  assert sequence.shape == (3, SEQ, HIDDEN) and pooled.shape == (3, HIDDEN)
+  assert len(scores) == 2 and scores[0].shape == (3, 2, SEQ, SEQ)
+
+
+def test_word_embeddings_can_replace_word_ids():
+  encoder = _encoder()
+  word_ids, mask, type_ids = _inputs()
+  expected = encoder(dict(input_word_ids=word_ids, input_mask=mask, input_type_ids=type_ids))
+  embeddings = encoder.get_embedding_layer()(word_ids)
+  outputs = encoder(dict(input_word_embeddings=embeddings, input_mask=mask,
+                         input_type_ids=type_ids))
+  np.testing.assert_allclose(outputs['sequence_output'], expected['sequence_output'], atol=1e-6)
