@@ -7,6 +7,7 @@ import tf_keras
 
 from official.core import config_definitions as cfg
 from official.core import exp_factory
+from official.core import task_factory
 from tests.core import toy_task
 
 
@@ -71,3 +72,93 @@ def test_initialize_from_directory_or_prefix(tmp_path):
     missing.initialize(missing.build_model())
   empty, _ = _task()
   empty.initialize(empty.build_model())  # no init_checkpoint: nothing happens
+
+
+def test_initialize_from_an_empty_directory_restores_nothing(tmp_path, caplog):
+  # Model Garden's tests point init_checkpoint at an empty temporary directory: nothing to restore.
+  task, _ = _task(init_checkpoint=str(tmp_path))
+  model = task.build_model()
+  before = model.get_weights()[0].copy()
+  with caplog.at_level('WARNING'):
+    task.initialize(model)
+  np.testing.assert_array_equal(model.get_weights()[0], before)
+  assert 'holds no checkpoint' in caplog.text
+
+
+def test_get_task_by_config_or_by_class():
+  task, params = _task()
+  by_config = task_factory.get_task(params.task, logging_dir='/tmp/a')
+  by_class = task_factory.get_task(toy_task.ToyRegressionTask, params.task, logging_dir='/tmp/b')
+  by_keyword = task_factory.get_task(task_config=toy_task.ToyRegressionTask, params=params.task)
+  for got, logging_dir in ((by_config, '/tmp/a'), (by_class, '/tmp/b'), (by_keyword, None)):
+    assert type(got) is toy_task.ToyRegressionTask
+    assert got.task_config is params.task and got.logging_dir == logging_dir
+  with pytest.raises(TypeError, match='dict is not a Task subclass'):
+    task_factory.get_task(dict, params.task)
+  with pytest.raises(TypeError, match='config was given twice'):
+    task_factory.get_task(params.task, params.task)
+
+
+def test_build_metrics_update_inside_tf_function():
+  task, _ = _task()
+  model = task.build_model()
+  model.set_weights([np.array([[1.0], [0.0], [0.0], [0.0]], np.float32)])
+  metrics = task.build_metrics()  # created eagerly, outside the function
+  x = np.random.default_rng(5).normal(size=(8, 4)).astype(np.float32)
+  y = x @ toy_task.TRUE_WEIGHTS[:, None]
+
+  @tf.function
+  def step(inputs):
+    return task.validation_step(inputs, model, metrics=metrics)
+
+  for _ in range(3):
+    logs = step((x, y))
+  error = x[:, :1] - y
+  np.testing.assert_allclose(float(logs['loss']), np.mean(error ** 2), rtol=1e-5)
+  np.testing.assert_allclose(float(metrics[0].result()), np.mean(np.abs(error)), rtol=1e-5)
+  assert float(metrics[0].count) == 3 * 8
+
+
+def test_keras_fit_trains_the_task_loss_and_reports_its_metrics():
+  task, params = _task()
+  model = task.build_model()
+  model.compile(tf_keras.optimizers.SGD(0.05))  # no loss: the task's steps
+  dataset = task.build_inputs(params.task.train_data)
+  history = model.fit(dataset, steps_per_epoch=5, epochs=3, verbose=0)
+  assert sorted(history.history) == ['loss', 'mean_absolute_error']
+  losses = history.history['loss']
+  assert losses[0] > losses[1] > losses[2]
+  # A one-step evaluation reports the task's loss and metric of that batch.
+  x, y = next(iter(task.build_inputs(params.task.validation_data)))
+  result = model.evaluate(tf.data.Dataset.from_tensors((x, y)), return_dict=True, verbose=0)
+  error = model(x).numpy() - y.numpy()
+  np.testing.assert_allclose(result['loss'], np.mean(error ** 2), rtol=1e-5)
+  np.testing.assert_allclose(result['mean_absolute_error'], np.mean(np.abs(error)), rtol=1e-5)
+
+
+def test_keras_fit_with_a_compiled_loss_keeps_keras_steps():
+  task, params = _task()
+  model = task.build_model()
+  model.compile(tf_keras.optimizers.SGD(0.05), loss='mae')
+  history = model.fit(task.build_inputs(params.task.train_data), steps_per_epoch=2, epochs=1,
+                      verbose=0)
+  assert sorted(history.history) == ['loss']
+  # Compiled again without a loss, the task's steps come back.
+  model.compile(tf_keras.optimizers.SGD(0.05))
+  history = model.fit(task.build_inputs(params.task.train_data), steps_per_epoch=2, epochs=1,
+                      verbose=0)
+  assert sorted(history.history) == ['loss', 'mean_absolute_error']
+
+
+def test_attached_steps_leave_checkpoints_unchanged(tmp_path):
+  task, _ = _task()
+  model = task.build_model()
+  model.compile(tf_keras.optimizers.SGD(0.05))
+  plain = tf_keras.Sequential([tf_keras.layers.Dense(1, use_bias=False)])
+  plain.build([None, 4])
+  plain.compile(tf_keras.optimizers.SGD(0.05))
+  names = {name for name, _ in tf.train.list_variables(
+      tf.train.Checkpoint(model=model).save(str(tmp_path / 'a')))}
+  plain_names = {name for name, _ in tf.train.list_variables(
+      tf.train.Checkpoint(model=plain).save(str(tmp_path / 'b')))}
+  assert names == plain_names

@@ -43,7 +43,7 @@ import os
 import random
 import sys
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import tqdm
@@ -140,6 +140,38 @@ def create_masked_lm_predictions(tokens: Sequence[str], masked_lm_prob: float, m
     elif action == pi.ACTION_RANDOM:
       output[position] = vocab_words[int(selection.random_ids[0, slot])]
   return output, positions, labels
+
+
+def _window(items: Sequence[Any], size: int) -> Iterator[List[Any]]:
+  """Every run of `size` consecutive items, in order (none when `size > len(items)`).
+
+  Example:
+    list(_window([1, 2, 3], 2)) == [[1, 2], [2, 3]]
+  """
+  items = list(items)
+  for start in range(len(items) - size + 1):
+    yield items[start:start + size]
+
+
+def _tokens_to_grams(tokens: Sequence[str]) -> List[Tuple[int, int]]:
+  """The `[start, end)` spans of whole words: a token and the `##` pieces after it; [CLS]/[SEP] excluded.
+
+  The same grouping as `pretraining_instances.unit_starts_for` on string tokens (the unit of whole-word and
+  n-gram masking).
+
+  Example:
+    _tokens_to_grams(["[CLS]", "Up", "##dog", "[SEP]"]) == [(1, 3)]
+  """
+  candidates = np.array([[t not in (CLS_TOKEN, SEP_TOKEN) for t in tokens]], bool)
+  continuation = np.array([[t.startswith(CONTINUATION_PREFIX) for t in tokens]], bool)
+  starts = np.flatnonzero(pi.unit_starts_for(candidates, continuation)[0]).tolist()
+  spans = []
+  for start in starts:
+    end = start + 1
+    while end < len(tokens) and candidates[0, end] and continuation[0, end]:
+      end += 1
+    spans.append((start, end))
+  return spans
 
 
 def _csr(all_documents: Sequence[Sequence[Sequence[str]]]):

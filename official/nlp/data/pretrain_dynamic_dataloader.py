@@ -1,7 +1,16 @@
-"""Dynamic (RoBERTa-style) masking: records hold only token ids; masks are drawn in `tf.data`.
+"""Dynamic pretraining inputs: on-the-fly masking, and Model Garden's dynamic sequence lengths.
 
-Each pass over the data draws new masks for the same sequences with `MaskedLMMaskGenerator`, so a corpus
-written once (`create_pretraining_data.py --dynamic`, dupe_factor 1) gives fresh masks every epoch.
+`BertPretrainDynamicDataConfig` / `BertPretrainDynamicDataLoader` (RoBERTa-style masking): records hold
+only token ids; masks are drawn in `tf.data`. Each pass over the data draws new masks for the same
+sequences with `MaskedLMMaskGenerator`, so a corpus written once (`create_pretraining_data.py
+--dynamic`, dupe_factor 1) gives fresh masks every epoch.
+
+`BertPretrainDataConfig` / `PretrainingDynamicDataLoader` (Model Garden's names in this module):
+static-mask records batched by length. Each example's trailing padding is cut, examples are grouped
+into the buckets of `seq_bucket_lengths` and each batch is padded to its bucket's length, so short
+sequences cost short steps. The masked-LM features of a batch keep their stored length up to the
+last position of weight > 0; every example of a batch must have the same number of those (else an
+`InvalidArgumentError` "Number of non padded mask tokens ..." at that batch).
 
 Example:
   >>> params = BertPretrainDynamicDataConfig(input_path='data/train.tfrecord', seq_length=128,
@@ -13,11 +22,12 @@ Example:
 """
 
 import dataclasses
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import tensorflow as tf
 
 from official.modeling import hyperparams
+from official.nlp.data import data_loader_factory
 from official.nlp.data import pretrain_dataloader
 from official.nlp.modeling.layers import masked_lm_mask_generator
 
@@ -40,17 +50,19 @@ class BertPretrainDynamicDataConfig(pretrain_dataloader.BertPretrainDataConfig):
   unselectable_token_ids: Optional[List[int]] = None
 
 
+@data_loader_factory.register_data_loader_cls(BertPretrainDynamicDataConfig)
 class BertPretrainDynamicDataLoader(pretrain_dataloader.BertPretrainDataLoader):
   """Reads `input_ids`/`input_mask`/`segment_ids` records and masks each batch on the fly.
 
   Args:
     params: the data config.
-    vocab_size: the model's vocabulary size (random replacements are drawn below it).
+    vocab_size: the model's vocabulary size (random replacements are drawn below it); None takes
+      it from the records' metadata file.
   """
 
   stores_masks = False
 
-  def __init__(self, params: BertPretrainDynamicDataConfig, vocab_size: int):
+  def __init__(self, params: BertPretrainDynamicDataConfig, vocab_size: Optional[int] = None):
     super().__init__(params, vocab_size)
     self._generator: Optional[masked_lm_mask_generator.MaskedLMMaskGenerator] = None
 
@@ -69,8 +81,12 @@ class BertPretrainDynamicDataLoader(pretrain_dataloader.BertPretrainDataLoader):
     unselectable = params.unselectable_token_ids
     if unselectable is None:
       unselectable = sorted({0} | {special[t] for t in ('[PAD]', '[CLS]', '[SEP]') if t in special})
+    vocab_size = self._vocab_size or (self._metadata or {}).get('vocab_size')
+    if vocab_size is None:
+      raise ValueError('BertPretrainDynamicDataLoader needs vocab_size (random replacement tokens '
+                       'are drawn below it): pass it, or read records with a metadata file')
     return masked_lm_mask_generator.MaskedLMMaskGenerator(
-        vocabulary_size=self._vocab_size, mask_selection_rate=params.mask_selection_rate,
+        vocabulary_size=vocab_size, mask_selection_rate=params.mask_selection_rate,
         mask_token_id=mask_token_id, mask_selection_length=params.max_predictions_per_seq,
         unselectable_token_ids=unselectable, mask_token_rate=params.mask_token_rate,
         random_token_rate=params.random_token_rate, seed=params.seed)
@@ -85,3 +101,148 @@ class BertPretrainDynamicDataLoader(pretrain_dataloader.BertPretrainDataLoader):
     features['masked_lm_ids'] = tf.cast(masked['mask_ids'], tf.int32)
     features['masked_lm_weights'] = tf.cast(masked['mask_weights'], tf.float32)
     return features
+
+
+@dataclasses.dataclass
+class BertPretrainDataConfig(pretrain_dataloader.BertPretrainDataConfig):
+  """Pretraining records batched by sequence length (Model Garden's dynamic-length config).
+
+  Attributes:
+    seq_bucket_lengths: the padded lengths of the buckets, ascending; an example goes to the
+      shortest bucket that holds it (longer than the last one: an error).
+    seq_bucket_window_scale: Model Garden's tf.data-service window factor (kept for YAML
+      compatibility; without tf.data service a window is the replicas in sync).
+    deterministic: tf.data determinism (default False, as in Model Garden).
+  """
+  seq_bucket_lengths: Tuple[int, ...] = (128, 256, 384, 512)
+  seq_bucket_window_scale: int = hyperparams.field(8, ge=1)
+  deterministic: Optional[bool] = False
+
+
+def _trim_example(example: Dict[str, tf.Tensor], word_ids_name: str, sequence_names: List[str]
+                  ) -> Dict[str, tf.Tensor]:
+  """Cuts the trailing padding: sequence features to the last non-zero token id, masked-LM
+  features to the last position of weight > 0."""
+  word_ids = example[word_ids_name]
+  nonzero = tf.cast(tf.not_equal(word_ids, 0), tf.int32)
+  length = tf.reduce_max(nonzero * tf.range(1, tf.size(word_ids) + 1))
+  for name in sequence_names:
+    example[name] = example[name][:length]
+  weights = example['masked_lm_weights']
+  positive = tf.cast(weights > 0, tf.int32)
+  num_masks = tf.reduce_max(tf.concat([[0], positive * tf.range(1, tf.size(weights) + 1)], 0))
+  for name in _MASK_FEATURES:
+    example[name] = example[name][:num_masks]
+  example['num_masks'] = num_masks
+  return example
+
+
+_MASK_FEATURES = ('masked_lm_positions', 'masked_lm_ids', 'masked_lm_weights')
+
+
+@data_loader_factory.register_data_loader_cls(BertPretrainDataConfig)
+class PretrainingDynamicDataLoader:
+  """Builds the length-bucketed pipeline of `BertPretrainDataConfig` (see the module docstring).
+
+  Args:
+    params: the data config.
+
+  Raises:
+    ValueError: `seq_bucket_lengths` is empty or not ascending.
+  """
+
+  def __init__(self, params: BertPretrainDataConfig):
+    lengths = list(params.seq_bucket_lengths)
+    if not lengths or lengths != sorted(set(lengths)) or lengths[0] < 1:
+      raise ValueError(f'seq_bucket_lengths must be positive, ascending and not empty; found '
+                       f'{lengths}')
+    self._params = params
+    self._bucket_lengths = lengths
+
+  def _decode(self, record: tf.Tensor) -> Dict[str, tf.Tensor]:
+    params = self._params
+    names = pretrain_dataloader._feature_names(params)  # pylint: disable=protected-access
+    sequence = [names['input_word_ids'], names['input_mask'], names['input_type_ids']]
+    if params.use_position_id:
+      sequence.append('position_ids')
+    spec = {name: tf.io.VarLenFeature(tf.int64) for name in sequence}
+    spec.update({'masked_lm_positions': tf.io.VarLenFeature(tf.int64),
+                 'masked_lm_ids': tf.io.VarLenFeature(tf.int64),
+                 'masked_lm_weights': tf.io.VarLenFeature(tf.float32)})
+    if params.use_next_sentence_label:
+      spec['next_sentence_labels'] = tf.io.FixedLenFeature([1], tf.int64)
+    parsed = tf.io.parse_single_example(record, spec)
+    example = {name: tf.sparse.to_dense(value) if isinstance(value, tf.sparse.SparseTensor) else value
+               for name, value in parsed.items()}
+    example = _trim_example(example, names['input_word_ids'], sequence)
+    renamed = {model_name: example[record_name] for model_name, record_name in names.items()}
+    for extra in ('next_sentence_labels', 'position_ids', 'num_masks'):
+      if extra in example:
+        renamed[extra] = example[extra]
+    return {name: tf.cast(value, tf.int32) if value.dtype == tf.int64 else value
+            for name, value in renamed.items()}
+
+  def _bucket(self, dataset: tf.data.Dataset, batch_size: int,
+              input_context: Optional[tf.distribute.InputContext]) -> tf.data.Dataset:
+    """Batches examples of one bucket together, padded to the bucket's length."""
+    boundaries = [length + 1 for length in self._bucket_lengths]
+    dataset = dataset.bucket_by_sequence_length(
+        lambda example: tf.shape(example['input_word_ids'])[0], boundaries,
+        [batch_size] * (len(boundaries) + 1), pad_to_bucket_boundary=True,
+        drop_remainder=self._params.drop_remainder)
+    if input_context and input_context.num_replicas_in_sync > 1:
+      # The replicas of one step should get batches of one length: group them by length.
+      dataset = dataset.group_by_window(
+          key_func=lambda batch: tf.cast(tf.shape(batch['input_word_ids'])[1], tf.int64),
+          reduce_func=lambda _, window: window,
+          window_size=input_context.num_replicas_in_sync)
+    return dataset.map(self._check_masks, num_parallel_calls=tf.data.AUTOTUNE)
+
+  @staticmethod
+  def _check_masks(batch: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+    counts = batch.pop('num_masks')
+    check = tf.debugging.assert_equal(
+        counts, tf.reduce_max(counts),
+        message='Number of non padded mask tokens is not the same for each example in the same '
+        'sequence length (every example of a batch must have as many masked positions of weight '
+        '> 0)')
+    with tf.control_dependencies([check]):
+      count = tf.reduce_max(counts)
+      for name in _MASK_FEATURES:
+        batch[name] = tf.identity(batch[name][:, :count])
+    return batch
+
+  def load(self, input_context: Optional[tf.distribute.InputContext] = None) -> tf.data.Dataset:
+    """Returns batches with `input_word_ids`, `input_mask`, `input_type_ids` (and `position_ids`)
+    int32 [batch, bucket length], the masked-LM features [batch, masks] and
+    `next_sentence_labels` int32 [batch, 1] when used."""
+    params = self._params
+    files = pretrain_dataloader.list_input_files(params.input_path)
+    batch_size = params.global_batch_size
+    num_pipelines, pipeline_id = 1, 0
+    if input_context:
+      batch_size = input_context.get_per_replica_batch_size(params.global_batch_size)
+      num_pipelines, pipeline_id = input_context.num_input_pipelines, input_context.input_pipeline_id
+    dataset = tf.data.Dataset.from_tensor_slices(files)
+    if params.sharding and num_pipelines > 1:
+      dataset = dataset.shard(num_pipelines, pipeline_id)
+    if params.is_training:
+      dataset = dataset.shuffle(len(files), seed=params.seed)
+    dataset = dataset.interleave(
+        lambda path: tf.data.TFRecordDataset(
+            path, compression_type=pretrain_dataloader.compression(params)),
+        cycle_length=params.cycle_length or min(len(files), 16), block_length=params.block_length,
+        num_parallel_calls=tf.data.AUTOTUNE, deterministic=params.deterministic)
+    if params.cache:
+      dataset = dataset.cache()
+    if params.is_training:
+      dataset = dataset.repeat()
+      if params.shuffle_buffer_size > 1:
+        dataset = dataset.shuffle(params.shuffle_buffer_size, seed=params.seed)
+    options = tf.data.Options()
+    if params.deterministic is not None:
+      options.deterministic = params.deterministic
+    dataset = dataset.with_options(options)
+    dataset = dataset.map(self._decode, num_parallel_calls=tf.data.AUTOTUNE)
+    dataset = self._bucket(dataset, batch_size, input_context)
+    return dataset.prefetch(params.prefetch_buffer_size or tf.data.AUTOTUNE)

@@ -25,6 +25,7 @@ import tensorflow as tf
 
 from official.core import config_definitions as cfg
 from official.modeling import hyperparams
+from official.nlp.data import data_loader_factory
 from official.nlp.data import data_metadata
 from official.nlp.data import pretrain_dataloader
 
@@ -118,6 +119,7 @@ def _feature_spec(params: SentencePredictionDataConfig) -> Dict[str, tf.io.Fixed
   return spec
 
 
+@data_loader_factory.register_data_loader_cls(SentencePredictionDataConfig)
 class SentencePredictionDataLoader:
   """Builds the `tf.data` pipeline for `SentencePredictionDataConfig`.
 

@@ -19,6 +19,7 @@ import tensorflow as tf
 
 from official.core import config_definitions as cfg
 from official.modeling import hyperparams
+from official.nlp.data import data_loader_factory
 from official.nlp.data import pretrain_dataloader
 from official.nlp.data import sentence_prediction_dataloader as sp_loader
 
@@ -55,6 +56,7 @@ def _feature_spec(params: TaggingDataConfig) -> Dict[str, tf.io.FixedLenFeature]
   return spec
 
 
+@data_loader_factory.register_data_loader_cls(TaggingDataConfig)
 class TaggingDataLoader:
   """Builds the `tf.data` pipeline for `TaggingDataConfig`."""
 

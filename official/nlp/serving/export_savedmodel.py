@@ -24,6 +24,7 @@ from typing import Any, Dict, Optional, Sequence
 
 import tensorflow as tf
 import tf_keras
+import yaml
 from absl import flags
 
 from official.nlp.data import tokenization
@@ -172,6 +173,69 @@ def export_from_model_dir(model_dir: str, export_dir: str, checkpoint: Optional[
   if inference.is_pretrainer(model):
     return export_pretrainer(model, export_dir, top_k=top_k, **common)
   return export_classifier(model, export_dir, **common)
+
+
+def _export_modules() -> Dict[type, type]:
+  """`{Task class: export module class}` of Model Garden's serving API (`serving_modules`)."""
+  from official.nlp.serving import serving_modules  # pylint: disable=g-import-not-at-top
+  from official.nlp.tasks import masked_lm, sentence_prediction, tagging  # pylint: disable=g-import-not-at-top
+  return {masked_lm.MaskedLMTask: serving_modules.MaskedLM,
+          sentence_prediction.SentencePredictionTask: serving_modules.SentencePrediction,
+          tagging.TaggingTask: serving_modules.Tagging}
+
+
+def lookup_export_module(task: Any) -> type:
+  """The export module class (`serving_modules`) of a task.
+
+  Raises:
+    ValueError: no export module for the task's class (naming the known ones).
+
+  Example:
+    >>> module_cls = lookup_export_module(task)
+    >>> module = module_cls(params=module_cls.Params(parse_sequence_length=128), model=model)
+  """
+  modules = _export_modules()
+  for task_cls, module_cls in modules.items():
+    if isinstance(task, task_cls):
+      return module_cls
+  raise ValueError(f'no export module for the task {type(task).__name__}; known: '
+                   f'{sorted(cls.__name__ for cls in modules)}')
+
+
+def create_export_module(*, task_name: str, config_file: Optional[str],
+                         serving_params: Dict[str, Any]) -> Any:
+  """Builds the export module of the registered task whose config class name contains `task_name`.
+
+  Args:
+    task_name: e.g. 'SentencePrediction', 'MaskedLM', 'Tagging'.
+    config_file: a YAML file overriding the task config (`task: {...}`), or None for defaults.
+    serving_params: the export module's `Params` fields.
+
+  Returns:
+    The export module; its model is built from the task on first use (restore weights with
+    `export_savedmodel_util.export(..., checkpoint_path=...)`).
+
+  Raises:
+    ValueError: no registered task matches `task_name`.
+  """
+  from official.core import task_factory  # pylint: disable=g-import-not-at-top
+  from official.modeling import hyperparams  # pylint: disable=g-import-not-at-top
+  _export_modules()  # registers the tasks
+  for config_cls, task_cls in task_factory.registered_tasks().items():
+    if task_name in config_cls.__name__:
+      break
+  else:
+    raise ValueError(f'no registered task config matches task_name {task_name!r}; known: '
+                     f'{sorted(c.__name__ for c in task_factory.registered_tasks())}')
+  config = config_cls()
+  if config_file:
+    with tf.io.gfile.GFile(config_file) as f:
+      overrides = yaml.safe_load(f) or {}
+    config = hyperparams.override_params_dict(config, overrides.get('task', overrides),
+                                              is_strict=False)
+  task = task_cls(config)
+  module_cls = lookup_export_module(task)
+  return module_cls(params=module_cls.Params(**serving_params), model=task.build_model)
 
 
 def _define_flags() -> flags.FlagValues:

@@ -20,7 +20,7 @@ import numpy as np
 def collect_step_logs(state: Optional[Dict[str, List[np.ndarray]]],
                       step_logs: Optional[Mapping[str, Any]],
                       keys: Sequence[str]) -> Dict[str, List[np.ndarray]]:
-  """Appends the `keys` of one eval step's logs (one array, or a list of per-replica arrays) to
+  """Appends the `keys` of one eval step's logs (one array, or a list/tuple of per-replica arrays) to
   `state` (created when None): the body of the fine-tuning tasks' `aggregate_logs`.
 
   Example:
@@ -31,7 +31,8 @@ def collect_step_logs(state: Optional[Dict[str, List[np.ndarray]]],
   if step_logs:
     for key in keys:
       values = step_logs[key]
-      state[key].extend(np.asarray(v) for v in (values if isinstance(values, list) else [values]))
+      per_replica = values if isinstance(values, (list, tuple)) else [values]
+      state[key].extend(np.asarray(v) for v in per_replica)
   return state
 
 

@@ -21,6 +21,7 @@ from tensorflow.core.protobuf import trackable_object_graph_pb2
 from official.core import base_task
 from official.core import config_definitions as cfg
 from official.core import task_factory
+from official.modeling import checkpoint_compat
 from official.modeling import hyperparams
 from official.modeling import tf_utils
 from official.nlp.configs import bert
@@ -121,21 +122,28 @@ class MaskedLMTask(base_task.Task):
         mlm_initializer=tf_keras.initializers.TruncatedNormal(stddev=config.mlm_initializer_range),
         classification_heads=heads)
     # Create the variables now (the trainer checkpoints and builds optimizer slots before step 0).
-    data = self.task_config.train_data
-    ids = tf.zeros([1, data.seq_length], tf.int32)
+    # Any length builds the same variables; without a task config (`MaskedLMTask(None)`) a short one.
+    data = self.task_config.train_data if self.task_config is not None else None
+    seq_length = min(data.seq_length if data else 8,
+                     getattr(config.encoder.get(), 'max_position_embeddings', None) or 8)
+    predictions = min(data.max_predictions_per_seq if data else 2, seq_length)
+    ids = tf.zeros([1, seq_length], tf.int32)
     model({'input_word_ids': ids, 'input_mask': ids, 'input_type_ids': ids,
-           'masked_lm_positions': tf.zeros([1, data.max_predictions_per_seq], tf.int32)})
+           'masked_lm_positions': tf.zeros([1, predictions], tf.int32)})
     return model
 
   def build_inputs(self, params: pretrain_dataloader.BertPretrainDataConfig,
                    input_context: Optional[tf.distribute.InputContext] = None) -> tf.data.Dataset:
     """The input dataset; `input_path: dummy` gives synthetic batches.
 
-    A `BertPretrainDynamicDataConfig` reads unmasked records and masks them on the fly.
+    A `BertPretrainDynamicDataConfig` reads unmasked records and masks them on the fly; a
+    `pretrain_dynamic_dataloader.BertPretrainDataConfig` batches static-mask records by length.
     """
     vocab_size = self.task_config.model.encoder.get().vocab_size
     if params.input_path == 'dummy':
       return pretrain_dataloader.dummy_dataset(params, vocab_size, input_context)
+    if isinstance(params, pretrain_dynamic_dataloader.BertPretrainDataConfig):
+      return pretrain_dynamic_dataloader.PretrainingDynamicDataLoader(params).load(input_context)
     if isinstance(params, pretrain_dynamic_dataloader.BertPretrainDynamicDataConfig):
       loader = pretrain_dynamic_dataloader.BertPretrainDynamicDataLoader(params, vocab_size)
     else:
@@ -245,6 +253,8 @@ class MaskedLMTask(base_task.Task):
     if not self.task_config.init_checkpoint:
       return
     ckpt_path = base_task.resolve_checkpoint(self.task_config.init_checkpoint)
+    if ckpt_path is None:
+      return
     items = dict(model.checkpoint_items)
     saved_items = _checkpoint_root_names(ckpt_path)
     if 'encoder' not in saved_items:
@@ -259,6 +269,8 @@ class MaskedLMTask(base_task.Task):
       else:
         logging.info('init_checkpoint: %s is not in %s or differs in shape; it starts fresh.',
                      name, ckpt_path)
+    # The heads' logits layers are not checkpoint items (Model Garden's keys): read by key.
+    restored += [f'{name} (head)' for name in checkpoint_compat.restore_head_weights(ckpt_path, model)]
     logging.info('Restored %s from %s', restored, ckpt_path)
 
 

@@ -27,6 +27,7 @@ import tf_keras
 from official.core import base_task
 from official.core import config_definitions as cfg
 from official.core import task_factory
+from official.modeling import checkpoint_compat
 from official.modeling import hyperparams
 from official.nlp.configs import encoders
 from official.nlp.data import sentence_prediction_dataloader as sp_loader
@@ -141,7 +142,8 @@ def restore_encoder(init_checkpoint: str, model: tf_keras.Model,
 
 
 class _DummySentences:
-  """Synthetic `(features, labels)` batches for `input_path: dummy` (smoke tests, benchmarks)."""
+  """Synthetic `(features, labels)` batches for `input_path: dummy` (smoke tests, benchmarks):
+  random token ids, labels all 0."""
 
   def __init__(self, params: sp_loader.SentencePredictionDataConfig, num_classes: int,
                vocab_size: int):
@@ -159,11 +161,11 @@ class _DummySentences:
       ids = tf.random.stateless_uniform([batch, seq], seed, 0, self.vocab_size, dtype=tf.int32)
       features = {'input_word_ids': ids, 'input_mask': tf.ones_like(ids),
                   'input_type_ids': tf.zeros_like(ids)}
-      if params.label_type == 'float':
-        labels = tf.random.stateless_uniform([batch], seed + 1)
+      # Every label is 0 (class 0, or 0.0 for regression), as in Model Garden: a step can fit it.
+      if params.label_type == 'float' or self.num_classes == 1:
+        labels = tf.zeros([batch], tf.float32)
       else:
-        labels = tf.random.stateless_uniform([batch], seed + 1, 0, max(self.num_classes, 2),
-                                             dtype=tf.int32)
+        labels = tf.zeros([batch], tf.int32)
       return features, labels
 
     dataset = tf.data.Dataset.range(1_000_000_000 if params.is_training else 8)
@@ -197,7 +199,8 @@ class SentencePredictionTask(base_task.Task):
   def initialize(self, model: tf_keras.Model) -> None:
     """Restores the encoder (and with `init_cls_pooler` the head's pooler) from `init_checkpoint`.
 
-    The pooler is read from the pretrainer's `next_sentence` head (`next_sentence/dense`).
+    The pooler is read from the pretrainer's `next_sentence.pooler_dense` checkpoint item (Model
+    Garden's key; checkpoints written before it was ours have it as `next_sentence/dense`).
     """
     if not self.task_config.init_checkpoint:
       return
@@ -207,7 +210,11 @@ class SentencePredictionTask(base_task.Task):
       if pooler is None:
         raise ValueError('task.init_cls_pooler needs a head with its own pooler '
                          '(task.model.use_encoder_pooler: false)')
-      extra['next_sentence'] = tf.train.Checkpoint(dense=pooler)
+      ckpt_path = base_task.resolve_checkpoint(self.task_config.init_checkpoint)
+      if ckpt_path and 'next_sentence' in checkpoint_compat.root_names(ckpt_path):
+        extra['next_sentence'] = tf.train.Checkpoint(dense=pooler)
+      else:
+        extra['next_sentence.pooler_dense'] = pooler
     restore_encoder(self.task_config.init_checkpoint, model, extra)
 
   def build_inputs(self, params: sp_loader.SentencePredictionDataConfig,
@@ -263,18 +270,32 @@ class SentencePredictionTask(base_task.Task):
   def validation_step(self, inputs: Any, model: tf_keras.Model,
                       metrics: Optional[List[tf_keras.metrics.Metric]] = None
                       ) -> Dict[str, tf.Tensor]:
-    """Loss and metrics of one batch; also returns the logits and labels for `aggregate_logs`."""
+    """Loss and metrics of one batch; also returns the predictions and labels for `aggregate_logs`.
+
+    `sentence_prediction` is the logits [batch, classes], or with `metric_type: matthews_corrcoef`
+    the predicted class ids [batch, 1] (as in Model Garden).
+    """
     features, labels = self._split(inputs)
     outputs = model(features, training=False)
     loss = self.build_losses(labels, outputs, aux_losses=model.losses)
     if metrics:
       self.process_metrics(metrics, labels, outputs)
-    return {self.loss: loss, _HEAD_NAME: outputs, 'labels': labels}
+    predictions = outputs
+    if self.task_config.metric_type == 'matthews_corrcoef':
+      predictions = tf.expand_dims(tf.argmax(outputs, axis=1), axis=1)
+    return {self.loss: loss, _HEAD_NAME: predictions, 'labels': labels}
 
-  def aggregate_logs(self, state: Any = None, step_logs: Optional[Mapping[str, Any]] = None
-                     ) -> Dict[str, List[np.ndarray]]:
-    """Collects every replica's logits and labels of an eval step."""
-    return finetuning_metrics.collect_step_logs(state, step_logs, (_HEAD_NAME, 'labels'))
+  def aggregate_logs(self, state: Any = None, step_outputs: Optional[Mapping[str, Any]] = None,
+                     step_logs: Optional[Mapping[str, Any]] = None) -> Dict[str, List[np.ndarray]]:
+    """Collects every replica's predictions and labels of an eval step.
+
+    Args:
+      state: the previous return value (None at the start of an evaluation).
+      step_outputs: the step's logs, one array or a list/tuple of per-replica arrays per key
+        (Model Garden's name); `step_logs` is the same under the base class's name.
+    """
+    return finetuning_metrics.collect_step_logs(state, step_outputs or step_logs,
+                                                (_HEAD_NAME, 'labels'))
 
   def reduce_aggregated_logs(self, aggregated_logs: Any,
                              global_step: Optional[tf.Tensor] = None) -> Dict[str, float]:
@@ -282,8 +303,47 @@ class SentencePredictionTask(base_task.Task):
     del global_step
     if not aggregated_logs or not aggregated_logs['labels']:
       return {}
-    logits = np.concatenate(aggregated_logs[_HEAD_NAME], axis=0)
+    predictions = np.concatenate(aggregated_logs[_HEAD_NAME], axis=0)
     labels = np.concatenate(aggregated_logs['labels'], axis=0)
     if self._regression:
-      return finetuning_metrics.regression_metrics(labels, logits[:, 0])
-    return finetuning_metrics.classification_metrics(labels, logits)
+      return finetuning_metrics.regression_metrics(labels, predictions[:, 0])
+    if np.issubdtype(predictions.dtype, np.integer):  # class ids [n, 1] (matthews_corrcoef)
+      predictions = np.eye(self.task_config.model.num_classes)[predictions[:, 0]]
+    return finetuning_metrics.classification_metrics(labels, predictions)
+
+
+def predict(task: SentencePredictionTask, params: sp_loader.SentencePredictionDataConfig,
+            model: tf_keras.Model) -> List[tf.Tensor]:
+  """Predictions of `model` for every example of `params`' records, in `example_id` order.
+
+  Args:
+    task: the task (its `build_inputs` and `inference_step` are used).
+    params: the data config; it needs `include_example_id: true` and, to predict every example once,
+      `is_training: false` and `drop_remainder: false`.
+    model: the classifier.
+
+  Returns:
+    One scalar tensor per example: the class id (int64) or, for regression, the score (float32).
+
+  Example:
+    >>> predict(task, dataclasses.replace(config.validation_data, include_example_id=True), model)
+  """
+  if not params.include_example_id:
+    raise ValueError('predict needs example ids: set include_example_id: true in the data config')
+  regression = task.task_config.model.num_classes == 1
+
+  @tf.function
+  def step(features):
+    features = dict(features)
+    example_ids = features.pop('example_id')
+    outputs = tf.cast(task.inference_step(features, model), tf.float32)
+    predictions = outputs[:, 0] if regression else tf.argmax(outputs, axis=-1)
+    return example_ids, predictions
+
+  pairs = []
+  for inputs in task.build_inputs(params):
+    features, _ = task._split(inputs)  # pylint: disable=protected-access
+    example_ids, predictions = step(features)
+    pairs.extend(zip(example_ids.numpy().tolist(), tf.unstack(predictions)))
+  pairs.sort(key=lambda pair: pair[0])
+  return [prediction for _, prediction in pairs]

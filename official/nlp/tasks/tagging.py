@@ -167,11 +167,14 @@ class TaggingTask(base_task.Task):
 
   def build_inputs(self, params: tagging_dataloader.TaggingDataConfig,
                    input_context: Optional[tf.distribute.InputContext] = None) -> tf.data.Dataset:
-    """`(features, labels)` batches of the records.
+    """`(features, labels)` batches of the records (`input_path: dummy`: synthetic).
 
     Raises:
       ValueError: the records' metadata lists other tags than `class_names`.
     """
+    if params.input_path == 'dummy':
+      return _dummy_tags(params, len(self.task_config.class_names),
+                         self.task_config.model.encoder.get().vocab_size, input_context)
     loader = tagging_dataloader.TaggingDataLoader(params)
     dataset = loader.load(input_context)
     metadata = loader.metadata
@@ -211,14 +214,21 @@ class TaggingTask(base_task.Task):
     return {self.loss: loss, 'predict_ids': tf.argmax(outputs, axis=-1, output_type=tf.int32),
             'label_ids': labels}
 
-  def aggregate_logs(self, state: Any = None, step_logs: Optional[Mapping[str, Any]] = None
-                     ) -> Dict[str, List[np.ndarray]]:
-    """Collects every replica's predicted and gold ids of an eval step."""
-    return finetuning_metrics.collect_step_logs(state, step_logs, ('predict_ids', 'label_ids'))
+  def aggregate_logs(self, state: Any = None, step_outputs: Optional[Mapping[str, Any]] = None,
+                     step_logs: Optional[Mapping[str, Any]] = None) -> Dict[str, List[np.ndarray]]:
+    """Collects every replica's predicted and gold ids of an eval step.
+
+    Args:
+      state: the previous return value (None at the start of an evaluation).
+      step_outputs: the step's logs, one array or a list/tuple of per-replica arrays per key
+        (Model Garden's name); `step_logs` is the same under the base class's name.
+    """
+    return finetuning_metrics.collect_step_logs(state, step_outputs or step_logs,
+                                                ('predict_ids', 'label_ids'))
 
   def reduce_aggregated_logs(self, aggregated_logs: Any,
                              global_step: Optional[tf.Tensor] = None) -> Dict[str, float]:
-    """Span `precision`, `recall`, `f1` over the whole eval set."""
+    """Span `precision`, `recall`, `f1` and word `accuracy` over the whole eval set."""
     del global_step
     if not aggregated_logs or not aggregated_logs['label_ids']:
       return {}
@@ -227,4 +237,67 @@ class TaggingTask(base_task.Task):
       p, g = word_level_tags(preds, labels, self.task_config.class_names)
       predicted += p
       gold += g
-    return finetuning_metrics.span_metrics(gold, predicted)
+    metrics = finetuning_metrics.span_metrics(gold, predicted)
+    words = sum(len(tags) for tags in gold)
+    correct = sum(g == p for gold_tags, pred_tags in zip(gold, predicted)
+                  for g, p in zip(gold_tags, pred_tags))
+    metrics['accuracy'] = correct / words if words else 0.0
+    return metrics
+
+
+def _dummy_tags(params: tagging_dataloader.TaggingDataConfig, num_classes: int, vocab_size: int,
+                input_context: Optional[tf.distribute.InputContext] = None) -> tf.data.Dataset:
+  """Synthetic `(features, labels)` batches for `input_path: dummy`: random token ids, random tags
+  in [-1, num_classes) (-1: no word starts there)."""
+  batch = params.global_batch_size
+  if input_context:
+    batch = input_context.get_per_replica_batch_size(params.global_batch_size)
+  seq = params.seq_length
+
+  def make(index):
+    seed = tf.stack([index, tf.constant(13, tf.int64)])
+    ids = tf.random.stateless_uniform([batch, seq], seed, 0, vocab_size, dtype=tf.int32)
+    features = {'input_word_ids': ids, 'input_mask': tf.ones_like(ids),
+                'input_type_ids': tf.zeros_like(ids)}
+    labels = tf.random.stateless_uniform([batch, seq], seed + 1, -1, num_classes, dtype=tf.int32)
+    return features, labels
+
+  dataset = tf.data.Dataset.range(1_000_000_000 if params.is_training else 8)
+  return dataset.map(make).prefetch(tf.data.AUTOTUNE)
+
+
+def predict(task: TaggingTask, params: tagging_dataloader.TaggingDataConfig,
+            model: tf_keras.Model) -> List[Tuple[int, int, List[int]]]:
+  """Predicted tag ids of every example of `params`' records, at its labelled positions.
+
+  Args:
+    task: the task (its `build_inputs` and `inference_step` are used).
+    params: the data config; it needs `include_sentence_id: true` and, to predict every example
+      once, `is_training: false` and `drop_remainder: false`.
+    model: the token classifier.
+
+  Returns:
+    `(sentence_id, sub_sentence_id, predicted tag ids of the positions whose label is >= 0)` per
+    example, sorted by the ids.
+
+  Example:
+    >>> predict(task, dataclasses.replace(config.validation_data, include_sentence_id=True), model)
+  """
+  if not params.include_sentence_id:
+    raise ValueError('predict needs sentence ids: set include_sentence_id: true in the data config')
+
+  @tf.function
+  def step(features):
+    features = dict(features)
+    ids = (features.pop('sentence_id'), features.pop('sub_sentence_id'))
+    logits = task.inference_step(features, model)
+    return ids, tf.argmax(logits, axis=-1, output_type=tf.int32)
+
+  results = []
+  for features, labels in task.build_inputs(params):
+    (sentence_ids, sub_sentence_ids), predict_ids = step(features)
+    for sentence, sub_sentence, preds, gold in zip(sentence_ids.numpy().tolist(),
+                                                   sub_sentence_ids.numpy().tolist(),
+                                                   predict_ids.numpy(), labels.numpy()):
+      results.append((sentence, sub_sentence, preds[gold >= 0].tolist()))
+  return sorted(results, key=lambda result: result[:2])

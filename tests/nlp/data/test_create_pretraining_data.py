@@ -595,3 +595,12 @@ def test_cli_reports_bad_vocab_clearly(data_dir, tmp_path, capsys):
                    f"--vocab_file={bad}"])
   assert code == 1
   assert "[CLS]" in capsys.readouterr().err
+
+
+def test_model_garden_window_and_word_span_helpers():
+  from official.nlp.data import create_pretraining_data as cpd  # pylint: disable=g-import-not-at-top
+  assert [list(cpd._window([1, 2, 3, 4], n)) for n in (1, 3, 5)] == [
+      [[1], [2], [3], [4]], [[1, 2, 3], [2, 3, 4]], []]
+  assert cpd._tokens_to_grams(['[CLS]', 'Up', '##dog', '[SEP]', 'Down', '##s', '##y', 'x']) == [
+      (1, 3), (4, 7), (7, 8)]
+  assert cpd._tokens_to_grams([]) == []

@@ -60,7 +60,7 @@ def _run(experiment, config_files, override, model_dir):
   tf_keras.utils.set_random_seed(0)
   task = task_factory.get_task(params.task, logging_dir=model_dir)
   _, logs = train_lib.run_experiment(tf.distribute.get_strategy(), task, 'train_and_eval', params,
-                                     model_dir, save_summary=False)
+                                     model_dir, save_summary=False, run_post_eval=True)
   return logs
 
 

@@ -131,13 +131,17 @@ def test_initialize_restores_encoder_and_skips_mismatched_head(tmp_path):
   task = masked_lm.MaskedLMTask(config)
   model = task.build_model()
   model(batch)
-  head_before = [v.numpy() for v in model.checkpoint_items['next_sentence'].variables]
+  # Model Garden's checkpoint items: a head's pooler (`next_sentence.pooler_dense`), not its logits.
+  logits_before = [v.numpy() for v in model.classification_heads[0].out_proj.variables]
   task.initialize(model)
   for mine, theirs in zip(model.checkpoint_items['encoder'].variables,
                           source.checkpoint_items['encoder'].variables):
     np.testing.assert_array_equal(mine.numpy(), theirs.numpy())
-  for before, after in zip(head_before, model.checkpoint_items['next_sentence'].variables):
+  for before, after in zip(logits_before, model.classification_heads[0].out_proj.variables):
     np.testing.assert_array_equal(before, after.numpy())
+  for mine, theirs in zip(model.checkpoint_items['next_sentence.pooler_dense'].variables,
+                          source.checkpoint_items['next_sentence.pooler_dense'].variables):
+    np.testing.assert_array_equal(mine.numpy(), theirs.numpy())
   # The masked-LM head has the same shapes, so it is restored too.
   np.testing.assert_array_equal(model.checkpoint_items['masked_lm'].variables[0].numpy(),
                                 source.checkpoint_items['masked_lm'].variables[0].numpy())
@@ -180,3 +184,64 @@ def test_xla_and_plain_train_steps_give_the_same_loss_and_update(dtype):
   np.testing.assert_allclose(xla_loss, plain_loss, rtol=tolerance)
   for plain, xla in zip(plain_weights, xla_weights):
     np.testing.assert_allclose(xla, plain, rtol=tolerance, atol=tolerance)
+
+
+def test_keras_compile_fit_trains_the_masked_lm_loss():
+  config = _tiny_config()
+  task = masked_lm.MaskedLMTask(config)
+  model = task.build_model()
+  model.compile(tf_keras.optimizers.Adam(1e-2))  # no loss: the task's loss and metrics
+  history = model.fit(task.build_inputs(config.train_data), steps_per_epoch=8, epochs=3, verbose=0)
+  assert sorted(history.history) == sorted(['loss', 'masked_lm_accuracy', 'lm_example_loss',
+                                            'masked_lm_perplexity', 'next_sentence_accuracy',
+                                            'next_sentence_loss'])
+  losses = history.history['loss']
+  assert losses[0] > losses[1] > losses[2]
+  assert history.history['masked_lm_accuracy'][-1] > history.history['masked_lm_accuracy'][0]
+  # One batch: the reported loss is the task's total (masked LM + next sentence) of that batch.
+  batch = next(iter(task.build_inputs(config.validation_data)))
+  result = model.evaluate(tf.data.Dataset.from_tensors(batch), return_dict=True, verbose=0)
+  np.testing.assert_allclose(result['loss'], result['lm_example_loss'] + result['next_sentence_loss'],
+                             rtol=1e-5)
+  outputs = {k: v.numpy() for k, v in model(batch, training=False).items()
+             if k in ('mlm_logits', 'next_sentence')}
+  labels = {k: v.numpy() for k, v in batch.items()}
+  mlm, nsp, _ = _numpy_losses(labels, outputs)
+  np.testing.assert_allclose([result['lm_example_loss'], result['next_sentence_loss']], [mlm, nsp],
+                             rtol=1e-4)
+
+
+def test_metrics_built_outside_update_inside_tf_function():
+  config = _tiny_config()
+  task = masked_lm.MaskedLMTask(config)
+  model = task.build_model()
+  metrics = task.build_metrics()
+  batch = next(iter(task.build_inputs(config.validation_data)))
+
+  @tf.function
+  def step(inputs):
+    return task.validation_step(inputs, model, metrics=metrics)
+
+  step(batch)
+  step(batch)
+  outputs = {k: v.numpy() for k, v in model(batch, training=False).items()
+             if k in ('mlm_logits', 'next_sentence')}
+  labels = {k: v.numpy() for k, v in batch.items()}
+  mlm, nsp, _ = _numpy_losses(labels, outputs)
+  results = {m.name: float(m.result()) for m in metrics}
+  predicted = outputs['mlm_logits'].argmax(-1)
+  weights = labels['masked_lm_weights']
+  accuracy = ((predicted == labels['masked_lm_ids']) * weights).sum() / weights.sum()
+  np.testing.assert_allclose(results['masked_lm_accuracy'], accuracy, rtol=1e-6)
+  np.testing.assert_allclose([results['lm_example_loss'], results['next_sentence_loss']], [mlm, nsp],
+                             rtol=1e-4)
+  assert float(metrics[1].count) == 2  # two updates, inside the function
+
+
+def test_build_model_without_a_task_config():
+  # Model Garden builds pretrainers as `MaskedLMTask(None).build_model(pretrainer_config)`.
+  model = masked_lm.MaskedLMTask(None).build_model(_tiny_config().model)
+  outputs = model({'input_word_ids': tf.ones([2, 8], tf.int32), 'input_mask': tf.ones([2, 8], tf.int32),
+                   'input_type_ids': tf.zeros([2, 8], tf.int32),
+                   'masked_lm_positions': tf.zeros([2, 3], tf.int32)})
+  assert outputs['mlm_logits'].shape == (2, 3, VOCAB)

@@ -192,3 +192,63 @@ def test_experiment_is_registered():
   params.task.model.num_classes = 2
   params.task.model.encoder = ENCODER
   assert isinstance(task_factory.get_task(params.task), sp.SentencePredictionTask)
+
+
+def _write_records(path, num_examples, seq_length=8, num_classes=3):
+  rng = np.random.default_rng(1)
+  with tf.io.TFRecordWriter(str(path)) as writer:
+    for i in range(num_examples):
+      ids = rng.integers(1, 30, seq_length)
+      label = (tf.train.Feature(float_list=tf.train.FloatList(value=[rng.random()]))
+               if num_classes == 1 else
+               tf.train.Feature(int64_list=tf.train.Int64List(value=[i % num_classes])))
+      feature = {name: tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
+                 for name, values in (('input_ids', ids), ('input_mask', np.ones_like(ids)),
+                                      ('segment_ids', np.zeros_like(ids)), ('example_id', [i]))}
+      feature['label_ids'] = label
+      writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+
+
+@pytest.mark.parametrize('num_classes', [3, 1])
+def test_predict_returns_one_prediction_per_example_in_id_order(tmp_path, num_classes):
+  task = sp.SentencePredictionTask(_config(num_classes))
+  model = task.build_model()
+  _write_records(tmp_path / 'test.tfrecord', 10, num_classes=num_classes)
+  params = sp_loader.SentencePredictionDataConfig(
+      input_path=str(tmp_path / 'test.tfrecord'), seq_length=8, is_training=False,
+      global_batch_size=4, drop_remainder=False, include_example_id=True,
+      label_type='float' if num_classes == 1 else 'int')
+  predictions = sp.predict(task, params, model)
+  assert len(predictions) == 10
+  features, _ = next(iter(task.build_inputs(params.replace(global_batch_size=10))))
+  features = {k: v for k, v in features.items() if k != 'example_id'}
+  logits = model(features, training=False).numpy()
+  expected = logits[:, 0] if num_classes == 1 else logits.argmax(-1)
+  np.testing.assert_allclose([p.numpy() for p in predictions], expected, rtol=1e-5)
+  assert predictions[0].dtype == (tf.float32 if num_classes == 1 else tf.int64)
+  with pytest.raises(ValueError, match='include_example_id'):
+    sp.predict(task, params.replace(include_example_id=False), model)
+
+
+def test_matthews_metric_type_aggregates_class_ids():
+  config = _config(3)
+  config.metric_type = 'matthews_corrcoef'
+  task = sp.SentencePredictionTask(config)
+  model = task.build_model()
+  batch = _batch(task)
+  logs = task.validation_step(batch, model)
+  assert logs['sentence_prediction'].shape == (4, 1)  # predicted ids, as in Model Garden
+  logits = model(batch[0], training=False).numpy()
+  np.testing.assert_array_equal(logs['sentence_prediction'].numpy()[:, 0], logits.argmax(-1))
+  state = task.aggregate_logs(step_outputs={k: (v,) for k, v in logs.items()})
+  state = task.aggregate_logs(state, step_logs=logs)
+  labels = np.concatenate([batch[1].numpy()] * 2)
+  expected = finetuning_metrics.classification_metrics(labels, np.concatenate([logits] * 2))
+  assert task.reduce_aggregated_logs(state) == pytest.approx(expected)
+
+
+def test_dummy_inputs_have_label_zero():
+  for num_classes in (3, 1):
+    features, labels = _batch(sp.SentencePredictionTask(_config(num_classes)))
+    assert features['input_word_ids'].shape == (4, 8)
+    np.testing.assert_array_equal(labels.numpy(), np.zeros(4))

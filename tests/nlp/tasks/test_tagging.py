@@ -66,9 +66,13 @@ def test_word_level_tags_and_span_metrics_from_subword_predictions():
   assert predicted == [['B-PER', 'I-PER', 'O'], ['B-PER', 'O', 'O']]
   state = task.aggregate_logs(None, {'predict_ids': [predict[:1]], 'label_ids': [labels[:1]]})
   state = task.aggregate_logs(state, {'predict_ids': [predict[1:]], 'label_ids': [labels[1:]]})
-  # 1 of 2 predicted spans right, 1 of 2 gold spans found.
+  # 1 of 2 predicted spans right, 1 of 2 gold spans found; 5 of 6 word tags right.
   assert task.reduce_aggregated_logs(state) == pytest.approx(
-      {'precision': 0.5, 'recall': 0.5, 'f1': 0.5})
+      {'precision': 0.5, 'recall': 0.5, 'f1': 0.5, 'accuracy': 5 / 6})
+  # Model Garden's keyword and per-replica tuples give the same state.
+  mg_state = task.aggregate_logs(step_outputs={'predict_ids': (predict[:1], predict[1:]),
+                                               'label_ids': (labels[:1], labels[1:])})
+  assert task.reduce_aggregated_logs(mg_state) == task.reduce_aggregated_logs(state)
 
 
 def test_validation_step_returns_ids_for_aggregation():
@@ -134,3 +138,39 @@ def test_experiment_is_registered():
   params.task.train_data.seq_length = params.task.validation_data.seq_length = 16
   params.validate()
   assert isinstance(task_factory.get_task(params.task), tagging.TaggingTask)
+
+
+def test_dummy_inputs_and_predict(tmp_path):
+  config = _config()
+  config.train_data = config.train_data.replace(input_path='dummy')
+  task = tagging.TaggingTask(config)
+  features, labels = next(iter(task.build_inputs(config.train_data)))
+  assert features['input_word_ids'].shape == (2, 8) and labels.shape == (2, 8)
+  assert labels.numpy().min() >= -1 and labels.numpy().max() < len(TAGS)
+
+  rng = np.random.default_rng(2)
+  path = str(tmp_path / 'test.tfrecord')
+  all_labels = []
+  with tf.io.TFRecordWriter(path) as writer:
+    for i in range(5):
+      ids = rng.integers(5, 30, 8)
+      labels = rng.integers(-1, len(TAGS), 8)
+      all_labels.append(labels)
+      feature = {name: tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
+                 for name, values in (('input_ids', ids), ('input_mask', np.ones_like(ids)),
+                                      ('segment_ids', np.zeros_like(ids)), ('label_ids', labels),
+                                      ('sentence_id', [4 - i]), ('sub_sentence_id', [0]))}
+      writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+  params = tagging_dataloader.TaggingDataConfig(
+      input_path=path, seq_length=8, is_training=False, global_batch_size=2, drop_remainder=False,
+      include_sentence_id=True)
+  model = task.build_model()
+  results = tagging.predict(task, params, model)
+  assert [r[:2] for r in results] == [(i, 0) for i in range(5)]
+  features, _ = next(iter(task.build_inputs(params.replace(global_batch_size=5))))
+  features = {k: v for k, v in features.items() if k not in ('sentence_id', 'sub_sentence_id')}
+  predicted = model(features, training=False).numpy().argmax(-1)
+  for record, labels in enumerate(all_labels):  # record i has sentence id 4 - i
+    assert results[4 - record][2] == predicted[record][labels >= 0].tolist()
+  with pytest.raises(ValueError, match='include_sentence_id'):
+    tagging.predict(task, params.replace(include_sentence_id=False), model)

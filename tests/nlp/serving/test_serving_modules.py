@@ -1,0 +1,156 @@
+"""Tests for official/nlp/serving/serving_modules.py, export_savedmodel_util.py and the export-module
+lookup of export_savedmodel.py (Model Garden's serving API)."""
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from official.nlp.configs import bert
+from official.nlp.configs import encoders
+from official.nlp.data import sentence_prediction_dataloader as sp_loader
+from official.nlp.data import tagging_dataloader
+from official.nlp.serving import export_savedmodel
+from official.nlp.serving import export_savedmodel_util
+from official.nlp.serving import serving_modules
+from official.nlp.tasks import masked_lm
+from official.nlp.tasks import sentence_prediction
+from official.nlp.tasks import tagging
+
+SEQ = 8
+
+
+def _encoder(hidden_size=16):
+  return encoders.EncoderConfig(bert=encoders.BertEncoderConfig(
+      vocab_size=40, hidden_size=hidden_size, num_layers=1, num_attention_heads=2,
+      intermediate_size=32, max_position_embeddings=16))
+
+
+def _inputs(batch=2, seq=5):
+  ids = np.random.default_rng(0).integers(1, 40, (batch, seq)).astype(np.int32)
+  ids[0, -2:] = 0  # padding
+  return {'input_word_ids': ids, 'input_mask': (ids != 0).astype(np.int32),
+          'input_type_ids': np.zeros_like(ids)}
+
+
+def _example(features):
+  return tf.train.Example(features=tf.train.Features(feature={
+      name: tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
+      for name, values in features.items()})).SerializeToString()
+
+
+def _classifier_task():
+  config = sentence_prediction.SentencePredictionConfig(
+      model=sentence_prediction.ModelConfig(encoder=_encoder(), num_classes=3),
+      train_data=sp_loader.SentencePredictionDataConfig(input_path='dummy', seq_length=SEQ))
+  return sentence_prediction.SentencePredictionTask(config)
+
+
+def test_sentence_prediction_export_round_trip(tmp_path):
+  task = _classifier_task()
+  model = task.build_model()
+  ckpt_path = tf.train.Checkpoint(model=model).save(str(tmp_path / 'ckpt'))
+  expected = model(_inputs(), training=False).numpy()
+  for variable in model.trainable_variables:  # the export must read the checkpoint's weights
+    variable.assign(tf.zeros_like(variable))
+  module_cls = export_savedmodel.lookup_export_module(task)
+  assert module_cls is serving_modules.SentencePrediction
+  module = module_cls(params=module_cls.Params(inputs_only=False, parse_sequence_length=5,
+                                               use_v2_feature_names=False), model=model)
+  export_dir = export_savedmodel_util.export(
+      module, {'serve': 'serving_default', 'serve_probability': 'probs',
+               'serve_examples': 'examples'},
+      export_savedmodel_dir=str(tmp_path / 'export'), checkpoint_path=str(tmp_path))
+  assert os.path.dirname(export_dir) == str(tmp_path / 'export')  # timestamped sub-directory
+  loaded = tf.saved_model.load(export_dir)
+  assert sorted(loaded.signatures) == ['examples', 'probs', 'serving_default']
+  outputs = loaded.signatures['serving_default'](**{k: tf.constant(v) for k, v in _inputs().items()})
+  np.testing.assert_allclose(outputs['outputs'].numpy(), expected, rtol=1e-5, atol=1e-6)
+  probs = loaded.signatures['probs'](**{k: tf.constant(v) for k, v in _inputs().items()})
+  softmax = np.exp(expected) / np.exp(expected).sum(-1, keepdims=True)
+  np.testing.assert_allclose(probs['outputs'].numpy(), softmax, rtol=1e-5)
+  inputs = _inputs()
+  examples = [_example({'input_ids': inputs['input_word_ids'][i], 'input_mask': inputs['input_mask'][i],
+                        'segment_ids': inputs['input_type_ids'][i]}) for i in range(2)]
+  from_examples = loaded.signatures['examples'](tf.constant(examples))
+  np.testing.assert_allclose(from_examples['outputs'].numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_sentence_prediction_inputs_only_derives_mask_and_types():
+  task = _classifier_task()
+  model = task.build_model()
+  module = serving_modules.SentencePrediction(serving_modules.SentencePrediction.Params(), model)
+  signature = module.get_inference_signatures({'serve': 'serving_default'})['serving_default']
+  inputs = _inputs()
+  outputs = signature(input_word_ids=tf.constant(inputs['input_word_ids']))
+  np.testing.assert_allclose(outputs['outputs'].numpy(), model(inputs, training=False).numpy(),
+                             rtol=1e-5, atol=1e-6)
+  with pytest.raises(ValueError, match="unknown function key 'nope'"):
+    module.get_inference_signatures({'nope': 'x'})
+
+
+def test_masked_lm_and_tagging_signatures(tmp_path):
+  config = masked_lm.MaskedLMConfig(model=bert.PretrainerConfig(
+      encoder=_encoder(), cls_heads=[bert.ClsHeadConfig(inner_dim=8, num_classes=2, name='foo')]))
+  task = masked_lm.MaskedLMTask(config)
+  model = task.build_model()
+  module_cls = export_savedmodel.lookup_export_module(task)
+  module = module_cls(module_cls.Params(cls_head_name='foo', parse_sequence_length=5,
+                                        max_predictions_per_seq=2), model)
+  export_dir = export_savedmodel_util.export(
+      module, ['serve'], str(tmp_path / 'mlm'), timestamped=False)
+  assert export_dir == str(tmp_path / 'mlm')
+  inputs = dict(_inputs(), masked_lm_positions=np.array([[1, 2], [0, 3]], np.int32))
+  outputs = tf.saved_model.load(export_dir).signatures['serving_default'](
+      **{k: tf.constant(v) for k, v in inputs.items()})
+  expected = model(inputs, training=False)
+  np.testing.assert_allclose(outputs['classification'].numpy(), expected['foo'].numpy(), rtol=1e-5,
+                             atol=1e-6)
+  assert outputs['mlm_logits'].shape == (2, 2, 40)
+
+  tag_config = tagging.TaggingConfig(
+      model=tagging.ModelConfig(encoder=_encoder()), class_names=['O', 'B-X', 'I-X'],
+      train_data=tagging_dataloader.TaggingDataConfig(input_path='dummy', seq_length=SEQ))
+  tag_task = tagging.TaggingTask(tag_config)
+  tag_model = tag_task.build_model()
+  module_cls = export_savedmodel.lookup_export_module(tag_task)
+  module = module_cls(module_cls.Params(output_encoder_outputs=True, parse_sequence_length=5),
+                      tag_model)
+  signatures = module.get_inference_signatures({'serve': 'a', 'serve_examples': 'b'})
+  outputs = signatures['a'](**{k: tf.constant(v) for k, v in _inputs().items()})
+  np.testing.assert_allclose(outputs['logits'].numpy(), tag_model(_inputs(), training=False).numpy(),
+                             rtol=1e-5, atol=1e-6)
+  assert outputs['encoder_outputs'].shape == (2, 5, 16)
+  inputs = _inputs()
+  examples = [_example({k: inputs[k][i] for k in inputs}) for i in range(2)]  # v2 names
+  np.testing.assert_allclose(signatures['b'](tf.constant(examples))['logits'].numpy(),
+                             outputs['logits'].numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_export_errors(tmp_path):
+  task = _classifier_task()
+  module = serving_modules.SentencePrediction(serving_modules.SentencePrediction.Params(),
+                                              task.build_model())
+  with pytest.raises(ValueError, match='must hold one key'):
+    export_savedmodel_util.export(module, ['serve', 'serve_examples'], str(tmp_path / 'x'))
+  with pytest.raises(FileNotFoundError, match='no checkpoint found'):
+    export_savedmodel_util.export(module, ['serve'], str(tmp_path / 'x'),
+                                  checkpoint_path=str(tmp_path / 'missing'))
+  with pytest.raises(ValueError, match='no export module for the task str'):
+    export_savedmodel.lookup_export_module('not a task')
+  with pytest.raises(ValueError, match="no registered task config matches task_name 'Nope'"):
+    export_savedmodel.create_export_module(task_name='Nope', config_file=None, serving_params={})
+
+
+def test_create_export_module_builds_the_model_on_first_use(tmp_path):
+  config_file = tmp_path / 'task.yaml'
+  config_file.write_text('task:\n  model:\n    num_classes: 2\n    encoder:\n      bert:\n'
+                         '        vocab_size: 40\n        hidden_size: 16\n        num_layers: 1\n'
+                         '        num_attention_heads: 2\n        intermediate_size: 32\n')
+  module = export_savedmodel.create_export_module(
+      task_name='SentencePrediction', config_file=str(config_file),
+      serving_params={'inputs_only': False, 'parse_sequence_length': 10})
+  assert module.name == 'sentence_prediction' and module.params.parse_sequence_length == 10
+  assert module._model is None  # pylint: disable=protected-access
+  assert module.model.checkpoint_items['encoder'].get_embedding_table().shape == (40, 16)
