@@ -20,7 +20,7 @@ setuptools.setup(
     description='Lean, fast TensorFlow/Keras framework for BERT-style masked-LM pretraining',
     long_description=open('README.md', encoding='utf-8').read(),
     long_description_content_type='text/markdown',
-    packages=setuptools.find_packages(include=['official', 'official.*', 'data_tools']),
+    packages=setuptools.find_packages(include=['official', 'official.*', 'orbit', 'orbit.*', 'data_tools']),
     python_requires='>=3.10',
     install_requires=RUNTIME_REQUIREMENTS,
     extras_require={

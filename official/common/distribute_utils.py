@@ -6,7 +6,9 @@ Example:
   ...   model = task.build_model()
 """
 
+import contextlib
 import json
+import logging
 import os
 from typing import Optional
 
@@ -18,22 +20,26 @@ _ALL_REDUCE = {'nccl': tf.distribute.NcclAllReduce,
 
 
 def _devices(num_gpus: int):
+  """The replica devices: `num_gpus` GPUs when asked for (as Model Garden, even when fewer are
+  visible: then a warning, and TensorFlow fails when the strategy is used); 0: all visible
+  GPUs, or the CPU(s) when there is none."""
   gpus = tf.config.list_logical_devices('GPU')
+  if num_gpus > 0:
+    if num_gpus > len(gpus):
+      logging.warning('runtime.num_gpus is %d but %d GPUs are visible: the strategy names GPUs '
+                      'that this process cannot use', num_gpus, len(gpus))
+    return [f'/device:GPU:{i}' for i in range(num_gpus)]
   if gpus:
-    count = len(gpus) if num_gpus <= 0 else num_gpus
-    if count > len(gpus):
-      raise ValueError(f'runtime.num_gpus is {num_gpus} but only {len(gpus)} GPUs are visible')
-    return [f'/device:GPU:{i}' for i in range(count)]
+    return [d.name for d in gpus]
   return [d.name for d in tf.config.list_logical_devices('CPU')]
 
 
 def get_distribution_strategy(distribution_strategy: str = 'mirrored', num_gpus: int = 0,
                               all_reduce_alg: Optional[str] = None, num_packs: int = 1,
                               tpu_address: Optional[str] = None,
-                              **kwargs) -> Optional[tf.distribute.Strategy]:
-  """Returns a strategy: 'off' (None, as in Model Garden: use the default strategy,
-  `tf.distribute.get_strategy()`), 'one_device', 'mirrored', 'multi_worker_mirrored' (from
-  TF_CONFIG) or 'tpu'.
+                              **kwargs) -> tf.distribute.Strategy:
+  """Returns a strategy: 'off' (the default strategy, `tf.distribute.get_strategy()`, as in
+  Model Garden), 'one_device', 'mirrored', 'multi_worker_mirrored' (from TF_CONFIG) or 'tpu'.
 
   Args:
     distribution_strategy: the strategy name (case-insensitive).
@@ -44,36 +50,67 @@ def get_distribution_strategy(distribution_strategy: str = 'mirrored', num_gpus:
     **kwargs: ignored (Model Garden passes extra runtime fields).
 
   Raises:
-    ValueError: an unknown strategy name or all-reduce algorithm.
+    ValueError: an unknown strategy name or all-reduce algorithm, a name that is not a string,
+      a negative `num_gpus`, or several GPUs with 'off'/'one_device'.
+
+  Example:
+    >>> get_distribution_strategy('one_device').num_replicas_in_sync   # 1
   """
   del kwargs
-  name = (distribution_strategy or 'off').lower()
+  if num_gpus < 0:
+    raise ValueError(f'runtime.num_gpus: `num_gpus` can not be negative (found {num_gpus}).')
+  if not isinstance(distribution_strategy, str):
+    raise ValueError(f'runtime.distribution_strategy: distribution_strategy must be a string but '
+                     f'got: {distribution_strategy}. If you meant to pass the string \'off\', make '
+                     'sure you add quotes around it (YAML reads off/no/false as booleans).')
+  name = distribution_strategy.lower()
   if name not in STRATEGIES:
     raise ValueError(f'runtime.distribution_strategy: unknown strategy {distribution_strategy!r}; '
                      f'expected one of {list(STRATEGIES)}')
   if name == 'off':
-    return None
+    if num_gpus > 1:
+      raise ValueError(f'When {num_gpus} GPUs are specified, distribution_strategy flag cannot be '
+                       'set to `off` (use mirrored).')
+    return tf.distribute.get_strategy()
   if name == 'one_device':
+    if num_gpus > 1:
+      raise ValueError('`OneDeviceStrategy` can not be used for more than one device '
+                       f'(runtime.num_gpus={num_gpus}; use mirrored).')
     return tf.distribute.OneDeviceStrategy(_devices(num_gpus)[0])
   if name == 'mirrored':
     cross_device_ops = None
     if all_reduce_alg:
       if all_reduce_alg not in _ALL_REDUCE:
-        raise ValueError(f'runtime.all_reduce_alg: {all_reduce_alg!r} is not one of '
-                         f'{sorted(_ALL_REDUCE)} for the mirrored strategy')
+        raise ValueError(f'runtime.all_reduce_alg: {all_reduce_alg!r} is not valid. When used with '
+                         f'`mirrored`, valid values for all_reduce_alg are {sorted(_ALL_REDUCE)}.')
       cross_device_ops = _ALL_REDUCE[all_reduce_alg](num_packs=num_packs)
     return tf.distribute.MirroredStrategy(devices=_devices(num_gpus),
                                           cross_device_ops=cross_device_ops)
   if name == 'multi_worker_mirrored':
-    implementation = {'ring': tf.distribute.experimental.CommunicationImplementation.RING,
-                      'nccl': tf.distribute.experimental.CommunicationImplementation.NCCL}.get(
-                          all_reduce_alg, tf.distribute.experimental.CommunicationImplementation.AUTO)
+    implementations = {'ring': tf.distribute.experimental.CommunicationImplementation.RING,
+                       'nccl': tf.distribute.experimental.CommunicationImplementation.NCCL}
+    if all_reduce_alg and all_reduce_alg not in implementations:
+      raise ValueError(f'runtime.all_reduce_alg: {all_reduce_alg!r} is not valid. When used with '
+                       '`multi_worker_mirrored`, valid values for all_reduce_alg are '
+                       f'{sorted(implementations)}.')
+    implementation = implementations.get(
+        all_reduce_alg, tf.distribute.experimental.CommunicationImplementation.AUTO)
     options = tf.distribute.experimental.CommunicationOptions(implementation=implementation)
     return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
   resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu_address or '')
   tf.config.experimental_connect_to_cluster(resolver)
   tf.tpu.experimental.initialize_tpu_system(resolver)
   return tf.distribute.TPUStrategy(resolver)
+
+
+def get_strategy_scope(strategy: Optional[tf.distribute.Strategy]):
+  """`strategy.scope()`, or a context that does nothing when `strategy` is None.
+
+  Example:
+    >>> with get_strategy_scope(strategy):
+    ...   model = build_model()
+  """
+  return strategy.scope() if strategy is not None else contextlib.nullcontext()
 
 
 def configure_cluster(worker_hosts: Optional[str] = None, task_index: int = -1) -> int:

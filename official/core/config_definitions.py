@@ -145,7 +145,16 @@ class TrainerConfig(hyperparams.Config):
     train_steps: total train steps.
     validation_steps: eval steps per evaluation (-1: the whole eval dataset).
     validation_interval: steps between evaluations in `train_and_eval`.
-    loss_upper_bound: a training loss above this (or non-finite) stops training.
+    loss_upper_bound: a training loss above this (or non-finite) stops training, or, with
+      `recovery_max_trials`, restores the latest checkpoint.
+    recovery_begin_steps: before this step a finite loss above `loss_upper_bound` is accepted.
+    recovery_max_trials: bad loop losses answered by restoring the latest checkpoint (and
+      training on) before one stops training (0: the first stops it).
+    best_checkpoint_export_subdir: with `best_checkpoint_eval_metric`, every evaluation that
+      improves the metric saves the checkpoint as `model_dir/<subdir>/best_ckpt-N` and its eval
+      logs as `model_dir/<subdir>/info.json` (modes that evaluate).
+    best_checkpoint_eval_metric: the eval log compared ('|' separates nested keys).
+    best_checkpoint_metric_comp: 'higher' or 'lower' is better.
     skip_nonfinite_steps: skip the update of a step with non-finite loss instead of stopping
       (mlm-garden addition).
   """
@@ -166,19 +175,23 @@ class TrainerConfig(hyperparams.Config):
   train_steps: int = hyperparams.field(0, ge=0)
   validation_steps: int = hyperparams.field(-1, ge=-1)
   validation_interval: int = hyperparams.field(1000, ge=1)
-  best_checkpoint_export_subdir: str = hyperparams.unsupported(
-      '', 'exporting the best checkpoint is not implemented yet by mlm-garden')
-  best_checkpoint_eval_metric: str = hyperparams.unsupported(
-      '', 'exporting the best checkpoint is not implemented yet by mlm-garden')
+  best_checkpoint_export_subdir: str = ''
+  best_checkpoint_eval_metric: str = ''
   best_checkpoint_metric_comp: str = hyperparams.field('higher', choices=('higher', 'lower'))
   loss_upper_bound: float = hyperparams.field(1e6, gt=0)
-  recovery_begin_steps: int = hyperparams.unsupported(
-      0, 'loss-spike recovery is not implemented by mlm-garden (a bad loss stops training)')
-  recovery_max_trials: int = hyperparams.unsupported(
-      0, 'loss-spike recovery is not implemented by mlm-garden (a bad loss stops training)')
+  recovery_begin_steps: int = hyperparams.field(0, ge=0)
+  recovery_max_trials: int = hyperparams.field(0, ge=0)
   validation_summary_subdir: str = 'validation'
   preemption_on_demand_checkpoint: bool = True
   skip_nonfinite_steps: bool = False
+
+  def validate(self) -> None:
+    super().validate()
+    if self.best_checkpoint_export_subdir and not self.best_checkpoint_eval_metric:
+      raise hyperparams.ConfigError(
+          'best_checkpoint_eval_metric', 'required with best_checkpoint_export_subdir='
+          f'{self.best_checkpoint_export_subdir!r} (the eval metric that decides the best '
+          'checkpoint, e.g. cls_accuracy)')
 
 
 @dataclasses.dataclass

@@ -48,3 +48,64 @@ class Registry:
 
 def _name(key: Any) -> str:
   return key.__name__ if isinstance(key, type) else str(key)
+
+
+def _split(reg_key: Any):
+  """A string key 'a/b/c' is a path into nested dicts; any other key is one level."""
+  if isinstance(reg_key, str):
+    parts = reg_key.split('/')
+    if not all(parts):
+      raise KeyError(f'registry key {reg_key!r} has an empty path component')
+    return parts
+  return [reg_key]
+
+
+def register(registered_collection: Dict[Any, Any], reg_key: Any) -> Callable[[_T], _T]:
+  """A decorator registering what it decorates in the nested dict `registered_collection`.
+
+  A string key with slashes, `'a/b'`, registers under `collection['a']['b']` (Model Garden's
+  hierarchical registry); other keys (e.g. classes) are one level.
+
+  Raises:
+    KeyError (when decorating): the key is taken, or a prefix of it is already an object.
+
+  Example:
+    >>> collection = {}
+    >>> @register(collection, 'functions/loss')
+    ... def loss(): ...
+    >>> lookup(collection, 'functions/loss') is loss   # True
+  """
+  *parents, leaf = _split(reg_key)
+
+  def decorator(value: _T) -> _T:
+    node = registered_collection
+    for i, part in enumerate(parents):
+      child = node.setdefault(part, {})
+      if not isinstance(child, dict):
+        prefix = '/'.join(parents[:i + 1])
+        raise KeyError(f'cannot register {reg_key!r}: {prefix!r} is already registered as an '
+                       'object, not a collection')
+      node = child
+    if leaf in node:
+      raise KeyError(f'{_name(reg_key) if not isinstance(reg_key, str) else reg_key!r} is already '
+                     'registered')
+    node[leaf] = value
+    return value
+
+  return decorator
+
+
+def lookup(registered_collection: Dict[Any, Any], reg_key: Any) -> Any:
+  """The object registered under `reg_key` (a path for string keys).
+
+  Raises:
+    LookupError: nothing is registered there (naming the missing part and the keys that exist).
+  """
+  node = registered_collection
+  for part in _split(reg_key):
+    if not isinstance(node, dict) or part not in node:
+      known = sorted(_name(k) for k in node) if isinstance(node, dict) else []
+      raise LookupError(f'registration key {_name(part)!r} of {_name(reg_key)!r} not found; '
+                        f'registered here: {known or "(none)"}')
+    node = node[part]
+  return node

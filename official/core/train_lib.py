@@ -1,9 +1,11 @@
-"""The training driver: train, evaluate, checkpoint and summarize a task, Orbit style.
+"""The training driver: train, evaluate, checkpoint and summarize a task on Orbit.
 
-Read top to bottom: `run_experiment` builds the model, optimizer, metrics and checkpoint inside the
-strategy's scope, restores the latest checkpoint (or `task.initialize`), then runs loops of
-`steps_per_loop` train steps inside one `tf.function`; after each loop it writes summaries, saves a
-checkpoint and evaluates when their intervals are reached.
+Read top to bottom: `Trainer` builds the model, optimizer, metrics and checkpoint inside the
+strategy's scope and is Orbit's trainer and evaluator (`train(num_steps)` runs `steps_per_loop`
+steps inside one `tf.function`; `evaluate(num_steps)` one evaluation). `OrbitExperimentRunner`
+restores the latest checkpoint (or `task.initialize`) and hands the trainer to an
+`orbit.Controller`, which writes summaries, saves checkpoints and evaluates when their intervals
+are reached; its actions stop on preemption and keep the best checkpoint.
 
 Example:
   >>> strategy = distribute_utils.get_distribution_strategy('one_device')
@@ -12,16 +14,17 @@ Example:
   >>> model, eval_logs = run_experiment(strategy, task, 'train_and_eval', params, model_dir)
 """
 
+import inspect
 import logging
 import math
 import os
 import time
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
+import orbit
 import tensorflow as tf
 import tf_keras
-from tensorflow.core.framework import summary_pb2
 
 from official.core import base_task
 from official.core import preemption
@@ -29,7 +32,7 @@ from official.core import config_definitions as cfg
 from official.core import train_utils
 from official.modeling import performance
 
-MODES = ('train', 'eval', 'train_and_eval', 'continuous_eval')
+MODES = ('train', 'eval', 'train_and_eval', 'train_and_post_eval', 'continuous_eval')
 
 # The `Trainer` of the latest `run_experiment` call (a hook for tests and notebooks, e.g. to check
 # `last_trainer.train_loop_fn().experimental_get_tracing_count()`).
@@ -48,18 +51,29 @@ def _scalar(value: Any) -> float:
   return float(np.asarray(value).reshape(-1)[0]) if np.size(value) else float('nan')
 
 
-class Trainer:
-  """Holds the model, optimizer, metrics, checkpoint and compiled step functions of one run.
+class StopRequested(Exception):
+  """Raised by `Trainer.train` when SIGTERM/SIGINT ended its loop early (`signal_name`)."""
+
+  def __init__(self, signal_name: str):
+    super().__init__(f'{signal_name} received')
+    self.signal_name = signal_name
+
+
+class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
+  """Holds the model, optimizer, metrics, checkpoint and compiled step functions of one run;
+  Orbit's trainer (`train`) and evaluator (`evaluate`) for an `orbit.Controller`.
 
   Args:
     strategy: the distribution strategy (everything is built in its scope).
     task: the task.
     params: the experiment config.
     model_dir: where checkpoints and summaries go.
+    train: build the training input (False for evaluation-only runs).
   """
 
   def __init__(self, strategy: tf.distribute.Strategy, task: base_task.Task,
                params: cfg.ExperimentConfig, model_dir: str, train: bool = True):
+    tf.Module.__init__(self, name='trainer')
     self.strategy, self.task, self.params, self.model_dir = strategy, task, params, model_dir
     trainer = params.trainer
     # SIGTERM/SIGINT set `stop.requested`, which the train loop reads before every step.
@@ -101,10 +115,16 @@ class Trainer:
     self.write_dir = train_utils.writable_dir(model_dir, strategy)
     self.manager = tf.train.CheckpointManager(
         self.checkpoint, self.write_dir, max_to_keep=trainer.max_to_keep,
-        step_counter=self.global_step)  # `_train` applies trainer.checkpoint_interval
+        step_counter=self.global_step, checkpoint_interval=trainer.checkpoint_interval,
+        init_fn=self.initialize)
     self._train_loop = None
     self._eval_step = None
     self.use_xla = use_xla(params.runtime, strategy)
+    # Progress and summary-window bookkeeping of `train` (set by its first call).
+    self._run_start: Optional[Tuple[int, float]] = None
+    self._window_start: Optional[int] = None
+    self.last_loop_loss: Optional[float] = None
+    self._recoveries = 0  # loss blowups answered by restoring the latest checkpoint
 
   def _make_train_iterator(self, skip_steps: int = 0):
     """The one place the training input is created (per-replica batches from `build_inputs`).
@@ -124,7 +144,7 @@ class Trainer:
       return iter(task.build_inputs(data).with_options(options))
 
     def dataset_fn(ctx: tf.distribute.InputContext) -> tf.data.Dataset:
-      dataset = task.build_inputs(data, ctx)
+      dataset = _build_inputs(task, data, ctx)
       if skip_steps:
         # Each step takes one batch per replica of this pipeline.
         per_pipeline = self.strategy.num_replicas_in_sync // ctx.num_input_pipelines
@@ -156,12 +176,24 @@ class Trainer:
               'previous checkpoint', flush=True)
         continue
       logging.info('Restored %s at step %d', path, int(self.global_step.numpy()))
+      self._count_checkpoint_interval_from_here()
       return path
     if _checkpoints_newest_first(self.model_dir):
       raise ValueError(f'no checkpoint in {self.model_dir} can be read ({"; ".join(errors)}); '
                        'move them away to start over')
     self.task.initialize(self.model)
+    self._count_checkpoint_interval_from_here()
     return None
+
+  # Model Garden's trainers name it `initialize` (the checkpoint manager's `init_fn`).
+  def initialize(self) -> None:
+    """`task.initialize(model)`: restores `task.init_checkpoint` into a new model."""
+    self.task.initialize(self.model)
+
+  def _count_checkpoint_interval_from_here(self) -> None:
+    """The next interval checkpoint comes `checkpoint_interval` steps after the restored step
+    (the manager would otherwise save after the first loop)."""
+    self.manager._last_checkpoint_step = int(self.global_step.numpy())  # pylint: disable=protected-access
 
   # ---- compiled functions ------------------------------------------------------------------------
   def _record_loss(self, logs: Dict[str, tf.Tensor]) -> None:
@@ -233,6 +265,71 @@ class Trainer:
       self._train_loop = loop
     return self._train_loop
 
+  def train(self, num_steps: Any) -> Dict[str, float]:
+    """Runs one loop of `num_steps` train steps (`orbit.AbstractTrainer.train`).
+
+    After the loop: a stop signal raises `StopRequested`; a non-finite loss (or one above
+    `trainer.loss_upper_bound`) raises RuntimeError; otherwise one progress line is printed and
+    the outputs are returned: the summary window's `training_loss`, `learning_rate` and the train
+    metrics. The window (and the metrics) restart once `summary_interval` steps have passed, when
+    the controller writes them.
+
+    Args:
+      num_steps: a scalar int32 tensor (or int).
+
+    Raises:
+      StopRequested: SIGTERM/SIGINT arrived; the loop ended after the step in progress.
+      RuntimeError: the loss check failed.
+    """
+    params = self.params.trainer
+    start_step = int(self.global_step.numpy())
+    if self._run_start is None:
+      self._run_start = (start_step, time.time())
+      self._window_start = start_step
+    if self.train_iterator is None:  # several replicas: built after the restore
+      self.train_iterator = self._make_train_iterator(skip_steps=start_step)
+    loop_start = time.time()
+    self.train_loop_fn()(self.train_iterator, tf.convert_to_tensor(num_steps, tf.int32))
+    step = int(self.global_step.numpy())
+    if self.stop.signal_name:  # set with `stop.requested`, which ended the loop early
+      raise StopRequested(self.stop.signal_name)
+    loss = float(self.loop_loss.result())
+    self.loop_loss.reset_states()
+    self.last_loop_loss = loss
+    try:
+      _check_loss(loss, step, params.loss_upper_bound, params.skip_nonfinite_steps)
+    except RuntimeError:
+      if not self._may_recover(loss, step):
+        raise
+      self._recoveries += 1
+      path = self.restore_or_initialize()
+      print(f'warning: training loss {loss} at step {step}: restored '
+            f'{path or "the initial weights"} (recovery {self._recoveries} of '
+            f'{params.recovery_max_trials})', flush=True)
+      step = int(self.global_step.numpy())
+    rate = (step - start_step) / max(time.time() - loop_start, 1e-9)
+    done = (step - self._run_start[0]) / max(time.time() - self._run_start[1], 1e-9)
+    eta = (params.train_steps - step) / done if done > 0 else float('inf')
+    print(f'step {step}/{params.train_steps} | loss {loss:.4f} | {rate:.2f} steps/s | '
+          f'ETA {_format_eta(eta)}', flush=True)
+    outputs = {'training_loss': float(self.training_loss.result()),
+               'learning_rate': self.learning_rate()}
+    outputs.update({m.name: _scalar(m.result()) for m in self.train_metrics})
+    if step - self._window_start >= params.summary_interval:
+      for metric in self.train_metrics + [self.training_loss]:
+        metric.reset_states()
+      self._window_start = step
+    return outputs
+
+  def _may_recover(self, loss: float, step: int) -> bool:
+    """Whether a bad loop loss is answered by restoring the latest checkpoint: while recoveries
+    remain (`trainer.recovery_max_trials`), for a non-finite loss or, from
+    `trainer.recovery_begin_steps` on, one above `loss_upper_bound`."""
+    params = self.params.trainer
+    if self._recoveries >= params.recovery_max_trials:
+      return False
+    return not math.isfinite(loss) or step >= params.recovery_begin_steps
+
   def eval_step_fn(self):
     """A function running one validation step on a distributed batch."""
     if self._eval_step is None:
@@ -253,13 +350,18 @@ class Trainer:
     return self._eval_step
 
   # ---- evaluation ------------------------------------------------------------------------------
-  def evaluate(self) -> Dict[str, float]:
-    """Runs `validation_steps` eval steps (-1: the whole dataset); returns the metric results."""
-    steps = self.params.trainer.validation_steps
+  def evaluate(self, num_steps: Optional[Any] = None) -> Dict[str, float]:
+    """Runs one evaluation; returns the metric results (`orbit.AbstractEvaluator.evaluate`).
+
+    Args:
+      num_steps: eval steps, an int or a scalar tensor (-1: the whole dataset; None:
+        `trainer.validation_steps`).
+    """
+    steps = self.params.trainer.validation_steps if num_steps is None else int(num_steps)
     for metric in self.eval_metrics + [self.validation_loss]:
       metric.reset_states()
     dataset = self.strategy.distribute_datasets_from_function(
-        lambda ctx: self.task.build_inputs(self.params.task.validation_data, ctx))
+        lambda ctx: _build_inputs(self.task, self.params.task.validation_data, ctx))
     step_fn = self.eval_step_fn()
     state = None
     for count, batch in enumerate(dataset):
@@ -267,9 +369,9 @@ class Trainer:
         break
       outputs = step_fn(batch)
       if outputs:
-        local = {k: [t.numpy() for t in self.strategy.experimental_local_results(v)]
-                 for k, v in outputs.items()}
-        state = self.task.aggregate_logs(state=state, step_logs=local)
+        # Per key, the tuple of the replicas' tensors (as Model Garden passes them).
+        local = {k: self.strategy.experimental_local_results(v) for k, v in outputs.items()}
+        state = self.task.aggregate_logs(state, local)
     logs = {self.validation_loss.name: float(self.validation_loss.result())}
     logs.update({m.name: _scalar(m.result()) for m in self.eval_metrics})
     logs.update(self.task.reduce_aggregated_logs(state, global_step=self.global_step))
@@ -281,6 +383,17 @@ class Trainer:
     if callable(lr):
       lr = lr(self.optimizer.iterations)
     return float(tf.convert_to_tensor(lr))
+
+
+def _build_inputs(task: base_task.Task, data: cfg.DataConfig,
+                  input_context: Optional[tf.distribute.InputContext]) -> tf.data.Dataset:
+  """`task.build_inputs(data, input_context)`; tasks whose `build_inputs` takes no input context
+  (allowed by Model Garden) get `data` only."""
+  try:
+    takes_context = len(inspect.signature(task.build_inputs).parameters) > 1
+  except (TypeError, ValueError):
+    takes_context = True
+  return task.build_inputs(data, input_context) if takes_context else task.build_inputs(data)
 
 
 def _dropout_random_state(model: tf_keras.Model) -> tf.Module:
@@ -356,23 +469,13 @@ class _GradientRecorder:
     return getattr(self._optimizer, name)
 
 
-# TensorBoard's scalar plugin metadata: `tf.summary.scalar` needs the tensorboard package, so scalars
-# are written with the core `tf.summary.write` op and this metadata (TensorBoard reads them alike).
-_SCALAR_METADATA = summary_pb2.SummaryMetadata(
-    plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name='scalars'))
-
-
 def _write_summaries(writer, logs: Dict[str, float], step: int) -> None:
+  """Writes the scalar `logs` at `step` with `writer` (TensorBoard's scalar format)."""
   with writer.as_default(step=step):
     for name, value in logs.items():
       if np.ndim(value) == 0:
-        tf.summary.write(name, tf.constant(float(value), tf.float32), step=step,
-                         metadata=_SCALAR_METADATA)
+        orbit.utils.scalar_summary(name, value, step=step)
   writer.flush()
-
-
-def _summary_writer(path: str, enabled: bool):
-  return tf.summary.create_file_writer(path) if enabled else tf.summary.create_noop_writer()
 
 
 def _check_loss(loss: float, step: int, upper_bound: float, skip_nonfinite: bool = False) -> None:
@@ -386,85 +489,6 @@ def _check_loss(loss: float, step: int, upper_bound: float, skip_nonfinite: bool
                        'is kept in model_dir.')
 
 
-def _train(trainer: Trainer, evaluate_every: Optional[int], save_summary: bool
-           ) -> Dict[str, float]:
-  """The train loop (and periodic evaluation); returns the last eval logs."""
-  params = trainer.params.trainer
-  train_dir = os.path.join(trainer.write_dir, 'train')
-  eval_dir = os.path.join(trainer.write_dir, params.validation_summary_subdir)
-  train_writer = _summary_writer(train_dir, save_summary)
-  eval_writer = _summary_writer(eval_dir, save_summary) if evaluate_every else None
-  if params.summary_interval % params.steps_per_loop:
-    logging.warning('trainer.summary_interval (%d) is not a multiple of steps_per_loop (%d): '
-                    'summaries are written at the end of the loop that crosses it.',
-                    params.summary_interval, params.steps_per_loop)
-  if params.checkpoint_interval % params.steps_per_loop:
-    logging.warning('trainer.checkpoint_interval (%d) is not a multiple of steps_per_loop (%d): '
-                    'checkpoints are saved at the end of the first loop at least '
-                    'checkpoint_interval steps after the previous one.',
-                    params.checkpoint_interval, params.steps_per_loop)
-  step = int(trainer.global_step.numpy())
-  iterator = trainer.train_iterator
-  if iterator is None:  # several replicas: built after the restore, skipping consumed batches
-    iterator = trainer._make_train_iterator(skip_steps=step)  # pylint: disable=protected-access
-  loop = trainer.train_loop_fn()
-  preemption_handler = _multi_worker_preemption_handler(trainer)
-  start_step, start_time = step, time.time()
-  last_saved_step = step  # the restored checkpoint's step (0 for a new run)
-  window_start, window_time = step, time.time()
-  eval_logs: Dict[str, float] = {}
-  while step < params.train_steps:
-    num_steps = min(params.steps_per_loop, params.train_steps - step)
-    if evaluate_every:
-      num_steps = min(num_steps, evaluate_every - step % evaluate_every)
-    loop_start = time.time()
-    loop(iterator, tf.constant(num_steps, tf.int32))
-    previous_step, step = step, int(trainer.global_step.numpy())
-    if trainer.stop.signal_name:  # set with `stop.requested`, which ended the loop early
-      _save_after_stop(trainer, step, trainer.stop.signal_name)
-      return eval_logs
-    num_steps = step - previous_step
-    loss = float(trainer.loop_loss.result())
-    trainer.loop_loss.reset_states()
-    _check_loss(loss, step, params.loss_upper_bound, params.skip_nonfinite_steps)
-    elapsed = time.time() - loop_start
-    rate = num_steps / max(elapsed, 1e-9)
-    done = (step - start_step) / max(time.time() - start_time, 1e-9)
-    eta = (params.train_steps - step) / done if done > 0 else float('inf')
-    print(f'step {step}/{params.train_steps} | loss {loss:.4f} | {rate:.2f} steps/s | '
-          f'ETA {_format_eta(eta)}', flush=True)
-    if step // params.summary_interval > (step - num_steps) // params.summary_interval or \
-        step == params.train_steps:
-      logs = {'training_loss': float(trainer.training_loss.result()),
-              'learning_rate': trainer.learning_rate(),
-              'steps_per_second': (step - window_start) / max(time.time() - window_time, 1e-9)}
-      logs.update({m.name: _scalar(m.result()) for m in trainer.train_metrics})
-      _write_summaries(train_writer, logs, step)
-      for metric in trainer.train_metrics + [trainer.training_loss]:
-        metric.reset_states()
-      window_start, window_time = step, time.time()
-    if step - last_saved_step >= params.checkpoint_interval:
-      trainer.manager.save(checkpoint_number=step, check_interval=False)
-      last_saved_step = step
-    if preemption_handler is not None:
-      try:
-        preemption_handler.save_checkpoint_if_preempted(checkpoint_number=step,
-                                                        check_interval=False)
-      except _Preempted:
-        trainer.stopped_by = 'SIGTERM'
-        print(f'SIGTERM (preemption) on a worker: all workers saved a checkpoint at step {step}; '
-              'rerun the same command to resume.', flush=True)
-        return eval_logs
-    if evaluate_every and (step % evaluate_every == 0 or step == params.train_steps):
-      eval_logs = trainer.evaluate()
-      _write_summaries(eval_writer, eval_logs, step)
-      print(f'eval at step {step}: ' + ', '.join(f'{k} {v:.4f}' for k, v in eval_logs.items()),
-            flush=True)
-  if trainer.manager.latest_checkpoint is None or \
-      not trainer.manager.latest_checkpoint.endswith(f'-{step}'):
-    trainer.manager.save(checkpoint_number=step, check_interval=False)
-  return eval_logs
-
 
 class _Preempted(Exception):
   """Raised by the multi-worker preemption handler once every worker has saved."""
@@ -472,20 +496,6 @@ class _Preempted(Exception):
 
 def _raise_preempted() -> None:
   raise _Preempted()
-
-
-def _multi_worker_preemption_handler(trainer: Trainer):
-  """TensorFlow's `PreemptionCheckpointHandler` for multi-worker runs (None otherwise).
-
-  On SIGTERM to any worker, all workers agree on a loop after which every one of them saves (the
-  chief into `model_dir`); then training ends normally (exit code 0) instead of the handler's
-  default exit.
-  """
-  if not _is_multi_worker(trainer.strategy):
-    return None
-  config = tf.distribute.experimental.TerminationConfig(exit_fn=_raise_preempted)
-  return tf.distribute.experimental.PreemptionCheckpointHandler(
-      trainer.strategy.cluster_resolver, trainer.manager, termination_config=config)
 
 
 def _is_multi_worker(strategy: tf.distribute.Strategy) -> bool:
@@ -499,95 +509,397 @@ def _save_after_stop(trainer: Trainer, step: int, reason: str) -> None:
   trainer.stopped_by = reason
   latest = trainer.manager.latest_checkpoint
   if latest is None or not latest.endswith(f'-{step}'):
+    trainer.manager._last_checkpoint_step = None  # pylint: disable=protected-access
     latest = trainer.manager.save(checkpoint_number=step, check_interval=False)
   print(f'{reason}: saved {latest} at step {step}; rerun the same command to resume.',
         flush=True)
 
 
-def _evaluate_checkpoint(trainer: Trainer, checkpoint_path: str, save_summary: bool
-                         ) -> Dict[str, float]:
-  trainer.checkpoint.restore(checkpoint_path).expect_partial()
-  step = int(trainer.global_step.numpy())
-  logs = trainer.evaluate()
-  eval_dir = os.path.join(trainer.write_dir, trainer.params.trainer.validation_summary_subdir)
-  _write_summaries(_summary_writer(eval_dir, save_summary), logs, step)
-  print(f'eval of {os.path.basename(checkpoint_path)} (step {step}): ' +
-        ', '.join(f'{k} {v:.4f}' for k, v in logs.items()), flush=True)
-  return logs
+def _log_line(logs: Mapping[str, Any]) -> str:
+  return ', '.join(f'{k} {float(v):.4f}' for k, v in logs.items()
+                   if k != 'steps_per_second' and np.size(v) == 1)
+
+
+class _Controller(orbit.Controller):
+  """`orbit.Controller` restoring through `Trainer.restore_or_initialize`, which skips a
+  truncated or corrupt latest checkpoint instead of failing on it."""
+
+  def restore_checkpoint(self, checkpoint_path: Optional[str] = None) -> Optional[str]:
+    if checkpoint_path is None and isinstance(self.trainer or self.evaluator, Trainer):
+      return (self.trainer or self.evaluator).restore_or_initialize()
+    return super().restore_checkpoint(checkpoint_path)
+
+
+class OrbitExperimentRunner:
+  """Runs one experiment mode with an `orbit.Controller` driving a `Trainer`.
+
+  Args:
+    distribution_strategy: the strategy to build and run in (None: the default strategy).
+    task: the task (built from `params.task`).
+    mode: 'train', 'eval', 'train_and_eval', 'train_and_post_eval' or 'continuous_eval'.
+    params: the experiment config.
+    model_dir: checkpoints, summaries and `params.yaml`.
+    run_post_eval: return the logs of an evaluation of the final model (evaluating once more
+      unless the last evaluation was already at the final step).
+    save_summary: write TensorBoard summaries.
+    train_actions: extra Orbit actions after every train loop.
+    eval_actions: extra Orbit actions after every evaluation.
+    trainer: a `Trainer` built by the caller (in the strategy's scope); None: built here.
+    controller_cls: the controller class (an `orbit.Controller` subclass).
+    summary_manager: replaces the train summary manager.
+    eval_summary_manager: replaces the eval summary manager.
+    enable_async_checkpointing: save checkpoints in the background.
+    allow_config_change: train in a `model_dir` whose `params.yaml` differs from `params` in
+      keys that affect the result (otherwise a ValueError lists them).
+
+  Raises:
+    ValueError: an unknown mode, or an incompatible `params.yaml`.
+
+  Example:
+    >>> model, logs = OrbitExperimentRunner(strategy, task, 'train_and_eval', params,
+    ...                                     model_dir).run()
+  """
+
+  def __init__(self, distribution_strategy: Optional[tf.distribute.Strategy],
+               task: base_task.Task, mode: str, params: cfg.ExperimentConfig, model_dir: str,
+               run_post_eval: bool = False, save_summary: bool = True,
+               train_actions: Optional[List[orbit.Action]] = None,
+               eval_actions: Optional[List[orbit.Action]] = None,
+               trainer: Optional[Trainer] = None, controller_cls=None,
+               summary_manager: Optional[orbit.utils.SummaryManagerInterface] = None,
+               eval_summary_manager: Optional[orbit.utils.SummaryManagerInterface] = None,
+               enable_async_checkpointing: bool = False, allow_config_change: bool = False):
+    if mode not in MODES:
+      raise ValueError(f'--mode: unknown mode {mode!r}; expected one of {list(MODES)}')
+    self.strategy = distribution_strategy or tf.distribute.get_strategy()
+    self._params, self._model_dir, self._mode = params, model_dir, mode
+    self._run_post_eval = run_post_eval
+    self._save_summary = save_summary
+    self._train_actions = list(train_actions or [])
+    self._eval_actions = list(eval_actions or [])
+    self._controller_cls = controller_cls or _Controller
+    self._summary_manager = summary_manager
+    self._eval_summary_manager = eval_summary_manager
+    self._enable_async_checkpointing = enable_async_checkpointing
+    self._training = mode in ('train', 'train_and_eval', 'train_and_post_eval')
+    performance.set_mixed_precision_policy(params.runtime.mixed_precision_dtype)
+    train_utils.apply_runtime_determinism(params.runtime)
+    if self._training:
+      train_utils.check_config_compatible(params, model_dir, allow_config_change)
+      if train_utils.is_chief(self.strategy):
+        train_utils.write_params(params, model_dir)  # evaluation keeps the training run's
+    global last_trainer
+    self._trainer = trainer or Trainer(self.strategy, task, params, model_dir,
+                                       train=self._training)
+    last_trainer = self._trainer
+    self._controller = None
+
+  @property
+  def params(self) -> cfg.ExperimentConfig:
+    return self._params
+
+  @property
+  def model_dir(self) -> str:
+    return self._model_dir
+
+  @property
+  def trainer(self) -> Trainer:
+    return self._trainer
+
+  @property
+  def checkpoint_manager(self) -> tf.train.CheckpointManager:
+    return self._trainer.manager
+
+  @property
+  def controller(self) -> orbit.Controller:
+    """The controller (built, restoring the latest checkpoint, on first access)."""
+    if self._controller is None:
+      self._controller = self._build_controller()
+    return self._controller
+
+  # ---- building --------------------------------------------------------------------------------
+  def _build_train_actions(self) -> List[orbit.Action]:
+    actions = list(self._train_actions)
+    trainer = self._trainer
+    if _is_multi_worker(self.strategy) and self.params.trainer.preemption_on_demand_checkpoint:
+      # On SIGTERM to any worker, all workers agree on a loop after which every one of them
+      # saves (the chief into model_dir); then training ends normally (exit code 0).
+      actions.append(orbit.actions.SaveCheckpointIfPreempted(
+          self.strategy.cluster_resolver, trainer.manager, trainer.global_step,
+          exit_fn=_raise_preempted))
+    return actions
+
+  def _build_eval_actions(self) -> List[orbit.Action]:
+    actions = list(self._eval_actions)
+    trainer = self._trainer
+    if trainer.write_dir == self.model_dir:  # the chief
+      exporter = train_utils.maybe_create_best_ckpt_exporter(self.params, self.model_dir)
+      if exporter is not None:
+        actions.append(lambda logs: exporter.maybe_export_checkpoint(
+            trainer.checkpoint, logs, int(trainer.global_step.numpy())))
+    if self._mode in ('train_and_eval', 'train_and_post_eval') or self._run_post_eval:
+      actions.append(lambda logs: print(
+          f'eval at step {int(trainer.global_step.numpy())}: {_log_line(logs)}', flush=True))
+    return actions
+
+  def _build_controller(self) -> orbit.Controller:
+    trainer, params = self._trainer, self.params.trainer
+    summary_dir = eval_summary_dir = None
+    if self._save_summary:
+      summary_dir = os.path.join(trainer.write_dir, 'train')
+      eval_summary_dir = os.path.join(trainer.write_dir, params.validation_summary_subdir)
+    return self._controller_cls(
+        strategy=self.strategy,
+        trainer=trainer if self._training else None,
+        evaluator=trainer,
+        global_step=trainer.global_step,
+        steps_per_loop=params.steps_per_loop,
+        checkpoint_manager=trainer.manager,
+        enable_async_checkpointing=self._enable_async_checkpointing,
+        summary_interval=params.summary_interval if self._save_summary else None,
+        summary_dir=summary_dir,
+        eval_summary_dir=eval_summary_dir,
+        summary_manager=self._summary_manager,
+        eval_summary_manager=self._eval_summary_manager,
+        train_actions=self._build_train_actions() if self._training else None,
+        eval_actions=self._build_eval_actions())
+
+  # ---- running ---------------------------------------------------------------------------------
+  def run(self) -> Tuple[tf_keras.Model, Dict[str, float]]:
+    """Runs the mode; returns the model and, with `run_post_eval` or in mode
+    'train_and_post_eval', the logs of an evaluation of the final model ({} otherwise, as in
+    Model Garden).
+
+    Training stops cleanly on SIGTERM or SIGINT: the step in progress finishes, a checkpoint is
+    saved at that step and `run` returns (`trainer.stopped_by` names the signal).
+
+    Mode 'eval' without a checkpoint in `model_dir` evaluates the initial model (as Model
+    Garden; `official.nlp.train` refuses it earlier).
+    """
+    trainer = self._trainer
+    try:
+      if self._training and not _is_multi_worker(self.strategy):
+        with trainer.stop:  # multi-worker runs use TensorFlow's preemption handler instead
+          logs = self._run_mode()
+      else:
+        logs = self._run_mode()
+      return trainer.model, logs
+    finally:
+      if trainer.write_dir != self.model_dir:  # a non-chief worker's private copy
+        tf.io.gfile.rmtree(trainer.write_dir)
+
+  def _run_mode(self) -> Dict[str, float]:
+    """Runs the mode; the last evaluation's logs with `run_post_eval` (or in
+    'train_and_post_eval'), else {} (Model Garden's contract)."""
+    logs = self._run_and_evaluate()
+    if self._run_post_eval or self._mode == 'train_and_post_eval':
+      return logs
+    return {}
+
+  def _run_and_evaluate(self) -> Dict[str, float]:
+    """Runs the mode; returns the logs of the last evaluation (at the final step when
+    `run_post_eval` asks for one: an evaluation that already ran there is not repeated)."""
+    mode, params, trainer = self._mode, self.params.trainer, self._trainer
+    if mode == 'eval':
+      latest = tf.train.latest_checkpoint(self.model_dir)
+      if latest:
+        return self._evaluate_checkpoint(latest)
+      # (train.py refuses --mode=eval without a checkpoint before getting here.)
+      logging.warning('mode eval: no checkpoint in %s; evaluating the initial model (from '
+                      'task.init_checkpoint if set)', self.model_dir)
+      print(f'warning: no checkpoint in {self.model_dir}; evaluating the initial model',
+            flush=True)
+      return dict(self.controller.evaluate(steps=params.validation_steps))
+    if mode == 'continuous_eval':
+      logs: Dict[str, float] = {}
+      for path in tf.train.checkpoints_iterator(self.model_dir,
+                                                timeout=params.continuous_eval_timeout):
+        logs = self._evaluate_checkpoint(path)
+        if int(trainer.global_step.numpy()) >= params.train_steps:
+          break
+      return logs
+    controller = self.controller  # restores the latest checkpoint (or task.initialize)
+    logs = {}
+    try:
+      if mode == 'train_and_eval':
+        logs = controller.train_and_evaluate(train_steps=params.train_steps,
+                                             eval_steps=params.validation_steps,
+                                             eval_interval=params.validation_interval) or {}
+      else:
+        controller.train(steps=params.train_steps)
+    except StopRequested as stop:
+      _save_after_stop(trainer, int(trainer.global_step.numpy()), stop.signal_name)
+      return logs
+    except _Preempted:
+      trainer.stopped_by = 'SIGTERM'
+      print(f'SIGTERM (preemption) on a worker: all workers saved a checkpoint at step '
+            f'{int(trainer.global_step.numpy())}; rerun the same command to resume.', flush=True)
+      return logs
+    if (mode == 'train_and_post_eval' or self._run_post_eval) and not logs:
+      logs = controller.evaluate(steps=params.validation_steps)
+    return dict(logs)
+
+  def _evaluate_checkpoint(self, checkpoint_path: str) -> Dict[str, float]:
+    controller, trainer = self.controller, self._trainer
+    controller.restore_checkpoint(checkpoint_path)
+    logs = controller.evaluate(steps=self.params.trainer.validation_steps)
+    print(f'eval of {os.path.basename(checkpoint_path)} (step {int(trainer.global_step.numpy())})'
+          f': {_log_line(logs)}', flush=True)
+    return dict(logs)
 
 
 def run_experiment(distribution_strategy: Optional[tf.distribute.Strategy], task: base_task.Task,
                    mode: str, params: cfg.ExperimentConfig, model_dir: str,
                    run_post_eval: bool = False, save_summary: bool = True,
-                   allow_config_change: bool = False
+                   allow_config_change: bool = False,
+                   train_actions: Optional[List[orbit.Action]] = None,
+                   eval_actions: Optional[List[orbit.Action]] = None,
+                   trainer: Optional[Trainer] = None, controller_cls=None,
+                   summary_manager: Optional[orbit.utils.SummaryManagerInterface] = None,
+                   eval_summary_manager: Optional[orbit.utils.SummaryManagerInterface] = None,
+                   enable_async_checkpointing: bool = False
                    ) -> Tuple[tf_keras.Model, Dict[str, float]]:
-  """Runs `mode` ('train', 'eval', 'train_and_eval', 'continuous_eval') of an experiment.
+  """Runs `mode` ('train', 'eval', 'train_and_eval', 'train_and_post_eval', 'continuous_eval')
+  of an experiment with `OrbitExperimentRunner`.
 
-  Training stops cleanly on SIGTERM or SIGINT: the step in progress finishes, a checkpoint is saved
-  at that step and the function returns (`last_trainer.stopped_by` names the signal). With
-  `runtime.deterministic` the run is seeded, uses deterministic ops, and keeps its dropout random
-  state in the checkpoint, so a resumed run ends with the weights of an uninterrupted one.
+  With `runtime.deterministic` the run is seeded, uses deterministic ops, and keeps its dropout
+  random state in the checkpoint, so a resumed run ends with the weights of an uninterrupted one.
+  With `trainer.best_checkpoint_export_subdir` and `best_checkpoint_eval_metric`, every
+  evaluation that improves the metric saves `model_dir/<subdir>/best_ckpt-N` and `info.json`.
 
   Args:
     distribution_strategy: the strategy to build and run in (None: the default strategy).
     task: the task (built from `params.task`).
-    mode: what to run.
+    mode: what to run ('train_and_post_eval': train, then evaluate once).
     params: the experiment config.
     model_dir: checkpoints, summaries and `params.yaml`.
-    run_post_eval: evaluate once more after training (mode 'train').
+    run_post_eval: return the logs of an evaluation of the final model (evaluating once more
+      unless the last evaluation was already at the final step); without it only mode
+      'train_and_post_eval' returns logs (Model Garden's contract).
     save_summary: write TensorBoard summaries.
     allow_config_change: train in a `model_dir` whose `params.yaml` differs from `params` in
       keys that affect the result (otherwise a ValueError lists them).
+    train_actions: extra Orbit actions after every train loop.
+    eval_actions: extra Orbit actions after every evaluation.
+    trainer: a `Trainer` built by the caller; None: built here.
+    controller_cls: the `orbit.Controller` subclass to use.
+    summary_manager: replaces the train summary manager.
+    eval_summary_manager: replaces the eval summary manager.
+    enable_async_checkpointing: save checkpoints in the background.
 
   Returns:
-    The model and the last evaluation's logs (empty when nothing was evaluated).
+    The model and the final evaluation's logs (with `run_post_eval` or in mode
+    'train_and_post_eval'; otherwise {}).
 
   Raises:
-    ValueError: an unknown mode, 'eval' without a checkpoint, or an incompatible `params.yaml`.
+    ValueError: an unknown mode or an incompatible `params.yaml`.
   """
-  if mode not in MODES:
-    raise ValueError(f'--mode: unknown mode {mode!r}; expected one of {list(MODES)}')
-  distribution_strategy = distribution_strategy or tf.distribute.get_strategy()
-  performance.set_mixed_precision_policy(params.runtime.mixed_precision_dtype)
-  train_utils.apply_runtime_determinism(params.runtime)
-  training = mode in ('train', 'train_and_eval')
-  if training:
-    train_utils.check_config_compatible(params, model_dir, allow_config_change)
-    if train_utils.is_chief(distribution_strategy):
-      train_utils.write_params(params, model_dir)  # evaluation keeps the training run's params.yaml
-  global last_trainer
-  trainer = Trainer(distribution_strategy, task, params, model_dir, train=training)
-  last_trainer = trainer
-  try:
-    if training and not _is_multi_worker(distribution_strategy):
-      with trainer.stop:  # multi-worker runs use TensorFlow's preemption handler instead
-        return trainer.model, _run_mode(trainer, mode, run_post_eval, save_summary)
-    return trainer.model, _run_mode(trainer, mode, run_post_eval, save_summary)
-  finally:
-    if trainer.write_dir != model_dir:  # a non-chief worker's private copy
-      tf.io.gfile.rmtree(trainer.write_dir)
+  return OrbitExperimentRunner(
+      distribution_strategy, task, mode, params, model_dir, run_post_eval=run_post_eval,
+      save_summary=save_summary, train_actions=train_actions, eval_actions=eval_actions,
+      trainer=trainer, controller_cls=controller_cls, summary_manager=summary_manager,
+      eval_summary_manager=eval_summary_manager,
+      enable_async_checkpointing=enable_async_checkpointing,
+      allow_config_change=allow_config_change).run()
 
 
-def _run_mode(trainer: Trainer, mode: str, run_post_eval: bool, save_summary: bool
-              ) -> Dict[str, float]:
-  """Runs `mode` with a built trainer; returns the last evaluation's logs."""
-  params, model_dir = trainer.params, trainer.model_dir
-  if mode in ('train', 'train_and_eval'):
-    trainer.restore_or_initialize()
-    every = params.trainer.validation_interval if mode == 'train_and_eval' else None
-    eval_logs = _train(trainer, every, save_summary)
-    if run_post_eval and not eval_logs and not trainer.stopped_by:
-      eval_logs = trainer.evaluate()
-    return eval_logs
-  if mode == 'eval':
-    latest = tf.train.latest_checkpoint(model_dir)
-    if not latest:
-      raise ValueError(f'--mode=eval: no checkpoint in {model_dir}')
-    return _evaluate_checkpoint(trainer, latest, save_summary)
-  eval_logs = {}
-  for path in tf.train.checkpoints_iterator(model_dir,
-                                            timeout=params.trainer.continuous_eval_timeout):
-    eval_logs = _evaluate_checkpoint(trainer, path, save_summary)
-    if int(trainer.global_step.numpy()) >= params.trainer.train_steps:
-      break
-  return eval_logs
+maybe_create_best_ckpt_exporter = train_utils.maybe_create_best_ckpt_exporter
+
+
+def _flatten_logs(logs: Mapping[str, Any], prefix: str = '') -> Dict[str, float]:
+  flat = {}
+  for key, value in logs.items():
+    if isinstance(value, Mapping):
+      flat.update(_flatten_logs(value, f'{prefix}{key}-'))
+    elif np.size(value) == 1:
+      flat[f'{prefix}{key}'] = float(np.asarray(value).reshape(-1)[0])
+  return flat
+
+
+def run_continuous_finetune(mode: str, params: cfg.ExperimentConfig, model_dir: str,
+                            run_post_eval: bool = False, pretrain_steps: Optional[int] = None,
+                            distribution_strategy: Optional[tf.distribute.Strategy] = None,
+                            poll_seconds: float = 10.0) -> Dict[str, float]:
+  """Mode `continuous_train_and_eval`: fine-tunes and evaluates every new checkpoint of a
+  pretraining run.
+
+  `task.init_checkpoint` names the pretraining run's directory. For each new checkpoint there
+  (step S), the checkpoints of `model_dir` are removed, the task is fine-tuned from it in
+  `train_and_eval` mode (without TensorBoard summaries of its own; the best checkpoint, when
+  configured, goes to `<best_checkpoint_export_subdir>_S`), its final evaluation is written to
+  `model_dir/metrics-S.json` and as summaries `<model_dir name>_<task name>/<metric>` at step S in
+  `model_dir/eval`. It ends when no new checkpoint comes within
+  `trainer.continuous_eval_timeout` seconds and the pretraining run reached `pretrain_steps`
+  (if given).
+
+  Args:
+    mode: must be 'continuous_train_and_eval'.
+    params: the fine-tuning experiment config.
+    model_dir: the fine-tuning runs' directory.
+    run_post_eval: return the last evaluation's logs (otherwise {}).
+    pretrain_steps: the pretraining run's total steps: wait for checkpoints until it is reached.
+    distribution_strategy: the strategy (None: from `params.runtime`).
+    poll_seconds: how often to look for the pretraining directory before it exists.
+
+  Returns:
+    The last evaluation's logs when `run_post_eval`, else {}.
+
+  Raises:
+    ValueError: another mode, or `task.init_checkpoint` is not (and does not become within
+      `continuous_eval_timeout`) a directory.
+
+  Example:
+    >>> run_continuous_finetune('continuous_train_and_eval', params, 'runs/glue_sst2',
+    ...                         pretrain_steps=100_000)
+  """
+  from official.common import distribute_utils  # pylint: disable=g-import-not-at-top
+  from official.core import task_factory  # pylint: disable=g-import-not-at-top
+  if mode != 'continuous_train_and_eval':
+    raise ValueError(f'run_continuous_finetune runs mode continuous_train_and_eval, not {mode!r}')
+  pretrain_dir = params.task.init_checkpoint
+  waited = 0.0
+  while not (pretrain_dir and tf.io.gfile.isdir(pretrain_dir)):
+    if waited >= params.trainer.continuous_eval_timeout:
+      raise ValueError('--mode=continuous_train_and_eval: task.init_checkpoint must be the '
+                       f'directory of a pretraining run, found {pretrain_dir!r}')
+    time.sleep(poll_seconds)
+    waited += poll_seconds
+  runtime = params.runtime
+  strategy = distribution_strategy or distribute_utils.get_distribution_strategy(
+      distribution_strategy=runtime.distribution_strategy, num_gpus=runtime.num_gpus,
+      all_reduce_alg=runtime.all_reduce_alg, num_packs=runtime.num_packs,
+      tpu_address=runtime.tpu)
+  writer = tf.summary.create_file_writer(os.path.join(model_dir, 'eval'))
+  pretrain_step = 0
+  eval_logs: Dict[str, float] = {}
+
+  def timeout_fn() -> bool:
+    if pretrain_steps and pretrain_step < pretrain_steps:
+      logging.info('waiting for pretraining checkpoints: step %d of %d', pretrain_step,
+                   pretrain_steps)
+      return False
+    return True
+
+  for checkpoint in tf.train.checkpoints_iterator(
+      pretrain_dir, timeout=params.trainer.continuous_eval_timeout, timeout_fn=timeout_fn):
+    train_utils.remove_ckpts(model_dir)
+    pretrain_step = train_utils.read_global_step_from_checkpoint(checkpoint)
+    trainer_overrides = {}
+    if params.trainer.best_checkpoint_export_subdir:
+      trainer_overrides['best_checkpoint_export_subdir'] = (
+          f'{params.trainer.best_checkpoint_export_subdir}_{pretrain_step}')
+    run_params = params.replace(task={'init_checkpoint': checkpoint}, trainer=trainer_overrides)
+    print(f'fine-tuning from {checkpoint} (pretraining step {pretrain_step})', flush=True)
+    with strategy.scope():
+      task = task_factory.get_task(run_params.task, logging_dir=model_dir)
+    _, eval_logs = run_experiment(strategy, task, 'train_and_eval', run_params, model_dir,
+                                  run_post_eval=True, save_summary=False,
+                                  allow_config_change=True)
+    train_utils.write_json_summary(model_dir, pretrain_step, eval_logs)
+    group = f'{os.path.basename(os.path.normpath(model_dir))}_{task.name}'
+    _write_summaries(writer, {f'{group}/{k}': v for k, v in _flatten_logs(eval_logs).items()},
+                     pretrain_step)
+    print(f'fine-tuned from pretraining step {pretrain_step}: {_log_line(eval_logs)}',
+          flush=True)
+    train_utils.remove_ckpts(model_dir)
+  return eval_logs if run_post_eval else {}

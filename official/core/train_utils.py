@@ -6,11 +6,14 @@ Example:
   >>> write_params(params, '/tmp/model_dir')
 """
 
+import dataclasses
+import json
 import logging
 import os
 import tempfile
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Union
 
+import numpy as np
 import tensorflow as tf
 import tf_keras
 import yaml
@@ -29,22 +32,9 @@ def build_params(experiment: str, config_files: Sequence[str] = (),
     FileNotFoundError: a missing config file.
     hyperparams.ConfigError: a bad key or value, naming its full path.
   """
-  params = exp_factory.get_exp_config(experiment)
-  for path in config_files or ():
-    try:
-      params.override(hyperparams.read_yaml(path), is_strict=True)
-    except hyperparams.ConfigError as e:
-      raise hyperparams.ConfigError(e.path, f'{e.message} (in {path})') from None
-  hyperparams.override_params_dict(params, params_override, is_strict=True)
-  params.validate()
-  return params
-
-
-def parse_configuration(flags_obj) -> cfg.ExperimentConfig:
-  """`build_params` from flags with `experiment`, `config_file` and `params_override` (Model Garden's
-  name)."""
-  return build_params(flags_obj.experiment, getattr(flags_obj, 'config_file', None) or (),
-                      getattr(flags_obj, 'params_override', None))
+  options = ParseConfigOptions(experiment=experiment, config_file=list(config_files or ()),
+                               params_override=params_override)
+  return parse_configuration(options, lock_return=False, print_return=False)
 
 
 def serialize_config(params: cfg.ExperimentConfig, model_dir: str) -> str:
@@ -160,3 +150,344 @@ def apply_runtime_determinism(runtime: cfg.RuntimeConfig) -> None:
   if runtime.deterministic:
     tf.config.experimental.enable_op_determinism()
     tf_keras.backend.experimental.enable_tf_random_generator()
+
+
+# ---- Model Garden's parsing API ------------------------------------------------------------------
+@dataclasses.dataclass
+class ParseConfigOptions:
+  """The flag values `parse_configuration` reads, for callers without absl flags.
+
+  Example:
+    >>> options = ParseConfigOptions(experiment='bert/pretraining', config_file=['a.yaml'],
+    ...                              params_override='trainer.train_steps=10')
+    >>> params = parse_configuration(options)
+  """
+  experiment: str
+  config_file: List[str]
+  tpu: str = ''
+  tf_data_service: str = ''
+  params_override: str = ''
+
+  def __contains__(self, name: str) -> bool:
+    return name in dataclasses.asdict(self)
+
+
+class ExperimentParser:
+  """Builds the experiment config from flags (or `ParseConfigOptions`) step by step:
+  experiment defaults < config files < `--tpu` < `--tf_data_service` < params_override.
+
+  Subclass and override a step to customize parsing.
+
+  Example:
+    >>> params = ExperimentParser(flags.FLAGS).parse()
+  """
+
+  def __init__(self, flags_obj: Any):
+    self._flags_obj = flags_obj
+
+  def _flag(self, name: str, default: Any = None) -> Any:
+    return getattr(self._flags_obj, name, default)
+
+  def parse(self) -> cfg.ExperimentConfig:
+    """All steps in order; the result is not validated yet."""
+    params = self.base_experiment()
+    params = self.parse_config_file(params)
+    params = self.parse_runtime(params)
+    params = self.parse_data_service(params)
+    return self.parse_params_override(params)
+
+  def base_experiment(self) -> cfg.ExperimentConfig:
+    """The registered experiment's default config.
+
+    Raises:
+      ValueError: no experiment was given.
+    """
+    if not self._flag('experiment'):
+      raise ValueError('The flag --experiment must be specified.')
+    return exp_factory.get_exp_config(self._flag('experiment'))
+
+  def parse_config_file(self, params: cfg.ExperimentConfig) -> cfg.ExperimentConfig:
+    """Applies every `--config_file` in order (strictly: unknown keys raise)."""
+    for path in self._flag('config_file') or ():
+      try:
+        params.override(hyperparams.read_yaml(path), is_strict=True)
+      except hyperparams.ConfigError as e:
+        raise hyperparams.ConfigError(e.path, f'{e.message} (in {path})') from None
+    return params
+
+  def parse_runtime(self, params: cfg.ExperimentConfig) -> cfg.ExperimentConfig:
+    """Sets `runtime.tpu` from `--tpu` when given."""
+    if self._flag('tpu'):
+      params.override({'runtime': {'tpu': self._flag('tpu')}})
+    return params
+
+  def parse_data_service(self, params: cfg.ExperimentConfig) -> cfg.ExperimentConfig:
+    """Sets the data configs' `tf_data_service_address` from `--tf_data_service` when given
+    (mlm-garden refuses the value when the config is validated)."""
+    address = self._flag('tf_data_service')
+    if address and isinstance(params.task, cfg.TaskConfig):
+      params.override({'task': {'train_data': {'tf_data_service_address': address},
+                                'validation_data': {'tf_data_service_address': address}}})
+    return params
+
+  def parse_params_override(self, params: cfg.ExperimentConfig) -> cfg.ExperimentConfig:
+    """Applies `--params_override` (strictly)."""
+    hyperparams.override_params_dict(params, self._flag('params_override'), is_strict=True)
+    return params
+
+
+def parse_configuration(flags_obj: Any, lock_return: bool = True,
+                        print_return: bool = True) -> cfg.ExperimentConfig:
+  """The validated experiment config from flags with `experiment`, `config_file`,
+  `params_override` (and optionally `tpu`, `tf_data_service`); Model Garden's entry point.
+
+  Args:
+    flags_obj: absl `FLAGS` or a `ParseConfigOptions`.
+    lock_return: lock the config (a later `override` raises).
+    print_return: log the final config.
+
+  Example:
+    >>> params = parse_configuration(ParseConfigOptions('bert/pretraining', []), lock_return=False)
+  """
+  params = ExperimentParser(flags_obj).parse()
+  params.validate()
+  if lock_return and hasattr(params, 'lock'):
+    params.lock()
+  if print_return:
+    logging.info('Final experiment parameters:\n%s', yaml.safe_dump(params.as_dict()))
+  return params
+
+
+# ---- nested dicts of metrics ----------------------------------------------------------------------
+def get_leaf_nested_dict(d: Dict[str, Any], keys: List[str]) -> Any:
+  """The leaf at path `keys` of the nested dict `d`.
+
+  Raises:
+    KeyError: the path does not exist ('Path not exist while traversing ...'), or ends at a dict
+      rather than a leaf ('The value extracted with keys ... is not a leaf').
+
+  Example:
+    >>> get_leaf_nested_dict({'a': {'b': 1}}, ['a', 'b'])   # 1
+  """
+  node = d
+  for i, key in enumerate(keys):
+    if not isinstance(node, dict) or key not in node:
+      raise KeyError(f'Path not exist while traversing the dictionary: {keys[:i + 1]} (of {keys}) '
+                     f'is missing in {d}')
+    node = node[key]
+  if isinstance(node, dict):
+    raise KeyError(f'The value extracted with keys {keys} is not a leaf of the dictionary: '
+                   f'{node}')
+  return node
+
+
+def cast_leaf_nested_dict(d: Dict[str, Any], cast_fn: Any) -> Dict[str, Any]:
+  """A copy of the nested dict `d` with `cast_fn` applied to every leaf.
+
+  Example:
+    >>> cast_leaf_nested_dict({'a': {'b': '1'}}, int)   # {'a': {'b': 1}}
+  """
+  return {k: cast_leaf_nested_dict(v, cast_fn) if isinstance(v, dict) else cast_fn(v)
+          for k, v in d.items()}
+
+
+def _scalar_leaves(d: Dict[str, Any]) -> Dict[str, Any]:
+  """`d` without the leaves that are not single numbers (images, vectors), as floats."""
+  kept = {}
+  for key, value in d.items():
+    if isinstance(value, dict):
+      kept[key] = _scalar_leaves(value)
+      continue
+    array = np.asarray(value.numpy() if hasattr(value, 'numpy') else value)
+    if array.size == 1 and (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
+      kept[key] = float(array.reshape(()))
+  return kept
+
+
+# ---- best checkpoint export -----------------------------------------------------------------------
+BEST_CHECKPOINT_NAME = 'best_ckpt'
+
+
+class BestCheckpointExporter:
+  """Keeps the checkpoint with the best evaluation metric in `export_dir` (`best_ckpt-N`), and
+  its evaluation logs in `export_dir/info.json` (plus `best_ckpt_global_step`).
+
+  The best value survives restarts: it is read back from `info.json`.
+
+  Args:
+    export_dir: the directory (`model_dir/<trainer.best_checkpoint_export_subdir>`).
+    metric_name: the eval log to compare; '|' separates the keys of nested logs
+      ('squad|f1').
+    metric_comp: 'higher' or 'lower' (which is better).
+
+  Raises:
+    ValueError: `metric_comp` is neither.
+
+  Example:
+    >>> exporter = BestCheckpointExporter(f'{model_dir}/best', 'accuracy', 'higher')
+    >>> exporter.maybe_export_checkpoint(checkpoint, {'accuracy': 0.9}, global_step=1000)   # True
+  """
+
+  def __init__(self, export_dir: str, metric_name: str, metric_comp: str):
+    if metric_comp not in ('higher', 'lower'):
+      raise ValueError('trainer.best_checkpoint_metric_comp: best checkpoint metric comp must be '
+                       f'one of higher, lower. Got: {metric_comp!r}')
+    if not metric_name:
+      raise ValueError('trainer.best_checkpoint_eval_metric is required with '
+                       'trainer.best_checkpoint_export_subdir')
+    self._export_dir = export_dir
+    self._metric_path = metric_name.split('|')
+    self._metric_comp = metric_comp
+    tf.io.gfile.makedirs(export_dir)
+    self._best_ckpt_logs = None
+    if tf.io.gfile.exists(self.best_ckpt_logs_path):
+      with tf.io.gfile.GFile(self.best_ckpt_logs_path, 'r') as f:
+        self._best_ckpt_logs = json.loads(f.read())
+    self._manager = None
+
+  @property
+  def export_dir(self) -> str:
+    return self._export_dir
+
+  @property
+  def best_ckpt_logs(self) -> Optional[Dict[str, Any]]:
+    """The eval logs of the best checkpoint so far (None before the first)."""
+    return self._best_ckpt_logs
+
+  @property
+  def best_ckpt_logs_path(self) -> str:
+    return os.path.join(self._export_dir, 'info.json')
+
+  @property
+  def best_ckpt_path(self) -> Optional[str]:
+    """The best checkpoint's path, or None when none was exported yet."""
+    return tf.train.latest_checkpoint(self._export_dir)
+
+  def metric_value(self, eval_logs: Dict[str, Any]) -> float:
+    """The compared metric of `eval_logs` as a float.
+
+    Raises:
+      KeyError: the logs have no such metric (naming the configured name).
+    """
+    try:
+      value = get_leaf_nested_dict(eval_logs, self._metric_path)
+    except KeyError as e:
+      raise KeyError(f'trainer.best_checkpoint_eval_metric={"|".join(self._metric_path)!r}: '
+                     f'not among the eval logs {sorted(eval_logs)} ({e.args[0]})') from None
+    return float(np.asarray(value.numpy() if hasattr(value, 'numpy') else value).reshape(-1)[0])
+
+  def _is_better(self, eval_logs: Dict[str, Any]) -> bool:
+    if self._best_ckpt_logs is None:
+      return True
+    old, new = self.metric_value(self._best_ckpt_logs), self.metric_value(eval_logs)
+    return new > old if self._metric_comp == 'higher' else new < old
+
+  def maybe_export_checkpoint(self, checkpoint: tf.train.Checkpoint, eval_logs: Dict[str, Any],
+                              global_step: int, write_logs: bool = True) -> bool:
+    """Saves `checkpoint` as the best one when `eval_logs` beat the best so far.
+
+    Args:
+      checkpoint: the checkpoint to save.
+      eval_logs: the evaluation's logs (nested dicts allowed).
+      global_step: the step evaluated (recorded in `info.json`).
+      write_logs: write `info.json`.
+
+    Returns:
+      Whether the checkpoint was exported.
+    """
+    if not self._is_better(eval_logs):
+      return False
+    self._best_ckpt_logs = eval_logs
+    if write_logs:
+      self.export_best_eval_metric(eval_logs, global_step)
+    if self._manager is None or self._manager.checkpoint is not checkpoint:
+      self._manager = tf.train.CheckpointManager(checkpoint, directory=self._export_dir,
+                                                 max_to_keep=1,
+                                                 checkpoint_name=BEST_CHECKPOINT_NAME)
+    path = self._manager.save()
+    logging.info('new best %s = %g at step %d: saved %s', '|'.join(self._metric_path),
+                 self.metric_value(eval_logs), int(global_step), path)
+    return True
+
+  def export_best_eval_metric(self, eval_logs: Dict[str, Any], global_step: int) -> None:
+    """Writes the scalar eval logs and `best_ckpt_global_step` to `info.json`."""
+    logs = _scalar_leaves(eval_logs)
+    logs['best_ckpt_global_step'] = float(global_step)
+    with tf.io.gfile.GFile(self.best_ckpt_logs_path, 'w') as f:
+      f.write(json.dumps(logs, indent=2) + '\n')
+
+
+def maybe_create_best_ckpt_exporter(params: cfg.ExperimentConfig, data_dir: str
+                                    ) -> Optional[BestCheckpointExporter]:
+  """A `BestCheckpointExporter` in `data_dir/<trainer.best_checkpoint_export_subdir>` when the
+  trainer config asks for one (subdir and metric set), else None."""
+  trainer = params.trainer
+  if not (data_dir and trainer.best_checkpoint_export_subdir and
+          trainer.best_checkpoint_eval_metric):
+    return None
+  return BestCheckpointExporter(os.path.join(data_dir, trainer.best_checkpoint_export_subdir),
+                                trainer.best_checkpoint_eval_metric,
+                                trainer.best_checkpoint_metric_comp)
+
+
+# ---- models and checkpoints -----------------------------------------------------------------------
+def write_model_params(model: Union[tf.Module, tf_keras.Model], output_path: str) -> None:
+  """Writes one line `name [shape]` per model variable, then `Total params: N`.
+
+  Example:
+    >>> write_model_params(model, '/tmp/run/model_params.txt')
+  """
+  total = 0
+  with tf.io.gfile.GFile(output_path, 'w') as f:
+    for variable in model.variables:
+      shape = variable.shape.as_list()
+      total += int(np.prod(shape))
+      f.write(f'{variable.name} {shape}\n')
+    f.write(f'\nTotal params: {total}\n')
+
+
+def try_count_params(model: Union[tf.Module, tf_keras.Model],
+                     trainable_only: bool = False) -> Optional[int]:
+  """The number of (trainable) parameters of `model`, or None when it cannot be counted (e.g.
+  a Keras model that is not built yet)."""
+  try:
+    variables = model.trainable_variables if trainable_only else model.variables
+    return int(sum(np.prod(v.shape.as_list()) for v in variables))
+  except (ValueError, TypeError, AttributeError):
+    return None
+
+
+def read_global_step_from_checkpoint(ckpt_file_path: str) -> int:
+  """The `global_step` saved in a checkpoint (a prefix or a directory: its latest).
+
+  Raises:
+    ValueError: no checkpoint there, or it has no global_step.
+  """
+  path = ckpt_file_path
+  if tf.io.gfile.isdir(path):
+    path = tf.train.latest_checkpoint(path)
+    if path is None:
+      raise ValueError(f'no checkpoint in {ckpt_file_path}')
+  reader = tf.train.load_checkpoint(path)
+  for key in reader.get_variable_to_shape_map():
+    if key.startswith('global_step/'):
+      return int(reader.get_tensor(key))
+  raise ValueError(f'checkpoint {path} has no global_step')
+
+
+def write_json_summary(log_dir: str, global_step: int, eval_metrics: Dict[str, Any]) -> str:
+  """Writes the scalar eval metrics to `log_dir/metrics-<global_step>.json`; returns the path."""
+  tf.io.gfile.makedirs(log_dir)
+  path = os.path.join(log_dir, f'metrics-{int(global_step)}.json')
+  with tf.io.gfile.GFile(path, 'w') as f:
+    f.write(json.dumps(_scalar_leaves(eval_metrics), indent=2) + '\n')
+  return path
+
+
+def remove_ckpts(model_dir: str) -> None:
+  """Removes the checkpoints (`ckpt-*` and the `checkpoint` state file) of `model_dir`."""
+  for path in tf.io.gfile.glob(os.path.join(model_dir, 'ckpt-*')):
+    tf.io.gfile.remove(path)
+  state = os.path.join(model_dir, 'checkpoint')
+  if tf.io.gfile.exists(state):
+    tf.io.gfile.remove(state)

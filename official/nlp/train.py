@@ -16,26 +16,17 @@ import sys
 from absl import app
 from absl import flags
 
+from official.common import flags as tfm_flags
+
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string('experiment', None, 'The registered experiment to run, e.g. bert/pretraining.')
-flags.DEFINE_enum('mode', 'train_and_eval', ['train', 'eval', 'train_and_eval', 'continuous_eval'],
-                  'What to run: train; eval (the latest checkpoint once); train_and_eval (evaluate '
-                  'every trainer.validation_interval steps); continuous_eval (evaluate each new '
-                  'checkpoint of --model_dir).')
-flags.DEFINE_string('model_dir', None, 'Directory for checkpoints, summaries and params.yaml; a '
-                    'rerun with the same directory resumes from its latest checkpoint.')
-flags.DEFINE_multi_string('config_file', [], 'YAML config file(s) overriding the experiment '
-                          'defaults; repeat the flag for several (later files win).')
-flags.DEFINE_string('params_override', None, "Overrides applied last: 'a.b=1,c.d=x' pairs, a "
-                    'YAML/JSON string, or a YAML file path.')
-flags.DEFINE_multi_string('gin_file', [], 'Gin config file(s) to parse before running.')
-flags.DEFINE_multi_string('gin_params', [], "Gin bindings, e.g. 'MyLayer.width = 3'.")
-flags.DEFINE_string('tpu', None, 'TPU name or address; sets runtime.tpu (use with '
-                    'runtime.distribution_strategy=tpu).')
-flags.DEFINE_string('tf_data_service', None, 'Not supported by mlm-garden; setting it is an error.')
+tfm_flags.define_flags()  # --experiment, --mode, --model_dir, --config_file, --params_override, ...
+flags.DEFINE_integer('pretrain_steps', None, 'continuous_train_and_eval: the pretraining run\'s '
+                     'total steps; wait for its checkpoints until this step is reached.')
+flags.DEFINE_bool('enable_async_checkpointing', False, 'Save checkpoints in the background '
+                  '(Model Garden defaults to true; mlm-garden saves synchronously by default).')
 flags.DEFINE_bool('allow_config_change', False, 'Train in a --model_dir whose params.yaml differs '
                   'from the new config in keys that change what is trained (model, optimizer, '
                   'training data); without it such a run fails listing the differing keys.')
@@ -108,8 +99,14 @@ def main(argv) -> None:
   except (ValueError, KeyError) as e:
     _fail(str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e))
   try:
+    if FLAGS.mode == 'continuous_train_and_eval':
+      train_lib.run_continuous_finetune(FLAGS.mode, params, FLAGS.model_dir,
+                                        pretrain_steps=FLAGS.pretrain_steps,
+                                        distribution_strategy=strategy)
+      return
     train_lib.run_experiment(strategy, task, FLAGS.mode, params, FLAGS.model_dir,
-                             allow_config_change=FLAGS.allow_config_change)
+                             allow_config_change=FLAGS.allow_config_change,
+                             enable_async_checkpointing=FLAGS.enable_async_checkpointing)
   except (ValueError, FileNotFoundError, KeyError) as e:
     # Bad data or checkpoint paths, or data that does not match the config (found while building
     # inputs); `--verbosity=1` logs the traceback too. TensorFlow runtime errors keep theirs.

@@ -10,7 +10,29 @@ from official.common import distribute_utils
 
 
 def test_off_means_the_default_strategy():
-  assert distribute_utils.get_distribution_strategy('off') is None
+  assert distribute_utils.get_distribution_strategy('off') is tf.distribute.get_strategy()
+  with pytest.raises(ValueError, match='When 2 GPUs are specified'):
+    distribute_utils.get_distribution_strategy('off', num_gpus=2)
+
+
+def test_bad_arguments_name_the_problem():
+  with pytest.raises(ValueError, match='`num_gpus` can not be negative'):
+    distribute_utils.get_distribution_strategy(num_gpus=-1)
+  with pytest.raises(ValueError, match="must be a string but got: False. If you meant to pass the "
+                                       "string 'off'"):
+    distribute_utils.get_distribution_strategy(False)
+  with pytest.raises(ValueError, match='`OneDeviceStrategy` can not be used for more than one'):
+    distribute_utils.get_distribution_strategy('one_device', num_gpus=2)
+  with pytest.raises(ValueError, match='`multi_worker_mirrored`, valid values'):
+    distribute_utils.get_distribution_strategy('multi_worker_mirrored', all_reduce_alg='magic')
+
+
+def test_get_strategy_scope():
+  one = distribute_utils.get_distribution_strategy('one_device')
+  with distribute_utils.get_strategy_scope(one):
+    assert tf.distribute.get_strategy() is one
+  with distribute_utils.get_strategy_scope(None):
+    assert tf.distribute.get_strategy() is not one
 
 
 def test_one_device_and_mirrored_on_cpu():

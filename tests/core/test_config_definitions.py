@@ -48,9 +48,6 @@ def test_full_dump_round_trips():
     ({'runtime': {'per_gpu_thread_count': 2}}, 'runtime.per_gpu_thread_count', 'GPU thread'),
     ({'task': {'differential_privacy_config': {'clipping_norm': 1.0}}},
      'task.differential_privacy_config', 'differential privacy'),
-    ({'trainer': {'recovery_max_trials': 3}}, 'trainer.recovery_max_trials', 'recovery'),
-    ({'trainer': {'best_checkpoint_export_subdir': 'best'}},
-     'trainer.best_checkpoint_export_subdir', 'best checkpoint'),
     ({'trainer': {'train_tf_while_loop': False}}, 'trainer.train_tf_while_loop', 'tf.while_loop'),
 ])
 def test_unimplemented_model_garden_fields_fail_when_set(overrides, path, reason):
@@ -70,12 +67,24 @@ def test_unimplemented_model_garden_fields_fail_when_set(overrides, path, reason
     ({'task': {'train_data': {'global_batch_size': -2}}}, 'task.train_data.global_batch_size',
      'must be >= 0'),
     ({'trainer': {'validation_steps': -3}}, 'trainer.validation_steps', 'must be >= -1'),
+    ({'trainer': {'best_checkpoint_metric_comp': 'max'}}, 'trainer.best_checkpoint_metric_comp',
+     'expected one of'),
 ])
 def test_bad_values_name_the_key(overrides, path, message):
   with pytest.raises(hyperparams.ConfigError) as e:
     cfg.ExperimentConfig.from_dict(overrides)
   assert e.value.path == path
   assert message in str(e.value)
+
+
+def test_best_checkpoint_export_needs_a_metric():
+  params = cfg.ExperimentConfig.from_dict({'trainer': {'best_checkpoint_export_subdir': 'best'}})
+  with pytest.raises(hyperparams.ConfigError) as e:
+    params.validate()
+  assert e.value.path == 'trainer.best_checkpoint_eval_metric'
+  assert 'required with best_checkpoint_export_subdir' in str(e.value)
+  params.override({'trainer': {'best_checkpoint_eval_metric': 'cls_accuracy'}})
+  params.validate()
 
 
 def test_loss_scale_accepts_dynamic_or_number():

@@ -28,14 +28,16 @@ def _train_py(*args, timeout=240):
                         capture_output=True, text=True, timeout=timeout, check=False)
 
 
-def _run_in_process(model_dir, mode='train', allow_config_change=False, **trainer_overrides):
+def _run_in_process(model_dir, mode='train', allow_config_change=False, run_post_eval=False,
+                    **trainer_overrides):
   params = exp_factory.get_exp_config('test/toy_regression')
   params.override({'trainer': trainer_overrides})
   strategy = distribute_utils.get_distribution_strategy('one_device')
   with strategy.scope():
     task = task_factory.get_task(params.task, logging_dir=str(model_dir))
   return train_lib.run_experiment(strategy, task, mode, params, str(model_dir),
-                                  allow_config_change=allow_config_change)
+                                  allow_config_change=allow_config_change,
+                                  run_post_eval=run_post_eval)
 
 
 def _checkpoint_steps(model_dir):
@@ -153,7 +155,8 @@ def run(model_dir, steps):
   params.override({{'trainer': {{'train_steps': steps}}}})
   with strategy.scope():
     task = task_factory.get_task(params.task)
-  return train_lib.run_experiment(strategy, task, 'train_and_eval', params, model_dir)
+  return train_lib.run_experiment(strategy, task, 'train_and_eval', params, model_dir,
+                                  run_post_eval=True)
 root = {str(tmp_path)!r}
 model, logs = run(root + '/full', 20)
 np.save(root + '/full.npy', model.get_weights()[0])
@@ -169,7 +172,7 @@ np.save(root + '/split.npy', model.get_weights()[0])
                              rtol=1e-6)
   # One device with the whole batch: same weights, training losses and eval metrics.
   from official.nlp.tools import training_curves  # pylint: disable=g-import-not-at-top
-  model, logs = _run_in_process(tmp_path / 'one', mode='train_and_eval')
+  model, logs = _run_in_process(tmp_path / 'one', mode='train_and_eval', run_post_eval=True)
   np.testing.assert_allclose(np.load(tmp_path / 'full.npy'), model.get_weights()[0], rtol=1e-5)
   np.testing.assert_allclose(np.load(tmp_path / 'full_eval.npy'),
                              [logs['validation_loss'], logs['mean_absolute_error']], rtol=1e-5)

@@ -56,7 +56,7 @@ def test_two_workers_match_one_process_and_only_the_chief_writes(tmp_path):
   with strategy.scope():
     task = task_factory.get_task(params.task)
   model, logs = train_lib.run_experiment(strategy, task, 'train_and_eval', params,
-                                         str(tmp_path / 'one'))
+                                         str(tmp_path / 'one'), run_post_eval=True)
   np.testing.assert_allclose(_kernel(tmp_path / 'two'), model.get_weights()[0].reshape(-1, 1),
                              rtol=1e-5)
   for _, loss, mae in evals:

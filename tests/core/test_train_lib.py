@@ -1,5 +1,6 @@
 """Tests for official/core/train_lib.py and official/nlp/train.py with the toy regression experiment."""
 
+import json
 import os
 import subprocess
 import sys
@@ -10,6 +11,7 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
+import orbit
 from official.common import distribute_utils
 from official.core import exp_factory
 from official.core import task_factory
@@ -27,13 +29,14 @@ def _train_py(*args, timeout=240):
                         capture_output=True, text=True, timeout=timeout, check=False)
 
 
-def _run_in_process(model_dir, mode='train', **trainer_overrides):
+def _run_in_process(model_dir, mode='train', run_post_eval=False, **trainer_overrides):
   params = exp_factory.get_exp_config('test/toy_regression')
   params.override({'trainer': trainer_overrides})
   strategy = distribute_utils.get_distribution_strategy('one_device')
   with strategy.scope():
     task = task_factory.get_task(params.task, logging_dir=str(model_dir))
-  return train_lib.run_experiment(strategy, task, mode, params, str(model_dir))
+  return train_lib.run_experiment(strategy, task, mode, params, str(model_dir),
+                                  run_post_eval=run_post_eval)
 
 
 def _checkpoint_steps(model_dir):
@@ -127,7 +130,8 @@ def test_continuous_eval_stops_after_the_timeout_without_new_checkpoints(tmp_pat
   _run_in_process(tmp_path, train_steps=10)
   capsys.readouterr()
   start = time.time()
-  _, logs = _run_in_process(tmp_path, mode='continuous_eval', continuous_eval_timeout=2)
+  _, logs = _run_in_process(tmp_path, mode='continuous_eval', run_post_eval=True,
+                            continuous_eval_timeout=2)
   assert time.time() - start >= 1  # ckpt-10 is below train_steps=20: it waited for more
   assert 'eval of ckpt-10 (step 10)' in capsys.readouterr().out
   assert logs['validation_loss'] > 0
@@ -143,7 +147,8 @@ def test_train_loop_is_traced_once(tmp_path, xla):
                    'runtime': {'enable_xla': xla, 'xla_on_cpu': True}})
   task = task_factory.get_task(params.task)
   strategy = distribute_utils.get_distribution_strategy('one_device')
-  _, logs = train_lib.run_experiment(strategy, task, 'train_and_eval', params, str(tmp_path))
+  _, logs = train_lib.run_experiment(strategy, task, 'train_and_eval', params, str(tmp_path),
+                                     run_post_eval=True)
   trainer = train_lib.last_trainer
   assert int(trainer.global_step.numpy()) == 20
   assert trainer.train_loop_fn().experimental_get_tracing_count() == 1
@@ -171,7 +176,7 @@ def test_mixed_precision(tmp_path, dtype, optimizer_cls):
   strategy = distribute_utils.get_distribution_strategy('one_device')
   try:
     model, logs = train_lib.run_experiment(strategy, task, 'train_and_eval', params,
-                                           str(tmp_path))
+                                           str(tmp_path), run_post_eval=True)
     assert model.layers[0].compute_dtype == dtype
     assert model.layers[0].kernel.dtype == tf.float32
   finally:
@@ -256,3 +261,102 @@ def test_tf_data_service_and_eval_without_checkpoint_fail_clearly(tmp_path):
   result = _train_py(*TOY, f'--model_dir={tmp_path}', '--mode=eval')
   assert result.returncode == 1 and 'no checkpoint' in result.stderr
   assert 'Traceback' not in result.stderr
+
+
+def test_best_checkpoint_export_keeps_the_lowest_validation_loss(tmp_path):
+  params = exp_factory.get_exp_config('test/toy_regression')
+  params.override({'trainer': {'validation_interval': 5, 'best_checkpoint_export_subdir': 'best',
+                               'best_checkpoint_eval_metric': 'validation_loss',
+                               'best_checkpoint_metric_comp': 'lower'}})
+  params.validate()
+  task = task_factory.get_task(params.task)
+  strategy = distribute_utils.get_distribution_strategy('one_device')
+  evals = []
+  model, logs = train_lib.run_experiment(strategy, task, 'train_and_eval', params, str(tmp_path),
+                                         run_post_eval=True, eval_actions=[evals.append])
+  losses = [e['validation_loss'] for e in evals]
+  assert len(losses) == 4 and losses[-1] == min(losses)   # it keeps improving on this task
+  info = json.loads((tmp_path / 'best' / 'info.json').read_text())
+  assert info['best_ckpt_global_step'] == 20.0
+  np.testing.assert_allclose(info['validation_loss'], losses[-1], rtol=1e-6)
+  best = tf.train.latest_checkpoint(str(tmp_path / 'best'))
+  assert os.path.basename(best).startswith('best_ckpt-')
+  assert len(tf.io.gfile.glob(str(tmp_path / 'best' / 'best_ckpt-*.index'))) == 1  # max_to_keep 1
+  reader = tf.train.load_checkpoint(best)
+  assert reader.get_tensor('global_step/.ATTRIBUTES/VARIABLE_VALUE') == 20
+  # A rerun compares against the saved best: a worse evaluation exports nothing.
+  exporter = train_lib.maybe_create_best_ckpt_exporter(params, str(tmp_path))
+  assert not exporter.maybe_export_checkpoint(tf.train.Checkpoint(), {'validation_loss': 1e9}, 30)
+  assert model is not None and logs['validation_loss'] == losses[-1]
+
+
+def test_train_and_post_eval_evaluates_once_at_the_end(tmp_path, capsys):
+  model_dir = tmp_path / 'run'
+  _, logs = _run_in_process(model_dir, mode='train_and_post_eval')
+  out = capsys.readouterr().out
+  assert logs['validation_loss'] > 0 and out.count('eval at step') == 1
+  assert 'eval at step 20' in out
+  validation = training_curves.read_scalars(str(model_dir / 'validation'))
+  assert [s for s, _ in validation['validation_loss']] == [20]
+  with pytest.raises(ValueError, match="unknown mode 'train_and_validate'"):
+    _run_in_process(model_dir, mode='train_and_validate')
+
+
+def test_orbit_experiment_runner_exposes_its_parts(tmp_path):
+  params = exp_factory.get_exp_config('test/toy_regression')
+  params.override({'trainer': {'train_steps': 10}})
+  task = task_factory.get_task(params.task)
+  strategy = distribute_utils.get_distribution_strategy('one_device')
+  runner = train_lib.OrbitExperimentRunner(strategy, task, 'train', params, str(tmp_path),
+                                           run_post_eval=True)
+  assert isinstance(runner.controller, orbit.Controller)
+  assert runner.checkpoint_manager.checkpoint_interval == 5
+  assert isinstance(runner.trainer, orbit.AbstractTrainer)
+  _, logs = runner.run()
+  assert 'validation_loss' in logs and _checkpoint_steps(tmp_path) == [5, 10]
+
+
+def test_continuous_train_and_eval_fine_tunes_each_pretraining_checkpoint(tmp_path, capsys):
+  pretrain_dir = tmp_path / 'pretrain'
+  _run_in_process(pretrain_dir, train_steps=10)            # ckpt-5, ckpt-10
+  params = exp_factory.get_exp_config('test/toy_regression')
+  params.override({'task': {'init_checkpoint': str(pretrain_dir)},
+                   'trainer': {'train_steps': 5, 'validation_interval': 5,
+                               'continuous_eval_timeout': 1}})
+  finetune_dir = tmp_path / 'finetune'
+  logs = train_lib.run_continuous_finetune(
+      'continuous_train_and_eval', params, str(finetune_dir), run_post_eval=True,
+      distribution_strategy=distribute_utils.get_distribution_strategy('one_device'))
+  assert 'fine-tuning from ' + str(pretrain_dir / 'ckpt-10') in capsys.readouterr().out
+  metrics = json.loads((finetune_dir / 'metrics-10.json').read_text())
+  np.testing.assert_allclose(metrics['validation_loss'], logs['validation_loss'], rtol=1e-6)
+  assert not tf.io.gfile.glob(str(finetune_dir / 'ckpt-*'))   # removed after each fine-tuning
+  scalars = training_curves.read_scalars(str(finetune_dir / 'eval'))
+  # Tagged `<model_dir name>_<task name>/<metric>` at the pretraining step.
+  assert [s for s, _ in scalars['finetune_toy_regression_task/validation_loss']] == [10]
+  with pytest.raises(ValueError, match='runs mode continuous_train_and_eval'):
+    train_lib.run_continuous_finetune('train', params, str(finetune_dir))
+
+
+def test_loss_blowup_recovery_restores_the_latest_checkpoint(tmp_path, monkeypatch, capsys):
+  check_loss = train_lib._check_loss  # pylint: disable=protected-access
+  blowups = {10}
+
+  def blow_up_at(loss, step, *args):
+    if step in blowups:
+      blowups.discard(step)
+      raise RuntimeError(f'training loss is nan at step {step}')
+    check_loss(loss, step, *args)
+
+  monkeypatch.setattr(train_lib, '_check_loss', blow_up_at)
+  model_dir = tmp_path / 'run'
+  _run_in_process(model_dir, recovery_max_trials=1)
+  out = capsys.readouterr().out
+  assert f'restored {model_dir}/ckpt-5 (recovery 1 of 1)' in out
+  steps = [int(line.split()[1].split('/')[0]) for line in out.splitlines()
+           if line.startswith('step ')]
+  assert steps == [5, 5, 10, 15, 20]   # back to step 5 after the restore, then on to 20
+  assert _checkpoint_steps(model_dir) == [5, 10, 15, 20]
+  blowups.update({10, 15})
+  with pytest.raises(RuntimeError, match='training loss is nan at step 15'):
+    _run_in_process(tmp_path / 'twice', recovery_max_trials=1)

@@ -1,0 +1,44 @@
+"""Tests for official/core/actions.py."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import orbit
+from official.core import actions
+from official.core import exp_factory
+from tests.core import toy_task  # pylint: disable=unused-import
+
+
+def test_recovery_condition_counts_bad_losses_then_raises():
+  step = orbit.utils.create_global_step()
+  condition = actions.RecoveryCondition(step, loss_upper_bound=0.5, recovery_begin_steps=10,
+                                        recovery_max_trials=2)
+  assert not condition({'training_loss': 0.6})          # before recovery_begin_steps
+  step.assign(10)
+  assert not condition({'training_loss': 0.4})
+  assert condition({'training_loss': 0.6})
+  assert condition({'training_loss': tf.constant([np.nan])})
+  with pytest.raises(RuntimeError, match='larger than the bound 0.5.*happened 3 times'):
+    condition({'training_loss': 0.6})
+
+
+def test_recovery_action_restores_the_latest_checkpoint(tmp_path):
+  value = tf.Variable(1.0)
+  manager = tf.train.CheckpointManager(tf.train.Checkpoint(value=value), str(tmp_path), 2)
+  manager.save()
+  value.assign(5.0)
+  recover = orbit.actions.ConditionalAction(lambda _: True, actions.RecoveryAction(manager))
+  recover({})
+  assert float(value.numpy()) == 1.0
+
+
+def test_default_action_lists():
+  params = exp_factory.get_exp_config('test/toy_regression')
+
+  class Trainer:
+    global_step = orbit.utils.create_global_step()
+    strategy = tf.distribute.get_strategy()
+
+  assert actions.get_eval_actions(params, Trainer(), '/tmp/unused') == []
+  assert actions.get_train_actions(params, Trainer(), '/tmp/unused', None) == []
