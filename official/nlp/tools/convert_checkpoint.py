@@ -28,6 +28,7 @@ import tensorflow as tf
 import tf_keras
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
+from official.modeling import checkpoint_compat
 from official.modeling import hyperparams
 from official.nlp.configs import bert
 from official.nlp.configs import encoders
@@ -83,7 +84,7 @@ def read_ours(path: str) -> Model:
     raise ValueError(f'{prefix}: no `encoder` in the checkpoint (it has {sorted(roots)})')
   if 'masked_lm' in roots:
     model = bert_weight_map.build_pretrainer(bert.PretrainerConfig.from_dict(model_params))
-    items = dict(model.checkpoint_items)
+    items = checkpoint_compat.pretrainer_items(model, roots)
   else:
     model = bert_weight_map.build_encoder(encoders.EncoderConfig.from_dict(model_params['encoder']))
     items = {'encoder': model}
@@ -114,7 +115,8 @@ def write_ours(model: Model, out_dir: str) -> str:
     model_params = {'encoder': encoders.EncoderConfig(
         type='bert', bert=bert_weight_map.encoder_config_of(encoder)).as_dict()}
   else:
-    items = dict(pretrainer.checkpoint_items)
+    # `model` too: the heads' logits layers are saved under it (Model Garden's keys).
+    items = dict(pretrainer.checkpoint_items, model=pretrainer)
     model_params = bert_weight_map.pretrainer_config_of(pretrainer).as_dict()
   tf.io.gfile.makedirs(out_dir)
   prefix = tf.train.Checkpoint(**items).save(os.path.join(out_dir, 'ckpt'))
