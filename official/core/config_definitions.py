@@ -145,8 +145,10 @@ class TrainerConfig(hyperparams.Config):
     train_steps: total train steps.
     validation_steps: eval steps per evaluation (-1: the whole eval dataset).
     validation_interval: steps between evaluations in `train_and_eval`.
-    loss_upper_bound: a training loss above this (or non-finite) stops training, or, with
-      `recovery_max_trials`, restores the latest checkpoint.
+    loss_upper_bound: a training loss above this (or non-finite) stops training (naming the
+      newest finite checkpoint), or, with `recovery_max_trials`, restores the latest checkpoint.
+      Independently, a checkpoint is only written when every weight and optimizer variable is
+      finite; otherwise training stops.
     recovery_begin_steps: before this step a finite loss above `loss_upper_bound` is accepted.
     recovery_max_trials: bad loop losses answered by restoring the latest checkpoint (and
       training on) before one stops training (0: the first stops it).
@@ -156,7 +158,8 @@ class TrainerConfig(hyperparams.Config):
     best_checkpoint_eval_metric: the eval log compared ('|' separates nested keys).
     best_checkpoint_metric_comp: 'higher' or 'lower' is better.
     skip_nonfinite_steps: skip the update of a step with non-finite loss instead of stopping
-      (mlm-garden addition).
+      (mlm-garden addition). Skipped steps are counted (the progress line of the loop, the
+      `skipped_steps` summary); a loop whose steps were all skipped stops training.
   """
   optimizer_config: OptimizationConfig = dataclasses.field(default_factory=OptimizationConfig)
   train_tf_while_loop: bool = hyperparams.unsupported(
@@ -214,6 +217,18 @@ class TaskConfig(hyperparams.Config):
   differential_privacy_config: Optional[Dict[str, Any]] = hyperparams.unsupported(
       None, 'differential privacy is not supported by mlm-garden')
   allow_image_summary: bool = False
+
+  def validate(self) -> None:
+    super().validate()
+    # A configured input needs a batch: 0 examples per step would train on nothing (and report
+    # a NaN loss). An unused split may keep the default 0.
+    for name in ('train_data', 'validation_data'):
+      data = getattr(self, name, None)
+      if (isinstance(data, DataConfig) and data.input_path and
+          data.global_batch_size is not None and data.global_batch_size < 1):
+        raise hyperparams.ConfigError(
+            f'{name}.global_batch_size', f'expected a batch size >= 1 with {name}.input_path '
+            f'set, found {data.global_batch_size}')
 
 
 @dataclasses.dataclass

@@ -18,6 +18,8 @@ import inspect
 import logging
 import math
 import os
+import re
+import shutil
 import time
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
@@ -27,6 +29,7 @@ import tensorflow as tf
 import tf_keras
 
 from official.core import base_task
+from official.core import model_dir_lock
 from official.core import preemption
 from official.core import config_definitions as cfg
 from official.core import train_utils
@@ -49,6 +52,94 @@ def _format_eta(seconds: float) -> str:
 
 def _scalar(value: Any) -> float:
   return float(np.asarray(value).reshape(-1)[0]) if np.size(value) else float('nan')
+
+
+class TrainingStopped(RuntimeError):
+  """Training cannot go on (a non-finite or too large loss, non-finite weights, every step of a
+  loop skipped); the message says why and names the newest finite checkpoint."""
+
+
+class CheckpointWriteError(OSError):
+  """A checkpoint could not be written (disk full, read-only directory); the message names it."""
+
+
+class _FiniteCheckpointManager(tf.train.CheckpointManager):
+  """A `tf.train.CheckpointManager` that never writes NaN or Inf.
+
+  Before every save that the interval lets through, one reduction over the checkpoint's
+  floating-point variables checks they are finite; a non-finite one raises `TrainingStopped`
+  instead of being written. Write failures raise `CheckpointWriteError` naming the checkpoint.
+  `verified` holds the checkpoints this process wrote (known finite).
+  """
+
+  def __init__(self, *args, **kwargs):
+    super().__init__(*args, **kwargs)
+    self.verified = set()
+
+  def _interval_passed(self) -> bool:
+    # As `CheckpointManager.save(check_interval=True)` decides, without saving.
+    last, interval = self._last_checkpoint_step, self._checkpoint_interval  # pylint: disable=protected-access
+    if interval is None or last is None or self._step_counter is None:
+      return True
+    return int(self._step_counter.numpy()) >= last + interval
+
+  def save(self, checkpoint_number=None, check_interval: bool = True, options=None):
+    if check_interval and not self._interval_passed():
+      return None
+    if not train_utils.checkpoint_is_finite(self.checkpoint):
+      step = int(self._step_counter.numpy()) if self._step_counter is not None else None
+      newest = _newest_finite_checkpoint(self.directory, self.verified)
+      raise TrainingStopped(f'the weights (or optimizer state) hold NaN or Inf at step {step}: '
+                            f'no checkpoint of them was written; stopping. {newest}')
+    try:
+      path = super().save(checkpoint_number=checkpoint_number, check_interval=check_interval,
+                          options=options)
+    except (tf.errors.OpError, OSError) as e:
+      number = checkpoint_number if checkpoint_number is not None else self._step_counter
+      prefix = self._checkpoint_prefix  # pylint: disable=protected-access
+      if number is not None:
+        prefix = f'{prefix}-{int(number)}'
+      # A failed save leaves `<prefix>_temp/` behind; on a full disk its space matters.
+      shutil.rmtree(f'{prefix}_temp', ignore_errors=True)
+      raise CheckpointWriteError(f'cannot write checkpoint {prefix}: {_os_reason(e)}') from None
+    if path:
+      self.verified.add(path)
+    return path
+
+
+def _os_reason(error: Exception) -> str:
+  """The operating system's reason in a TensorFlow or OS error ('No space left on device')."""
+  if isinstance(error, OSError) and error.strerror:
+    return error.strerror
+  text = str(getattr(error, 'message', None) or error).strip()
+  text = re.sub(r'\{\{.*?\}\}\s*', '', text)
+  text = re.sub(r'\s*\[Op:\w+\]', '', text).strip()
+  text = text.splitlines()[0] if text else type(error).__name__
+  return text.rsplit('; ', 1)[-1]
+
+
+def _newest_finite_checkpoint(model_dir: str, verified: Optional[set] = None) -> str:
+  """'The newest finite checkpoint is <path> (step N).' (or that there is none), checking the
+  checkpoints of `model_dir` newest first; those in `verified` were checked when written."""
+  for path in _checkpoints_newest_first(model_dir):
+    if path not in (verified or ()):
+      try:
+        if not train_utils.checkpoint_file_is_finite(path):
+          logging.warning('checkpoint %s holds NaN or Inf', path)
+          continue
+      except (tf.errors.OpError, ValueError, IndexError):
+        continue
+    step = path.rsplit('-', 1)[-1]
+    return f'The newest finite checkpoint is {path} (step {step}); a rerun resumes from it.'
+  return (f'There is no finite checkpoint in {model_dir}: a rerun starts from the initial '
+          'weights.')
+
+
+def _mean_or_nan(metric: tf_keras.metrics.Mean) -> float:
+  """The metric's mean, NaN when it averaged nothing (e.g. every step was skipped)."""
+  if float(metric.count.numpy()) == 0:
+    return float('nan')
+  return float(metric.result())
 
 
 class StopRequested(Exception):
@@ -100,6 +191,9 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
         inner.build(self.model.trainable_variables)
       self.global_step = tf.Variable(0, dtype=tf.int64, trainable=False, name='global_step',
                                      aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+      # Steps whose update was skipped (skip_nonfinite_steps) in this process; not checkpointed.
+      self.skipped_steps = tf.Variable(0, dtype=tf.int64, trainable=False, name='skipped_steps',
+                                       aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
     items = dict(getattr(self.model, 'checkpoint_items', {}) or {})
     if params.runtime.deterministic:
       items['dropout_random_state'] = _dropout_random_state(self.model)
@@ -113,7 +207,7 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
     self.checkpoint = tf.train.Checkpoint(global_step=self.global_step, model=self.model,
                                           optimizer=self.optimizer, **items)
     self.write_dir = train_utils.writable_dir(model_dir, strategy)
-    self.manager = tf.train.CheckpointManager(
+    self.manager = _FiniteCheckpointManager(
         self.checkpoint, self.write_dir, max_to_keep=trainer.max_to_keep,
         step_counter=self.global_step, checkpoint_interval=trainer.checkpoint_interval,
         init_fn=self.initialize)
@@ -200,9 +294,15 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
     loss = tf.cast(logs[self.task.loss], tf.float32)
     weight = 1.0
     if self.params.trainer.skip_nonfinite_steps:
-      # Skipped (non-finite) steps are left out of the logged loss.
+      # Skipped (non-finite) steps are left out of the logged loss, and counted: a step is
+      # skipped when any replica's loss is non-finite (its gradients are all-reduced).
       weight = tf.cast(tf.math.is_finite(loss), tf.float32)
       loss = tf.where(tf.math.is_finite(loss), loss, tf.zeros_like(loss))
+      skipped = 1.0 - weight
+      context = tf.distribute.get_replica_context()
+      if context is not None and context.num_replicas_in_sync > 1:
+        skipped = tf.minimum(context.all_reduce(tf.distribute.ReduceOp.SUM, skipped), 1.0)
+      self.skipped_steps.assign_add(tf.cast(skipped, tf.int64))
     self.training_loss.update_state(loss, sample_weight=weight)
     self.loop_loss.update_state(loss, sample_weight=weight)
 
@@ -269,9 +369,10 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
     """Runs one loop of `num_steps` train steps (`orbit.AbstractTrainer.train`).
 
     After the loop: a stop signal raises `StopRequested`; a non-finite loss (or one above
-    `trainer.loss_upper_bound`) raises RuntimeError; otherwise one progress line is printed and
-    the outputs are returned: the summary window's `training_loss`, `learning_rate` and the train
-    metrics. The window (and the metrics) restart once `summary_interval` steps have passed, when
+    `trainer.loss_upper_bound`) raises `TrainingStopped`; otherwise one progress line is printed
+    and the outputs are returned: the summary window's `training_loss` (NaN when every step in
+    it was skipped), `learning_rate`, the train metrics and, with `skip_nonfinite_steps`,
+    `skipped_steps` (the steps skipped so far in this process; the progress line shows a loop's). The window (and the metrics) restart once `summary_interval` steps have passed, when
     the controller writes them.
 
     Args:
@@ -279,7 +380,9 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
 
     Raises:
       StopRequested: SIGTERM/SIGINT arrived; the loop ended after the step in progress.
-      RuntimeError: the loss check failed.
+      TrainingStopped: the loss check failed (and no recovery was left), or, with
+        `skip_nonfinite_steps`, every step of the loop was skipped; the message names the newest
+        finite checkpoint.
     """
     params = self.params.trainer
     start_step = int(self.global_step.numpy())
@@ -289,18 +392,33 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
     if self.train_iterator is None:  # several replicas: built after the restore
       self.train_iterator = self._make_train_iterator(skip_steps=start_step)
     loop_start = time.time()
+    skipped_before = int(self.skipped_steps.numpy())
     self.train_loop_fn()(self.train_iterator, tf.convert_to_tensor(num_steps, tf.int32))
     step = int(self.global_step.numpy())
     if self.stop.signal_name:  # set with `stop.requested`, which ended the loop early
       raise StopRequested(self.stop.signal_name)
-    loss = float(self.loop_loss.result())
+    loss = _mean_or_nan(self.loop_loss)
     self.loop_loss.reset_states()
     self.last_loop_loss = loss
+    skipped = int(self.skipped_steps.numpy()) - skipped_before
+    if skipped and skipped >= step - start_step:
+      raise TrainingStopped(
+          f'every step of the loop from step {start_step} to {step} ({skipped} steps) had a '
+          'non-finite loss and was skipped (trainer.skip_nonfinite_steps): training makes no '
+          f'progress (learning rate {self.learning_rate():.3g}); stopping. '
+          f'{_newest_finite_checkpoint(self.write_dir, self.manager.verified)}')
+    if skipped:
+      logging.warning('%d of the %d steps up to step %d had a non-finite loss; their updates '
+                      'were skipped (trainer.skip_nonfinite_steps)', skipped, step - start_step,
+                      step)
     try:
       _check_loss(loss, step, params.loss_upper_bound, params.skip_nonfinite_steps)
-    except RuntimeError:
+    except RuntimeError as e:
       if not self._may_recover(loss, step):
-        raise
+        if isinstance(e, TrainingStopped):
+          raise
+        newest = _newest_finite_checkpoint(self.write_dir, self.manager.verified)
+        raise TrainingStopped(f'{e}. {newest}') from None
       self._recoveries += 1
       path = self.restore_or_initialize()
       print(f'warning: training loss {loss} at step {step}: restored '
@@ -310,10 +428,13 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
     rate = (step - start_step) / max(time.time() - loop_start, 1e-9)
     done = (step - self._run_start[0]) / max(time.time() - self._run_start[1], 1e-9)
     eta = (params.train_steps - step) / done if done > 0 else float('inf')
+    skipped_note = f' | skipped {skipped} (non-finite loss)' if skipped else ''
     print(f'step {step}/{params.train_steps} | loss {loss:.4f} | {rate:.2f} steps/s | '
-          f'ETA {_format_eta(eta)}', flush=True)
-    outputs = {'training_loss': float(self.training_loss.result()),
+          f'ETA {_format_eta(eta)}{skipped_note}', flush=True)
+    outputs = {'training_loss': _mean_or_nan(self.training_loss),
                'learning_rate': self.learning_rate()}
+    if params.skip_nonfinite_steps:
+      outputs['skipped_steps'] = float(self.skipped_steps.numpy())
     outputs.update({m.name: _scalar(m.result()) for m in self.train_metrics})
     if step - self._window_start >= params.summary_interval:
       for metric in self.train_metrics + [self.training_loss]:
@@ -479,14 +600,15 @@ def _write_summaries(writer, logs: Dict[str, float], step: int) -> None:
 
 
 def _check_loss(loss: float, step: int, upper_bound: float, skip_nonfinite: bool = False) -> None:
-  if skip_nonfinite and not math.isfinite(loss):
-    logging.warning('every step of the loop ending at step %d had a non-finite loss; their '
-                    'updates were skipped (trainer.skip_nonfinite_steps)', step)
-    return
+  """Raises RuntimeError when the loop's mean loss is non-finite or above `upper_bound`.
+
+  With `skip_nonfinite` the mean leaves out the skipped steps; a loop of only skipped steps is
+  stopped before this check (`Trainer.train`).
+  """
+  del skip_nonfinite
   if not math.isfinite(loss) or loss > upper_bound:
     raise RuntimeError(f'training loss is {loss} at step {step} (non-finite or above '
-                       f'trainer.loss_upper_bound={upper_bound}); stopping. The last good checkpoint '
-                       'is kept in model_dir.')
+                       f'trainer.loss_upper_bound={upper_bound}); stopping')
 
 
 
@@ -552,8 +674,13 @@ class OrbitExperimentRunner:
     allow_config_change: train in a `model_dir` whose `params.yaml` differs from `params` in
       keys that affect the result (otherwise a ValueError lists them).
 
+  Training modes take the lock of `model_dir` (`model_dir_lock`) when the runner is built and
+  release it when `run` ends.
+
   Raises:
-    ValueError: an unknown mode, or an incompatible `params.yaml`.
+    ValueError: an unknown mode, an incompatible `params.yaml`, or a `model_dir` that is a file
+      or not writable.
+    model_dir_lock.ModelDirLocked: another live training run holds `model_dir`.
 
   Example:
     >>> model, logs = OrbitExperimentRunner(strategy, task, 'train_and_eval', params,
@@ -584,15 +711,30 @@ class OrbitExperimentRunner:
     self._training = mode in ('train', 'train_and_eval', 'train_and_post_eval')
     performance.set_mixed_precision_policy(params.runtime.mixed_precision_dtype)
     train_utils.apply_runtime_determinism(params.runtime)
-    if self._training:
-      train_utils.check_config_compatible(params, model_dir, allow_config_change)
-      if train_utils.is_chief(self.strategy):
-        train_utils.write_params(params, model_dir)  # evaluation keeps the training run's
-    global last_trainer
-    self._trainer = trainer or Trainer(self.strategy, task, params, model_dir,
-                                       train=self._training)
-    last_trainer = self._trainer
+    # One writer per model_dir: training takes its lock (the chief only: other workers write
+    # into private directories) before writing anything; `run` releases it.
+    self._lock: Optional[model_dir_lock.ModelDirLock] = None
+    if self._training and train_utils.is_chief(self.strategy):
+      train_utils.check_model_dir(model_dir)
+      self._lock = model_dir_lock.ModelDirLock(model_dir).acquire()
+    try:
+      if self._training:
+        train_utils.check_config_compatible(params, model_dir, allow_config_change)
+        if self._lock is not None:
+          train_utils.write_params(params, model_dir)  # evaluation keeps the training run's
+      global last_trainer
+      self._trainer = trainer or Trainer(self.strategy, task, params, model_dir,
+                                         train=self._training)
+      last_trainer = self._trainer
+    except BaseException:
+      self.release_lock()
+      raise
     self._controller = None
+
+  def release_lock(self) -> None:
+    """Releases the model_dir lock (`run` does at its end; also released at exit)."""
+    if self._lock is not None:
+      self._lock.release()
 
   @property
   def params(self) -> cfg.ExperimentConfig:
@@ -687,6 +829,7 @@ class OrbitExperimentRunner:
     finally:
       if trainer.write_dir != self.model_dir:  # a non-chief worker's private copy
         tf.io.gfile.rmtree(trainer.write_dir)
+      self.release_lock()
 
   def _run_mode(self) -> Dict[str, float]:
     """Runs the mode; the last evaluation's logs with `run_post_eval` (or in
@@ -792,7 +935,12 @@ def run_experiment(distribution_strategy: Optional[tf.distribute.Strategy], task
     'train_and_post_eval'; otherwise {}).
 
   Raises:
-    ValueError: an unknown mode or an incompatible `params.yaml`.
+    ValueError: an unknown mode, an incompatible `params.yaml`, or a `model_dir` that is a file
+      or not writable.
+    model_dir_lock.ModelDirLocked: another live training run writes into `model_dir`.
+    TrainingStopped: a non-finite or too large loss, non-finite weights at a checkpoint, or a loop
+      whose steps were all skipped; the message names the newest finite checkpoint.
+    CheckpointWriteError: a checkpoint could not be written (e.g. the disk is full).
   """
   return OrbitExperimentRunner(
       distribution_strategy, task, mode, params, model_dir, run_post_eval=run_post_eval,
@@ -853,7 +1001,6 @@ def run_continuous_finetune(mode: str, params: cfg.ExperimentConfig, model_dir: 
     ...                         pretrain_steps=100_000)
   """
   from official.common import distribute_utils  # pylint: disable=g-import-not-at-top
-  from official.core import task_factory  # pylint: disable=g-import-not-at-top
   if mode != 'continuous_train_and_eval':
     raise ValueError(f'run_continuous_finetune runs mode continuous_train_and_eval, not {mode!r}')
   pretrain_dir = params.task.init_checkpoint
@@ -869,6 +1016,17 @@ def run_continuous_finetune(mode: str, params: cfg.ExperimentConfig, model_dir: 
       distribution_strategy=runtime.distribution_strategy, num_gpus=runtime.num_gpus,
       all_reduce_alg=runtime.all_reduce_alg, num_packs=runtime.num_packs,
       tpu_address=runtime.tpu)
+  train_utils.check_model_dir(model_dir)
+  with model_dir_lock.ModelDirLock(model_dir):  # the fine-tuning runs re-enter it
+    return _continuous_finetune(params, model_dir, pretrain_dir, strategy, pretrain_steps,
+                                run_post_eval)
+
+
+def _continuous_finetune(params: cfg.ExperimentConfig, model_dir: str, pretrain_dir: str,
+                         strategy: tf.distribute.Strategy, pretrain_steps: Optional[int],
+                         run_post_eval: bool) -> Dict[str, float]:
+  """The loop of `run_continuous_finetune` (while holding the lock of `model_dir`)."""
+  from official.core import task_factory  # pylint: disable=g-import-not-at-top
   writer = tf.summary.create_file_writer(os.path.join(model_dir, 'eval'))
   pretrain_step = 0
   eval_logs: Dict[str, float] = {}

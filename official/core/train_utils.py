@@ -63,6 +63,31 @@ def is_chief(strategy: Optional[tf.distribute.Strategy] = None) -> bool:
   return task_type == 'worker' and task_id == 0 and not has_chief
 
 
+def check_model_dir(model_dir: str) -> None:
+  """Creates `model_dir` when missing and checks that training can write into it.
+
+  Raises:
+    ValueError: one line naming `model_dir` when it is a file, cannot be created or is not
+      writable.
+
+  Example:
+    >>> check_model_dir('/tmp/run')
+  """
+  if '://' in model_dir:  # remote file systems: their own errors
+    tf.io.gfile.makedirs(model_dir)
+    return
+  if os.path.exists(model_dir) and not os.path.isdir(model_dir):
+    raise ValueError(f'--model_dir={model_dir}: expected a directory, found a file')
+  try:
+    os.makedirs(model_dir, exist_ok=True)
+  except OSError as e:
+    raise ValueError(f'--model_dir={model_dir}: cannot create the directory '
+                     f'({e.strerror or e})') from None
+  if not os.access(model_dir, os.W_OK | os.X_OK):
+    raise ValueError(f'--model_dir={model_dir}: expected a writable directory, found one that '
+                     'is not writable')
+
+
 def writable_dir(model_dir: str, strategy: Optional[tf.distribute.Strategy] = None) -> str:
   """`model_dir` for the chief; a private temporary directory for other workers.
 
@@ -393,9 +418,15 @@ class BestCheckpointExporter:
       write_logs: write `info.json`.
 
     Returns:
-      Whether the checkpoint was exported.
+      Whether the checkpoint was exported (never when its variables hold NaN or Inf).
     """
     if not self._is_better(eval_logs):
+      return False
+    if not checkpoint_is_finite(checkpoint):
+      logging.warning('step %d: the weights hold NaN or Inf; not exported as the best checkpoint',
+                      int(global_step))
+      print(f'warning: step {int(global_step)}: the weights hold NaN or Inf; not exported as the '
+            f'best checkpoint to {self._export_dir}', flush=True)
       return False
     self._best_ckpt_logs = eval_logs
     if write_logs:
@@ -482,6 +513,73 @@ def write_json_summary(log_dir: str, global_step: int, eval_metrics: Dict[str, A
   with tf.io.gfile.GFile(path, 'w') as f:
     f.write(json.dumps(_scalar_leaves(eval_metrics), indent=2) + '\n')
   return path
+
+
+# ---- finite checkpoints ---------------------------------------------------------------------------
+@tf.function
+def _all_finite(variables: List[tf.Variable]) -> tf.Tensor:
+  return tf.reduce_all(tf.stack([tf.reduce_all(tf.math.is_finite(v)) for v in variables]))
+
+
+def checkpoint_variables(checkpoint: tf.train.Checkpoint) -> List[tf.Variable]:
+  """The floating-point variables `checkpoint` saves (model weights, optimizer slots, ...).
+
+  Example:
+    >>> checkpoint_variables(tf.train.Checkpoint(model=model, optimizer=optimizer))
+  """
+  variables, seen = [], set()
+  for trackable in tf.train.TrackableView(checkpoint).descendants():
+    if isinstance(trackable, tf.Variable) and trackable.dtype.is_floating and (
+        id(trackable) not in seen):
+      seen.add(id(trackable))
+      variables.append(trackable)
+  return variables
+
+
+def variables_are_finite(variables: Sequence[tf.Variable]) -> bool:
+  """Whether every element of `variables` is finite (no NaN, no Inf): one fused reduction on the
+  devices, one boolean to the host; integer variables are skipped.
+
+  Example:
+    >>> variables_are_finite(model.variables)   # False after a NaN update
+  """
+  floats = [v for v in variables if v.dtype.is_floating]
+  if not floats:
+    return True
+  return bool(_all_finite(floats).numpy())
+
+
+def checkpoint_is_finite(checkpoint: tf.train.Checkpoint) -> bool:
+  """Whether the variables `checkpoint` would save are all finite (check before saving).
+
+  Example:
+    >>> if checkpoint_is_finite(checkpoint): manager.save()
+  """
+  return variables_are_finite(checkpoint_variables(checkpoint))
+
+
+def checkpoint_file_is_finite(path: str) -> bool:
+  """Whether every floating-point tensor of the saved checkpoint `path` (a prefix) is finite.
+
+  Reads the whole checkpoint: meant for a few checkpoints when a run stops, not per step.
+
+  Raises:
+    tf.errors.OpError: the checkpoint cannot be read.
+
+  Example:
+    >>> checkpoint_file_is_finite('/tmp/run/ckpt-100')
+  """
+  reader = tf.train.load_checkpoint(path)
+  dtypes = reader.get_variable_to_dtype_map()
+  for name, dtype in dtypes.items():
+    if not dtype.is_floating:
+      continue
+    values = np.asarray(reader.get_tensor(name))
+    if values.dtype.kind != 'f':  # bfloat16 (ml_dtypes)
+      values = values.astype(np.float32)
+    if not np.all(np.isfinite(values)):
+      return False
+  return True
 
 
 def remove_ckpts(model_dir: str) -> None:

@@ -79,6 +79,7 @@ def main(argv) -> None:
   if not FLAGS.model_dir:
     _fail('--model_dir is required')
   from official.common import distribute_utils  # pylint: disable=g-import-not-at-top
+  from official.core import model_dir_lock  # pylint: disable=g-import-not-at-top
   from official.core import task_factory  # pylint: disable=g-import-not-at-top
   from official.core import train_lib  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
@@ -107,9 +108,12 @@ def main(argv) -> None:
     train_lib.run_experiment(strategy, task, FLAGS.mode, params, FLAGS.model_dir,
                              allow_config_change=FLAGS.allow_config_change,
                              enable_async_checkpointing=FLAGS.enable_async_checkpointing)
-  except (ValueError, FileNotFoundError, KeyError) as e:
-    # Bad data or checkpoint paths, or data that does not match the config (found while building
-    # inputs); `--verbosity=1` logs the traceback too. TensorFlow runtime errors keep theirs.
+  except (ValueError, FileNotFoundError, KeyError, model_dir_lock.ModelDirLocked,
+          train_lib.TrainingStopped, train_lib.CheckpointWriteError) as e:
+    # Bad data or checkpoint paths, data that does not match the config (found while building
+    # inputs), a model_dir in use or not writable, a run that cannot go on (non-finite loss or
+    # weights; the message names the newest finite checkpoint), a checkpoint that cannot be
+    # written; `--verbosity=1` logs the traceback too. TensorFlow runtime errors keep theirs.
     logging.debug('run_experiment failed', exc_info=True)
     _fail(str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e))
 

@@ -112,3 +112,16 @@ def test_task_config_subclass_narrows_model():
   assert params.task.model.width == 5
   with pytest.raises(hyperparams.ConfigError, match=r'^task.model.depth: unknown key'):
     _Experiment.from_dict({'task': {'model': {'depth': 5}}})
+
+
+@pytest.mark.parametrize('split', ['train_data', 'validation_data'])
+def test_a_configured_input_needs_a_positive_batch_size(split):
+  params = cfg.ExperimentConfig.from_dict({'task': {split: {'input_path': 'train.tfrecord',
+                                                            'global_batch_size': 0}}})
+  with pytest.raises(hyperparams.ConfigError) as e:
+    params.validate()
+  assert e.value.path == f'task.{split}.global_batch_size'
+  assert 'expected a batch size >= 1' in str(e.value) and 'found 0' in str(e.value)
+  with pytest.raises(hyperparams.ConfigError, match='must be >= 0, found -1'):
+    cfg.ExperimentConfig.from_dict({'task': {split: {'global_batch_size': -1}}})
+  cfg.ExperimentConfig().validate()  # an unused split keeps the default 0

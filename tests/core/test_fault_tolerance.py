@@ -1,8 +1,11 @@
 """Preemption, corrupt checkpoints, config changes and resuming with several replicas."""
 
+import json
 import os
 import re
+import resource
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -180,3 +183,189 @@ np.save(root + '/split.npy', model.get_weights()[0])
   one = training_curves.read_scalars(str(tmp_path / 'one' / 'train'))['training_loss']
   assert [s for s, _ in two] == [s for s, _ in one]
   np.testing.assert_allclose([v for _, v in two], [v for _, v in one], rtol=1e-5)
+
+
+# ---- never a poisoned checkpoint ------------------------------------------------------------------
+def _run(model_dir, overrides=None, mode='train', **run_kwargs):
+  params = exp_factory.get_exp_config('test/toy_regression')
+  params.override(overrides or {})
+  strategy = distribute_utils.get_distribution_strategy('one_device')
+  with strategy.scope():
+    task = task_factory.get_task(params.task, logging_dir=str(model_dir))
+  return train_lib.run_experiment(strategy, task, mode, params, str(model_dir), **run_kwargs)
+
+
+def _last_line(text):
+  lines = [line for line in text.splitlines() if line.strip()]
+  return lines[-1] if lines else ''
+
+
+def test_nan_injected_before_a_save_is_not_written(tmp_path):
+  def poison(outputs):  # a train action: runs after the loop, before its checkpoint
+    del outputs
+    trainer = train_lib.last_trainer
+    if int(trainer.global_step.numpy()) == 10:
+      kernel = trainer.model.trainable_variables[0]
+      kernel.assign(tf.fill(kernel.shape, np.nan))
+
+  with pytest.raises(train_lib.TrainingStopped) as e:
+    _run(tmp_path, train_actions=[poison])
+  message = str(e.value)
+  assert 'the weights (or optimizer state) hold NaN or Inf at step 10' in message
+  assert f'The newest finite checkpoint is {tmp_path}/ckpt-5 (step 5)' in message
+  assert _checkpoint_steps(tmp_path) == [5]
+  assert not tf.io.gfile.glob(str(tmp_path / 'ckpt-10*'))
+  assert not (tmp_path / '.mlm_garden.lock').exists()  # released on the exception
+
+
+def _write_poisoned_checkpoint(step):
+  """What an older version could leave: the last run's ckpt-<step>, holding a NaN kernel (saved
+  past the finite check)."""
+  trainer = train_lib.last_trainer
+  kernel = trainer.model.trainable_variables[0]
+  kernel.assign(tf.fill(kernel.shape, np.nan))
+  trainer.global_step.assign(step)
+  tf.train.CheckpointManager.save(trainer.manager, checkpoint_number=step, check_interval=False)
+
+
+def test_a_stopped_run_names_the_newest_finite_checkpoint_on_disk(tmp_path):
+  _run(tmp_path, {'trainer': {'train_steps': 10}})
+  _write_poisoned_checkpoint(15)
+  with pytest.raises(train_lib.TrainingStopped) as e:   # resumes from the NaN ckpt-15
+    _run(tmp_path)
+  assert 'training loss is nan at step 20' in str(e.value)
+  assert f'The newest finite checkpoint is {tmp_path}/ckpt-10 (step 10)' in str(e.value)
+  assert _checkpoint_steps(tmp_path) == [5, 10, 15]
+
+
+def test_loss_above_the_bound_exits_1_naming_the_newest_checkpoint(tmp_path):
+  _run(tmp_path, {'trainer': {'train_steps': 10}})
+  result = _train_py(*TOY, f'--model_dir={tmp_path}', '--mode=train',
+                     '--params_override=trainer.loss_upper_bound=0.001')
+  assert result.returncode == 1 and 'Traceback' not in result.stderr
+  assert _last_line(result.stderr).startswith('error: training loss is 0.')
+  assert (f'at step 15 (non-finite or above trainer.loss_upper_bound=0.001); stopping. The '
+          f'newest finite checkpoint is {tmp_path}/ckpt-10 (step 10)') in result.stderr
+  assert _checkpoint_steps(tmp_path) == [5, 10]
+
+
+LR_1E30 = ('trainer.optimizer_config.learning_rate.polynomial.initial_learning_rate=1e30,'
+           'trainer.optimizer_config.learning_rate.polynomial.end_learning_rate=1e30')
+
+
+@pytest.mark.parametrize('skip', [False, True])
+def test_a_diverging_run_exits_1_without_writing_a_checkpoint(tmp_path, skip):
+  result = _train_py(*TOY, f'--model_dir={tmp_path}', '--mode=train',
+                     f'--params_override={LR_1E30},trainer.skip_nonfinite_steps={skip}')
+  assert result.returncode == 1 and 'Traceback' not in result.stderr
+  last = _last_line(result.stderr)
+  if skip:  # the first step's update makes the weights infinite; the other four are skipped
+    assert 'step 5/20 | loss ' in result.stdout and '| skipped 4 (non-finite loss)' in result.stdout
+    assert last.startswith('error: the weights (or optimizer state) hold NaN or Inf at step 5')
+  else:
+    assert last.startswith('error: training loss is nan at step 5')
+  assert 'loss 0.0000' not in result.stdout
+  assert f'There is no finite checkpoint in {tmp_path}' in last
+  assert not tf.io.gfile.glob(str(tmp_path / 'ckpt-*'))
+  assert not (tmp_path / '.mlm_garden.lock').exists()
+
+
+# ---- one writer per model_dir ---------------------------------------------------------------------
+def test_a_live_lock_of_another_process_refuses_train_py(tmp_path):
+  sleeper = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])
+  try:
+    (tmp_path / '.mlm_garden.lock').write_text(json.dumps(
+        {'host': socket.gethostname(), 'pid': sleeper.pid, 'started': 'earlier'}))
+    result = _train_py(*TOY, f'--model_dir={tmp_path}', '--mode=train')
+  finally:
+    sleeper.kill()
+    sleeper.wait()
+  assert result.returncode == 1 and 'Traceback' not in result.stderr
+  assert _last_line(result.stderr) == (
+      f'error: --model_dir={tmp_path} is in use by another training run (host '
+      f'{socket.gethostname()}, pid {sleeper.pid}, started earlier; lock file '
+      f'{tmp_path}/.mlm_garden.lock); wait for it to end or choose another --model_dir')
+  assert sorted(os.listdir(tmp_path)) == ['.mlm_garden.lock']  # nothing written
+  # The holder is gone now: the stale lock is taken over with a warning.
+  result = _train_py(*TOY, f'--model_dir={tmp_path}', '--mode=train',
+                     '--params_override=trainer.train_steps=5')
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert 'taking over the stale lock of a run that is no longer running' in result.stdout
+  assert _checkpoint_steps(tmp_path) == [5] and not (tmp_path / '.mlm_garden.lock').exists()
+
+
+def test_two_train_py_runs_on_one_model_dir(tmp_path):
+  first = subprocess.Popen(
+      [sys.executable, '-m', 'official.nlp.train', *TOY, f'--model_dir={tmp_path}',
+       '--mode=train', '--params_override=trainer.train_steps=10000000,'
+       'trainer.steps_per_loop=1000000,trainer.checkpoint_interval=1000000'],
+      cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  try:
+    deadline = time.time() + 120
+    while not (tmp_path / 'train').exists():
+      assert first.poll() is None and time.time() < deadline, first.communicate()
+      time.sleep(0.2)
+    second = _train_py(*TOY, f'--model_dir={tmp_path}', '--mode=train')
+    first.send_signal(signal.SIGTERM)
+    first.communicate(timeout=60)
+  finally:
+    if first.poll() is None:
+      first.kill()
+  assert second.returncode == 1 and 'Traceback' not in second.stderr
+  assert f'is in use by another training run (host {socket.gethostname()}, pid {first.pid}' in (
+      _last_line(second.stderr))
+  assert first.returncode == 0 and len(_checkpoint_steps(tmp_path)) == 1
+  assert not (tmp_path / '.mlm_garden.lock').exists()
+
+
+# ---- model_dir problems: one line, exit 1 ---------------------------------------------------------
+def test_model_dir_that_is_a_file(tmp_path):
+  (tmp_path / 'run').write_text('not a directory')
+  result = _train_py(*TOY, f'--model_dir={tmp_path}/run', '--mode=train')
+  assert result.returncode == 1 and 'Traceback' not in result.stderr
+  assert _last_line(result.stderr) == (f'error: --model_dir={tmp_path}/run: expected a directory, '
+                                       'found a file')
+
+
+def test_read_only_model_dir(tmp_path):
+  model_dir = tmp_path / 'run'
+  model_dir.mkdir()
+  model_dir.chmod(0o555)
+  try:
+    if os.access(model_dir, os.W_OK):
+      pytest.skip('running as root: a read-only mode does not stop writes')
+    result = _train_py(*TOY, f'--model_dir={model_dir}', '--mode=train')
+  finally:
+    model_dir.chmod(0o755)
+  assert result.returncode == 1 and 'Traceback' not in result.stderr
+  assert _last_line(result.stderr) == (f'error: --model_dir={model_dir}: expected a writable '
+                                       'directory, found one that is not writable')
+
+
+def test_a_checkpoint_that_cannot_be_written_exits_1_naming_it(tmp_path):
+  """A full disk, simulated by a file size limit: the kernel refuses to grow a file past it
+  (EFBIG, as ENOSPC on a full disk) and the checkpoint's data file is the largest file."""
+  def limit():
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
+
+  lr = 'trainer.optimizer_config.learning_rate.polynomial'
+  result = subprocess.run(
+      [sys.executable, '-m', 'official.nlp.train', *TOY, f'--model_dir={tmp_path}',
+       '--mode=train', '--params_override=task.model.width=30000,trainer.train_steps=5,'
+       f'{lr}.initial_learning_rate=1e-7,{lr}.end_learning_rate=1e-7'],
+      cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=240, check=False,
+      preexec_fn=limit)
+  assert result.returncode == 1 and 'Traceback' not in result.stderr
+  assert _last_line(result.stderr) == f'error: cannot write checkpoint {tmp_path}/ckpt-5: File too large'
+  assert not tf.io.gfile.glob(str(tmp_path / 'ckpt-5*'))  # no half-written files left
+
+
+def test_global_batch_size_0_is_refused_naming_the_field(tmp_path):
+  result = _train_py(*TOY, f'--model_dir={tmp_path}/run', '--mode=train',
+                     '--params_override=task.train_data.global_batch_size=0')
+  assert result.returncode == 1 and 'Traceback' not in result.stderr
+  assert _last_line(result.stderr) == (
+      'error: task.train_data.global_batch_size: expected a batch size >= 1 with '
+      'train_data.input_path set, found 0')
+  assert not (tmp_path / 'run').exists()

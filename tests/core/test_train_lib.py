@@ -186,19 +186,40 @@ def test_mixed_precision(tmp_path, dtype, optimizer_cls):
   assert losses[-1] < 0.5 * losses[0] and logs['validation_loss'] < 1.0
 
 
-def test_skip_nonfinite_steps(tmp_path):
+def test_skip_nonfinite_steps(tmp_path, capsys):
   params = exp_factory.get_exp_config('test/toy_regression')
   params.override({'task': {'nan_batches': 2}, 'trainer': {'train_steps': 10}})
   strategy = distribute_utils.get_distribution_strategy('one_device')
   task = task_factory.get_task(params.task)
-  with pytest.raises(RuntimeError, match='training loss is nan at step 5'):
+  with pytest.raises(train_lib.TrainingStopped, match='training loss is nan at step 5'):
     train_lib.run_experiment(strategy, task, 'train', params, str(tmp_path / 'stop'))
   params.override({'trainer': {'skip_nonfinite_steps': True}})
+  capsys.readouterr()
   model, _ = train_lib.run_experiment(strategy, task, 'train', params, str(tmp_path / 'skip'))
   assert np.all(np.isfinite(model.get_weights()[0]))
-  losses = [v for _, v in training_curves.read_scalars(str(tmp_path / 'skip' / 'train'))[
-      'training_loss']]
+  scalars = training_curves.read_scalars(str(tmp_path / 'skip' / 'train'))
+  losses = [v for _, v in scalars['training_loss']]
   assert len(losses) == 2 and np.all(np.isfinite(losses)) and losses[1] < losses[0]
+  # Counted, logged per loop and summarized.
+  assert scalars['skipped_steps'] == [(5, 2.0), (10, 2.0)]
+  out = capsys.readouterr().out
+  assert '| skipped 2 (non-finite loss)' in out.splitlines()[0]
+  assert 'skipped' not in out.splitlines()[1]
+
+
+def test_a_loop_of_only_skipped_steps_stops_the_run(tmp_path, capsys):
+  params = exp_factory.get_exp_config('test/toy_regression')
+  params.override({'task': {'nan_batches': 100}, 'trainer': {'skip_nonfinite_steps': True}})
+  strategy = distribute_utils.get_distribution_strategy('one_device')
+  task = task_factory.get_task(params.task)
+  with pytest.raises(train_lib.TrainingStopped) as e:
+    train_lib.run_experiment(strategy, task, 'train', params, str(tmp_path))
+  assert str(e.value).startswith(
+      'every step of the loop from step 0 to 5 (5 steps) had a non-finite loss and was skipped '
+      '(trainer.skip_nonfinite_steps): training makes no progress (learning rate 0.1); stopping. '
+      f'There is no finite checkpoint in {tmp_path}')
+  assert 'loss 0.0000' not in capsys.readouterr().out
+  assert not tf.io.gfile.glob(str(tmp_path / 'ckpt-*'))
 
 
 @pytest.mark.slow
@@ -360,3 +381,32 @@ def test_loss_blowup_recovery_restores_the_latest_checkpoint(tmp_path, monkeypat
   blowups.update({10, 15})
   with pytest.raises(RuntimeError, match='training loss is nan at step 15'):
     _run_in_process(tmp_path / 'twice', recovery_max_trials=1)
+
+
+@pytest.mark.slow
+def test_skipped_steps_are_counted_once_over_two_replicas(tmp_path):
+  """A step is skipped on every replica when one replica's loss is non-finite (the gradients
+  are all-reduced); it is counted once."""
+  code = f"""
+import tensorflow as tf
+cpu = tf.config.list_physical_devices('CPU')[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+from official.common import distribute_utils
+from official.core import exp_factory, task_factory, train_lib
+from tests.core import toy_task
+strategy = distribute_utils.get_distribution_strategy('mirrored')
+params = exp_factory.get_exp_config('test/toy_regression')
+# Per-replica batches of 4: the first 3 replica batches (steps 1 and 2) hold NaN labels.
+params.override({{'task': {{'nan_batches': 3, 'train_data': {{'global_batch_size': 8}}}},
+                 'trainer': {{'train_steps': 10, 'skip_nonfinite_steps': True}}}})
+with strategy.scope():
+  task = task_factory.get_task(params.task)
+train_lib.run_experiment(strategy, task, 'train', params, {str(tmp_path)!r})
+print('skipped', int(train_lib.last_trainer.skipped_steps.numpy()))
+"""
+  env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL='2')
+  result = subprocess.run([sys.executable, '-c', code], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=240, check=False)
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert 'skipped 2\n' in result.stdout
+  assert '| skipped 2 (non-finite loss)' in result.stdout

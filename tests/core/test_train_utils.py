@@ -68,3 +68,49 @@ def test_only_the_chief_writes_into_model_dir(tmp_path):
   with_chief = {'chief': ['c:0'], 'worker': ['a:1']}
   assert train_utils.is_chief(_strategy(with_chief, 'chief', 0))
   assert not train_utils.is_chief(_strategy(with_chief, 'worker', 0))
+
+
+def test_finite_checks_of_variables_checkpoints_and_files(tmp_path):
+  weights = tf.Variable([1.0, 2.0])
+  checkpoint = tf.train.Checkpoint(weights=weights, step=tf.Variable(3, dtype=tf.int64))
+  assert train_utils.checkpoint_is_finite(checkpoint)
+  assert [v.name for v in train_utils.checkpoint_variables(checkpoint)] == [weights.name]
+  path = checkpoint.write(str(tmp_path / 'good'))
+  assert train_utils.checkpoint_file_is_finite(path)
+  weights.assign([1.0, float('inf')])
+  assert not train_utils.checkpoint_is_finite(checkpoint)
+  assert not train_utils.variables_are_finite([weights])
+  path = checkpoint.write(str(tmp_path / 'bad'))
+  assert not train_utils.checkpoint_file_is_finite(path)
+
+
+def test_best_checkpoint_exporter_refuses_non_finite_weights(tmp_path, capsys):
+  weights = tf.Variable([float('nan')])
+  exporter = train_utils.BestCheckpointExporter(str(tmp_path / 'best'), 'accuracy', 'higher')
+  assert not exporter.maybe_export_checkpoint(tf.train.Checkpoint(w=weights), {'accuracy': 0.5},
+                                              global_step=5)
+  assert 'step 5: the weights hold NaN or Inf; not exported' in capsys.readouterr().out
+  assert exporter.best_ckpt_path is None and exporter.best_ckpt_logs is None
+  assert not (tmp_path / 'best' / 'info.json').exists()
+  weights.assign([1.0])
+  assert exporter.maybe_export_checkpoint(tf.train.Checkpoint(w=weights), {'accuracy': 0.5}, 6)
+  assert exporter.best_ckpt_path.endswith('best_ckpt-1')
+
+
+def test_check_model_dir(tmp_path):
+  train_utils.check_model_dir(str(tmp_path / 'new' / 'run'))
+  assert (tmp_path / 'new' / 'run').is_dir()
+  (tmp_path / 'file').write_text('x')
+  with pytest.raises(ValueError, match=f'--model_dir={tmp_path}/file: expected a directory, '
+                     'found a file'):
+    train_utils.check_model_dir(str(tmp_path / 'file'))
+  with pytest.raises(ValueError, match='cannot create the directory'):
+    train_utils.check_model_dir(str(tmp_path / 'file' / 'run'))
+
+
+def test_check_model_dir_refuses_a_directory_it_cannot_write(tmp_path, monkeypatch):
+  # (A chmod'ed directory stops no one when the tests run as root: the check itself is tested.)
+  monkeypatch.setattr(train_utils.os, 'access', lambda path, mode: False)
+  with pytest.raises(ValueError, match=f'--model_dir={tmp_path}: expected a writable directory, '
+                     'found one that is not writable'):
+    train_utils.check_model_dir(str(tmp_path))
