@@ -1,9 +1,39 @@
-"""Flag parsing shared by the command-line programs (serving, inference tools, data_tools)."""
+"""What the command-line programs share (serving, inference tools, data_tools): flag parsing,
+one-line errors (`error`, exit 1; 2 for a bad flag), and checks of output paths made before any
+expensive work (`check_output_dir`, `check_output_file`).
 
+Errors a user can cause are raised as `ValueError` or `OSError` (`USER_ERRORS`) by the library
+code, with the offending path or flag, what was expected and what was found; a program's `main`
+catches them and prints them with `error`:
+
+  try:
+    cli_utils.check_output_dir(fv.export_dir, '--export_dir', overwrite=fv.overwrite)
+    ...
+  except cli_utils.USER_ERRORS as e:
+    return cli_utils.error(PROGRAM, cli_utils.message_of(e))
+"""
+
+import errno
+import os
 import sys
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from absl import flags
+
+# What a user can cause (bad paths, permissions, a full disk, corrupt or wrong files): reported in
+# one line by the programs; anything else is a bug and keeps its traceback.
+USER_ERRORS = (ValueError, OSError)
+_SHOWN_ENTRIES = 5
+# What was expected, by errno, for `message_of`.
+_EXPECTED = {
+    errno.ENOSPC: '; expected room for the output (free some space or choose another path)',
+    errno.EACCES: '; expected a path this user may read or write',
+    errno.EPERM: '; expected a path this user may read or write',
+    errno.EROFS: '; expected a writable file system',
+    errno.ENOENT: '; expected an existing path',
+    errno.ENOTDIR: '; expected a directory there, not a file',
+    errno.EISDIR: '; expected a file, not a directory',
+}
 
 _HELP = ('--help', '-h', '-help', '--helpfull')
 
@@ -20,7 +50,7 @@ def parse_flags(flag_values: flags.FlagValues, argv: Optional[Sequence[str]], pr
 
   Returns:
     None when the program should run; else its exit status: 0 after `--help` (usage on stdout),
-    2 for an invalid flag (why, and the flags, on stderr).
+    2 for an invalid flag (one line on stderr naming the flag; `--help` lists them all).
   """
   argv = list(sys.argv if argv is None else argv)
   if any(arg in _HELP for arg in argv[1:]):
@@ -29,8 +59,7 @@ def parse_flags(flag_values: flags.FlagValues, argv: Optional[Sequence[str]], pr
   try:
     flag_values(argv)
   except flags.Error as e:
-    print(f'{program}: {e}\n\nflags:\n{flag_values.get_help()}', file=sys.stderr)
-    return 2
+    return error(program, f'{e} (--help lists the flags)', status=2)
   return None
 
 
@@ -48,7 +77,128 @@ def define_model_flags(flag_values: flags.FlagValues) -> None:
                        'model, else true).', flag_values=flag_values)
 
 
-def error(program: str, message: str) -> int:
-  """Prints `program: error: message` to stderr; returns the exit status 1."""
-  print(f'{program}: error: {message}', file=sys.stderr)
-  return 1
+def one_line(message: str) -> str:
+  """`message` with every run of whitespace (line breaks included) as one space."""
+  return ' '.join(str(message).split())
+
+
+def message_of(e: BaseException) -> str:
+  """The one-line text of a user error; an `OSError` as `<path>: <reason>` (e.g. a full disk).
+
+  Example:
+    >>> message_of(PermissionError(13, 'Permission denied', '/data/out.npy'))
+    '/data/out.npy: permission denied; expected a path this user may read or write (errno 13)'
+  """
+  if isinstance(e, OSError) and e.strerror:
+    where = f'{e.filename}: ' if e.filename else ''
+    reason = e.strerror[0].lower() + e.strerror[1:]
+    reason += _EXPECTED.get(e.errno, '')
+    return one_line(f'{where}{reason} (errno {e.errno})')
+  return one_line(str(e))
+
+
+def error(program: str, message: str, status: int = 1) -> int:
+  """Prints `program: error: message` on one line to stderr; returns `status`.
+
+  Args:
+    program: the name printed first.
+    message: what went wrong (line breaks are folded into spaces).
+    status: the exit status: 1 for an error, 2 for a bad flag.
+
+  Example:
+    >>> return cli_utils.error('fill_mask', '--seq_length=64 exceeds ...', status=2)
+  """
+  print(f'{program}: error: {one_line(message)}', file=sys.stderr)
+  return status
+
+
+def _is_local(path: str) -> bool:
+  return '://' not in path
+
+
+def _check_parent_writable(path: str, flag: str) -> None:
+  """The nearest existing ancestor of `path` must be a directory we may write in (local paths)."""
+  if not _is_local(path):
+    return
+  parent = os.path.dirname(os.path.abspath(path))
+  while not os.path.exists(parent):
+    parent = os.path.dirname(parent)
+  if not os.path.isdir(parent):
+    raise ValueError(f'{flag}={path}: {parent} is a file; expected a directory there')
+  if not os.path.exists(path) and not os.access(parent, os.W_OK | os.X_OK):
+    raise ValueError(f'{flag}={path}: cannot create it in {parent} (not writable); expected a '
+                     'writable location')
+
+
+def check_output_dir(path: str, flag: str, overwrite: bool = False,
+                     replaceable: Optional[Callable[[str], bool]] = None) -> bool:
+  """Checks, before any work, that a program may write the directory `path`.
+
+  Args:
+    path: the output directory (local or a `tf.io.gfile` URL).
+    flag: the flag that named it (e.g. `--export_dir`), for the message.
+    overwrite: whether the user passed `--overwrite`.
+    replaceable: with `overwrite`, which non-empty directories may be replaced (default: any);
+      e.g. only an earlier export.
+
+  Returns:
+    Whether `path` exists and is not empty (an earlier output that `overwrite` allows to replace).
+
+  Raises:
+    ValueError: `path` is a file, is not writable, or is a non-empty directory without
+      `overwrite` (or one that `replaceable` refuses), naming the flag, the path and what was
+      found.
+
+  Example:
+    >>> check_output_dir('exports/tiny', '--export_dir', overwrite=False)
+    False
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top  (programs without TF stay fast)
+  if not path:
+    raise ValueError(f'{flag} is empty; expected a directory')
+  if tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path):
+    raise ValueError(f'{flag}={path}: a file; expected a directory (new or empty)')
+  _check_parent_writable(path, flag)
+  if not tf.io.gfile.exists(path):
+    return False
+  if _is_local(path) and not os.access(path, os.W_OK | os.X_OK):
+    raise ValueError(f'{flag}={path}: not writable; expected a writable directory')
+  entries = sorted(tf.io.gfile.listdir(path))
+  if not entries:
+    return False
+  shown = ', '.join(e.rstrip('/') for e in entries[:_SHOWN_ENTRIES])
+  shown += ', ...' if len(entries) > _SHOWN_ENTRIES else ''
+  if not overwrite:
+    raise ValueError(f'{flag}={path}: not empty (holds {shown}); expected a new or empty '
+                     'directory, or pass --overwrite to replace it')
+  if replaceable is not None and not replaceable(path):
+    raise ValueError(f'{flag}={path}: holds {shown}, which --overwrite does not replace '
+                     '(not an earlier output of this program); expected a new or empty '
+                     'directory')
+  return True
+
+
+def check_output_file(path: str, flag: str, overwrite: bool = False) -> None:
+  """Checks, before any work, that a program may write the file `path` (`-`: stdout, always).
+
+  Raises:
+    ValueError: `path` is a directory, its parent is a file or not writable, or the file exists
+      without `overwrite`.
+
+  Example:
+    >>> check_output_file('embeddings.npy', '--output_file', overwrite=True)
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  if path == '-':
+    return
+  if not path:
+    raise ValueError(f'{flag} is empty; expected a file path')
+  if tf.io.gfile.isdir(path):
+    raise ValueError(f'{flag}={path}: a directory; expected a file path')
+  _check_parent_writable(path, flag)
+  if tf.io.gfile.exists(path):
+    if not overwrite:
+      raise ValueError(f'{flag}={path}: exists; expected a new file, or pass --overwrite to '
+                       'replace it')
+    if _is_local(path) and not os.access(path, os.W_OK):
+      raise ValueError(f'{flag}={path}: exists and is not writable; expected a writable file')

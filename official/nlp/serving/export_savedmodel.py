@@ -8,7 +8,12 @@ what a client needs in `assets.extra/`: `vocab.txt` and `serving_config.json` (`
 
 Usage:
   python -m official.nlp.serving.export_savedmodel --model_dir=runs/tiny --export_dir=exports/tiny \
-    [--checkpoint_path=runs/tiny/ckpt-1000] [--vocab_file=vocab.txt] [--top_k=5]
+    [--checkpoint_path=runs/tiny/ckpt-1000] [--vocab_file=vocab.txt] [--top_k=5] [--overwrite]
+
+--export_dir must be new or empty; `--overwrite` replaces an earlier export there (a directory
+holding anything else is refused). The export is written beside --export_dir and renamed into
+place when complete. Errors (bad paths, no checkpoint, corrupt files) print one line and exit 1;
+bad flags exit 2.
 
 Example:
   >>> export_pretrainer(pretrainer, '/tmp/export', seq_length=128, vocab_file='vocab.txt')
@@ -19,6 +24,7 @@ Example:
 import json
 import logging
 import os
+import shutil
 import sys
 from typing import Any, Dict, Optional, Sequence
 
@@ -54,25 +60,78 @@ def _vocab_info(vocab_file: Optional[str], do_lower_case: bool, vocab_size: Opti
           'vocab_sha256': tokenizer.vocab_sha256()}
 
 
-def _save(module: tf.Module, export_dir: str, config: Dict[str, Any],
-          vocab_file: Optional[str]) -> str:
-  """Saves `module` with its signatures, then `assets.extra/` (vocab.txt, serving_config.json)."""
+def is_export(directory: str) -> bool:
+  """Whether `directory` holds a SavedModel (`saved_model.pb`): an export `--overwrite` replaces."""
+  return tf.io.gfile.exists(os.path.join(directory, 'saved_model.pb'))
+
+
+def check_export_dir(export_dir: str, overwrite: bool = False, flag: str = 'export_dir') -> bool:
+  """Checks that `export_dir` may receive an export; returns whether an earlier one is replaced.
+
+  A new or empty directory is fine; an earlier export only with `overwrite`; a training model_dir,
+  a file, or a directory of other files never.
+
+  Raises:
+    ValueError: naming `flag`, the path, what was expected and what was found.
+
+  Example:
+    >>> check_export_dir('exports/tiny', overwrite=True)   # True: an earlier export is replaced
+  """
   if tf.io.gfile.exists(os.path.join(export_dir, inference.PARAMS_FILE)):
-    raise ValueError(f'export_dir {export_dir!r} holds a training run ({inference.PARAMS_FILE}); '
-                     'expected a new or SavedModel directory')
-  tf.saved_model.save(module, export_dir, signatures=dict(module.signature_functions))
-  extra = os.path.join(export_dir, inference.ASSETS_EXTRA)
-  if tf.io.gfile.exists(extra):  # nothing stale from an earlier export to the same directory
-    tf.io.gfile.rmtree(extra)
+    raise ValueError(f'{flag}={export_dir}: holds a training run ({inference.PARAMS_FILE}); '
+                     'expected a new or empty directory, or an earlier SavedModel export')
+  return cli_utils.check_output_dir(export_dir, flag, overwrite, replaceable=is_export)
+
+
+def _write_export(module: tf.Module, directory: str, config: Dict[str, Any],
+                  vocab_file: Optional[str]) -> None:
+  tf.saved_model.save(module, directory, signatures=dict(module.signature_functions))
+  extra = os.path.join(directory, inference.ASSETS_EXTRA)
   tf.io.gfile.makedirs(extra)
   if vocab_file:
     tf.io.gfile.copy(vocab_file, os.path.join(extra, inference.VOCAB_FILE), overwrite=True)
-  config = dict(format=inference.SERVING_FORMAT, format_version=FORMAT_VERSION,
-                signatures=sorted(module.signature_functions),
-                input_names=list(serving_module.ENCODER_INPUTS), **config)
   with tf.io.gfile.GFile(os.path.join(extra, inference.SERVING_CONFIG), 'w') as f:
     json.dump(config, f, indent=2)
     f.write('\n')
+
+
+def _save(module: tf.Module, export_dir: str, config: Dict[str, Any],
+          vocab_file: Optional[str], overwrite: bool = False) -> str:
+  """Saves `module` with its signatures, then `assets.extra/` (vocab.txt, serving_config.json).
+
+  A local export is written beside `export_dir` and renamed into place once complete, so a failed
+  export leaves no partial SavedModel, and `overwrite` leaves nothing of the earlier one.
+  """
+  replace = check_export_dir(export_dir, overwrite)
+  config = dict(format=inference.SERVING_FORMAT, format_version=FORMAT_VERSION,
+                signatures=sorted(module.signature_functions),
+                input_names=list(serving_module.ENCODER_INPUTS), **config)
+  export_dir = export_dir.rstrip('/') or export_dir
+  try:
+    if '://' in export_dir:  # object stores cannot rename directories: written in place
+      if replace:
+        tf.io.gfile.rmtree(export_dir)
+      _write_export(module, export_dir, config, vocab_file)
+    else:
+      staging = f'{export_dir}.partial-{os.getpid()}'
+      if tf.io.gfile.exists(staging):
+        tf.io.gfile.rmtree(staging)
+      try:
+        _write_export(module, staging, config, vocab_file)
+      except BaseException:
+        if tf.io.gfile.exists(staging):
+          tf.io.gfile.rmtree(staging)
+        raise
+      if tf.io.gfile.exists(export_dir):  # empty, or an earlier export (`replace`)
+        old = f'{export_dir}.old-{os.getpid()}'
+        os.rename(export_dir, old)
+        os.rename(staging, export_dir)
+        shutil.rmtree(old)
+      else:
+        os.rename(staging, export_dir)
+  except tf.errors.OpError as e:
+    raise ValueError(f'export_dir={export_dir}: could not write the SavedModel: '
+                     f'{cli_utils.one_line(e.message)}') from None
   logging.info('Exported %s to %s', config['signatures'], export_dir)
   return export_dir
 
@@ -80,12 +139,12 @@ def _save(module: tf.Module, export_dir: str, config: Dict[str, Any],
 def export_pretrainer(pretrainer: tf_keras.Model, export_dir: str, seq_length: int,
                       vocab_file: Optional[str] = None, top_k: int = 5,
                       do_lower_case: bool = True, source_checkpoint: Optional[str] = None,
-                      vocab_sha256: Optional[str] = None) -> str:
+                      vocab_sha256: Optional[str] = None, overwrite: bool = False) -> str:
   """Exports a `BertPretrainerV2` with `encoder` and `fill_mask` signatures.
 
   Args:
     pretrainer: the model (built, weights loaded).
-    export_dir: the SavedModel directory (created; an earlier export there is overwritten).
+    export_dir: the SavedModel directory: new or empty (an earlier export only with `overwrite`).
     seq_length: the sequence length the model was trained with (recorded for clients; inputs may
       be shorter, and longer up to the encoder's max_sequence_length).
     vocab_file: the vocabulary, copied to `assets.extra/vocab.txt` (its size must match the
@@ -94,27 +153,31 @@ def export_pretrainer(pretrainer: tf_keras.Model, export_dir: str, seq_length: i
     do_lower_case: the tokenizer setting recorded in `serving_config.json`.
     source_checkpoint: recorded in `serving_config.json`.
     vocab_sha256: the hash of the training vocabulary; a `vocab_file` with another one is refused.
+    overwrite: replace an earlier export in `export_dir`.
 
   Returns:
     `export_dir`.
 
   Raises:
-    ValueError: a vocabulary of another size (or hash) than the model's; `top_k` out of range.
+    ValueError: a vocabulary of another size (or hash) than the model's; `top_k` out of range; an
+      `export_dir` that is not new or empty (see `check_export_dir`) or cannot be written.
   """
   module = serving_module.build_serving_module(pretrainer=pretrainer, top_k=top_k)
-  vocab_size = serving_module.embedding_table_rows(serving_module.find_encoder(pretrainer))
-  config = dict(model_type='pretrainer', seq_length=int(seq_length), top_k=int(top_k),
+  encoder = serving_module.find_encoder(pretrainer)
+  vocab_size = serving_module.embedding_table_rows(encoder)
+  config = dict(model_type='pretrainer', seq_length=int(seq_length),
+                max_sequence_length=serving_module.max_sequence_length(encoder), top_k=int(top_k),
                 num_classes=None, vocab_size=vocab_size, do_lower_case=bool(do_lower_case),
                 source_checkpoint=source_checkpoint,
                 **_vocab_info(vocab_file, do_lower_case, vocab_size, vocab_sha256))
-  return _save(module, export_dir, config, vocab_file)
+  return _save(module, export_dir, config, vocab_file, overwrite)
 
 
 def export_classifier(classifier: tf_keras.Model, export_dir: str, seq_length: int,
                       vocab_file: Optional[str] = None,
                       encoder: Optional[tf_keras.Model] = None, do_lower_case: bool = True,
                       source_checkpoint: Optional[str] = None,
-                      vocab_sha256: Optional[str] = None) -> str:
+                      vocab_sha256: Optional[str] = None, overwrite: bool = False) -> str:
   """Exports a classifier with a `classify` signature (and `encoder`, when one is known).
 
   Args:
@@ -128,24 +191,26 @@ def export_classifier(classifier: tf_keras.Model, export_dir: str, seq_length: i
     do_lower_case: recorded in `serving_config.json`.
     source_checkpoint: recorded in `serving_config.json`.
     vocab_sha256: the hash of the training vocabulary; a `vocab_file` with another one is refused.
+    overwrite: replace an earlier export in `export_dir`.
 
   Returns:
     `export_dir`.
   """
   module = serving_module.build_serving_module(classifier=classifier, encoder=encoder)
   logits = module.classify.get_concrete_function().structured_outputs['logits']
-  vocab_size = serving_module.embedding_table_rows(
-      encoder or serving_module.find_encoder(classifier))
-  config = dict(model_type='classifier', seq_length=int(seq_length), top_k=None,
+  encoder = encoder or serving_module.find_encoder(classifier)
+  vocab_size = serving_module.embedding_table_rows(encoder)
+  config = dict(model_type='classifier', seq_length=int(seq_length),
+                max_sequence_length=serving_module.max_sequence_length(encoder), top_k=None,
                 num_classes=logits.shape[-1], vocab_size=vocab_size,
                 do_lower_case=bool(do_lower_case), source_checkpoint=source_checkpoint,
                 **_vocab_info(vocab_file, do_lower_case, vocab_size, vocab_sha256))
-  return _save(module, export_dir, config, vocab_file)
+  return _save(module, export_dir, config, vocab_file, overwrite)
 
 
 def export_from_model_dir(model_dir: str, export_dir: str, checkpoint: Optional[str] = None,
                           vocab_file: Optional[str] = None, top_k: int = 5,
-                          experiment: Optional[str] = None) -> str:
+                          experiment: Optional[str] = None, overwrite: bool = False) -> str:
   """Rebuilds the model of a training model_dir, restores a checkpoint and exports it.
 
   Args:
@@ -155,10 +220,12 @@ def export_from_model_dir(model_dir: str, export_dir: str, checkpoint: Optional[
     vocab_file: the vocabulary (default: `model_dir/vocab.txt` when present; else none is saved).
     top_k: `fill_mask` predictions per position (pretrainers).
     experiment: the registered experiment of params.yaml (default: detected).
+    overwrite: replace an earlier export in `export_dir`.
 
   Returns:
     `export_dir`.
   """
+  check_export_dir(export_dir, overwrite)  # before the model is built
   params, model, path = inference.restore_model(model_dir, checkpoint, experiment)
   metadata = inference.records_metadata(params) or {}
   if not vocab_file:
@@ -169,7 +236,7 @@ def export_from_model_dir(model_dir: str, export_dir: str, checkpoint: Optional[
                     'their own.', model_dir, inference.VOCAB_FILE)
   common = dict(seq_length=params.task.train_data.seq_length, vocab_file=vocab_file,
                 do_lower_case=metadata.get('do_lower_case', True), source_checkpoint=path,
-                vocab_sha256=metadata.get('vocab_sha256'))
+                vocab_sha256=metadata.get('vocab_sha256'), overwrite=overwrite)
   if inference.is_pretrainer(model):
     return export_pretrainer(model, export_dir, top_k=top_k, **common)
   return export_classifier(model, export_dir, **common)
@@ -251,6 +318,9 @@ def _define_flags() -> flags.FlagValues:
                        lower_bound=1, flag_values=fv)
   flags.DEFINE_string('experiment', None, 'The registered experiment of params.yaml (default: '
                       'the first one whose schema accepts it).', flag_values=fv)
+  flags.DEFINE_boolean('overwrite', False, 'Replace an earlier export in --export_dir (without '
+                       'it, a non-empty --export_dir is refused; a directory that is not a '
+                       'SavedModel export is never replaced).', flag_values=fv)
   flags.mark_flags_as_required(['model_dir', 'export_dir'], flag_values=fv)
   return fv
 
@@ -262,13 +332,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   if status is not None:
     return status
   try:
+    check_export_dir(fv.export_dir, fv.overwrite, flag='--export_dir')
     if inference.model_dir_kind(fv.model_dir) != inference.TRAINING:
       return cli_utils.error(PROGRAM, f'--model_dir={fv.model_dir} is already a SavedModel; '
                              'expected a training model_dir (params.yaml + ckpt-N)')
     export_dir = export_from_model_dir(fv.model_dir, fv.export_dir, fv.checkpoint_path,
-                                       fv.vocab_file, fv.top_k, fv.experiment)
-  except (ValueError, FileNotFoundError) as e:
-    return cli_utils.error(PROGRAM, str(e))
+                                       fv.vocab_file, fv.top_k, fv.experiment, fv.overwrite)
+  except cli_utils.USER_ERRORS as e:
+    return cli_utils.error(PROGRAM, cli_utils.message_of(e))
   config = inference.read_serving_config(export_dir)
   print(f'exported {", ".join(config["signatures"])} from {config["source_checkpoint"]} to '
         f'{export_dir}')

@@ -43,7 +43,11 @@ def model_dir_kind(model_dir: str) -> str:
 
   Raises:
     FileNotFoundError: `model_dir` does not exist, or holds neither kind of model.
+    ValueError: `model_dir` is a file.
   """
+  if tf.io.gfile.exists(model_dir) and not tf.io.gfile.isdir(model_dir):
+    raise ValueError(f'model_dir {model_dir!r}: a file; expected a training model_dir '
+                     f'({PARAMS_FILE} + ckpt-N) or a SavedModel directory (saved_model.pb)')
   if not tf.io.gfile.isdir(model_dir):
     raise FileNotFoundError(f'model_dir {model_dir!r}: no such directory; expected a training '
                             f'model_dir ({PARAMS_FILE} + ckpt-N) or a SavedModel directory '
@@ -80,7 +84,14 @@ def load_experiment_params(model_dir: str, experiment: Optional[str] = None):
   if not tf.io.gfile.exists(path):
     raise FileNotFoundError(f'model_dir {model_dir!r} has no {PARAMS_FILE}; expected a training '
                             'model_dir written by official.nlp.train')
-  data = hyperparams.read_yaml(path)
+  try:
+    data = hyperparams.read_yaml(path)
+  except Exception as e:  # pylint: disable=broad-except  (yaml's and tf.io's errors alike)
+    raise ValueError(f'{path}: not readable YAML ({_first_line(e)}); expected the params.yaml '
+                     'written by official.nlp.train') from None
+  if not isinstance(data, dict):
+    raise ValueError(f'{path}: holds a {type(data).__name__}; expected a mapping (the '
+                     'params.yaml written by official.nlp.train)')
   if experiment:
     names = [experiment]
   else:
@@ -119,8 +130,9 @@ def resolve_checkpoint(model_dir: str, checkpoint: Optional[str] = None) -> str:
     return checkpoint
   latest = tf.train.latest_checkpoint(model_dir)
   if not latest:
-    raise FileNotFoundError(f'model_dir {model_dir!r} has {PARAMS_FILE} but no checkpoint '
-                            '(ckpt-N.index); has training saved one yet?')
+    raise FileNotFoundError(f'model_dir {model_dir!r} has {PARAMS_FILE} but no checkpoint; '
+                            'expected ckpt-N.index with its checkpoint state file (has training '
+                            'saved one yet?)')
   return latest
 
 
@@ -145,9 +157,12 @@ def restore_model(model_dir: str, checkpoint: Optional[str] = None,
   path = resolve_checkpoint(model_dir, checkpoint)
   task = task_factory.get_task(params.task)
   model = task.build_model()
-  status = tf.train.Checkpoint(model=model).read(path)
   try:
+    status = tf.train.Checkpoint(model=model).read(path)
     status.expect_partial().assert_existing_objects_matched()
+  except (tf.errors.OpError, IndexError) as e:  # a truncated or corrupt .index / .data file
+    raise ValueError(f'checkpoint {path!r}: cannot be read ({_first_line(e)}); expected a '
+                     'complete checkpoint written by official.nlp.train') from None
   except AssertionError as e:
     raise ValueError(f'checkpoint {path!r} does not match the model built from '
                      f'{os.path.join(model_dir, PARAMS_FILE)}: {e}') from None
@@ -168,13 +183,29 @@ def records_metadata(params: Any) -> Optional[Dict[str, Any]]:
     return None
 
 
+def _first_line(e: BaseException) -> str:
+  text = getattr(e, 'message', None) or str(e) or type(e).__name__
+  return text.strip().splitlines()[0] if text.strip() else type(e).__name__
+
+
 def read_serving_config(export_dir: str) -> Dict[str, Any]:
-  """`export_dir/assets.extra/serving_config.json` ({} when missing)."""
+  """`export_dir/assets.extra/serving_config.json` ({} when missing).
+
+  Raises:
+    ValueError: the file is not a JSON object (naming it).
+  """
   path = os.path.join(export_dir, ASSETS_EXTRA, SERVING_CONFIG)
   if not tf.io.gfile.exists(path):
     return {}
-  with tf.io.gfile.GFile(path) as f:
-    return json.load(f)
+  try:
+    with tf.io.gfile.GFile(path) as f:
+      config = json.load(f)
+  except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
+    raise ValueError(f'{path}: not valid JSON ({e}); expected the serving config written by '
+                     'export_savedmodel') from None
+  if not isinstance(config, dict):
+    raise ValueError(f'{path}: holds a JSON {type(config).__name__}; expected an object')
+  return config
 
 
 def is_pretrainer(model: tf_keras.Model) -> bool:
@@ -193,6 +224,8 @@ class InferenceModel:
     model_dir: the directory the model was loaded from.
     source: the checkpoint or SavedModel directory the weights came from.
     seq_length: the longest input the model was trained (or exported) for.
+    max_seq_length: rows of the encoder's position table, the longest input it accepts (None:
+      unknown, e.g. an export from before this was recorded).
     vocab_file: the vocabulary found next to the model (None: none found).
     do_lower_case: the tokenizer setting recorded with the model (None: not recorded).
     vocab_size: rows of the word-embedding table (None: unknown).
@@ -209,6 +242,21 @@ class InferenceModel:
   vocab_size: Optional[int] = None
   vocab_sha256: Optional[str] = None
   top_k: Optional[int] = None
+  max_seq_length: Optional[int] = None
+
+  def check_seq_length(self, seq_length: int, flag: str = 'seq_length') -> None:
+    """Refuses an input length the encoder has no position embeddings for.
+
+    Raises:
+      ValueError: `seq_length` above `max_seq_length`, naming `flag` and both lengths.
+
+    Example:
+      >>> model.check_seq_length(64, '--seq_length')   # a model with 32 positions: ValueError
+    """
+    if self.max_seq_length is not None and seq_length > self.max_seq_length:
+      raise ValueError(f'{flag}={seq_length} exceeds the {self.max_seq_length} position '
+                       f'embeddings of {self.source!r} (max_position_embeddings); expected at most '
+                       f'{self.max_seq_length}')
 
   def _function(self, name: str) -> Callable[..., Dict[str, tf.Tensor]]:
     if name not in self.functions:
@@ -298,11 +346,25 @@ def _from_training_dir(model_dir: str, checkpoint: Optional[str], experiment: Op
       vocab_file=vocab_file if tf.io.gfile.exists(vocab_file) else None,
       do_lower_case=metadata.get('do_lower_case'),
       vocab_size=serving_module.embedding_table_rows(encoder),
-      vocab_sha256=metadata.get('vocab_sha256'))
+      vocab_sha256=metadata.get('vocab_sha256'),
+      max_seq_length=serving_module.max_sequence_length(encoder))
+
+
+def _position_rows(loaded: Any) -> Optional[int]:
+  """Rows of the position table among a SavedModel's variables (exports that did not record it)."""
+  for function in dict(loaded.signatures).values():
+    for variable in function.variables:
+      if 'position_embedding/embeddings' in variable.name and variable.shape.rank == 2:
+        return int(variable.shape[0])
+  return None
 
 
 def _from_saved_model(export_dir: str) -> InferenceModel:
-  loaded = tf.saved_model.load(export_dir)
+  try:
+    loaded = tf.saved_model.load(export_dir)
+  except (tf.errors.OpError, OSError, ValueError) as e:
+    raise ValueError(f'SavedModel {export_dir!r}: cannot be loaded ({_first_line(e)}); expected a '
+                     'complete export of official.nlp.serving.export_savedmodel') from None
   config = read_serving_config(export_dir)
   vocab_file = os.path.join(export_dir, ASSETS_EXTRA, VOCAB_FILE)
   seq_length = config.get('seq_length')
@@ -315,7 +377,8 @@ def _from_saved_model(export_dir: str) -> InferenceModel:
       seq_length=int(seq_length),
       vocab_file=vocab_file if tf.io.gfile.exists(vocab_file) else None,
       do_lower_case=config.get('do_lower_case'), vocab_size=config.get('vocab_size'),
-      vocab_sha256=config.get('vocab_sha256'), top_k=config.get('top_k'))
+      vocab_sha256=config.get('vocab_sha256'), top_k=config.get('top_k'),
+      max_seq_length=config.get('max_sequence_length') or _position_rows(loaded))
 
 
 def load_inference_model(model_dir: str, checkpoint: Optional[str] = None,

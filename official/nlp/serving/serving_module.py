@@ -91,6 +91,23 @@ def embedding_table_rows(encoder: Optional[tf_keras.Model]) -> Optional[int]:
   return int(encoder.get_embedding_table().shape[0])
 
 
+def max_sequence_length(encoder: Optional[tf_keras.Model]) -> Optional[int]:
+  """Rows of an encoder's position table (the longest input it takes), or None when unknown.
+
+  Example:
+    >>> max_sequence_length(networks.BertEncoder(vocab_size=30, max_sequence_length=32))
+    32
+  """
+  layer = getattr(encoder, '_position_embedding_layer', None)
+  length = getattr(layer, 'max_length', None)
+  if length is None and encoder is not None and hasattr(encoder, 'get_config'):
+    try:
+      length = encoder.get_config().get('max_sequence_length')
+    except NotImplementedError:
+      length = None
+  return int(length) if length else None
+
+
 def find_encoder(model: tf_keras.Model) -> Optional[tf_keras.Model]:
   """A model's encoder: its `encoder_network`, else its `checkpoint_items['encoder']` (or None)."""
   encoder = getattr(model, 'encoder_network', None)

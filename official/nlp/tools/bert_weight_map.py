@@ -24,6 +24,7 @@ Example:
 """
 
 import dataclasses
+import json
 import logging
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set
 
@@ -302,12 +303,56 @@ def check_unused(names: Iterable[str], used: Set[str], source: str, allow_unused
 
 
 # ---- configs ------------------------------------------------------------------------------------------
+def read_json_config(path: str) -> Dict[str, Any]:
+  """The JSON object in `path` (a `config.json` / `bert_config.json`).
+
+  Raises:
+    ValueError: the file is not UTF-8 JSON (a truncated or corrupt file) or not an object, naming
+      `path`, what was expected and what was found.
+
+  Example:
+    >>> read_json_config('uncased_L-2_H-128_A-2/bert_config.json')['hidden_size']
+    128
+  """
+  try:
+    with open(path, encoding='utf-8') as f:
+      config = json.load(f)
+  except json.JSONDecodeError as e:
+    raise ValueError(f'{path}: not valid JSON ({e.msg}: line {e.lineno} column {e.colno}); '
+                     'expected a BERT config object (truncated or corrupt file?)') from None
+  except UnicodeDecodeError as e:
+    raise ValueError(f'{path}: not UTF-8 text ({e.reason} at byte {e.start}); expected a BERT '
+                     'config JSON object') from None
+  if not isinstance(config, dict):
+    raise ValueError(f'{path}: holds a JSON {type(config).__name__}; expected an object with '
+                     'the BERT config fields (hidden_size, num_hidden_layers, ...)')
+  return config
+
+
 def _field(config: Mapping[str, Any], key: str, source: str, default: Any = None) -> Any:
   if key in config:
     return config[key]
   if default is None:
-    raise ValueError(f'{source}: missing field {key!r}')
+    raise ValueError(f'{source}: missing field {key!r}; expected a complete BERT config '
+                     '(incomplete file?)')
   return default
+
+
+def _int_field(config: Mapping[str, Any], key: str, source: str) -> int:
+  """A positive integer field (JSON's `12` or `12.0`), else a ValueError naming it."""
+  value = _field(config, key, source)
+  if (isinstance(value, bool) or not isinstance(value, (int, float))
+      or float(value) != int(value) or int(value) < 1):
+    raise ValueError(f'{source}: field {key!r} is {value!r}; expected a positive integer')
+  return int(value)
+
+
+def _float_field(config: Mapping[str, Any], key: str, source: str, default: float) -> float:
+  """A number field with a default, else a ValueError naming it."""
+  value = _field(config, key, source, default)
+  if isinstance(value, bool) or not isinstance(value, (int, float)):
+    raise ValueError(f'{source}: field {key!r} is {value!r}; expected a number')
+  return float(value)
 
 
 def activation_from_external(name: str, fmt: str, source: str) -> str:
@@ -337,7 +382,7 @@ def encoder_config_from_external(config: Mapping[str, Any], fmt: str,
   Raises:
     ValueError: a missing field, or a setting our encoder cannot represent (naming `source`).
   """
-  eps = config.get('layer_norm_eps', LAYER_NORM_EPSILON)
+  eps = _float_field(config, 'layer_norm_eps', source, LAYER_NORM_EPSILON)
   if not np.isclose(eps, LAYER_NORM_EPSILON, rtol=1e-6, atol=0):
     raise ValueError(f'{source}: layer_norm_eps {eps} is not supported; our LayerNorms use '
                      f'{LAYER_NORM_EPSILON}')
@@ -346,23 +391,26 @@ def encoder_config_from_external(config: Mapping[str, Any], fmt: str,
     raise ValueError(f'{source}: position_embedding_type {position_type!r} is not supported; '
                      "expected 'absolute'")
   embedding_size = config.get('embedding_size')
-  hidden_size = int(_field(config, 'hidden_size', source))
+  hidden_size = _int_field(config, 'hidden_size', source)
   if embedding_size not in (None, hidden_size):
     raise ValueError(f'{source}: embedding_size {embedding_size} != hidden_size {hidden_size} '
                      '(factorized embeddings) is not supported')
+  hidden_act = _field(config, 'hidden_act', source)
+  if not isinstance(hidden_act, str):
+    raise ValueError(f'{source}: field \'hidden_act\' is {hidden_act!r}; expected an activation '
+                     "name such as 'gelu'")
   return encoders.BertEncoderConfig(
-      vocab_size=int(_field(config, 'vocab_size', source)),
+      vocab_size=_int_field(config, 'vocab_size', source),
       hidden_size=hidden_size,
-      num_layers=int(_field(config, 'num_hidden_layers', source)),
-      num_attention_heads=int(_field(config, 'num_attention_heads', source)),
-      hidden_activation=activation_from_external(
-          str(_field(config, 'hidden_act', source)), fmt, source),
-      intermediate_size=int(_field(config, 'intermediate_size', source)),
-      dropout_rate=float(_field(config, 'hidden_dropout_prob', source, 0.1)),
-      attention_dropout_rate=float(_field(config, 'attention_probs_dropout_prob', source, 0.1)),
-      max_position_embeddings=int(_field(config, 'max_position_embeddings', source)),
-      type_vocab_size=int(_field(config, 'type_vocab_size', source)),
-      initializer_range=float(_field(config, 'initializer_range', source, 0.02)))
+      num_layers=_int_field(config, 'num_hidden_layers', source),
+      num_attention_heads=_int_field(config, 'num_attention_heads', source),
+      hidden_activation=activation_from_external(hidden_act, fmt, source),
+      intermediate_size=_int_field(config, 'intermediate_size', source),
+      dropout_rate=_float_field(config, 'hidden_dropout_prob', source, 0.1),
+      attention_dropout_rate=_float_field(config, 'attention_probs_dropout_prob', source, 0.1),
+      max_position_embeddings=_int_field(config, 'max_position_embeddings', source),
+      type_vocab_size=_int_field(config, 'type_vocab_size', source),
+      initializer_range=_float_field(config, 'initializer_range', source, 0.02))
 
 
 def encoder_config_of(encoder: networks.BertEncoder) -> encoders.BertEncoderConfig:

@@ -14,15 +14,17 @@ A checkpoint with a masked-LM head converts as a `BertPretrainerV2`, one without
 Usage:
   python -m official.nlp.tools.convert_checkpoint --source=hf --target=ours \\
       --input=all-MiniLM-L6-v2/ --output=/tmp/minilm_ours
-Errors print one line and exit with status 1.
+
+--output must be new or empty unless --overwrite (then files of the same name are replaced).
+Errors (missing or corrupt files, unwritable outputs) print one line naming the file and exit 1;
+bad or missing flags exit 2.
 """
 
 import os
 import shutil
 import sys
-from typing import Optional, Union
+from typing import Optional, Sequence, Union
 
-from absl import app
 from absl import flags
 import tensorflow as tf
 import tf_keras
@@ -34,6 +36,7 @@ from official.nlp.configs import bert
 from official.nlp.configs import encoders
 from official.nlp.modeling import models
 from official.nlp.modeling import networks
+from official.nlp.serving import cli_utils
 from official.nlp.tools import bert_weight_map
 from official.nlp.tools import google_bert
 from official.nlp.tools import hf_bert
@@ -47,13 +50,31 @@ Model = Union[models.BertPretrainerV2, networks.BertEncoder]
 
 
 # ---- ours ---------------------------------------------------------------------------------------------
+def _first_line(e: BaseException) -> str:
+  text = (getattr(e, 'message', None) or str(e)).strip()
+  return text.splitlines()[0] if text else type(e).__name__
+
+
 def _root_names(prefix: str):
-  reader = tf.train.load_checkpoint(prefix)
+  """The names of the checkpoint's root objects (`encoder`, `masked_lm`, ...).
+
+  Raises:
+    ValueError: a name-based checkpoint; a corrupt or truncated `.index` or `.data-*` file.
+  """
+  try:
+    reader = tf.train.load_checkpoint(prefix)
+  except (tf.errors.OpError, ValueError) as e:
+    raise ValueError(f'{prefix}.index: not a readable checkpoint index ({_first_line(e)}); '
+                     'expected a complete checkpoint (truncated or corrupt?)') from None
   if not reader.has_tensor('_CHECKPOINTABLE_OBJECT_GRAPH'):
     raise ValueError(f'{prefix}: a name-based checkpoint, not an object checkpoint of ours '
                      '(a Google BERT checkpoint converts with --source=google)')
   graph = trackable_object_graph_pb2.TrackableObjectGraph()
-  graph.ParseFromString(reader.get_tensor('_CHECKPOINTABLE_OBJECT_GRAPH'))
+  try:
+    graph.ParseFromString(reader.get_tensor('_CHECKPOINTABLE_OBJECT_GRAPH'))
+  except (tf.errors.OpError, IndexError, ValueError) as e:
+    raise ValueError(f'{prefix}: the checkpoint data cannot be read ({_first_line(e)}); expected '
+                     'the complete .data files of this checkpoint (truncated or corrupt?)') from None
   return {child.local_name for child in graph.nodes[0].children} - {'save_counter'}
 
 
@@ -66,7 +87,7 @@ def read_ours(path: str) -> Model:
 
   Raises:
     FileNotFoundError: no checkpoint or no `params.yaml`.
-    ValueError: no `encoder` in the checkpoint, a head of the config missing from it, or variables
+    ValueError: a corrupt `params.yaml` or checkpoint file; no `encoder` in the checkpoint, a head of the config missing from it, or variables
       that do not match the config.
   """
   if os.path.isdir(path):
@@ -76,7 +97,17 @@ def read_ours(path: str) -> Model:
   if not prefix or not tf.io.gfile.exists(prefix + '.index'):
     raise FileNotFoundError(f'{path}: no checkpoint found')
   params_path = os.path.join(directory, PARAMS_NAME)
-  model_params = (hyperparams.read_yaml(params_path).get('task') or {}).get('model')
+  if not tf.io.gfile.exists(params_path):
+    raise FileNotFoundError(f'{path}: no {PARAMS_NAME} next to the checkpoint (expected '
+                            f'{params_path} with task.model)')
+  try:
+    params = hyperparams.read_yaml(params_path)
+  except Exception as e:  # pylint: disable=broad-except  (yaml's errors have no common base)
+    raise ValueError(f'{params_path}: not readable YAML '
+                     f'({_first_line(e)}); expected the params.yaml '
+                     'of a training run or of this tool') from None
+  task = params.get('task') if isinstance(params, dict) else None
+  model_params = (task or {}).get('model') if isinstance(task, dict) else None
   if not model_params or 'encoder' not in model_params:
     raise ValueError(f'{params_path}: no task.model.encoder')
   roots = _root_names(prefix)
@@ -97,6 +128,9 @@ def read_ours(path: str) -> Model:
   except (AssertionError, ValueError) as e:
     raise ValueError(f'{prefix}: does not match the model of {params_path}: '
                      f'{str(e).splitlines()[0]}') from None
+  except (tf.errors.OpError, IndexError) as e:  # a truncated or corrupt .data file
+    raise ValueError(f'{prefix}: the checkpoint data cannot be read ({_first_line(e)}); expected the '
+                     'complete .data files of this checkpoint (truncated or corrupt?)') from None
   return model
 
 
@@ -164,6 +198,11 @@ def convert(source: str, target: str, input_path: str, output: str,
     output: the output directory.
     vocab_file: copied as `vocab.txt`; default: `vocab.txt` of the input directory if present.
     allow_unused: unknown input variables warn instead of raising.
+
+  Raises:
+    FileNotFoundError, ValueError: a missing or corrupt input file (naming it), an input our
+      models cannot hold, or an output that cannot be written.
+    OSError: an output file that cannot be written (permissions, a full disk).
   """
   if target not in TARGETS:
     raise ValueError(f'--target must be one of {TARGETS}, found {target!r}')
@@ -174,42 +213,61 @@ def convert(source: str, target: str, input_path: str, output: str,
     vocab_file = candidate if os.path.isfile(candidate) else None
   elif not os.path.isfile(vocab_file):
     raise FileNotFoundError(f'--vocab_file {vocab_file!r} does not exist')
-  write(model, target, output, vocab_file)
+  try:
+    write(model, target, output, vocab_file)
+  except tf.errors.OpError as e:  # SaveV2 / Checkpoint.save: permissions, a full disk, ...
+    raise ValueError(f'{output}: could not write the {target} checkpoint ({_first_line(e)}); '
+                     'expected a writable directory with free space') from None
   return model
 
 
 # ---- command line ---------------------------------------------------------------------------------------
-FLAGS = flags.FLAGS
-flags.DEFINE_enum('source', None, SOURCES, 'Input format.')
-flags.DEFINE_enum('target', None, TARGETS, 'Output format.')
-flags.DEFINE_string('input', None, 'Input directory (or checkpoint prefix).')
-flags.DEFINE_string('output', None, 'Output directory.')
-flags.DEFINE_string('vocab_file', None, 'vocab.txt to copy (default: the input directory\'s).')
-flags.DEFINE_bool('allow_unused', False, 'Warn about unknown input variables instead of failing.')
+PROGRAM = 'convert_checkpoint'
 
 
-def _run(argv) -> None:
-  if len(argv) > 1:
-    raise app.UsageError(f'unexpected arguments: {argv[1:]}')
-  missing = [name for name in ('source', 'target', 'input', 'output') if not FLAGS[name].value]
+def _define_flags() -> flags.FlagValues:
+  fv = flags.FlagValues()
+  flags.DEFINE_enum('source', None, SOURCES, 'Input format.', flag_values=fv)
+  flags.DEFINE_enum('target', None, TARGETS, 'Output format.', flag_values=fv)
+  flags.DEFINE_string('input', None, 'Input directory (or checkpoint prefix).', flag_values=fv)
+  flags.DEFINE_string('output', None, 'Output directory: new or empty (see --overwrite).',
+                      flag_values=fv)
+  flags.DEFINE_string('vocab_file', None, 'vocab.txt to copy (default: the input directory\'s).',
+                      flag_values=fv)
+  flags.DEFINE_bool('allow_unused', False, 'Warn about unknown input variables instead of '
+                    'failing.', flag_values=fv)
+  flags.DEFINE_bool('overwrite', False, 'Write into a non-empty --output (files of the same name '
+                    'are replaced); without it a non-empty --output is refused before any work.',
+                    flag_values=fv)
+  return fv
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  """Console entry point: converts --input (--source format) to --output (--target format).
+
+  Returns:
+    0 on success; 1 after a one-line error (bad paths, corrupt files, a non-empty --output
+    without --overwrite); 2 for bad or missing flags.
+  """
+  fv = _define_flags()
+  status = cli_utils.parse_flags(fv, argv, PROGRAM, __doc__)
+  if status is not None:
+    return status
+  missing = [name for name in ('source', 'target', 'input', 'output') if not fv[name].value]
   if missing:
-    print(f'convert_checkpoint: error: missing --{", --".join(missing)}', file=sys.stderr)
-    sys.exit(1)
+    return cli_utils.error(PROGRAM, f'missing --{", --".join(missing)}; expected all of '
+                           '--source, --target, --input and --output', status=2)
   try:
-    model = convert(FLAGS.source, FLAGS.target, FLAGS.input, FLAGS.output, FLAGS.vocab_file,
-                    FLAGS.allow_unused)
-  except (ValueError, FileNotFoundError, TypeError, OSError) as e:
-    message = ' '.join(str(e).split())
-    print(f'convert_checkpoint: error: {message}', file=sys.stderr)
-    sys.exit(1)
-  print(f'convert_checkpoint: wrote {type(model).__name__} ({FLAGS.source} -> {FLAGS.target}) '
-        f'to {FLAGS.output}')
-
-
-def main() -> None:
-  """Console-script entry point."""
-  app.run(_run)
+    if os.path.abspath(fv.output) == os.path.abspath(fv.input):
+      raise ValueError(f'--output={fv.output} is the --input directory; expected another '
+                       'directory')
+    cli_utils.check_output_dir(fv.output, '--output', fv.overwrite)
+    model = convert(fv.source, fv.target, fv.input, fv.output, fv.vocab_file, fv.allow_unused)
+  except cli_utils.USER_ERRORS + (TypeError,) as e:
+    return cli_utils.error(PROGRAM, cli_utils.message_of(e))
+  print(f'{PROGRAM}: wrote {type(model).__name__} ({fv.source} -> {fv.target}) to {fv.output}')
+  return 0
 
 
 if __name__ == '__main__':
-  main()
+  sys.exit(main())

@@ -13,7 +13,11 @@ Output: float32 [lines, hidden] as `.npy`, or JSON lines
 
 Usage:
   python -m official.nlp.tools.embed --model_dir=runs/tiny --input_file=sentences.txt \
-    --output_file=embeddings.npy [--pooling=mean] [--format=npy|jsonl] [--batch_size=32]
+    --output_file=embeddings.npy [--pooling=mean] [--format=npy|jsonl] [--batch_size=32] \
+    [--overwrite]
+
+An existing --output_file is refused (before any work) unless --overwrite. Errors print one line
+and exit 1; bad flags (including a --seq_length above the model's positions) exit 2.
 
 Example:
   >>> model = inference.load_inference_model('exports/tiny')
@@ -22,6 +26,7 @@ Example:
 """
 
 import json
+import os
 import sys
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -93,12 +98,16 @@ def embed_texts(model: inference.InferenceModel, tokenizer: tokenization.WordPie
 
   Returns:
     `(embeddings float32 [len(texts), hidden], number of texts cut to seq_length)`.
+
+  Raises:
+    ValueError: an unknown pooling, `batch_size` < 1, `seq_length` above the model's positions.
   """
   if pooling not in POOLINGS:
     raise ValueError(f'pooling {pooling!r}: expected one of {", ".join(POOLINGS)}')
   if batch_size < 1:
     raise ValueError(f'batch_size must be >= 1; found {batch_size}')
   seq_length = seq_length or model.seq_length
+  model.check_seq_length(seq_length)
   chunks: List[np.ndarray] = []
   truncated = 0
   with tqdm.tqdm(total=len(texts), unit='line', disable=not show_progress,
@@ -124,11 +133,23 @@ def read_lines(input_file: str) -> List[str]:
 
 def write_embeddings(embeddings: np.ndarray, texts: Iterable[str], output_file: str,
                      output_format: str) -> None:
-  """Writes `.npy` (float32 [lines, hidden]) or JSON lines (`-` writes JSON lines to stdout)."""
+  """Writes `.npy` (float32 [lines, hidden]) or JSON lines (`-` writes JSON lines to stdout).
+
+  The file is written at `output_file` exactly (no `.npy` added), its directory created.
+
+  Raises:
+    ValueError: `.npy` to stdout.
+    OSError: the file cannot be written (permissions, a full disk, a file where a directory is).
+  """
+  if output_file != '-':
+    parent = os.path.dirname(output_file)
+    if parent:
+      os.makedirs(parent, exist_ok=True)
   if output_format == 'npy':
     if output_file == '-':
       raise ValueError('--output_file=- (stdout) needs --format=jsonl; .npy goes to a file')
-    np.save(output_file, embeddings)
+    with open(output_file, 'wb') as f:  # a handle: np.save would add `.npy` to other names
+      np.save(f, embeddings)
     return
   out = sys.stdout if output_file == '-' else open(output_file, 'w', encoding='utf-8')
   try:
@@ -155,6 +176,8 @@ def _define_flags() -> flags.FlagValues:
   flags.DEFINE_integer('seq_length', None, 'Longest input in tokens (default: the model\'s).',
                        lower_bound=2, flag_values=fv)
   flags.DEFINE_boolean('progress', True, 'Show a progress bar on stderr.', flag_values=fv)
+  flags.DEFINE_boolean('overwrite', False, 'Replace an existing --output_file (without it, an '
+                       'existing file is refused before any work).', flag_values=fv)
   flags.mark_flags_as_required(['model_dir', 'output_file'], flag_values=fv)
   return fv
 
@@ -170,16 +193,33 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   try:
     if output_format == 'npy' and fv.output_file == '-':
       raise ValueError('--output_file=- (stdout) needs --format=jsonl; .npy goes to a file')
-    texts = read_lines(fv.input_file)
+    # Before the corpus is read and the model loaded: a bad output path should cost nothing.
+    cli_utils.check_output_file(fv.output_file, '--output_file', fv.overwrite)
+    if fv.input_file != '-' and not os.path.exists(fv.input_file):
+      raise ValueError(f'--input_file={fv.input_file}: no such file; expected a text file, one '
+                       'sentence a line (or - for stdin)')
+    if fv.input_file != '-' and os.path.isdir(fv.input_file):
+      raise ValueError(f'--input_file={fv.input_file}: a directory; expected a text file, one '
+                       'sentence a line')
+    try:
+      texts = read_lines(fv.input_file)
+    except UnicodeDecodeError as e:
+      raise ValueError(f'--input_file={fv.input_file}: not UTF-8 text ({e.reason} at byte '
+                       f'{e.start}); expected a text file, one sentence a line') from None
     if not texts:
       raise ValueError(f'--input_file={fv.input_file}: no lines to embed')
     model = inference.load_inference_model(fv.model_dir, fv.checkpoint_path)
+    if fv.seq_length:
+      try:
+        model.check_seq_length(fv.seq_length, '--seq_length')
+      except ValueError as e:
+        return cli_utils.error(PROGRAM, str(e), status=2)
     tokenizer = model.load_tokenizer(fv.vocab_file, fv.do_lower_case)
     embeddings, truncated = embed_texts(model, tokenizer, texts, fv.pooling, fv.batch_size,
                                         fv.seq_length, show_progress=fv.progress)
     write_embeddings(embeddings, texts, fv.output_file, output_format)
-  except (ValueError, FileNotFoundError) as e:
-    return cli_utils.error(PROGRAM, str(e))
+  except cli_utils.USER_ERRORS as e:
+    return cli_utils.error(PROGRAM, cli_utils.message_of(e))
   if truncated:
     print(f'{PROGRAM}: {truncated} of {len(texts)} lines were cut to '
           f'{fv.seq_length or model.seq_length} tokens', file=sys.stderr)

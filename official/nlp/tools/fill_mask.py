@@ -6,6 +6,9 @@ loaded by `official.nlp.serving.inference`). The command line takes either kind 
   python -m official.nlp.tools.fill_mask --model_dir=runs/tiny \
     --text='Paris is the [MASK] of France.'
 
+Errors print one line and exit 1; bad flags (including a --seq_length above the model's
+position embeddings) exit 2.
+
 Example:
   >>> tokenizer = tokenization.WordPieceTokenizer.from_vocab_file('vocab.txt')
   >>> predictions = fill_mask(pretrainer, tokenizer, ['Return a [MASK] of the list.'], top_k=3)
@@ -87,7 +90,18 @@ def fill_mask(pretrainer: Union[tf_keras.Model, inference.InferenceModel],
 
   Returns:
     `result[text][mask] = [(token, probability), ...]`, best first.
+
+  Raises:
+    ValueError: `seq_length` above the model's position embeddings; a text without `[MASK]` or
+      longer than `seq_length` tokens.
   """
+  if isinstance(pretrainer, inference.InferenceModel):
+    pretrainer.check_seq_length(seq_length)
+  else:
+    limit = serving_module.max_sequence_length(serving_module.find_encoder(pretrainer))
+    if limit is not None and seq_length > limit:
+      raise ValueError(f'seq_length={seq_length} exceeds the {limit} position embeddings of '
+                       f'{pretrainer.name!r}; expected at most {limit}')
   inputs, counts = encode_masked_texts(tokenizer, texts, seq_length)
   if isinstance(pretrainer, inference.InferenceModel):
     indices, probabilities = pretrainer.fill_mask(inputs, top_k)
@@ -137,11 +151,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       return cli_utils.error(PROGRAM, f'--text={text!r} has no {MASK}; expected at least one')
   try:
     model = inference.load_inference_model(fv.model_dir, fv.checkpoint_path)
+    if fv.seq_length:
+      try:
+        model.check_seq_length(fv.seq_length, '--seq_length')
+      except ValueError as e:
+        return cli_utils.error(PROGRAM, str(e), status=2)
     tokenizer = model.load_tokenizer(fv.vocab_file, fv.do_lower_case)
     predictions = fill_mask(model, tokenizer, fv.text, top_k=fv.top_k,
                             seq_length=fv.seq_length or model.seq_length)
-  except (ValueError, FileNotFoundError) as e:
-    return cli_utils.error(PROGRAM, str(e))
+  except cli_utils.USER_ERRORS as e:
+    return cli_utils.error(PROGRAM, cli_utils.message_of(e))
   print(format_predictions(fv.text, predictions))
   return 0
 

@@ -19,7 +19,7 @@ import json
 import logging
 import os
 import shutil
-from typing import Dict, Optional, Tuple, Union
+from typing import Any, Dict, Optional, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
@@ -62,17 +62,37 @@ def resolve(path: str) -> Tuple[str, str]:
 
 
 def read_config(config_path: str) -> Dict:
-  with open(config_path, encoding='utf-8') as f:
-    return json.load(f)
+  """The `bert_config.json` dict.
+
+  Raises:
+    ValueError: a truncated or corrupt file (not a JSON object), naming it.
+  """
+  return bert_weight_map.read_json_config(config_path)
+
+
+def _reader(prefix: str) -> Any:
+  """`tf.train.load_checkpoint(prefix)`, with a corrupt index as a ValueError naming the file."""
+  try:
+    return tf.train.load_checkpoint(prefix)
+  except (tf.errors.OpError, ValueError) as e:
+    raise ValueError(f'{prefix}.index: not a readable checkpoint index '
+                     f'({_first_line(e)}); expected the complete {CHECKPOINT_NAME}.index '
+                     '(truncated or corrupt?)') from None
+
+
+def _first_line(e: BaseException) -> str:
+  text = (getattr(e, 'message', None) or str(e)).strip()
+  return text.splitlines()[0] if text else type(e).__name__
 
 
 def read_tensors(prefix: str) -> Dict[str, np.ndarray]:
   """Name -> array of a name-based checkpoint (optimizer slots and `global_step` left out).
 
   Raises:
-    ValueError: an object-based (TF2) checkpoint, which has no BERT names.
+    ValueError: an object-based (TF2) checkpoint, which has no BERT names; a corrupt or
+      truncated `.index` or `.data-*` file (naming it).
   """
-  reader = tf.train.load_checkpoint(prefix)
+  reader = _reader(prefix)
   names = reader.get_variable_to_shape_map()
   if '_CHECKPOINTABLE_OBJECT_GRAPH' in names:
     raise ValueError(f'{prefix}: an object-based TF2 checkpoint, not a Google BERT checkpoint '
@@ -80,7 +100,13 @@ def read_tensors(prefix: str) -> Dict[str, np.ndarray]:
   skipped = sorted(n for n in names if n in _SKIPPED_NAMES or n.endswith(_SKIPPED_SUFFIXES))
   if skipped:
     logging.info('%s: skipping %d optimizer variables', prefix, len(skipped))
-  return {name: reader.get_tensor(name) for name in names if name not in skipped}
+  try:
+    return {name: reader.get_tensor(name) for name in names if name not in skipped}
+  except (tf.errors.OpError, IndexError, ValueError) as e:  # a truncated or corrupt .data file
+    data = tf.io.gfile.glob(prefix + '.data-*')
+    raise ValueError(f'{", ".join(data) or prefix}: the checkpoint data cannot be read '
+                     f'({_first_line(e)}); expected the complete files written with '
+                     f'{os.path.basename(prefix)}.index (truncated or corrupt?)') from None
 
 
 def load_encoder(path: str, allow_unused: bool = False) -> networks.BertEncoder:
@@ -116,7 +142,7 @@ def load(path: str, allow_unused: bool = False) -> Union[models.BertPretrainerV2
                                                           networks.BertEncoder]:
   """`load_pretrainer` when the checkpoint has a masked-LM head, else `load_encoder`."""
   prefix, _ = resolve(path)
-  names = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
+  names = _reader(prefix).get_variable_to_shape_map()
   if bert_weight_map.has_masked_lm(names, 'google'):
     return load_pretrainer(path, allow_unused)
   return load_encoder(path, allow_unused)

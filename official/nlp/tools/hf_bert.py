@@ -41,13 +41,17 @@ _DECODER_BIAS = 'cls.predictions.decoder.bias'
 
 
 def read_config(model_dir: str) -> Tuple[Dict, str]:
-  """(the `config.json` dict, its path); checks `model_type` when present."""
+  """(the `config.json` dict, its path); checks `model_type` when present.
+
+  Raises:
+    FileNotFoundError: no `config.json`.
+    ValueError: a corrupt `config.json` (not a JSON object) or another `model_type`, naming it.
+  """
   path = os.path.join(model_dir, CONFIG_NAME)
   if not os.path.isfile(path):
     raise FileNotFoundError(f'{model_dir}: no {CONFIG_NAME} (a Hugging Face BERT directory holds '
                             f'{CONFIG_NAME} and {WEIGHTS_NAME})')
-  with open(path, encoding='utf-8') as f:
-    config = json.load(f)
+  config = bert_weight_map.read_json_config(path)
   model_type = config.get('model_type', 'bert')
   if model_type != 'bert':
     raise ValueError(f"{path}: model_type is {model_type!r}; expected 'bert'")
@@ -60,9 +64,19 @@ def _weight_files(model_dir: str):
     return [single], single
   index = os.path.join(model_dir, INDEX_NAME)
   if os.path.isfile(index):
-    with open(index, encoding='utf-8') as f:
-      shards = sorted(set(json.load(f)['weight_map'].values()))
-    return [os.path.join(model_dir, shard) for shard in shards], index
+    try:
+      with open(index, encoding='utf-8') as f:
+        weight_map = json.load(f)['weight_map']
+      shards = sorted(set(weight_map.values()))
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+      raise ValueError(f'{index}: not a safetensors index ({type(e).__name__}: {e}); expected a '
+                       'JSON object with a weight_map of tensor name -> shard file') from None
+    paths = [os.path.join(model_dir, shard) for shard in shards]
+    missing = [p for p in paths if not os.path.isfile(p)]
+    if missing:
+      raise FileNotFoundError(f'{index}: lists {len(paths)} shards; missing '
+                              f'{", ".join(missing)}')
+    return paths, index
   others = [name for name in _OTHER_WEIGHTS if os.path.isfile(os.path.join(model_dir, name))]
   found = f'found {", ".join(others)}' if others else 'found no weights file'
   raise FileNotFoundError(f'{model_dir}: no {WEIGHTS_NAME} ({found}); only safetensors weights '
@@ -80,12 +94,26 @@ def _normal_name(name: str) -> str:
 
 
 def read_tensors(model_dir: str) -> Tuple[Dict[str, np.ndarray], str]:
-  """(normalized name -> array of every tensor, the weights path)."""
+  """(normalized name -> array of every tensor, the weights path).
+
+  Raises:
+    FileNotFoundError: no safetensors weights (or a shard of the index missing).
+    ValueError: a corrupt or truncated safetensors file or index (naming it), or two tensors with
+      the same normalized name.
+  """
   from safetensors import numpy as safetensors_numpy  # pylint: disable=g-import-not-at-top
   files, source = _weight_files(model_dir)
   tensors = {}
   for path in files:
-    for name, value in safetensors_numpy.load_file(path).items():
+    try:
+      loaded = safetensors_numpy.load_file(path)
+    except Exception as e:  # pylint: disable=broad-except  (safetensors' errors have no base)
+      if isinstance(e, OSError):
+        raise
+      raise ValueError(f'{path}: not a readable safetensors file ({" ".join(str(e).split())}); '
+                       f'expected the complete file (truncated or corrupt?), '
+                       f'{os.path.getsize(path)} bytes found') from None
+    for name, value in loaded.items():
       normal = _normal_name(name)
       if normal in tensors:
         raise ValueError(f'{path}: {name} duplicates another variable named {normal}')

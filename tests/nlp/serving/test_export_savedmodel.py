@@ -200,9 +200,9 @@ def test_cli_exports_a_given_checkpoint(run, tmp_path, capsys):
 
 def test_cli_errors(run, tmp_path, capsys):
   assert export_savedmodel.main(['export', f'--model_dir={run["model_dir"]}']) == 2
-  err = capsys.readouterr().err
-  assert 'export_savedmodel: flag --export_dir=None: Flag --export_dir must have a value' in err
-  assert '--checkpoint_path: Checkpoint prefix or directory' in err
+  assert capsys.readouterr().err == (
+      'export_savedmodel: error: flag --export_dir=None: Flag --export_dir must have a value '
+      'other than None. (--help lists the flags)\n')
 
   assert export_savedmodel.main(['export', f'--model_dir={run["export_dir"]}',
                                  f'--export_dir={tmp_path / "e"}']) == 1
@@ -217,8 +217,8 @@ def test_cli_errors(run, tmp_path, capsys):
 
   assert export_savedmodel.main(['export', f'--model_dir={run["model_dir"]}',
                                  f'--export_dir={run["model_dir"]}']) == 1
-  assert (f"export_dir '{run['model_dir']}' holds a training run (params.yaml); expected a new "
-          'or SavedModel directory') in capsys.readouterr().err
+  assert (f"--export_dir={run['model_dir']}: holds a training run (params.yaml); expected a new "
+          'or empty directory, or an earlier SavedModel export') in capsys.readouterr().err
   assert not os.path.exists(os.path.join(run['model_dir'], 'saved_model.pb'))
 
   no_ckpt = tmp_path / 'no_ckpt'
@@ -280,6 +280,93 @@ def test_vocabulary_checked_against_the_training_records(run, tmp_path):
   config = inference.read_serving_config(str(tmp_path / 'e'))
   assert config['do_lower_case'] is False
   assert config['vocab_sha256'] == tokenizer.vocab_sha256()
+
+
+def _siblings(directory):
+  """Entries beside `directory` left by a staged export (`.partial-*`, `.old-*`)."""
+  return [n for n in os.listdir(os.path.dirname(directory))
+          if n.startswith(os.path.basename(directory) + '.')]
+
+
+def test_cli_refuses_a_non_empty_export_dir_unless_overwrite(run, tmp_path, capsys):
+  base = ['export', f'--model_dir={run["model_dir"]}']
+  notes = tmp_path / 'notes'
+  notes.mkdir()
+  (notes / 'notes.txt').write_text('mine')
+  for extra in ([], ['--overwrite']):
+    assert export_savedmodel.main(base + [f'--export_dir={notes}'] + extra) == 1
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1
+    if extra:
+      assert err == (f'export_savedmodel: error: --export_dir={notes}: holds notes.txt, which '
+                     '--overwrite does not replace (not an earlier output of this program); '
+                     'expected a new or empty directory\n')
+    else:
+      assert err == (f'export_savedmodel: error: --export_dir={notes}: not empty (holds '
+                     'notes.txt); expected a new or empty directory, or pass --overwrite to '
+                     'replace it\n')
+  assert os.listdir(notes) == ['notes.txt']
+
+  earlier = tmp_path / 'earlier'
+  shutil.copytree(run['export_dir'], earlier)
+  (earlier / 'stale.txt').write_text('from before')
+  assert export_savedmodel.main(base + [f'--export_dir={earlier}']) == 1
+  assert f'--export_dir={earlier}: not empty (holds assets' in capsys.readouterr().err
+  assert export_savedmodel.main(base + [f'--export_dir={earlier}', '--overwrite']) == 0
+  assert not (earlier / 'stale.txt').exists()  # replaced, not written over
+  config = inference.read_serving_config(str(earlier))
+  assert config['max_sequence_length'] == 32 and config['seq_length'] == tiny_run.SEQ_LENGTH
+  assert not _siblings(str(earlier))
+
+  a_file = tmp_path / 'a_file'
+  a_file.write_text('x')
+  assert export_savedmodel.main(base + [f'--export_dir={a_file}']) == 1
+  assert capsys.readouterr().err == (f'export_savedmodel: error: --export_dir={a_file}: a file; '
+                                     'expected a directory (new or empty)\n')
+  assert export_savedmodel.main(base + [f'--export_dir={a_file / "export"}']) == 1
+  assert capsys.readouterr().err == (
+      f'export_savedmodel: error: --export_dir={a_file / "export"}: {a_file} is a file; '
+      'expected a directory there\n')
+
+
+def test_failed_write_leaves_no_partial_export(run, tmp_path, monkeypatch, capsys):
+  real_save = tf.saved_model.save
+
+  def save_then_fill_the_disk(module, directory, signatures=None):
+    real_save(module, directory, signatures=signatures)
+    raise tf.errors.ResourceExhaustedError(None, None, f'{directory}/variables: No space left')
+
+  monkeypatch.setattr(tf.saved_model, 'save', save_then_fill_the_disk)
+  new = tmp_path / 'new'
+  base = ['export', f'--model_dir={run["model_dir"]}']
+  assert export_savedmodel.main(base + [f'--export_dir={new}']) == 1
+  err = capsys.readouterr().err
+  assert err.startswith(f'export_savedmodel: error: export_dir={new}: could not write the '
+                        'SavedModel: ') and err.count('\n') == 1
+  assert not new.exists() and not _siblings(str(new))
+
+  earlier = tmp_path / 'earlier'
+  shutil.copytree(run['export_dir'], earlier)
+  before = sorted(os.listdir(earlier))
+  assert export_savedmodel.main(base + [f'--export_dir={earlier}', '--overwrite']) == 1
+  assert sorted(os.listdir(earlier)) == before  # the earlier export is kept whole
+  assert not _siblings(str(earlier))
+
+
+def test_corrupt_checkpoint_is_one_line(run, tmp_path, capsys):
+  model_dir = tmp_path / 'model'
+  shutil.copytree(run['model_dir'], model_dir)
+  (data,) = [p for p in model_dir.iterdir() if '.data-' in p.name]
+  data.write_bytes(data.read_bytes()[:1000])
+  export_dir = tmp_path / 'export'
+  assert export_savedmodel.main(['export', f'--model_dir={model_dir}',
+                                 f'--export_dir={export_dir}']) == 1
+  err = capsys.readouterr().err
+  assert err.count('\n') == 1
+  assert err.startswith(f"export_savedmodel: error: checkpoint '{model_dir}/ckpt-2': cannot be "
+                        'read (')
+  assert err.endswith('expected a complete checkpoint written by official.nlp.train\n')
+  assert not export_dir.exists()
 
 
 # Last in the file: the reload started by the first test ran meanwhile.

@@ -1,5 +1,6 @@
 """Tests for official/nlp/tools/convert_checkpoint.py (hf / google / ours conversions and the CLI)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -142,24 +143,17 @@ def test_read_ours_errors(tmp_path):
 
 def test_cli_converts_and_reports(tmp_path, capsys):
   source, _, _ = _hf_dir(tmp_path / 'hf')
-  flags = convert_checkpoint.FLAGS
-  try:
-    flags(['convert_checkpoint', '--source=hf', '--target=google', f'--input={source}',
-           f'--output={tmp_path / "google"}'])
-    convert_checkpoint._run(['convert_checkpoint'])  # pylint: disable=protected-access
-    assert capsys.readouterr().out.strip() == (
-        f'convert_checkpoint: wrote BertPretrainerV2 (hf -> google) to {tmp_path / "google"}')
-    flags.unparse_flags()
-    flags(['convert_checkpoint', '--source=google', '--target=hf', f'--input={source}',
-           f'--output={tmp_path / "x"}'])
-    with pytest.raises(SystemExit) as exit_info:
-      convert_checkpoint._run(['convert_checkpoint'])  # pylint: disable=protected-access
-    assert exit_info.value.code == 1
-    assert capsys.readouterr().err == (
-        f'convert_checkpoint: error: {source}: no checkpoint (expected bert_model.ckpt.index or a '
-        '`checkpoint` state file)\n')
-  finally:
-    flags.unparse_flags()
+  code = convert_checkpoint.main(['convert_checkpoint', '--source=hf', '--target=google',
+                                  f'--input={source}', f'--output={tmp_path / "google"}'])
+  assert code == 0
+  assert capsys.readouterr().out.strip() == (
+      f'convert_checkpoint: wrote BertPretrainerV2 (hf -> google) to {tmp_path / "google"}')
+  code = convert_checkpoint.main(['convert_checkpoint', '--source=google', '--target=hf',
+                                  f'--input={source}', f'--output={tmp_path / "x"}'])
+  assert code == 1
+  assert capsys.readouterr().err == (
+      f'convert_checkpoint: error: {source}: no checkpoint (expected bert_model.ckpt.index or a '
+      '`checkpoint` state file)\n')
   assert google_bert.load_pretrainer(str(tmp_path / 'google')).classification_heads
 
 
@@ -173,3 +167,173 @@ def test_cli_module_exits_1_with_one_error_line(tmp_path):
   assert errors == [f'convert_checkpoint: error: {tmp_path / "missing"}: no config.json (a Hugging '
                     'Face BERT directory holds config.json and model.safetensors)']
   assert not (tmp_path / 'out').exists()
+
+
+def _cli(capsys, *args):
+  """(exit status, stderr) of the command line with `args`."""
+  code = convert_checkpoint.main(['convert_checkpoint', *args])
+  return code, capsys.readouterr().err
+
+
+def _truncate(path, size):
+  path.write_bytes(path.read_bytes()[:size])
+
+
+@pytest.mark.parametrize('fault, message', [
+    ('truncated_weights', '{d}/model.safetensors: not a readable safetensors file (Error while '
+                          'deserializing header: invalid header length); '
+                          'expected the complete file (truncated or corrupt?), 2000 bytes found'),
+    ('garbage_weights', '{d}/model.safetensors: not a readable safetensors file (Error while '
+                        'deserializing header: header too large); expected the complete file '
+                        '(truncated or corrupt?), 8 bytes found'),
+    ('truncated_config', '{d}/config.json: not valid JSON (Expecting property name enclosed in '
+                         'double quotes: line 1 column 41); expected a BERT config object (truncated or corrupt '
+                         'file?)'),
+    ('list_config', '{d}/config.json: holds a JSON list; expected an object with the BERT config '
+                    'fields (hidden_size, num_hidden_layers, ...)'),
+    ('incomplete_config', "{d}/config.json: missing field 'hidden_size'; expected a complete "
+                          'BERT config (incomplete file?)'),
+    ('string_config_field', "{d}/config.json: field 'hidden_size' is 'big'; expected a positive "
+                            'integer'),
+    ('index_without_shard', '{d}/model.safetensors.index.json: lists 1 shards; missing '
+                            '{d}/model-00001.safetensors'),
+])
+def test_corrupt_hugging_face_files_are_one_line(tmp_path, capsys, fault, message):
+  source, _, _ = _hf_dir(tmp_path / 'hf')
+  directory = tmp_path / 'hf'
+  config = directory / 'config.json'
+  weights = directory / 'model.safetensors'
+  if fault == 'truncated_weights':
+    _truncate(weights, 2000)
+  elif fault == 'garbage_weights':
+    weights.write_bytes(b'garbage\n')
+  elif fault == 'truncated_config':
+    config.write_text(config.read_text()[:40])
+  elif fault == 'list_config':
+    config.write_text('[1, 2]')
+  elif fault == 'incomplete_config':
+    config.write_text('{"model_type": "bert"}')
+  elif fault == 'string_config_field':
+    config.write_text(json.dumps(dict(json.loads(config.read_text()), hidden_size='big')))
+  elif fault == 'index_without_shard':
+    weights.unlink()
+    (directory / 'model.safetensors.index.json').write_text(
+        json.dumps({'weight_map': {'embeddings.word_embeddings.weight':
+                                   'model-00001.safetensors'}}))
+  out = tmp_path / 'out'
+  code, err = _cli(capsys, '--source=hf', '--target=ours', f'--input={source}', f'--output={out}')
+  assert code == 1
+  assert err == 'convert_checkpoint: error: ' + message.format(d=directory) + '\n'
+  assert not out.exists()
+
+
+@pytest.mark.parametrize('fault', ['index', 'data', 'config'])
+def test_corrupt_google_checkpoint_is_one_line(tmp_path, capsys, fault):
+  source, _, _ = _hf_dir(tmp_path / 'hf')
+  google = tmp_path / 'google'
+  convert_checkpoint.convert('hf', 'google', source, str(google))
+  if fault == 'index':
+    _truncate(google / 'bert_model.ckpt.index', 40)
+    expected = (f'{google}/bert_model.ckpt.index: not a readable checkpoint index (file is too '
+                'short to be an sstable); expected the complete bert_model.ckpt.index (truncated '
+                'or corrupt?)')
+  elif fault == 'data':
+    _truncate(google / 'bert_model.ckpt.data-00000-of-00001', 3000)
+    expected = (f'{google}/bert_model.ckpt.data-00000-of-00001: the checkpoint data cannot be '
+                'read (Read less bytes than requested); expected the complete files written with '
+                'bert_model.ckpt.index (truncated or corrupt?)')
+  else:
+    (google / 'bert_config.json').write_text('{"hidden_size": ')
+    expected = (f'{google}/bert_config.json: not valid JSON (Expecting value: line 1 column 17); '
+                'expected a BERT config object (truncated or corrupt file?)')
+  code, err = _cli(capsys, '--source=google', '--target=hf', f'--input={google}',
+                   f'--output={tmp_path / "out"}')
+  assert (code, err) == (1, f'convert_checkpoint: error: {expected}\n')
+
+
+def test_corrupt_checkpoint_of_ours_is_one_line(tmp_path, capsys):
+  source, _, _ = _hf_dir(tmp_path / 'hf')
+  ours = tmp_path / 'ours'
+  convert_checkpoint.convert('hf', 'ours', source, str(ours))
+  params = (ours / 'params.yaml').read_text()
+  (ours / 'params.yaml').write_text('task: {model: [\n')
+  code, err = _cli(capsys, '--source=ours', '--target=hf', f'--input={ours}',
+                   f'--output={tmp_path / "out"}')
+  assert code == 1 and err.count('\n') == 1
+  assert err.startswith(f'convert_checkpoint: error: {ours}/params.yaml: not readable YAML (')
+  (ours / 'params.yaml').write_text(params)
+  _truncate(ours / 'ckpt-1.data-00000-of-00001', 3000)
+  code, err = _cli(capsys, '--source=ours', '--target=hf', f'--input={ours}',
+                   f'--output={tmp_path / "out"}')
+  assert (code, err) == (1, f'convert_checkpoint: error: {ours}/ckpt-1: the checkpoint data '
+                         'cannot be read (Read less bytes than requested); expected the complete '
+                         '.data files of this checkpoint (truncated or corrupt?)\n')
+
+
+def test_cli_output_dir_and_flags(tmp_path, capsys):
+  source, _, _ = _hf_dir(tmp_path / 'hf')
+  out = tmp_path / 'out'
+  args = ['--source=hf', '--target=hf', f'--input={source}']
+  assert _cli(capsys, *args, f'--output={out}')[0] == 0
+  before = (out / 'model.safetensors').stat().st_mtime_ns
+  code, err = _cli(capsys, *args, f'--output={out}')
+  assert (code, err) == (1, f'convert_checkpoint: error: --output={out}: not empty (holds '
+                         'config.json, model.safetensors, vocab.txt); expected a new or empty '
+                         'directory, or pass --overwrite to replace it\n')
+  assert (out / 'model.safetensors').stat().st_mtime_ns == before
+  assert _cli(capsys, *args, f'--output={out}', '--overwrite')[0] == 0
+
+  code, err = _cli(capsys, *args, f'--output={source}', '--overwrite')
+  assert (code, err) == (1, f'convert_checkpoint: error: --output={source} is the --input '
+                         'directory; expected another directory\n')
+  a_file = tmp_path / 'a_file'
+  a_file.write_text('x')
+  code, err = _cli(capsys, *args, f'--output={a_file / "out"}')
+  assert (code, err) == (1, f'convert_checkpoint: error: --output={a_file / "out"}: {a_file} is '
+                         'a file; expected a directory there\n')
+
+  code, err = _cli(capsys, '--source=hf', f'--input={source}')
+  assert (code, err) == (2, 'convert_checkpoint: error: missing --target, --output; expected all '
+                         'of --source, --target, --input and --output\n')
+  code, err = _cli(capsys, '--source=onnx')
+  assert (code, err) == (2, 'convert_checkpoint: error: flag --source=onnx: value should be one '
+                         'of <hf|google|ours> (--help lists the flags)\n')
+
+
+def test_module_corrupt_safetensors_has_no_traceback(tmp_path):
+  source, _, _ = _hf_dir(tmp_path / 'hf')
+  (tmp_path / 'hf' / 'model.safetensors').write_bytes(b'\x00' * 16)
+  result = subprocess.run(
+      [sys.executable, '-m', 'official.nlp.tools.convert_checkpoint', '--source=hf',
+       '--target=ours', f'--input={source}', f'--output={tmp_path / "out"}'],
+      cwd=_REPO, capture_output=True, text=True, timeout=120, check=False)
+  assert result.returncode == 1
+  assert 'Traceback' not in result.stderr
+  errors = [line for line in result.stderr.splitlines() if 'convert_checkpoint' in line]
+  assert len(errors) == 1
+  assert errors[0].startswith(f'convert_checkpoint: error: {tmp_path}/hf/model.safetensors: not a '
+                              'readable safetensors file (')
+
+
+def test_unwritable_output_is_one_line(tmp_path, capsys, monkeypatch):
+  from safetensors import numpy as safetensors_numpy  # pylint: disable=g-import-not-at-top
+  source, _, _ = _hf_dir(tmp_path / 'hf')
+  out = tmp_path / 'out'
+
+  def denied(tensors, path, metadata=None):
+    raise PermissionError(13, 'Permission denied', path)
+
+  monkeypatch.setattr(safetensors_numpy, 'save_file', denied)
+  code, err = _cli(capsys, '--source=hf', '--target=hf', f'--input={source}', f'--output={out}')
+  assert (code, err) == (1, f'convert_checkpoint: error: {out}/model.safetensors: permission '
+                         'denied; expected a path this user may read or write (errno 13)\n')
+
+  def disk_full(tensors, prefix):
+    raise tf.errors.ResourceExhaustedError(None, None, f'{prefix}.data-00000-of-00001: No space')
+
+  monkeypatch.setattr(google_bert, 'write_checkpoint', disk_full)
+  code, err = _cli(capsys, '--source=hf', '--target=google', f'--input={source}',
+                   f'--output={tmp_path / "google"}')
+  assert (code, err) == (1, f'convert_checkpoint: error: {tmp_path / "google"}: could not write '
+                         f'the google checkpoint ({tmp_path / "google"}/bert_model.ckpt.data-00000-'
+                         'of-00001: No space); expected a writable directory with free space\n')

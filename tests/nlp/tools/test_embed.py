@@ -109,3 +109,55 @@ def test_cli_errors(run, tmp_path, capsys):
                      f'--output_file={tmp_path / "o.npy"}']) == 1
   assert (f"embed: error: model_dir '{tmp_path}' is neither a training model_dir"
           in capsys.readouterr().err)
+
+
+def _never_load(*args, **kwargs):
+  raise AssertionError('the model was loaded before the output path was checked')
+
+
+def test_cli_output_paths_are_checked_before_any_work(run, tmp_path, capsys, monkeypatch):
+  lines = tmp_path / 'lines.txt'
+  lines.write_text('a city\n')
+  base = ['embed', f'--model_dir={run["export_dir"]}', f'--input_file={lines}', '--noprogress']
+  out = tmp_path / 'out' / 'vectors'  # no .npy suffix: written as named, its directory created
+  assert embed.main(base + [f'--output_file={out}']) == 0
+  assert np.load(out).shape == (1, 16)
+  capsys.readouterr()
+
+  monkeypatch.setattr(inference, 'load_inference_model', _never_load)
+  assert embed.main(base + [f'--output_file={out}']) == 1
+  assert capsys.readouterr().err == (f'embed: error: --output_file={out}: exists; expected a new '
+                                     'file, or pass --overwrite to replace it\n')
+  assert embed.main(base + [f'--output_file={tmp_path}']) == 1
+  assert capsys.readouterr().err == (f'embed: error: --output_file={tmp_path}: a directory; '
+                                     'expected a file path\n')
+  assert embed.main(base + [f'--output_file={lines}/x.npy']) == 1
+  assert capsys.readouterr().err == (f'embed: error: --output_file={lines}/x.npy: {lines} is a '
+                                     'file; expected a directory there\n')
+  assert embed.main(['embed', f'--model_dir={run["export_dir"]}', f'--input_file={tmp_path}',
+                     f'--output_file={tmp_path / "new.npy"}']) == 1
+  assert capsys.readouterr().err == (f'embed: error: --input_file={tmp_path}: a directory; '
+                                     'expected a text file, one sentence a line\n')
+  monkeypatch.undo()
+
+  assert embed.main(base + [f'--output_file={out}', '--overwrite', '--pooling=cls']) == 0
+  capsys.readouterr()
+
+
+def test_cli_write_failure_and_seq_length_are_one_line(run, tmp_path, capsys, monkeypatch):
+  lines = tmp_path / 'lines.txt'
+  lines.write_text('a city\n')
+  base = ['embed', f'--model_dir={run["model_dir"]}', f'--input_file={lines}', '--noprogress']
+  assert embed.main(base + ['--seq_length=40', f'--output_file={tmp_path / "o.npy"}']) == 2
+  assert capsys.readouterr().err == (
+      f"embed: error: --seq_length=40 exceeds the 32 position embeddings of '{run['checkpoint']}' "
+      '(max_position_embeddings); expected at most 32\n')
+
+  def disk_full(file, array):
+    raise OSError(28, 'No space left on device', str(tmp_path / 'o.npy'))
+
+  monkeypatch.setattr(embed.np, 'save', disk_full)
+  assert embed.main(base + [f'--output_file={tmp_path / "o.npy"}']) == 1
+  assert capsys.readouterr().err == (
+      f'embed: error: {tmp_path / "o.npy"}: no space left on device; expected room for the output '
+      '(free some space or choose another path) (errno 28)\n')

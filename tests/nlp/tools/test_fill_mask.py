@@ -1,8 +1,11 @@
 """Tests for official/nlp/tools/fill_mask.py."""
 
+import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -15,6 +18,8 @@ from official.nlp.serving import inference
 from official.nlp.tools import fill_mask
 from tests.nlp.serving import tiny_run
 
+_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__)))))
 WORDS = ['return', 'a', 'copy', 'of', 'the', 'list', '.']
 
 
@@ -163,3 +168,69 @@ def test_cli_errors(run, tmp_path, capsys):
   assert fill_mask.main(['fill_mask', f'--model_dir={run["model_dir"]}',
                          f'--text={long_text}']) == 1
   assert 'has 23 tokens; seq_length is 16' in capsys.readouterr().err
+
+
+def test_seq_length_above_the_position_embeddings_is_a_flag_error(run, tmp_path, capsys):
+  # tiny_run: max_position_embeddings 32. A SavedModel exported before `max_sequence_length` was
+  # recorded in serving_config.json falls back on its position table.
+  old_export = tmp_path / 'old_export'
+  shutil.copytree(run['export_dir'], old_export)
+  config_path = old_export / 'assets.extra' / 'serving_config.json'
+  config = json.loads(config_path.read_text())
+  del config['max_sequence_length']
+  config_path.write_text(json.dumps(config))
+  for model_dir, source in ((run['model_dir'], run['checkpoint']),
+                            (run['export_dir'], run['export_dir']),
+                            (str(old_export), str(old_export))):
+    assert fill_mask.main(['fill_mask', f'--model_dir={model_dir}', '--seq_length=64',
+                           f'--text={TEXTS[0]}']) == 2
+    assert capsys.readouterr().err == (
+        f"fill_mask: error: --seq_length=64 exceeds the 32 position embeddings of '{source}' "
+        '(max_position_embeddings); expected at most 32\n')
+  assert fill_mask.main(['fill_mask', f'--model_dir={old_export}', '--seq_length=32',
+                         f'--text={TEXTS[0]}']) == 0
+
+
+def test_corrupt_model_files_are_one_line(run, tmp_path, capsys):
+  export = tmp_path / 'export'
+  shutil.copytree(run['export_dir'], export)
+  (export / 'assets.extra' / 'serving_config.json').write_text('{"seq_length": 1')
+  assert fill_mask.main(['fill_mask', f'--model_dir={export}', f'--text={TEXTS[0]}']) == 1
+  err = capsys.readouterr().err
+  assert err.startswith(f'fill_mask: error: {export}/assets.extra/serving_config.json: not valid '
+                        'JSON (') and err.count('\n') == 1
+  pb = export / 'saved_model.pb'
+  pb.write_bytes(pb.read_bytes()[:500])
+  assert fill_mask.main(['fill_mask', f'--model_dir={export}', f'--text={TEXTS[0]}']) == 1
+  err = capsys.readouterr().err
+  assert err.startswith(f"fill_mask: error: SavedModel '{export}': cannot be loaded (")
+  assert err.count('\n') == 1
+
+  model_dir = tmp_path / 'model'
+  shutil.copytree(run['model_dir'], model_dir)
+  (model_dir / 'params.yaml').write_text('task: [\n')
+  assert fill_mask.main(['fill_mask', f'--model_dir={model_dir}', f'--text={TEXTS[0]}']) == 1
+  err = capsys.readouterr().err
+  assert err.startswith(f'fill_mask: error: {model_dir}/params.yaml: not readable YAML (')
+  assert err.count('\n') == 1
+
+
+def test_model_dir_that_is_a_file_is_one_line(tmp_path, capsys):
+  a_file = tmp_path / 'model'
+  a_file.write_text('x')
+  assert fill_mask.main(['fill_mask', f'--model_dir={a_file}', f'--text={TEXTS[0]}']) == 1
+  assert capsys.readouterr().err == (
+      f"fill_mask: error: model_dir '{a_file}': a file; expected a training model_dir (params.yaml "
+      '+ ckpt-N) or a SavedModel directory (saved_model.pb)\n')
+
+
+def test_module_seq_length_error_has_no_traceback(run):
+  result = subprocess.run(
+      [sys.executable, '-m', 'official.nlp.tools.fill_mask', f'--model_dir={run["export_dir"]}',
+       '--seq_length=33', f'--text={TEXTS[0]}'],
+      cwd=_REPO, capture_output=True, text=True, timeout=120, check=False)
+  assert result.returncode == 2
+  assert 'Traceback' not in result.stderr
+  errors = [line for line in result.stderr.splitlines() if line.startswith('fill_mask')]
+  assert errors == [f"fill_mask: error: --seq_length=33 exceeds the 32 position embeddings of "
+                    f"'{run['export_dir']}' (max_position_embeddings); expected at most 32"]
