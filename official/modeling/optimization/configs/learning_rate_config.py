@@ -14,12 +14,15 @@ from typing import List, Optional, Tuple
 
 from official.modeling import hyperparams
 
+# Learning rates become float32 tensors: a larger value cannot even be converted.
+FLOAT32_MAX = 3.4028234663852886e38
+
 
 @dataclasses.dataclass
 class ConstantLrConfig(hyperparams.Config):
   """A constant learning rate."""
   name: str = 'Constant'
-  learning_rate: float = hyperparams.field(0.1, ge=0.0)
+  learning_rate: float = hyperparams.field(0.1, ge=0.0, le=FLOAT32_MAX)
 
 
 @dataclasses.dataclass
@@ -45,9 +48,9 @@ class StepwiseLrConfig(hyperparams.Config):
 class PolynomialLrConfig(hyperparams.Config):
   """`(init - end) * (1 - s / decay_steps) ** power + end` with `s = min(step - offset, decay_steps)`."""
   name: str = 'PolynomialDecay'
-  initial_learning_rate: Optional[float] = hyperparams.field(None, ge=0.0)
+  initial_learning_rate: Optional[float] = hyperparams.field(None, ge=0.0, le=FLOAT32_MAX)
   decay_steps: Optional[int] = hyperparams.field(None, gt=0)
-  end_learning_rate: float = hyperparams.field(0.0001, ge=0.0)
+  end_learning_rate: float = hyperparams.field(0.0001, ge=0.0, le=FLOAT32_MAX)
   power: float = 1.0
   cycle: bool = False
   offset: int = hyperparams.field(0, ge=0)
@@ -60,9 +63,9 @@ class LinearLrConfig(hyperparams.Config):
   An mlm-garden addition: Model Garden has no `linear` learning-rate member (use `polynomial` there).
   """
   name: str = 'LinearDecay'
-  initial_learning_rate: Optional[float] = hyperparams.field(None, ge=0.0)
+  initial_learning_rate: Optional[float] = hyperparams.field(None, ge=0.0, le=FLOAT32_MAX)
   decay_steps: Optional[int] = hyperparams.field(None, gt=0)
-  end_learning_rate: float = hyperparams.field(0.0001, ge=0.0)
+  end_learning_rate: float = hyperparams.field(0.0001, ge=0.0, le=FLOAT32_MAX)
   offset: int = hyperparams.field(0, ge=0)
 
 
@@ -70,7 +73,7 @@ class LinearLrConfig(hyperparams.Config):
 class CosineLrConfig(hyperparams.Config):
   """`init * ((1 - alpha) * 0.5 * (1 + cos(pi * s / decay_steps)) + alpha)`, s clipped to decay_steps."""
   name: str = 'CosineDecay'
-  initial_learning_rate: Optional[float] = hyperparams.field(None, ge=0.0)
+  initial_learning_rate: Optional[float] = hyperparams.field(None, ge=0.0, le=FLOAT32_MAX)
   decay_steps: Optional[int] = hyperparams.field(None, gt=0)
   alpha: float = hyperparams.field(0.0, ge=0.0, le=1.0)
   offset: int = hyperparams.field(0, ge=0)
@@ -81,7 +84,7 @@ class ExponentialLrConfig(hyperparams.Config):
   """`init * decay_rate ** (s / decay_steps)` with `s = max(step - offset, 0)`; `staircase` floors the
   exponent."""
   name: str = 'ExponentialDecay'
-  initial_learning_rate: Optional[float] = hyperparams.field(None, ge=0.0)
+  initial_learning_rate: Optional[float] = hyperparams.field(None, ge=0.0, le=FLOAT32_MAX)
   decay_steps: Optional[int] = hyperparams.field(None, gt=0)
   decay_rate: Optional[float] = hyperparams.field(None, gt=0.0)
   staircase: Optional[bool] = None
@@ -92,7 +95,7 @@ class ExponentialLrConfig(hyperparams.Config):
 class DirectPowerLrConfig(hyperparams.Config):
   """`init * max(step, 1) ** power` (power -0.5: inverse square root decay)."""
   name: str = 'DirectPowerDecay'
-  initial_learning_rate: Optional[float] = hyperparams.field(None, ge=0.0)
+  initial_learning_rate: Optional[float] = hyperparams.field(None, ge=0.0, le=FLOAT32_MAX)
   power: float = -0.5
 
 
@@ -101,7 +104,7 @@ class PowerAndLinearDecayLrConfig(hyperparams.Config):
   """`init * max(s, 1) ** power`, ramped linearly to 0 over the last `linear_decay_fraction` of
   `total_decay_steps` (s = step - offset)."""
   name: str = 'PowerAndLinearDecay'
-  initial_learning_rate: Optional[float] = hyperparams.field(None, ge=0.0)
+  initial_learning_rate: Optional[float] = hyperparams.field(None, ge=0.0, le=FLOAT32_MAX)
   total_decay_steps: Optional[int] = hyperparams.field(None, gt=0)
   power: float = -0.5
   linear_decay_fraction: float = hyperparams.field(0.1, ge=0.0, le=1.0)
@@ -112,10 +115,10 @@ class PowerAndLinearDecayLrConfig(hyperparams.Config):
 class PowerDecayWithOffsetLrConfig(hyperparams.Config):
   """`pre_offset_learning_rate` up to `offset`, then `init * (step - offset) ** power` (capped)."""
   name: str = 'PowerDecayWithOffset'
-  initial_learning_rate: Optional[float] = hyperparams.field(None, ge=0.0)
+  initial_learning_rate: Optional[float] = hyperparams.field(None, ge=0.0, le=FLOAT32_MAX)
   power: float = -0.5
   offset: int = hyperparams.field(0, ge=0)
-  pre_offset_learning_rate: float = hyperparams.field(1.0e6, ge=0.0)
+  pre_offset_learning_rate: float = hyperparams.field(1.0e6, ge=0.0, le=FLOAT32_MAX)
 
 
 @dataclasses.dataclass
@@ -139,7 +142,7 @@ class StepCosineLrConfig(hyperparams.Config):
 class LinearWarmupConfig(hyperparams.Config):
   """Ramp linearly from `warmup_learning_rate` to the schedule's value at `warmup_steps`."""
   name: str = 'linear'
-  warmup_learning_rate: float = hyperparams.field(0.0, ge=0.0)
+  warmup_learning_rate: float = hyperparams.field(0.0, ge=0.0, le=FLOAT32_MAX)
   warmup_steps: Optional[int] = hyperparams.field(None, ge=0)
 
 

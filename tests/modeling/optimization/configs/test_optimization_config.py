@@ -116,3 +116,16 @@ def test_missing_or_inconsistent_values_name_the_full_key_path(override, path):
 def test_unselected_members_are_not_required():
   # Only the selected member's None fields are errors.
   optimization.OptimizationConfig.from_dict({'learning_rate': {'type': 'constant'}}).validate()
+
+
+@pytest.mark.parametrize('member, field', [('polynomial', 'initial_learning_rate'), ('constant', 'learning_rate')])
+def test_a_learning_rate_beyond_float32_is_refused_naming_the_field(member, field):
+  # Keras makes float32 tensors of learning rates: 1e39 could not even be converted (a raw TF error at step 0).
+  def config(value):
+    params = {field: value, 'decay_steps': 10} if member == 'polynomial' else {field: value}
+    return optimization.OptimizationConfig.from_dict(
+        {'optimizer': {'type': 'adamw'}, 'learning_rate': {'type': member, member: params}})
+
+  with pytest.raises(hyperparams.ConfigError, match=f'learning_rate.{member}.{field}: must be <= 3.40'):
+    config(1e39)
+  config(3e38).validate()
