@@ -41,9 +41,10 @@ def _define_flags() -> flags.FlagValues:
   flags.DEFINE_bool("use_v2_feature_names", False, "Name features input_word_ids/input_type_ids.", **define)
   # mlm-garden additions.
   flags.DEFINE_string("tokenizer_json", None, "Hugging Face tokenizer.json (instead of --vocab_file).", **define)
-  flags.DEFINE_integer("num_workers", None, "Worker processes (default: all CPUs).", **define)
+  flags.DEFINE_integer("num_workers", None, "Worker processes (default and at most: the CPUs available).",
+                       lower_bound=1, **define)
   flags.DEFINE_integer("num_output_shards", None, "Split a single --output_file into this many shards "
-                       "(<output_file>-0000i-of-0000n); memory is bounded by one shard.", **define)
+                       "(<output_file>-0000i-of-0000n).", lower_bound=1, **define)
   flags.DEFINE_bool("no_next_sentence", False, "Single full-length segments without NSP (RoBERTa style).",
                     **define)
   flags.DEFINE_bool("dynamic", False, "Write only token ids, mask and segments (+ NSP label) for masking "
@@ -72,6 +73,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         no_next_sentence=fv.no_next_sentence, dynamic=fv.dynamic, show_progress=True)
   except (ValueError, FileNotFoundError) as e:
     print(f"create_pretraining_data: error: {e}", file=sys.stderr)
+    return 1
+  except OSError as e:  # e.g. the disk filled up while writing: one line naming the file
+    print(f"create_pretraining_data: error: {e.filename or 'output_file'}: {e.strerror or e}", file=sys.stderr)
     return 1
   return 0
 

@@ -16,6 +16,9 @@
 # split between the processes sharing them: the tree's real footprint). Wall time is the command's, measured
 # by the sampler from start to exit.
 #
+# Peak memory with one output file (50 MB input, and the same text as one line) is measured by
+# scripts/benchmark_create_pretraining_data_memory.py.
+#
 # Usage: scripts/benchmark_create_pretraining_data.sh [work_dir]   (env: MG_VENV, PYTHON, SKIP_MG=1, CORES)
 set -euo pipefail
 

@@ -83,6 +83,7 @@ def main(argv) -> None:
   from official.core import task_factory  # pylint: disable=g-import-not-at-top
   from official.core import train_lib  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from official.nlp.data import pretrain_dataloader  # pylint: disable=g-import-not-at-top
   runtime = params.runtime
   if runtime.run_eagerly:
     tf.config.run_functions_eagerly(True)
@@ -116,6 +117,19 @@ def main(argv) -> None:
     # written; `--verbosity=1` logs the traceback too. TensorFlow runtime errors keep theirs.
     logging.debug('run_experiment failed', exc_info=True)
     _fail(str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e))
+  except (tf.errors.InvalidArgumentError, tf.errors.DataLossError) as e:
+    # A record file cut short or corrupt, found while reading it: one line naming the file where
+    # we know it (our end-of-file check), else the configured input (TensorFlow's own
+    # "truncated/corrupted record at N" does not say which file).
+    line = pretrain_dataloader.record_error_line(e)
+    if line is None and isinstance(e, tf.errors.DataLossError):
+      reason = (e.message or str(e)).strip().splitlines()[-1].strip()
+      line = (f'task.train_data.input_path={params.task.train_data.input_path}: a truncated or corrupt '
+              f'TFRecord ({reason}); rewrite the file, or check every file before training with '
+              'task.train_data.verify_records=checksum')
+    if line is None:
+      raise
+    _fail(line)
 
 
 def run() -> None:

@@ -21,10 +21,16 @@ memory, instances do not); documents are grouped by length into chunks of about 
 (dupe, chunk) unit is packed (`pack_documents`), masked on its real tokens (`build_instance_arrays`) and
 serialized with TFRecord framing and CRC32C (`tfrecord_writer.encode_pretraining_records`, no TensorFlow import)
 by a worker (forked: the token arrays are shared copy-on-write) with a random generator seeded from
-`(random_seed, dupe, chunk)`. Units are assigned to output shards by a
-seeded permutation; each shard's records are shuffled by a seeded permutation and written under a `.partial`
-name, renamed when complete. Memory is the token arrays plus one shard of serialized records (use
-`num_output_shards` to bound it); the output bytes do not depend on `num_workers`.
+`(random_seed, dupe, chunk)`. Units are assigned to output shards by a seeded permutation; a shard's records
+are spilled to a file as they come, then written in a seeded random order from that file (read a chunk at a
+time). Memory is the token arrays plus a few work units, whatever the output layout; the output bytes do
+not depend on `num_workers` (capped to the CPUs available).
+
+Files are written as one set: into a hidden staging directory next to the outputs (created first, so an
+unwritable output directory fails before any work), then moved into place by
+`data_metadata.commit_record_set`, which replaces the files of a previous set and writes the metadata last. The
+metadata lists every file with its record count, size and CRC-32 (computed while writing), which the training
+data loaders check (`data_metadata.verify_record_files`).
 
 Model Garden's functions (`create_masked_lm_predictions`, `create_instances_from_document`,
 `create_training_instances`, `write_instance_to_example_files`) are available with their arguments; they work
@@ -41,6 +47,7 @@ import importlib.metadata
 import logging
 import os
 import random
+import shutil
 import sys
 import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
@@ -447,14 +454,31 @@ def create_pretraining_data(input_file: Union[str, Sequence[str]], output_file: 
     ValueError: bad options, a vocabulary without BERT's special tokens, or input without text.
   """
   started = time.perf_counter()
+  cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
   if num_workers is None:
-    num_workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    num_workers = cpus
   _check_options(max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob, dupe_factor,
                  max_ngram_size, random_seed, num_workers, no_next_sentence, dynamic)
+  if num_workers > cpus:
+    logger.warning("num_workers=%d is more than the %d CPU(s) available: using %d (the output does not depend on "
+                   "it)", num_workers, cpus, cpus)
+    num_workers = cpus
   input_files = tokenized_corpus.expand_input_files(input_file)
   output_paths = _output_paths(output_file, num_output_shards)
   if tokenizer is None:
     tokenizer = load_tokenizer(vocab_file, tokenizer_json, do_lower_case)
+  with _Staging(output_paths) as staging:  # an unwritable output directory fails here, before any work
+    return _create(input_files, output_paths, staging, tokenizer, started, do_whole_word_mask, max_ngram_size,
+                   max_seq_length, max_predictions_per_seq, random_seed, dupe_factor, masked_lm_prob, short_seq_prob,
+                   gzip_compress, use_v2_feature_names, num_workers, no_next_sentence, dynamic, processor_text_fn,
+                   show_progress)
+
+
+def _create(input_files, output_paths, staging, tokenizer, started, do_whole_word_mask, max_ngram_size,
+            max_seq_length, max_predictions_per_seq, random_seed, dupe_factor, masked_lm_prob, short_seq_prob,
+            gzip_compress, use_v2_feature_names, num_workers, no_next_sentence, dynamic, processor_text_fn,
+            show_progress) -> Dict[str, Any]:
+  """The body of `create_pretraining_data`: files are written into `staging`, then committed as one set."""
 
   total_bytes = sum(os.path.getsize(f) for f in input_files)
   with tqdm.tqdm(total=total_bytes, unit="B", unit_scale=True, desc="tokenizing", disable=not show_progress) as bar:
@@ -482,24 +506,29 @@ def create_pretraining_data(input_file: Union[str, Sequence[str]], output_file: 
                 chunk_documents=chunk_documents, use_v2_feature_names=use_v2_feature_names)
   totals = collections.Counter()
   instances_per_file = {}
+  shards = {}
   with tqdm.tqdm(total=corpus.num_documents * dupe_factor, unit="doc", desc="creating instances",
                  disable=not show_progress) as bar, parallel.worker_pool(num_workers, shared) as pool:
     results = parallel.ordered_map(pool, _build_unit, [units[u] for part in shard_units for u in part])
     for shard, (path, part) in enumerate(zip(output_paths, shard_units)):
-      records, record_lengths = [], []
-      for _ in part:
-        result = next(results)
-        records.append(result.records)
-        record_lengths.append(result.record_lengths)
-        for key in ("documents", "instances", "tokens", "masked", "random_next"):
-          totals[key] += getattr(result, key)
-        bar.update(result.documents)
-      order = np.random.default_rng(np.random.SeedSequence([random_seed, 1 << 21, shard])).permutation(
-          sum(lengths.size for lengths in record_lengths))
-      with tfrecord_writer.AtomicRecordFile(path, gzip_compress) as f:
-        _write_shuffled(f, records, record_lengths, order)
+      spill = staging.path(path) + ".spill"
+      record_lengths = []
+      with open(spill, "wb", buffering=1 << 20) as f:
+        for _ in part:  # the records go to disk as they come: memory does not grow with the output
+          result = next(results)
+          f.write(result.records)
+          record_lengths.append(result.record_lengths)
+          for key in ("documents", "instances", "tokens", "masked", "random_next"):
+            totals[key] += getattr(result, key)
+          bar.update(result.documents)
+          _after_unit_hook(f.tell())
+      lengths = np.concatenate(record_lengths) if record_lengths else np.zeros(0, np.int64)
+      order = np.random.default_rng(np.random.SeedSequence([random_seed, 1 << 21, shard])).permutation(lengths.size)
+      with tfrecord_writer.AtomicRecordFile(staging.path(path), gzip_compress) as out:
+        _write_shuffled(out, spill, lengths, order)
+      os.remove(spill)
       instances_per_file[os.path.basename(path)] = int(order.size)
-      del records, record_lengths
+      shards[path] = {"records": int(order.size), "bytes": out.size, "crc32": out.crc32}
   if totals["instances"] == 0:
     raise _no_text_error(input_files, stats)
 
@@ -522,8 +551,8 @@ def create_pretraining_data(input_file: Union[str, Sequence[str]], output_file: 
       "num_corpus_tokens": stats.tokens, "num_invalid_lines": stats.invalid_lines,
       "input_files": input_files,
   }
-  for path in sorted({data_metadata.metadata_path(p) for p in output_paths}):
-    data_metadata.write_metadata(path, metadata)
+  data_metadata.commit_record_set({path: staging.path(path) for path in output_paths}, metadata, shards)
+  metadata["shards"] = data_metadata.shard_entries(data_metadata.metadata_path(output_paths[0]), shards)
   elapsed = time.perf_counter() - started
   summary = _summary(metadata, stats, elapsed, read_seconds, num_workers)
   logger.info(summary)
@@ -551,17 +580,86 @@ def _summary(metadata, stats, elapsed, read_seconds, num_workers) -> str:
   return "\n".join(lines)
 
 
-def _write_shuffled(f: tfrecord_writer.AtomicRecordFile, blobs: List[bytes], lengths: List[np.ndarray],
-                    order: np.ndarray, chunk: int = 1 << 14) -> None:
-  """Writes the records of several back-to-back blobs in `order` (global indices), a chunk at a time.
+def _after_unit_hook(spilled_bytes: int) -> None:
+  """Called after each work unit's records are spilled, with the spill file's size (tests hook in here)."""
 
-  Records go to the file as views into the blobs (`writelines`): no joined copy of the shard is made.
+
+def _write_shuffled(f: tfrecord_writer.AtomicRecordFile, spill: str, lengths: np.ndarray, order: np.ndarray,
+                    chunk: int = 1 << 14) -> None:
+  """Writes the records laid out back to back in the file `spill` in `order` (record indices), a chunk at a time.
+
+  Each record is read with one `pread` (the spill file was just written: it is in the page cache), so memory
+  holds one chunk of records whatever the size of the output. (A memory map would not bound the resident size:
+  each random access maps the pages around it.)
   """
-  all_lengths = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
-  blob_of = np.repeat(np.arange(len(blobs)), [l.size for l in lengths])
-  starts = np.concatenate([np.cumsum(l) - l for l in lengths]) if lengths else np.zeros(0, np.int64)
-  views = [memoryview(blob) for blob in blobs]
-  for begin in range(0, order.size, chunk):
-    picked = order[begin:begin + chunk]
-    f.writelines([views[b][s:s + n] for b, s, n in zip(
-        blob_of[picked].tolist(), starts[picked].tolist(), all_lengths[picked].tolist())])
+  starts = np.cumsum(lengths) - lengths
+  with open(spill, "rb", buffering=0) as source:
+    fd = source.fileno()
+    for begin in range(0, order.size, chunk):
+      picked = order[begin:begin + chunk]
+      f.writelines([os.pread(fd, n, s) for s, n in zip(starts[picked].tolist(), lengths[picked].tolist())])
+
+
+class _Staging:
+  """Temporary sibling directories where a run writes its files before they are moved into place as one set.
+
+  One hidden directory per output directory (`.create_pretraining_data-<pid>.tmp`), created before any work so
+  an unwritable output directory fails at once; directories left by runs that were killed are removed; the
+  directories are removed when the run ends (the files in them were moved out, or the run failed).
+
+  Example:
+    with _Staging(["out/train.tfrecord"]) as staging:
+      staging.path("out/train.tfrecord")  # "out/.create_pretraining_data-123.tmp/train.tfrecord"
+  """
+
+  PREFIX = ".create_pretraining_data-"
+  SUFFIX = ".tmp"
+
+  def __init__(self, output_paths: Sequence[str]):
+    self._dirs: Dict[str, str] = {}
+    for directory in sorted({os.path.dirname(os.path.abspath(p)) for p in output_paths}):
+      try:
+        os.makedirs(directory, exist_ok=True)
+        _remove_stale_staging(directory)
+        staging = os.path.join(directory, f"{self.PREFIX}{os.getpid()}{self.SUFFIX}")
+        shutil.rmtree(staging, ignore_errors=True)
+        os.mkdir(staging)
+      except OSError as e:
+        self.close()
+        raise ValueError(f"output_file: cannot write to the directory {directory!r} ({e.strerror or e}); "
+                         f"expected a writable directory") from None
+      self._dirs[directory] = staging
+
+  def path(self, output_path: str) -> str:
+    """Where `output_path` is written before the commit."""
+    return os.path.join(self._dirs[os.path.dirname(os.path.abspath(output_path))], os.path.basename(output_path))
+
+  def close(self) -> None:
+    for staging in self._dirs.values():
+      shutil.rmtree(staging, ignore_errors=True)
+
+  def __enter__(self) -> "_Staging":
+    return self
+
+  def __exit__(self, *exc) -> None:
+    self.close()
+
+
+def _remove_stale_staging(directory: str) -> None:
+  """Removes staging directories of runs that no longer exist (killed: their pid is gone)."""
+  for name in os.listdir(directory):
+    if not (name.startswith(_Staging.PREFIX) and name.endswith(_Staging.SUFFIX)):
+      continue
+    pid = name[len(_Staging.PREFIX):-len(_Staging.SUFFIX)]
+    if pid.isdigit() and not _process_exists(int(pid)):
+      shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
+
+
+def _process_exists(pid: int) -> bool:
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  except PermissionError:
+    return True
+  return True

@@ -15,7 +15,12 @@ Keys (all JSON scalars or lists/dicts of them):
   short_seq_prob, dupe_factor, random_seed, compression ("" or "GZIP"), files (base names),
   instances_per_file, num_instances, num_tokens (non-padding tokens written), num_masked_tokens,
   num_random_next, num_documents, num_sentences, num_corpus_tokens (tokens read), num_invalid_lines,
-  input_files.
+  input_files,
+  shards: one entry per record file of the set, `{"file": path relative to the metadata file's directory,
+  "records": count, "bytes": file size, "crc32": zlib CRC-32 of the file's bytes}` (computed while writing).
+A set being replaced has `"state": "committing"` (and `replaces`: the old files still to delete) until the new
+files are all in place (`commit_record_set`); `verify_record_files` refuses such a set, and any listed file
+that is missing, of the wrong size (or checksum), and any matched file the metadata does not list.
 
 Example:
   meta = load_metadata("out/train.tfrecord*")
@@ -24,9 +29,13 @@ Example:
 
 import glob
 import json
+import logging
 import os
 import re
-from typing import Any, Dict, List, Optional, Sequence, Union
+import zlib
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+
+logger = logging.getLogger(__name__)
 
 FORMAT = "mlm_garden.pretraining_data"
 FORMAT_VERSION = 1
@@ -106,3 +115,143 @@ def load_metadata(path_or_glob: Union[str, Sequence[str]]) -> Optional[Dict[str,
         raise ValueError(f"records read together disagree on {key}: {first.get(key)!r} in {first_path!r} but "
                          f"{other.get(key)!r} in {other_path!r}")
   return first
+
+
+COMMITTING = "committing"
+_CHECKSUM_BLOCK = 1 << 22
+_logged_unverified = set()
+
+
+def file_crc32(path: str) -> int:
+  """zlib CRC-32 of a file's bytes, read in 4 MB blocks."""
+  crc = 0
+  with open(path, "rb") as f:
+    for block in iter(lambda: f.read(_CHECKSUM_BLOCK), b""):
+      crc = zlib.crc32(block, crc)
+  return crc
+
+
+def shard_entries(metadata_file: str, shards: Mapping[str, Mapping[str, int]]) -> List[Dict[str, Any]]:
+  """The `shards` list of `metadata_file` for `{record path: {"records", "bytes", "crc32"}}` (paths made relative
+  to the metadata file's directory).
+
+  Example:
+    shard_entries("out/train.metadata.json", {"out/train.tfrecord": {"records": 3, "bytes": 90, "crc32": 7}})
+  """
+  directory = os.path.dirname(os.path.abspath(metadata_file))
+  return [dict(file=os.path.relpath(os.path.abspath(path), directory), **dict(info)) for path, info in shards.items()]
+
+
+def _listed_paths(metadata_file: str, metadata: Mapping[str, Any], key: str = "shards") -> List[str]:
+  directory = os.path.dirname(os.path.abspath(metadata_file))
+  if key == "shards" and "shards" not in metadata:  # metadata of an older version: base names only
+    names = metadata.get("files", [])
+  else:
+    names = [entry["file"] if isinstance(entry, dict) else entry for entry in metadata.get(key, [])]
+  return [os.path.normpath(os.path.join(directory, name)) for name in names]
+
+
+def _read_json(path: str) -> Optional[Dict[str, Any]]:
+  try:
+    with open(path, "r", encoding="utf-8") as f:
+      metadata = json.load(f)
+  except (OSError, json.JSONDecodeError):
+    return None
+  return metadata if isinstance(metadata, dict) and metadata.get("format") == FORMAT else None
+
+
+def commit_record_set(staged: Mapping[str, str], metadata: Mapping[str, Any],
+                      shards: Mapping[str, Mapping[str, int]]) -> None:
+  """Moves a complete set of staged record files into place and writes its metadata, as one set.
+
+  Order: each metadata file is first replaced by a `"state": "committing"` copy (which also names the old set's
+  files still to delete), then the staged files are renamed over their final names, the old set's files that the
+  new set does not reuse are deleted, and the final metadata is written last. A run killed in between leaves a
+  metadata file that training refuses (and that a rerun completes), never old and new files under one metadata.
+
+  Args:
+    staged: final record path -> the complete file written elsewhere on the same file system.
+    metadata: the metadata to write (without `shards`: added per metadata file from `shards`).
+    shards: final record path -> `{"records", "bytes", "crc32"}`.
+
+  Example:
+    commit_record_set({"out/a.tfrecord": "out/.tmp/a.tfrecord"}, meta, {"out/a.tfrecord": info})
+  """
+  metadata_files = sorted({metadata_path(p) for p in staged})
+  new = {os.path.normpath(os.path.abspath(p)) for p in staged}
+  old = set()
+  for path in metadata_files:
+    previous = _read_json(path)
+    if previous is not None:
+      old.update(_listed_paths(path, previous), _listed_paths(path, previous, "replaces"))
+  old = sorted(p for p in {os.path.abspath(p) for p in old} if os.path.normpath(p) not in new)
+  for path in metadata_files:
+    directory = os.path.dirname(os.path.abspath(path))
+    write_metadata(path, dict(metadata, state=COMMITTING, shards=shard_entries(path, shards),
+                              replaces=[os.path.relpath(p, directory) for p in old]))
+  for final, source in staged.items():
+    os.replace(source, final)
+  for path in old:
+    if os.path.isfile(path):
+      os.remove(path)
+  for path in metadata_files:
+    write_metadata(path, dict(metadata, shards=shard_entries(path, shards)))
+
+
+def verify_record_files(files: Iterable[str], checksum: bool = False) -> None:
+  """Checks record files against their metadata: the set is complete and every file is the one written.
+
+  Files without a metadata file (e.g. Google BERT's or Model Garden's records) are accepted (logged once).
+
+  Args:
+    files: the record files to read (as matched by the input path).
+    checksum: also compare each listed file's CRC-32 (reads the files once); otherwise sizes only (cheap).
+
+  Raises:
+    ValueError: one line naming the file, the metadata file, what was expected and what was found: a set left
+      half-replaced by an interrupted run, a matched file the metadata does not list, a listed file that is
+      missing, or a file whose size (or checksum) differs.
+
+  Example:
+    verify_record_files(glob.glob("out/train.tfrecord*"))
+  """
+  groups: Dict[str, List[str]] = {}
+  unverified = []
+  for path in files:
+    candidate = metadata_path(path)
+    if os.path.isfile(candidate):
+      groups.setdefault(candidate, []).append(path)
+    else:
+      unverified.append(path)
+  if unverified and tuple(unverified) not in _logged_unverified:  # once per set of files
+    _logged_unverified.add(tuple(unverified))
+    logger.info("%d record file(s) without a metadata file (e.g. %s, no %s): their completeness and sizes are "
+                "not verified", len(unverified), unverified[0], metadata_path(unverified[0]))
+  for source, matched in groups.items():
+    metadata = _read_json(source)
+    if metadata is None:
+      raise ValueError(f"metadata file {source!r} is not readable JSON of format {FORMAT!r}")
+    if metadata.get("state") == COMMITTING:
+      raise ValueError(f"{source}: the record set is half-replaced (state 'committing': a create_pretraining_data "
+                       f"run was interrupted while moving its files in); expected a complete set: rerun it")
+    if "shards" not in metadata:
+      continue  # written before shards were listed: nothing to compare with
+    listed = {os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(source)), e["file"])): e
+              for e in metadata["shards"]}
+    for path in matched:
+      if os.path.normpath(os.path.abspath(path)) not in listed:
+        raise ValueError(f"{path}: not part of the record set of {source} (expected one of its {len(listed)} "
+                         f"listed files, found an extra or foreign file); remove it or narrow input_path")
+    for path, entry in sorted(listed.items()):
+      if not os.path.isfile(path):
+        raise ValueError(f"{path}: missing (listed in {source} with {entry['records']} records, {entry['bytes']} "
+                         f"bytes; found no file)")
+      size = os.path.getsize(path)
+      if size != entry["bytes"]:
+        raise ValueError(f"{path}: {size} bytes, expected {entry['bytes']} (listed in {source}); the file is "
+                         f"truncated or from another run: regenerate the records")
+      if checksum and "crc32" in entry:
+        found = file_crc32(path)
+        if found != entry["crc32"]:
+          raise ValueError(f"{path}: CRC-32 {found:08x}, expected {entry['crc32']:08x} (listed in {source}); the "
+                           f"file is corrupt or from another run: regenerate the records")

@@ -3,7 +3,10 @@
 Files are checked before the pipeline is built: an empty glob, an unreadable file, a missing feature or
 a feature of the wrong length fails at once with the file name, the feature and the expected shape,
 instead of a parse error deep inside a run; records written by our data tool also carry a metadata file
-whose sequence length, max predictions and vocabulary size must match the config.
+whose sequence length, max predictions and vocabulary size must match the config, and which lists every
+file of the set with its size and checksum: a missing, extra, truncated or foreign file is refused before
+training (`verify_records`). Uncompressed files without a metadata file are checked as they are read: a
+file cut inside a record fails at its end, naming it (TensorFlow alone reads it as a shorter file).
 
 Example:
   >>> params = BertPretrainDataConfig(input_path='data/train-*.tfrecord', seq_length=128,
@@ -16,6 +19,8 @@ Example:
 
 import dataclasses
 import logging
+import os
+import re
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 import tensorflow as tf
@@ -27,6 +32,8 @@ from official.nlp.data import data_metadata
 
 # How many files are opened to check their schema before training starts.
 _FILES_CHECKED = 16
+# Records counted together by `records_filling_the_file`.
+_COUNT_BLOCK = 256
 
 
 @dataclasses.dataclass
@@ -40,6 +47,9 @@ class BertPretrainDataConfig(cfg.DataConfig):
     use_position_id: read `position_ids`.
     use_v2_feature_names: `input_word_ids`/`input_type_ids` instead of `input_ids`/`segment_ids`.
     file_type: 'tfrecord' or 'tfrecord_compressed' (GZIP).
+    verify_records: what is checked against the records' metadata file before training: 'size' (the set is
+      complete, no extra file, every file of the listed size: cheap), 'checksum' (also each file's CRC-32:
+      reads the files once) or 'none'. Records without a metadata file are not checked.
   """
   global_batch_size: int = hyperparams.field(512, ge=0)
   is_training: Optional[bool] = True
@@ -49,10 +59,12 @@ class BertPretrainDataConfig(cfg.DataConfig):
   use_position_id: bool = False
   use_v2_feature_names: bool = False
   file_type: str = hyperparams.field('tfrecord', choices=('tfrecord', 'tfrecord_compressed'))
+  verify_records: str = hyperparams.field('size', choices=('size', 'checksum', 'none'))
 
 
 def list_input_files(input_path: Union[str, Sequence[str]]) -> List[str]:
-  """Expands comma lists and globs into a sorted list of files.
+  """Expands comma lists and globs into a sorted list of files (a glob's matches without the metadata files
+  that `create_pretraining_data` writes next to the records, e.g. `out/*`).
 
   Raises:
     FileNotFoundError: when `input_path` is empty or a pattern matches no file.
@@ -65,6 +77,8 @@ def list_input_files(input_path: Union[str, Sequence[str]]) -> List[str]:
   files = []
   for pattern in patterns:
     matches = sorted(tf.io.gfile.glob(pattern))
+    if any(c in pattern for c in '*?['):
+      matches = [m for m in matches if not m.endswith(data_metadata.METADATA_SUFFIX)]
     if not matches:
       raise FileNotFoundError(f'input_path pattern {pattern!r} matches no files')
     files.extend(matches)
@@ -163,6 +177,75 @@ def check_record_schema(files: Sequence[str], params: BertPretrainDataConfig,
                  'the records)')
 
 
+def _sizes_to_check(files: Sequence[str], params: Any) -> Optional[List[int]]:
+  """Sizes of the uncompressed files without a metadata file (-1 for the others), or None if there are none.
+
+  The metadata of our records lists every file's size, checked before training; other files are checked as they
+  are read (`records_filling_the_file`).
+  """
+  if compression(params) or getattr(params, 'verify_records', 'size') == 'none':
+    return None
+  sizes = [-1 if os.path.isfile(data_metadata.metadata_path(path)) else _local_size(path) for path in files]
+  return sizes if any(size >= 0 for size in sizes) else None
+
+
+def _local_size(path: str) -> int:
+  try:
+    return os.path.getsize(path)
+  except OSError:  # a remote path (e.g. gs://): not checked
+    return -1
+
+
+def records_filling_the_file(path: tf.Tensor, size: tf.Tensor) -> tf.data.Dataset:
+  """The records of an uncompressed TFRecord file, failing after the last one if they do not fill the file.
+
+  `tf.data.TFRecordDataset` stops silently at a record cut short (a truncated file reads as a shorter one); this
+  counts the bytes of the records read (each record plus 16 bytes of framing) and, at the end of the file, raises
+  `tf.errors.InvalidArgumentError` naming the file, the bytes read and its size. `size < 0`: no check.
+
+  Args:
+    path: scalar string tensor, the file.
+    size: scalar int64 tensor, the file's size in bytes.
+
+  Example:
+    tf.data.Dataset.from_tensor_slices((files, sizes)).interleave(records_filling_the_file)
+  """
+  # Counted a block of records at a time (per-record ops would slow the pipeline several times).
+  blocks = tf.data.TFRecordDataset(path).batch(_COUNT_BLOCK).map(lambda block: (block, False))
+  tagged = blocks.concatenate(tf.data.Dataset.from_tensors((tf.constant([], tf.string), True)))  # the end
+
+  def count(consumed, item):
+    block, at_end = item
+    consumed += tf.reduce_sum(tf.cast(tf.strings.length(block), tf.int64) + 16)
+    check = tf.debugging.Assert(
+        tf.logical_or(tf.logical_not(at_end), tf.logical_or(size < 0, tf.equal(consumed, size))),
+        [tf.strings.join([path, ': truncated or corrupt: its complete TFRecords end at byte ',
+                          tf.strings.as_string(consumed), ' but the file has ', tf.strings.as_string(size),
+                          ' bytes'])])
+    with tf.control_dependencies([check]):
+      return tf.identity(consumed), (block, at_end)
+
+  return (tagged.scan(tf.constant(0, tf.int64), count)
+          .filter(lambda block, at_end: tf.logical_not(at_end)).map(lambda block, at_end: block).unbatch())
+
+
+_TRUNCATED = re.compile(r'\[([^\[\]]*: truncated or corrupt: [^\[\]]*)\]')
+
+
+def record_error_line(error: BaseException) -> Optional[str]:
+  """The one-line message of a truncated-file error raised while reading (`records_filling_the_file`), else None.
+
+  For CLIs: the error comes out of the training loop as a `tf.errors.InvalidArgumentError` whose message is
+  wrapped in TensorFlow's op context.
+
+  Example:
+    except tf.errors.InvalidArgumentError as e:
+      line = record_error_line(e)  # "data/b.tfrecord: truncated or corrupt: ... but the file has 950 bytes"
+  """
+  match = _TRUNCATED.search(getattr(error, 'message', None) or str(error))
+  return match.group(1) if match else None
+
+
 def load_records(params: Any, files: Sequence[str], parse_batch: Callable[[tf.Tensor], Any],
                  input_context: Optional[tf.distribute.InputContext] = None) -> tf.data.Dataset:
   """The record pipeline of every loader: shard files (or records) over input pipelines, shuffle,
@@ -180,14 +263,19 @@ def load_records(params: Any, files: Sequence[str], parse_batch: Callable[[tf.Te
     batch_size = input_context.get_per_replica_batch_size(params.global_batch_size)
     num_pipelines, pipeline_id = input_context.num_input_pipelines, input_context.input_pipeline_id
   shard_files = params.sharding and num_pipelines > 1 and len(files) >= num_pipelines
-  dataset = tf.data.Dataset.from_tensor_slices(list(files))
+  sizes = _sizes_to_check(files, params)
+  if sizes is None:
+    dataset = tf.data.Dataset.from_tensor_slices(list(files))
+    read_file = lambda path: tf.data.TFRecordDataset(path, compression_type=compression(params))
+  else:
+    dataset = tf.data.Dataset.from_tensor_slices((list(files), tf.constant(sizes, tf.int64)))
+    read_file = records_filling_the_file
   if shard_files:
     dataset = dataset.shard(num_pipelines, pipeline_id)
   if params.is_training:
     dataset = dataset.shuffle(len(files), seed=params.seed)
   dataset = dataset.interleave(
-      lambda path: tf.data.TFRecordDataset(path, compression_type=compression(params)),
-      cycle_length=params.cycle_length or min(len(files), 16), block_length=params.block_length,
+      read_file, cycle_length=params.cycle_length or min(len(files), 16), block_length=params.block_length,
       num_parallel_calls=tf.data.AUTOTUNE, deterministic=params.deterministic)
   if params.sharding and num_pipelines > 1 and not shard_files:
     dataset = dataset.shard(num_pipelines, pipeline_id)
@@ -202,10 +290,22 @@ def load_records(params: Any, files: Sequence[str], parse_batch: Callable[[tf.Te
   return dataset.prefetch(params.prefetch_buffer_size or tf.data.AUTOTUNE)
 
 
+def verify_records(files: Sequence[str], params: Any) -> None:
+  """Checks the record files against their metadata as the config's `verify_records` says.
+
+  Raises:
+    ValueError: one line naming a missing, extra, truncated or foreign file (`data_metadata.verify_record_files`).
+  """
+  mode = getattr(params, 'verify_records', 'size')
+  if mode != 'none':
+    data_metadata.verify_record_files(files, checksum=mode == 'checksum')
+
+
 def check_metadata(files: Sequence[str], params: BertPretrainDataConfig,
                    vocab_size: Optional[int] = None,
                    with_masks: bool = True) -> Optional[Dict[str, Any]]:
-  """Compares the records' metadata file (written by our data tool) with the data config.
+  """Verifies the record files (`verify_records`) and compares their metadata file (written by our data
+  tool) with the data config.
 
   Records without a metadata file (e.g. Model Garden's) are accepted as they are.
 
@@ -221,6 +321,7 @@ def check_metadata(files: Sequence[str], params: BertPretrainDataConfig,
   Raises:
     ValueError: a mismatch, naming the metadata file, the config field and both values.
   """
+  verify_records(files, params)
   metadata = data_metadata.load_metadata(list(files))
   if metadata is None:
     return None

@@ -218,6 +218,7 @@ class PretrainingDynamicDataLoader:
     `next_sentence_labels` int32 [batch, 1] when used."""
     params = self._params
     files = pretrain_dataloader.list_input_files(params.input_path)
+    pretrain_dataloader.verify_records(files, params)
     batch_size = params.global_batch_size
     num_pipelines, pipeline_id = 1, 0
     if input_context:

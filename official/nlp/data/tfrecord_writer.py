@@ -20,6 +20,7 @@ Example:
 
 import gzip
 import os
+import zlib
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -269,15 +270,40 @@ class _ExampleHeader:
     return b"\x0a" + _varint(size)
 
 
+class _ChecksummedFile:
+  """A binary file that keeps the size and the zlib CRC-32 of the bytes written (for the metadata)."""
+
+  def __init__(self, raw):
+    self._raw = raw
+    self.size = 0
+    self.crc32 = 0
+
+  def write(self, data) -> int:
+    self.crc32 = zlib.crc32(data, self.crc32)
+    self.size += memoryview(data).nbytes
+    return self._raw.write(data)
+
+  def writelines(self, pieces: Sequence[bytes]) -> None:
+    self.write(b"".join(pieces))  # one checksum call and one write per block of records
+
+  def flush(self) -> None:
+    self._raw.flush()
+
+  def close(self) -> None:
+    self._raw.close()
+
+
 class AtomicRecordFile:
   """A record file written under `path + ".partial"` and renamed to `path` only when closed without error.
 
   An interrupted run therefore never leaves a truncated file under the final name. GZIP output uses a fixed
-  header (no file name, mtime 0) so equal records give equal bytes.
+  header (no file name, mtime 0) so equal records give equal bytes. After closing, `size` and `crc32` (zlib CRC-32)
+  describe the bytes of the file, computed while writing.
 
   Example:
     with AtomicRecordFile("train.tfrecord", gzip_compress=True) as f:
       f.write(frame_records(*encode_examples({"input_ids": ids}))[0])
+    f.size, f.crc32
   """
 
   def __init__(self, path: str, gzip_compress: bool = False):
@@ -286,11 +312,13 @@ class AtomicRecordFile:
     self._gzip_compress = gzip_compress
     self._raw = None
     self._out = None
+    self.size = 0
+    self.crc32 = 0
 
   def __enter__(self) -> "AtomicRecordFile":
     directory = os.path.dirname(os.path.abspath(self.path))
     os.makedirs(directory, exist_ok=True)
-    self._raw = open(self.partial_path, "wb", buffering=1 << 20)
+    self._raw = _ChecksummedFile(open(self.partial_path, "wb", buffering=1 << 20))
     self._out = (gzip.GzipFile(filename="", mode="wb", fileobj=self._raw, compresslevel=6, mtime=0)
                  if self._gzip_compress else self._raw)
     return self
@@ -310,6 +338,7 @@ class AtomicRecordFile:
       if self._out is not self._raw:
         self._out.close()
       self._raw.close()
+      self.size, self.crc32 = self._raw.size, self._raw.crc32
     finally:
       if exc_type is None:
         os.replace(self.partial_path, self.path)

@@ -6,7 +6,9 @@ instances or Python token lists in memory.
 
 Conventions (Google BERT): lines are stripped; a blank line ends a document; a line whose text tokenizes to
 nothing is skipped; each input file starts a new document; empty documents are dropped. Lines that are not
-valid UTF-8 are reported (file and line number) and skipped.
+valid UTF-8 are reported (file and line number) and skipped. A line longer than about 1 MB is read and tokenized
+in pieces cut at whitespace (memory stays bounded; the tokens are the same, and the pieces still make one
+sentence; `processor_text_fn` then sees each piece).
 
 Example:
   corpus, stats = read_tokenized_corpus(["corpus.txt"], tokenizer)
@@ -25,6 +27,7 @@ from official.nlp.data import parallel
 from official.nlp.data.tokenization import WordPieceTokenizer
 
 _BLOCK_BYTES = 1 << 18  # small enough to spread a few MB evenly over the workers
+_MAX_LINE_PIECE = 1 << 20  # longer lines are read (and tokenized) in pieces of about this size
 _MAX_REPORTED_INVALID = 20
 logger = logging.getLogger(__name__)
 
@@ -94,16 +97,44 @@ def expand_input_files(input_file: "str | Sequence[str]") -> List[str]:
   return files
 
 
-def _blocks(path: str) -> Iterator[bytes]:
-  """The file in blocks of whole lines of about `_BLOCK_BYTES` (a longer line makes a longer block)."""
+def _piece_end(block: bytes, line_start: int) -> int:
+  """Where to cut `block`, whose last line (from `line_start`) goes on: after its last space or tab if that
+  leaves at most `_MAX_LINE_PIECE` bytes for the next block, else at a UTF-8 character boundary near the end.
+
+  Cutting at whitespace keeps the tokens: the tokenizer splits words there anyway.
+  """
+  cut = max(block.rfind(b" ", line_start + 1), block.rfind(b"\t", line_start + 1))
+  if cut > line_start + 1 and len(block) - cut <= _MAX_LINE_PIECE:
+    return cut
+  cut = len(block) - 1
+  while cut > line_start + 1 and 0x80 <= block[cut] < 0xC0:  # not inside a multi-byte character
+    cut -= 1
+  return cut
+
+
+def _blocks(path: str) -> Iterator[Tuple[bytes, bool]]:
+  """The file in blocks of whole lines of about `_BLOCK_BYTES`, as `(block, cut)`.
+
+  A line longer than about `_MAX_LINE_PIECE` is cut into pieces (at whitespace when it can be), so memory stays
+  bounded whatever the line length: `cut` is True when the block's last line goes on in the next block.
+  """
   with open(path, "rb") as f:
+    carry = b""
     while True:
-      block = f.read(_BLOCK_BYTES)
+      block = carry + f.read(_BLOCK_BYTES)
+      carry = b""
       if not block:
         return
       if not block.endswith(b"\n"):
-        block += f.readline()
-      yield block
+        block += f.readline(_MAX_LINE_PIECE)
+      if not block.endswith(b"\n"):
+        following = f.read(1)
+        if following:  # the line goes on: cut it, the rest starts the next block
+          cut = _piece_end(block, block.rfind(b"\n") + 1)
+          carry = block[cut:] + following
+          yield block[:cut], True
+          continue
+      yield block, False
 
 
 def _decode_lines(block: bytes, first_line: int):
@@ -135,24 +166,25 @@ def _report_invalid(path: str, invalid, stats: CorpusStats) -> None:
       logger.warning("more invalid UTF-8 lines: not reported one by one (counted in the summary)")
 
 
-def _numbered_blocks(paths: Sequence[str]) -> Iterator[Tuple[int, bytes, int]]:
-  """`(file index, block, number of its first line)` for all files."""
+def _numbered_blocks(paths: Sequence[str]) -> Iterator[Tuple[int, bytes, int, bool]]:
+  """`(file index, block, number of its first line, cut)` for all files (see `_blocks`)."""
   for index, path in enumerate(paths):
     line_number = 1
-    for block in _blocks(path):
-      yield index, block, line_number
-      line_number += block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
+    for block, cut in _blocks(path):
+      yield index, block, line_number, cut
+      line_number += block.count(b"\n")  # a block without a final newline is cut or the file's last
 
 
 def iter_line_blocks(path: str, stats: Optional[CorpusStats] = None) -> Iterator[List[Optional[str]]]:
   """Lines of a text file in blocks of about 1 MB; a line that is not valid UTF-8 is reported (file and line
-  number), counted in `stats.invalid_lines` and given as None. Lines keep their whitespace (no newline)."""
+  number), counted in `stats.invalid_lines` and given as None. Lines keep their whitespace (no newline); a line
+  longer than about 1 MB comes as several pieces (cut at whitespace when it can be: see `_blocks`)."""
   stats = stats if stats is not None else CorpusStats()
-  for _, block, first_line in _numbered_blocks([path]):
+  for _, block, first_line, cut in _numbered_blocks([path]):
     stats.bytes += len(block)
     lines, invalid = _decode_lines(block, first_line)
     _report_invalid(path, invalid, stats)
-    stats.lines += len(lines)
+    stats.lines += len(lines) - cut  # a cut line is counted with its last piece
     yield lines
 
 
@@ -164,10 +196,11 @@ class _TokenizedBlock:
   lengths: List[int]  # tokens of each text line
   ids: np.ndarray
   invalid: List[Tuple[int, str]]
+  cut: bool  # the last line goes on in the next block
 
 
-def _tokenize_block(task: Tuple[int, bytes, int]) -> _TokenizedBlock:
-  file_index, block, first_line = task
+def _tokenize_block(task: Tuple[int, bytes, int, bool]) -> _TokenizedBlock:
+  file_index, block, first_line, cut = task
   shared = parallel.state()
   tokenizer, processor_text_fn = shared["tokenizer"], shared["processor_text_fn"]
   lines, invalid = _decode_lines(block, first_line)
@@ -184,7 +217,7 @@ def _tokenize_block(task: Tuple[int, bytes, int]) -> _TokenizedBlock:
     texts.append(processor_text_fn(line) if processor_text_fn else line)
   ids, lengths = tokenizer.encode_to_arrays(texts) if texts else (np.zeros(0, np.int64), np.zeros(0, np.int64))
   return _TokenizedBlock(file_index, len(block), bytes(kinds), lengths.tolist(), ids.astype(shared["dtype"]),
-                         invalid)
+                         invalid, cut)
 
 
 def read_tokenized_corpus(input_files: Sequence[str], tokenizer: WordPieceTokenizer,
@@ -210,20 +243,28 @@ def read_tokenized_corpus(input_files: Sequence[str], tokenizer: WordPieceTokeni
   document_starts: List[int] = []
   shared = {"tokenizer": tokenizer, "processor_text_fn": processor_text_fn, "dtype": dtype}
   current_file = -1
+  pending_kind, pending_length = -1, 0  # a line cut over blocks: its kind so far (-1: none) and its tokens
   with parallel.worker_pool(num_workers, shared) as pool:
     for block in parallel.ordered_map(pool, _tokenize_block, _numbered_blocks(input_files)):
       if block.file_index != current_file:  # each file starts a new document
         current_file, new_document = block.file_index, True
       stats.bytes += block.num_bytes
-      stats.lines += len(block.kinds)
       _report_invalid(input_files[block.file_index], block.invalid, stats)
       lengths = iter(block.lengths)
-      for kind in block.kinds:
+      for index, kind in enumerate(block.kinds):
+        # The pieces of a cut line make one line: invalid if any piece is, blank if all are.
+        pending_kind = max(pending_kind, kind)
+        if kind == 1:
+          pending_length += next(lengths)
+        if block.cut and index == len(block.kinds) - 1:
+          continue
+        kind, length = pending_kind, pending_length
+        pending_kind, pending_length = -1, 0
+        stats.lines += 1
         if kind == 0:
           stats.blank_lines += 1
           new_document = True
         elif kind == 1:
-          length = next(lengths)
           if length == 0:
             stats.empty_token_lines += 1
             continue
