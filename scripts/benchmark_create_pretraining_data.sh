@@ -43,57 +43,18 @@ echo "corpus: $CORPUS ($(du -h "$CORPUS" | cut -f1))," \
   "vocab: $VOCAB_DIR/vocab.txt ($(wc -l < "$VOCAB_DIR/vocab.txt") tokens)"
 
 # measure LABEL CWD CMD...: runs CMD pinned to $CORES, prints "LABEL wall peak_rss_mb peak_pss_mb" to $WORK/results.
-SAMPLER=$(cat <<'EOF'
-import os, subprocess, sys, time
-
-def tree(root):
-  """The process and its descendants (through /proc/PID/task/TID/children: no scan of all of /proc)."""
-  out, todo = [], [root]
-  while todo:
-    pid = todo.pop()
-    out.append(pid)
-    try:
-      for tid in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{tid}/children") as f:
-          todo.extend(int(child) for child in f.read().split())
-    except OSError:
-      pass
-  return out
-
-def memory_kb(pid):
-  rss = pss = 0
-  try:
-    with open(f"/proc/{pid}/smaps_rollup") as f:
-      for line in f:
-        if line.startswith("Rss:"):
-          rss = int(line.split()[1])
-        elif line.startswith("Pss:"):
-          pss = int(line.split()[1])
-  except OSError:
-    pass
-  return rss, pss
-
-label, cwd, log, cmd = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
-start = time.perf_counter()
-with open(log, "w") as out:
-  proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
-  peak_rss = peak_pss = 0
-  while proc.poll() is None:
-    rss = pss = 0
-    for pid in tree(proc.pid):
-      r, p = memory_kb(pid)
-      rss, pss = rss + r, pss + p
-    peak_rss, peak_pss = max(peak_rss, rss), max(peak_pss, pss)
-    time.sleep(0.05)
-wall = time.perf_counter() - start
-if proc.returncode:
-  sys.exit(f"{label}: exit code {proc.returncode}, see {log}")
-print(f"{label} {wall:.2f} {peak_rss / 1024:.0f} {peak_pss / 1024:.0f}")
-EOF
-)
+# The sampler is `measure` of benchmark_create_pretraining_data_memory.py (one implementation of it).
+SAMPLER='import importlib.util, sys
+spec = importlib.util.spec_from_file_location("memory_benchmark", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+label, cwd, log, cmd = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
+wall, rss, pss = module.measure(cmd, log, cwd)
+print(f"{label} {wall:.2f} {rss:.0f} {pss:.0f}")'
 measure() {
   local label="$1" cwd="$2"; shift 2
-  taskset -c "$CORES" "$PYTHON" -c "$SAMPLER" "$label" "$cwd" "$WORK/$label.log" "$@" | tee -a "$WORK/results"
+  taskset -c "$CORES" "$PYTHON" -c "$SAMPLER" "$REPO/scripts/benchmark_create_pretraining_data_memory.py" \
+    "$label" "$cwd" "$WORK/$label.log" "$@" | tee -a "$WORK/results"
 }
 : > "$WORK/results"
 
