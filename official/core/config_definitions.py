@@ -160,6 +160,11 @@ class TrainerConfig(hyperparams.Config):
     skip_nonfinite_steps: skip the update of a step with non-finite loss instead of stopping
       (mlm-garden addition). Skipped steps are counted (the progress line of the loop, the
       `skipped_steps` summary); a loop whose steps were all skipped stops training.
+    gradient_accumulation_steps: micro-batches (of `train_data.global_batch_size` each) whose
+      mean gradient makes one optimizer update (mlm-garden addition; 1: no accumulation). Steps
+      count updates: `train_steps`, `steps_per_loop`, the intervals, checkpoints and the
+      learning-rate schedule advance once per N micro-batches, so one step reads N batches.
+      Not with float16 loss scaling.
   """
   optimizer_config: OptimizationConfig = dataclasses.field(default_factory=OptimizationConfig)
   train_tf_while_loop: bool = hyperparams.unsupported(
@@ -187,6 +192,7 @@ class TrainerConfig(hyperparams.Config):
   validation_summary_subdir: str = 'validation'
   preemption_on_demand_checkpoint: bool = True
   skip_nonfinite_steps: bool = False
+  gradient_accumulation_steps: int = hyperparams.field(1, ge=1)
 
   def validate(self) -> None:
     super().validate()

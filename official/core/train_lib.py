@@ -173,6 +173,11 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
     with strategy.scope():
       self.model = task.build_model()
       self.optimizer = task.create_optimizer(trainer.optimizer_config, params.runtime)
+      self.accumulation_steps = trainer.gradient_accumulation_steps
+      if self.accumulation_steps > 1 and isinstance(
+          self.optimizer, tf_keras.mixed_precision.LossScaleOptimizer):
+        raise ValueError('trainer.gradient_accumulation_steps: expected 1 with float16 loss '
+                         f'scaling, found {self.accumulation_steps} (use bfloat16 or float32)')
       if trainer.skip_nonfinite_steps and not isinstance(
           self.optimizer, tf_keras.mixed_precision.LossScaleOptimizer):
         # A dynamic loss scale never goes below 1: with scale 1 and no growth, the wrapper changes
@@ -194,6 +199,9 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
       # Steps whose update was skipped (skip_nonfinite_steps) in this process; not checkpointed.
       self.skipped_steps = tf.Variable(0, dtype=tf.int64, trainable=False, name='skipped_steps',
                                        aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+      self._accumulator = (_GradientAccumulator(self.optimizer, self.model,
+                                                self.accumulation_steps)
+                           if train and self.accumulation_steps > 1 else None)
     items = dict(getattr(self.model, 'checkpoint_items', {}) or {})
     if params.runtime.deterministic:
       items['dropout_random_state'] = _dropout_random_state(self.model)
@@ -240,9 +248,9 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
     def dataset_fn(ctx: tf.distribute.InputContext) -> tf.data.Dataset:
       dataset = _build_inputs(task, data, ctx)
       if skip_steps:
-        # Each step takes one batch per replica of this pipeline.
+        # Each step takes one batch per replica of this pipeline per accumulated micro-batch.
         per_pipeline = self.strategy.num_replicas_in_sync // ctx.num_input_pipelines
-        dataset = dataset.skip(skip_steps * per_pipeline)
+        dataset = dataset.skip(skip_steps * per_pipeline * self.accumulation_steps)
       return dataset
 
     if skip_steps:
@@ -310,6 +318,12 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
     self._record_loss(self.task.train_step(inputs, self.model, self.optimizer,
                                            metrics=self.train_metrics))
 
+  def _replica_micro_step(self, inputs):
+    """A micro-batch of gradient accumulation: the task's step adds its gradients (over N)
+    to the accumulators instead of updating the weights."""
+    self._record_loss(self.task.train_step(inputs, self.model, self._accumulator,
+                                           metrics=self.train_metrics))
+
   def _deferred_xla_train_step(self):
     """A replica step whose forward and backward pass run in XLA and whose update does not.
 
@@ -337,12 +351,22 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
     """A `tf.function(iterator, num_steps)` running `num_steps` steps; traced once per run.
 
     The per-step losses go to the `training_loss` (summary window) and `loop_loss` metrics.
+    With `trainer.gradient_accumulation_steps` N > 1 a step reads N batches: each adds its
+    gradients to per-replica accumulators, then one optimizer update applies their mean.
     With XLA (`use_xla`: `runtime.enable_xla` on GPU/TPU, or with `runtime.xla_on_cpu`) the replica
     step is compiled (`jit_compile`); with several replicas only its forward and backward pass are.
     """
     if self._train_loop is None:
       step_fn = self._replica_train_step
-      if self.use_xla:
+      accumulator, accumulation_steps = self._accumulator, self.accumulation_steps
+      if accumulator is not None:
+        step_fn = self._replica_micro_step
+        if self.use_xla and self.strategy.num_replicas_in_sync == 1:
+          step_fn = tf.function(step_fn, jit_compile=True)
+        elif self.use_xla:
+          logging.warning('runtime.enable_xla: with several replicas and gradient accumulation '
+                          'the train step runs without XLA.')
+      elif self.use_xla:
         if self.strategy.num_replicas_in_sync == 1:
           step_fn = tf.function(step_fn, jit_compile=True)
         elif isinstance(self.optimizer, tf_keras.mixed_precision.LossScaleOptimizer):
@@ -357,7 +381,16 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
         for _ in tf.range(num_steps):
           if stop_requested:  # SIGTERM/SIGINT: end the loop after the step in progress
             break
-          self.strategy.run(step_fn, args=(next(iterator),))
+          if accumulator is None:
+            self.strategy.run(step_fn, args=(next(iterator),))
+          else:
+            skipped_before = self.skipped_steps.read_value()
+            for _ in tf.range(accumulation_steps):
+              self.strategy.run(step_fn, args=(next(iterator),))
+            self.strategy.run(accumulator.apply)
+            # An update is skipped (once) when any of its micro-batches was.
+            self.skipped_steps.assign(
+                skipped_before + tf.minimum(self.skipped_steps - skipped_before, 1))
           self.global_step.assign_add(1)
 
       if self.params.trainer.train_tf_function and not self.params.runtime.run_eagerly:
@@ -585,6 +618,52 @@ class _GradientRecorder:
   def apply_gradients(self, grads_and_vars, *args, **kwargs) -> None:
     del args, kwargs
     self.grads_and_vars = list(grads_and_vars)
+
+  def __getattr__(self, name: str) -> Any:
+    return getattr(self._optimizer, name)
+
+
+class _GradientAccumulator:
+  """Stands in for the optimizer in the task's step of a micro-batch: `apply_gradients` adds the
+  gradients divided by `steps` to non-trainable accumulators; `apply` (in a replica context) then
+  updates the weights once with the accumulated mean gradient and zeroes the accumulators.
+
+  The accumulators are per-replica (`ON_READ`): micro-batches need no all-reduce; the optimizer
+  all-reduces the accumulated gradients once per update. Every other attribute is the optimizer's.
+
+  Args:
+    optimizer: the real optimizer.
+    model: the model (built) whose trainable variables get accumulators.
+    steps: micro-batches per update.
+  """
+
+  def __init__(self, optimizer: tf_keras.optimizers.Optimizer, model: tf_keras.Model, steps: int):
+    if not model.built or not model.trainable_variables:
+      raise ValueError('trainer.gradient_accumulation_steps: expected a model whose variables '
+                       'exist after build_model, found an unbuilt model')
+    self._optimizer, self._steps = optimizer, steps
+    self._accumulators = {
+        v.ref(): tf.Variable(tf.zeros(v.shape, v.dtype), trainable=False,
+                             name='gradient_accumulator',
+                             synchronization=tf.VariableSynchronization.ON_READ,
+                             aggregation=tf.VariableAggregation.SUM)
+        for v in model.trainable_variables}
+    self._variables: list = []  # the variables the task's step gives gradients to (traced)
+
+  def apply_gradients(self, grads_and_vars, *args, **kwargs) -> None:
+    del args, kwargs
+    pairs = [(g, v) for g, v in grads_and_vars if g is not None]
+    self._variables = [v for _, v in pairs]
+    for g, v in pairs:
+      self._accumulators[v.ref()].assign_add(tf.convert_to_tensor(g) / self._steps)
+
+  def apply(self) -> None:
+    """One optimizer update with the accumulated gradients; zeroes them."""
+    accumulators = [self._accumulators[v.ref()] for v in self._variables]
+    grads = [tf.identity(a) for a in accumulators]
+    self._optimizer.apply_gradients(list(zip(grads, self._variables)))
+    for a in accumulators:
+      a.assign(tf.zeros_like(a))
 
   def __getattr__(self, name: str) -> Any:
     return getattr(self._optimizer, name)
