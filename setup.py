@@ -5,7 +5,6 @@ import setuptools
 RUNTIME_REQUIREMENTS = [
     'tensorflow>=2.21,<2.22',
     'tf-keras>=2.21,<2.22',
-    'gin-config',
     'absl-py',
     'pyyaml',
     'numpy',
@@ -24,7 +23,8 @@ setuptools.setup(
     python_requires='>=3.10',
     install_requires=RUNTIME_REQUIREMENTS,
     extras_require={
-        'test': ['pytest>=7', 'matplotlib'],
+        'test': ['pytest>=7', 'matplotlib', 'gin-config'],
+        'gin': ['gin-config'],  # --gin_file / --gin_params
         'plot': ['matplotlib'],
         'gpu': ['tensorflow[and-cuda]>=2.21,<2.22'],
     },

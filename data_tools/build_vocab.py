@@ -12,6 +12,9 @@ Usage:
   python -m data_tools.build_vocab --input_file=corpus.txt --output_dir=vocab/ --vocab_size=8000
 """
 
+from official.common import quiet  # first: hides TensorFlow's start-up lines (--verbose keeps them)
+quiet.quiet_cli(__name__)
+
 import os
 import sys
 from typing import Dict, Iterator, List, Optional, Sequence, Union

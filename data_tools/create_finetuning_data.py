@@ -13,6 +13,9 @@ Usage:
       --output_file=out/dev.tfrecord --vocab_file=vocab.txt --label_map_file=out/train.metadata.json
 """
 
+from official.common import quiet  # first: hides TensorFlow's start-up lines (--verbose keeps them)
+quiet.quiet_cli(__name__)
+
 import sys
 from typing import Optional, Sequence
 

@@ -8,6 +8,9 @@ Usage:
       --vocab_file=vocab.txt --max_seq_length=128 --max_predictions_per_seq=20 --dupe_factor=5
 """
 
+from official.common import quiet  # first: hides TensorFlow's start-up lines (--verbose keeps them)
+quiet.quiet_cli(__name__)
+
 import logging
 import sys
 from typing import Optional, Sequence

@@ -12,6 +12,9 @@ Usage:
   python -m data_tools.stdlib_corpus --output_file=/tmp/stdlib.txt
 """
 
+from official.common import quiet  # first: hides TensorFlow's start-up lines (--verbose keeps them)
+quiet.quiet_cli(__name__)
+
 import ast
 import inspect
 import os

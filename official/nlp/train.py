@@ -8,6 +8,9 @@ Example:
 Precedence: the experiment's defaults < each --config_file in order < --params_override.
 """
 
+from official.common import quiet  # first: hides TensorFlow's start-up lines (--verbose keeps them)
+quiet.quiet_cli(__name__)
+
 import importlib
 import logging
 import os
@@ -73,8 +76,12 @@ def main(argv) -> None:
   for name in ('tensorflow', 'absl'):  # no per-save checkpoint chatter
     logging.getLogger(name).setLevel(logging.WARNING)
   if FLAGS.gin_file or FLAGS.gin_params:
-    import gin  # pylint: disable=g-import-not-at-top
-    gin.parse_config_files_and_bindings(FLAGS.gin_file, FLAGS.gin_params)
+    from official.common import gin_utils  # pylint: disable=g-import-not-at-top
+    try:
+      gin_utils.parse_gin_flags(FLAGS.gin_file, FLAGS.gin_params)
+    except gin_utils.GinError as e:
+      print(f'error: {e}', file=sys.stderr)
+      sys.exit(2)
   params = _build_params()
   if not FLAGS.model_dir:
     _fail('--model_dir is required')

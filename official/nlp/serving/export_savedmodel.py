@@ -21,6 +21,9 @@ Example:
   >>> loaded.signatures['encoder'](input_word_ids=ids, input_mask=mask, input_type_ids=types)
 """
 
+from official.common import quiet  # first: hides TensorFlow's start-up lines (--verbose keeps them)
+quiet.quiet_cli(__name__)
+
 import json
 import logging
 import os

@@ -20,6 +20,9 @@ Errors (missing or corrupt files, unwritable outputs) print one line naming the 
 bad or missing flags exit 2.
 """
 
+from official.common import quiet  # first: hides TensorFlow's start-up lines (--verbose keeps them)
+quiet.quiet_cli(__name__)
+
 import os
 import shutil
 import sys

@@ -25,6 +25,9 @@ Example:
   (2, 128)
 """
 
+from official.common import quiet  # first: hides TensorFlow's start-up lines (--verbose keeps them)
+quiet.quiet_cli(__name__)
+
 import json
 import os
 import sys

@@ -16,6 +16,9 @@ Example:
   [('copy', 0.41), ('list', 0.12), ('new', 0.05)]
 """
 
+from official.common import quiet  # first: hides TensorFlow's start-up lines (--verbose keeps them)
+quiet.quiet_cli(__name__)
+
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
