@@ -21,7 +21,7 @@ import dataclasses
 import logging
 import os
 import re
-from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import tensorflow as tf
 
@@ -248,14 +248,39 @@ def record_error_line(error: BaseException) -> Optional[str]:
 
 def load_records(params: Any, files: Sequence[str], parse_batch: Callable[[tf.Tensor], Any],
                  input_context: Optional[tf.distribute.InputContext] = None) -> tf.data.Dataset:
-  """The record pipeline of every loader: shard files (or records) over input pipelines, shuffle,
-  interleave, cache, repeat and shuffle (training), batch per replica, then parse whole batches.
+  """The record pipeline of the batch-parsing loaders: `record_stream`, batched per replica, then
+  whole batches parsed.
 
   Args:
     params: the data config (batch size, sharding, shuffling, interleave and prefetch fields).
     files: the record files.
     parse_batch: serialized records [batch] -> the batch's features.
     input_context: from `distribute_datasets_from_function`.
+  """
+  dataset, batch_size = record_stream(params, files, input_context)
+  dataset = dataset.batch(batch_size, drop_remainder=params.drop_remainder)
+  dataset = dataset.map(parse_batch, num_parallel_calls=tf.data.AUTOTUNE)
+  return dataset.prefetch(params.prefetch_buffer_size or tf.data.AUTOTUNE)
+
+
+def record_stream(params: Any, files: Sequence[str],
+                  input_context: Optional[tf.distribute.InputContext] = None
+                  ) -> Tuple[tf.data.Dataset, int]:
+  """Serialized records of every loader: files (or, with fewer files than input pipelines, records)
+  sharded over input pipelines, shuffled, interleaved (uncompressed files without metadata checked
+  to their end), cached, then repeated and shuffled when training.
+
+  Args:
+    params: the data config (batch size, sharding, shuffling, interleave and cache fields).
+    files: the record files.
+    input_context: from `distribute_datasets_from_function`.
+
+  Returns:
+    (scalar-string dataset, the per-replica batch size).
+
+  Example:
+    >>> dataset, batch_size = record_stream(params, list_input_files(params.input_path))
+    >>> dataset = dataset.map(parse_one).batch(batch_size)
   """
   batch_size = params.global_batch_size
   num_pipelines, pipeline_id = 1, 0
@@ -285,9 +310,7 @@ def load_records(params: Any, files: Sequence[str], parse_batch: Callable[[tf.Te
     dataset = dataset.repeat()
     if params.shuffle_buffer_size > 1:
       dataset = dataset.shuffle(params.shuffle_buffer_size, seed=params.seed)
-  dataset = dataset.batch(batch_size, drop_remainder=params.drop_remainder)
-  dataset = dataset.map(parse_batch, num_parallel_calls=tf.data.AUTOTUNE)
-  return dataset.prefetch(params.prefetch_buffer_size or tf.data.AUTOTUNE)
+  return dataset, batch_size
 
 
 def verify_records(files: Sequence[str], params: Any) -> None:
@@ -635,25 +658,7 @@ class XLNetPretrainDataLoader:
     """
     self._check()
     params = self._params
-    files = list_input_files(params.input_path)
-    batch_size = params.global_batch_size
-    dataset = tf.data.Dataset.from_tensor_slices(files)
-    if input_context:
-      batch_size = input_context.get_per_replica_batch_size(params.global_batch_size)
-      if params.sharding and input_context.num_input_pipelines > 1:
-        dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-    if params.is_training:
-      dataset = dataset.shuffle(len(files), seed=params.seed)
-    dataset = dataset.interleave(
-        lambda path: tf.data.TFRecordDataset(path, compression_type=compression(params)),
-        cycle_length=params.cycle_length or min(len(files), 16), block_length=params.block_length,
-        num_parallel_calls=tf.data.AUTOTUNE, deterministic=params.deterministic)
-    if params.cache:
-      dataset = dataset.cache()
-    if params.is_training:
-      dataset = dataset.repeat()
-      if params.shuffle_buffer_size > 1:
-        dataset = dataset.shuffle(params.shuffle_buffer_size, seed=params.seed)
+    dataset, batch_size = record_stream(params, list_input_files(params.input_path), input_context)
     dataset = dataset.map(self._parse, num_parallel_calls=tf.data.AUTOTUNE)
     dataset = dataset.batch(batch_size, drop_remainder=params.drop_remainder)
     return dataset.prefetch(params.prefetch_buffer_size or tf.data.AUTOTUNE)

@@ -219,27 +219,7 @@ class PretrainingDynamicDataLoader:
     params = self._params
     files = pretrain_dataloader.list_input_files(params.input_path)
     pretrain_dataloader.verify_records(files, params)
-    batch_size = params.global_batch_size
-    num_pipelines, pipeline_id = 1, 0
-    if input_context:
-      batch_size = input_context.get_per_replica_batch_size(params.global_batch_size)
-      num_pipelines, pipeline_id = input_context.num_input_pipelines, input_context.input_pipeline_id
-    dataset = tf.data.Dataset.from_tensor_slices(files)
-    if params.sharding and num_pipelines > 1:
-      dataset = dataset.shard(num_pipelines, pipeline_id)
-    if params.is_training:
-      dataset = dataset.shuffle(len(files), seed=params.seed)
-    dataset = dataset.interleave(
-        lambda path: tf.data.TFRecordDataset(
-            path, compression_type=pretrain_dataloader.compression(params)),
-        cycle_length=params.cycle_length or min(len(files), 16), block_length=params.block_length,
-        num_parallel_calls=tf.data.AUTOTUNE, deterministic=params.deterministic)
-    if params.cache:
-      dataset = dataset.cache()
-    if params.is_training:
-      dataset = dataset.repeat()
-      if params.shuffle_buffer_size > 1:
-        dataset = dataset.shuffle(params.shuffle_buffer_size, seed=params.seed)
+    dataset, batch_size = pretrain_dataloader.record_stream(params, files, input_context)
     options = tf.data.Options()
     if params.deterministic is not None:
       options.deterministic = params.deterministic
