@@ -103,6 +103,12 @@ class Task(tf.Module, metaclass=abc.ABCMeta):
     status.expect_partial().assert_existing_objects_matched()
     logging.info('Restored %s from %s', sorted(items), ckpt_path)
 
+  def write_model_dir_assets(self, model_dir: str) -> None:
+    """Writes what `model_dir` should carry besides checkpoints and `params.yaml` (default:
+    nothing; the NLP tasks write the vocabulary of their records). Called by `train_lib` on
+    the chief when training starts."""
+    del model_dir
+
   @abc.abstractmethod
   def build_model(self) -> tf_keras.Model:
     """Creates the model (inside the distribution strategy's scope)."""

@@ -801,6 +801,8 @@ class OrbitExperimentRunner:
         train_utils.check_config_compatible(params, model_dir, allow_config_change)
         if self._lock is not None:
           train_utils.write_params(params, model_dir)  # evaluation keeps the training run's
+          if hasattr(task, 'write_model_dir_assets'):  # e.g. the records' vocabulary
+            task.write_model_dir_assets(model_dir)
       global last_trainer
       self._trainer = trainer or Trainer(self.strategy, task, params, model_dir,
                                          train=self._training)

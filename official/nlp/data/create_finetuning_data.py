@@ -458,8 +458,7 @@ def create_finetuning_data(task: str, input_file: str, output_file: str,
   write_examples(output_file, int_features, float_features, gzip_compress)
   metadata.update(
       feature_names=list(int_features) + list(float_features),
-      vocab_size=tokenizer.vocab_size, vocab_sha256=tokenizer.vocab_sha256(),
-      vocab_source=tokenizer.source, do_lower_case=tokenizer.do_lower_case,
+      **tokenizer.metadata_fields(),
       compression='GZIP' if gzip_compress else '', input_file=input_file,
       files=[os.path.basename(output_file)])
   data_metadata.write_metadata(data_metadata.metadata_path(output_file), metadata)

@@ -11,7 +11,7 @@ Keys (all JSON scalars or lists/dicts of them):
   max_seq_length, max_predictions_per_seq, feature_names (names in the records, in order),
   use_v2_feature_names, dynamic (no masks stored), next_sentence (NSP pairs; False: single segments whose
   next_sentence_labels are all 0), vocab_size, vocab_sha256 (see tokenization.vocab_sha256), vocab_source,
-  do_lower_case, special_token_ids ({"[PAD]": id, ...}), do_whole_word_mask, max_ngram_size, masked_lm_prob,
+  vocab (the tokens, index = id: training writes them to model_dir/vocab.txt, see vocab_assets), do_lower_case, special_token_ids ({"[PAD]": id, ...}), do_whole_word_mask, max_ngram_size, masked_lm_prob,
   short_seq_prob, dupe_factor, random_seed, compression ("" or "GZIP"), files (base names),
   instances_per_file, num_instances, num_tokens (non-padding tokens written), num_masked_tokens,
   num_random_next, num_documents, num_sentences, num_corpus_tokens (tokens read), num_invalid_lines,

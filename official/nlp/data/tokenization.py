@@ -15,7 +15,7 @@ import hashlib
 import json
 import os
 import re
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from tokenizers import Tokenizer, decoders, normalizers, pre_tokenizers
@@ -120,7 +120,8 @@ def bert_wordpiece_tokenizer(vocab: Optional[Dict[str, int]] = None,
   return tokenizer
 
 
-def _read_vocab_file(vocab_file: str) -> List[str]:
+def read_vocab(vocab_file: str) -> List[str]:
+  """The tokens of a BERT `vocab.txt` (index = id); a duplicated token raises ValueError naming it."""
   if not os.path.isfile(vocab_file):
     raise FileNotFoundError(f"vocab_file: no such file: {vocab_file!r}")
   with open(vocab_file, "r", encoding="utf-8") as f:
@@ -168,7 +169,7 @@ class WordPieceTokenizer:
   @classmethod
   def from_vocab_file(cls, vocab_file: str, do_lower_case: bool = True) -> "WordPieceTokenizer":
     """Builds the tokenizer from a BERT `vocab.txt` (one token a line; line number = id)."""
-    vocab = _read_vocab_file(vocab_file)
+    vocab = read_vocab(vocab_file)
     tokenizer = bert_wordpiece_tokenizer({t: i for i, t in enumerate(vocab)}, do_lower_case)
     return cls(tokenizer, vocab, vocab_file, do_lower_case)
 
@@ -253,6 +254,13 @@ class WordPieceTokenizer:
     """Tokens of ids."""
     return [self.vocab[i] for i in ids]
 
+  def metadata_fields(self) -> Dict[str, Any]:
+    """What records metadata stores of this tokenizer, its tokens included (`"vocab"`), so that
+    training can give the model_dir its vocabulary (`vocab_assets.write_model_dir_vocab`)."""
+    return {"vocab_size": self.vocab_size, "vocab_sha256": self.vocab_sha256(),
+            "vocab_source": os.path.basename(self.source), "do_lower_case": self.do_lower_case,
+            "vocab": list(self.vocab)}
+
   def vocab_sha256(self) -> str:
     """sha256 of the vocabulary written as a `vocab.txt` ("\\n"-joined tokens plus a final newline)."""
     return vocab_sha256(self.vocab)
@@ -265,10 +273,18 @@ def vocab_sha256(vocab: Sequence[str]) -> str:
 
 def load_tokenizer(vocab_file: Optional[str] = None, tokenizer_json: Optional[str] = None,
                    do_lower_case: bool = True) -> WordPieceTokenizer:
-  """Builds a `WordPieceTokenizer` from exactly one of `vocab_file` and `tokenizer_json`."""
+  """Builds a `WordPieceTokenizer` from exactly one of `vocab_file` and `tokenizer_json`.
+
+  `vocab_file` may also be a directory that carries a vocabulary (a training model_dir, a
+  SavedModel export): see `vocab_assets.load_tokenizer`; its recorded `do_lower_case` wins.
+  """
   if bool(vocab_file) == bool(tokenizer_json):
     raise ValueError(f"give exactly one of vocab_file and tokenizer_json; found vocab_file={vocab_file!r}, "
                      f"tokenizer_json={tokenizer_json!r}")
   if tokenizer_json:
     return WordPieceTokenizer.from_tokenizer_json(tokenizer_json)
+  if os.path.isdir(vocab_file):
+    from official.nlp.data import vocab_assets  # pylint: disable=g-import-not-at-top
+    recorded = vocab_assets.recorded_do_lower_case(vocab_file)
+    return vocab_assets.load_tokenizer(vocab_file, do_lower_case if recorded is None else recorded)
   return WordPieceTokenizer.from_vocab_file(vocab_file, do_lower_case)

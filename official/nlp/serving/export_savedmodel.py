@@ -37,6 +37,7 @@ import yaml
 from absl import flags
 
 from official.nlp.data import tokenization
+from official.nlp.data import vocab_assets
 from official.nlp.serving import cli_utils
 from official.nlp.serving import inference
 from official.nlp.serving import serving_module
@@ -230,7 +231,7 @@ def export_from_model_dir(model_dir: str, export_dir: str, checkpoint: Optional[
   """
   check_export_dir(export_dir, overwrite)  # before the model is built
   params, model, path = inference.restore_model(model_dir, checkpoint, experiment)
-  metadata = inference.records_metadata(params) or {}
+  metadata = vocab_assets.model_dir_tokenizer_info(model_dir, params)
   if not vocab_file:
     candidate = os.path.join(model_dir, inference.VOCAB_FILE)
     vocab_file = candidate if tf.io.gfile.exists(candidate) else None

@@ -26,6 +26,7 @@ import tensorflow as tf
 import tf_keras
 
 from official.nlp.data import tokenization
+from official.nlp.data import vocab_assets
 from official.nlp.serving import serving_module
 
 PARAMS_FILE = 'params.yaml'
@@ -168,19 +169,6 @@ def restore_model(model_dir: str, checkpoint: Optional[str] = None,
                      f'{os.path.join(model_dir, PARAMS_FILE)}: {e}') from None
   logging.info('Restored %s from %s', type(model).__name__, path)
   return params, model, path
-
-
-def records_metadata(params: Any) -> Optional[Dict[str, Any]]:
-  """The metadata of the training records of `params` (vocabulary hash, do_lower_case), if found."""
-  from official.nlp.data import data_metadata  # pylint: disable=g-import-not-at-top
-  input_path = getattr(getattr(params.task, 'train_data', None), 'input_path', '')
-  if not input_path or input_path == 'dummy':
-    return None
-  try:
-    return data_metadata.load_metadata(input_path)
-  except (ValueError, OSError) as e:
-    logging.warning('Ignoring the metadata of %s: %s', input_path, e)
-    return None
 
 
 def _first_line(e: BaseException) -> str:
@@ -338,7 +326,7 @@ def _from_training_dir(model_dir: str, checkpoint: Optional[str], experiment: Op
   else:
     functions = dict(serving_module.build_serving_module(
         classifier=model, encoder=encoder).signature_functions)
-  metadata = records_metadata(params) or {}
+  metadata = vocab_assets.model_dir_tokenizer_info(model_dir, params)
   vocab_file = os.path.join(model_dir, VOCAB_FILE)
   return InferenceModel(
       functions=functions, kind=TRAINING, model_dir=model_dir, source=path,

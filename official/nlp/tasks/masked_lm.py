@@ -28,6 +28,7 @@ from official.nlp.configs import bert
 from official.nlp.configs import encoders
 from official.nlp.data import pretrain_dataloader
 from official.nlp.data import pretrain_dynamic_dataloader
+from official.nlp.data import vocab_assets
 from official.nlp.modeling import layers
 from official.nlp.modeling import models
 
@@ -103,7 +104,7 @@ def masked_lm_loss(labels: tf.Tensor, logits: tf.Tensor, weights: tf.Tensor) -> 
 
 
 @task_factory.register_task_cls(MaskedLMConfig)
-class MaskedLMTask(base_task.Task):
+class MaskedLMTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
   """Masked-LM (+ optional next-sentence) pretraining of a `BertPretrainerV2`."""
 
   def build_model(self, params: Optional[bert.PretrainerConfig] = None) -> tf_keras.Model:

@@ -31,6 +31,7 @@ from official.modeling import checkpoint_compat
 from official.modeling import hyperparams
 from official.nlp.configs import encoders
 from official.nlp.data import sentence_prediction_dataloader as sp_loader
+from official.nlp.data import vocab_assets
 from official.nlp.modeling import models
 from official.nlp.tasks import finetuning_metrics
 
@@ -105,11 +106,18 @@ class SentencePredictionConfig(cfg.TaskConfig):
 
 
 def check_vocab_size(metadata: Optional[Dict[str, Any]], vocab_size: int) -> None:
-  """Raises when the records' metadata was written with another vocabulary size than the model's."""
-  if metadata and metadata.get('vocab_size') not in (None, vocab_size):
+  """Raises when the records' vocabulary has more tokens than the model's word embeddings (ids
+  past the table); a smaller one is logged (a table padded past the vocabulary is common; a
+  different vocabulary is caught by the model_dir's vocab check, `vocab_assets`)."""
+  found = (metadata or {}).get('vocab_size')
+  if found is None or found == vocab_size:
+    return
+  if found > vocab_size:
     raise ValueError(f'task.model.encoder.bert.vocab_size is {vocab_size} but the records were '
-                     f'written with a vocabulary of {metadata["vocab_size"]} tokens '
-                     f'({metadata["metadata_path"]})')
+                     f'written with a vocabulary of {found} tokens ({metadata["metadata_path"]}); '
+                     'expected at most as many tokens as word embeddings')
+  logging.info('The records (%s) use %d of the %d word embeddings', metadata['metadata_path'],
+               found, vocab_size)
 
 
 def restore_encoder(init_checkpoint: str, model: tf_keras.Model,
@@ -173,7 +181,7 @@ class _DummySentences:
 
 
 @task_factory.register_task_cls(SentencePredictionConfig)
-class SentencePredictionTask(base_task.Task):
+class SentencePredictionTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
   """Fine-tunes a `BertClassifier` on sentence(-pair) classification or regression."""
 
   @property

@@ -26,6 +26,7 @@ from official.core import task_factory
 from official.modeling import hyperparams
 from official.nlp.configs import encoders
 from official.nlp.data import tagging_dataloader
+from official.nlp.data import vocab_assets
 from official.nlp.modeling import models
 from official.nlp.tasks import finetuning_metrics
 from official.nlp.tasks import sentence_prediction
@@ -143,7 +144,7 @@ class _MaskedAccuracy(tf_keras.metrics.Mean):
 
 
 @task_factory.register_task_cls(TaggingConfig)
-class TaggingTask(base_task.Task):
+class TaggingTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
   """Fine-tunes a `BertTokenClassifier` on word-level tags."""
 
   def build_model(self) -> tf_keras.Model:

@@ -252,3 +252,12 @@ def test_dummy_inputs_have_label_zero():
     features, labels = _batch(sp.SentencePredictionTask(_config(num_classes)))
     assert features['input_word_ids'].shape == (4, 8)
     np.testing.assert_array_equal(labels.numpy(), np.zeros(4))
+
+
+def test_check_vocab_size_refuses_ids_past_the_table_only():
+  meta = {'vocab_size': 40, 'metadata_path': 'ft/train.metadata.json'}
+  with pytest.raises(ValueError, match=r'vocab_size is 30 but the records were written with a '
+                     r'vocabulary of 40 tokens \(ft/train.metadata.json\); expected at most'):
+    sp.check_vocab_size(meta, 30)
+  sp.check_vocab_size(meta, 48)  # a padded table: fine
+  sp.check_vocab_size(None, 30)

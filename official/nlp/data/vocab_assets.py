@@ -1,0 +1,241 @@
+"""The vocabulary travels with the data and the model: records metadata -> model_dir -> export.
+
+Data creation (`create_pretraining_data`, `create_finetuning_data`) stores the vocabulary's tokens
+in the records' metadata (`"vocab"`, next to `vocab_sha256` and `do_lower_case`). When a run
+starts training, `write_model_dir_vocab` writes them into the model_dir as
+
+  vocab.txt               one token a line (line number = id), as BERT ships it;
+  tokenizer_config.json   {"do_lower_case", "vocab_size", "vocab_sha256", "source"}
+
+so that fill-mask, embed, export and fine-tuning find the tokenizer from the model_dir alone.
+Records written before the vocabulary was stored (no `"vocab"` key) fall back to the
+`vocab.txt` of the task's `init_checkpoint` model_dir, when there is one.
+
+`load_tokenizer` accepts a `vocab.txt`, a `tokenizer.json`, or a directory that carries one (a
+training model_dir or a SavedModel export), so `--vocab_file=runs/pretrain` works everywhere.
+
+Example:
+  >>> write_model_dir_vocab('runs/tiny', params.task)   # done by train_lib at the start
+  'runs/tiny/vocab.txt'
+  >>> tokenizer = load_tokenizer('runs/tiny')
+"""
+
+import json
+import logging
+import os
+from typing import Any, Dict, Optional, Sequence
+
+import tensorflow as tf
+
+from official.nlp.data import data_metadata
+from official.nlp.data import tokenization
+
+VOCAB_FILE = 'vocab.txt'
+TOKENIZER_CONFIG = 'tokenizer_config.json'
+TOKENIZER_JSON = 'tokenizer.json'
+ASSETS_EXTRA = 'assets.extra'
+METADATA_KEY = 'vocab'
+
+
+def _atomic_write(path: str, text: str) -> None:
+  partial = path + '.partial'
+  with tf.io.gfile.GFile(partial, 'w') as f:
+    f.write(text)
+  tf.io.gfile.rename(partial, path, overwrite=True)
+
+
+def _read_json(path: str) -> Dict[str, Any]:
+  try:
+    with tf.io.gfile.GFile(path) as f:
+      value = json.load(f)
+  except json.JSONDecodeError as e:
+    raise ValueError(f'{path}: not valid JSON ({e}); expected the tokenizer config written '
+                     'with the model') from None
+  if not isinstance(value, dict):
+    raise ValueError(f'{path}: a JSON {type(value).__name__}; expected an object')
+  return value
+
+
+def read_tokenizer_config(model_dir: str) -> Dict[str, Any]:
+  """`model_dir/tokenizer_config.json` ({} when there is none).
+
+  Raises:
+    ValueError: the file exists but is not a JSON object (naming it).
+  """
+  path = os.path.join(model_dir, TOKENIZER_CONFIG)
+  return _read_json(path) if tf.io.gfile.exists(path) else {}
+
+
+def _metadata_of(data_config: Any) -> Optional[Dict[str, Any]]:
+  """The metadata JSON next to the first record file of `data_config.input_path` (pretraining or
+  fine-tuning records alike: only the vocabulary fields are read), or None."""
+  input_path = getattr(data_config, 'input_path', '') or ''
+  if not input_path or input_path == 'dummy' or not isinstance(input_path, str):
+    return None
+  for pattern in (p.strip() for p in input_path.split(',')):
+    matches = sorted(tf.io.gfile.glob(pattern)) if pattern else []
+    if not matches:
+      continue
+    path = data_metadata.metadata_path(matches[0])
+    if not tf.io.gfile.exists(path):
+      return None
+    try:
+      metadata = _read_json(path)
+    except ValueError as e:
+      logging.warning('Ignoring the metadata of %s: %s', input_path, e)
+      return None
+    metadata['metadata_path'] = path
+    return metadata
+  return None
+
+
+def records_tokenizer_info(task_config: Any) -> Optional[Dict[str, Any]]:
+  """The vocabulary fields of the task's training (else validation) records' metadata, or None."""
+  for name in ('train_data', 'validation_data'):
+    metadata = _metadata_of(getattr(task_config, name, None))
+    if metadata and metadata.get('vocab_sha256'):
+      return metadata
+  return None
+
+
+def model_dir_tokenizer_info(model_dir: str, params: Any) -> Dict[str, Any]:
+  """`do_lower_case` and `vocab_sha256` of a training model_dir: its `tokenizer_config.json`, else
+  the metadata of its training records ({} when neither is found)."""
+  config = read_tokenizer_config(model_dir)
+  if config:
+    return config
+  return records_tokenizer_info(params.task) or {}
+
+
+def _init_checkpoint_dir(task_config: Any) -> Optional[str]:
+  init = getattr(task_config, 'init_checkpoint', '') or ''
+  if not init:
+    return None
+  directory = init if tf.io.gfile.isdir(init) else os.path.dirname(init)
+  return directory if tf.io.gfile.exists(os.path.join(directory, VOCAB_FILE)) else None
+
+
+def write_model_dir_vocab(model_dir: str, task_config: Any) -> Optional[str]:
+  """Writes `vocab.txt` and `tokenizer_config.json` into `model_dir` (see the module docstring).
+
+  Sources, in order: the tokens stored in the records' metadata; the `vocab.txt` of the
+  `init_checkpoint`'s model_dir. A model_dir that already has the same vocabulary is left as it
+  is.
+
+  Args:
+    model_dir: the training run's directory.
+    task_config: the task config (its `train_data` / `validation_data` and `init_checkpoint`).
+
+  Returns:
+    The path of `model_dir/vocab.txt`, or None when no vocabulary is known.
+
+  Raises:
+    ValueError: the model_dir already holds another vocabulary (a run resumed on records made
+      with another vocabulary), or the `init_checkpoint`'s vocabulary differs from the records'.
+  """
+  metadata = records_tokenizer_info(task_config) or {}
+  tokens: Optional[Sequence[str]] = metadata.get(METADATA_KEY)
+  do_lower_case = metadata.get('do_lower_case')
+  source = metadata.get('metadata_path')
+  init_dir = _init_checkpoint_dir(task_config)
+  if init_dir:
+    init_tokens = tokenization.read_vocab(os.path.join(init_dir, VOCAB_FILE))
+    init_sha = tokenization.vocab_sha256(init_tokens)
+    if metadata.get('vocab_sha256') and metadata['vocab_sha256'] != init_sha:
+      raise ValueError(
+          f'task.init_checkpoint: the pretrained model {init_dir!r} was trained with another '
+          f'vocabulary (sha256 {init_sha[:12]}...) than the records of task.train_data '
+          f'({source}: {metadata["vocab_sha256"][:12]}...); expected records tokenized with '
+          f'{os.path.join(init_dir, VOCAB_FILE)}')
+    if tokens is None:
+      tokens, source = init_tokens, os.path.join(init_dir, VOCAB_FILE)
+      if do_lower_case is None:
+        do_lower_case = read_tokenizer_config(init_dir).get('do_lower_case')
+  if tokens is None:
+    logging.info('No vocabulary recorded with the records of task.train_data: %s/%s not '
+                 'written (fill_mask, embed and export then need --vocab_file).', model_dir,
+                 VOCAB_FILE)
+    return None
+  sha = tokenization.vocab_sha256(tokens)
+  if metadata.get('vocab_sha256') and metadata.get(METADATA_KEY) is tokens and \
+      sha != metadata['vocab_sha256']:
+    raise ValueError(f'{source}: its "vocab" tokens do not match its vocab_sha256; expected '
+                     'metadata written by create_pretraining_data (recreate the records)')
+  vocab_path = os.path.join(model_dir, VOCAB_FILE)
+  if tf.io.gfile.exists(vocab_path):
+    existing = tokenization.vocab_sha256(tokenization.read_vocab(vocab_path))
+    if existing != sha:
+      raise ValueError(f'model_dir {model_dir!r} holds a vocab.txt (sha256 {existing[:12]}...) '
+                       f'other than the one of the records ({source}: {sha[:12]}...); expected '
+                       'the records this model was trained on (or a new --model_dir)')
+  else:
+    tf.io.gfile.makedirs(model_dir)
+    _atomic_write(vocab_path, ''.join(t + '\n' for t in tokens))
+  config = {'do_lower_case': do_lower_case, 'vocab_size': len(tokens), 'vocab_sha256': sha,
+            'source': source}
+  _atomic_write(os.path.join(model_dir, TOKENIZER_CONFIG), json.dumps(config, indent=2) + '\n')
+  return vocab_path
+
+
+def find_vocab_file(path: str) -> str:
+  """A vocabulary file for `path`: the file itself, or the `vocab.txt` / `tokenizer.json` that a
+  directory (a training model_dir, a SavedModel export, a vocab_dir) carries.
+
+  Raises:
+    ValueError: no such path, or a directory without a vocabulary (naming where it looked).
+  """
+  if not tf.io.gfile.exists(path):
+    raise ValueError(f'vocabulary {path!r}: no such file or directory; expected a vocab.txt, a '
+                     'tokenizer.json or a model_dir that carries one')
+  if not tf.io.gfile.isdir(path):
+    return path
+  candidates = [os.path.join(path, VOCAB_FILE), os.path.join(path, ASSETS_EXTRA, VOCAB_FILE),
+                os.path.join(path, TOKENIZER_JSON)]
+  for candidate in candidates:
+    if tf.io.gfile.exists(candidate):
+      return candidate
+  raise ValueError(f'vocabulary {path!r}: a directory without a vocabulary; expected one of '
+                   f'{", ".join(os.path.relpath(c, path) for c in candidates)} in it')
+
+
+def recorded_do_lower_case(directory: str) -> Optional[bool]:
+  """The `do_lower_case` a model_dir's `tokenizer_config.json` (or an export's serving config)
+  records, or None."""
+  config = read_tokenizer_config(directory)
+  serving_config = os.path.join(directory, ASSETS_EXTRA, 'serving_config.json')
+  if not config and tf.io.gfile.exists(serving_config):
+    config = _read_json(serving_config)
+  return config.get('do_lower_case')
+
+
+def load_tokenizer(path: str, do_lower_case: Optional[bool] = None
+                   ) -> tokenization.WordPieceTokenizer:
+  """The WordPiece tokenizer of a `vocab.txt`, a `tokenizer.json`, or a directory carrying one.
+
+  Args:
+    path: the vocabulary file, or a model_dir / export / vocabulary directory.
+    do_lower_case: lower-case the input (a vocab.txt only); None: what the directory records
+      (`recorded_do_lower_case`), else True.
+
+  Example:
+    >>> load_tokenizer('runs/tiny').tokenize('Hello world')
+    ['hello', 'world']
+  """
+  vocab_file = find_vocab_file(path)
+  if vocab_file.endswith('.json'):
+    return tokenization.WordPieceTokenizer.from_tokenizer_json(vocab_file)
+  if do_lower_case is None and tf.io.gfile.isdir(path):
+    do_lower_case = recorded_do_lower_case(path)
+  return tokenization.WordPieceTokenizer.from_vocab_file(
+      vocab_file, True if do_lower_case is None else do_lower_case)
+
+
+class ModelDirVocabMixin:
+  """Gives a task's model_dir the vocabulary of its records (`write_model_dir_vocab`).
+
+  Example:
+    >>> class MyTask(ModelDirVocabMixin, base_task.Task): ...
+  """
+
+  def write_model_dir_assets(self, model_dir: str) -> None:
+    write_model_dir_vocab(model_dir, self.task_config)
