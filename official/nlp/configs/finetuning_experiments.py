@@ -1,6 +1,6 @@
-"""Registered fine-tuning experiments: `bert/sentence_prediction` and `bert/tagging`.
+"""Registered fine-tuning experiments: `bert/sentence_prediction`, `bert/tagging`, `bert/squad`.
 
-Both fine-tune a pretrained encoder (`task.init_checkpoint`, e.g. a `bert/pretraining` model_dir)
+They fine-tune a pretrained encoder (`task.init_checkpoint`, e.g. a `bert/pretraining` model_dir)
 with BERT's fine-tuning recipe: AdamW (weight decay 0.01, not on LayerNorm or biases), learning
 rate 3e-5 with linear warmup over the first 10% of the steps, then linear decay to 0.
 
@@ -13,8 +13,10 @@ Example:
 from official.core import config_definitions as cfg
 from official.core import exp_factory
 from official.nlp.configs import pretraining_experiments
+from official.nlp.data import question_answering_dataloader
 from official.nlp.data import sentence_prediction_dataloader
 from official.nlp.data import tagging_dataloader
+from official.nlp.tasks import question_answering
 from official.nlp.tasks import sentence_prediction
 from official.nlp.tasks import tagging
 
@@ -47,5 +49,16 @@ def bert_tagging() -> cfg.ExperimentConfig:
       task=tagging.TaggingConfig(
           train_data=tagging_dataloader.TaggingDataConfig(),
           validation_data=tagging_dataloader.TaggingDataConfig(
+              is_training=False, drop_remainder=False)),
+      trainer=_trainer())
+
+
+@exp_factory.register_config_factory('bert/squad')
+def bert_squad() -> cfg.ExperimentConfig:
+  """Extractive question answering on SQuAD v1.1 / v2.0 (`validation_data`: records or JSON)."""
+  return cfg.ExperimentConfig(
+      task=question_answering.QuestionAnsweringConfig(
+          train_data=question_answering_dataloader.QADataConfig(),
+          validation_data=question_answering_dataloader.QADataConfig(
               is_training=False, drop_remainder=False)),
       trainer=_trainer())

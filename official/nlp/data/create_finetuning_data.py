@@ -16,6 +16,8 @@ sub-words is split into several examples at word boundaries (`sub_sentence_id` 0
 Features: `input_ids`, `input_mask`, `segment_ids`, `label_ids` int64[seq], `sentence_id`,
 `sub_sentence_id` int64[1].
 
+SQuAD (task 'squad'): SQuAD v1.1 / v2.0 JSON to span windows and an eval sidecar, see `squad_lib`.
+
 Next to the records, `<stem>.metadata.json` (see `data_metadata.metadata_path`) records the task,
 `num_classes`, `label_list`, `max_seq_length`, counts and the vocabulary; the loaders compare it
 with the config.
@@ -34,13 +36,14 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from official.nlp.data import data_metadata
+from official.nlp.data import squad_lib
 from official.nlp.data import tfrecord_writer
 from official.nlp.data.tokenization import CLS_TOKEN, SEP_TOKEN, UNK_TOKEN
 from official.nlp.data.tokenization import WordPieceTokenizer, load_tokenizer
 
 FORMAT = 'mlm_garden.finetuning_data'  # the same as sentence_prediction_dataloader.FINETUNING_FORMAT
 FORMAT_VERSION = 1
-TASKS = ('sentence_prediction', 'tagging')
+TASKS = ('sentence_prediction', 'tagging', 'squad')
 INPUT_FORMATS = ('auto', 'csv', 'tsv', 'jsonl', 'conll')
 _EXTENSIONS = {'.csv': 'csv', '.tsv': 'tsv', '.jsonl': 'jsonl', '.json': 'jsonl',
                '.conll': 'conll', '.iob': 'conll', '.bio': 'conll'}
@@ -391,11 +394,13 @@ def create_finetuning_data(task: str, input_file: str, output_file: str,
                            text_b_column: Optional[str] = 'text_b', label_column: str = 'label',
                            label_type: str = 'int', label_list: Optional[Sequence[str]] = None,
                            label_map_file: Optional[str] = None, ignore_label_id: int = -1,
-                           gzip_compress: bool = False) -> Dict[str, Any]:
+                           gzip_compress: bool = False, doc_stride: int = 128,
+                           max_query_length: int = 64,
+                           version_2_with_negative: bool = False) -> Dict[str, Any]:
   """Writes fine-tuning TFRecords and their metadata file (see the module docstring).
 
   Args:
-    task: 'sentence_prediction' or 'tagging'.
+    task: 'sentence_prediction', 'tagging' or 'squad' (SQuAD JSON; see `squad_lib`).
     input_file: the labelled text file.
     output_file: the TFRecord file to write.
     vocab_file: BERT vocab.txt (or give `tokenizer_json` or `tokenizer`).
@@ -413,6 +418,9 @@ def create_finetuning_data(task: str, input_file: str, output_file: str,
     label_map_file: a metadata JSON of another split to take `label_list` from.
     ignore_label_id: tagging: the label of positions without a loss.
     gzip_compress: GZIP the records (read with `file_type: tfrecord_compressed`).
+    doc_stride: squad: tokens between consecutive windows of a long context.
+    max_query_length: squad: question tokens kept.
+    version_2_with_negative: squad: SQuAD v2.0 (read `is_impossible`).
 
   Returns:
     The metadata written next to the records.
@@ -425,6 +433,12 @@ def create_finetuning_data(task: str, input_file: str, output_file: str,
     raise ValueError(f'max_seq_length must be >= 3, found {max_seq_length}')
   if tokenizer is None:
     tokenizer = load_tokenizer(vocab_file, tokenizer_json, do_lower_case)
+  if task == 'squad':
+    return squad_lib.write_squad_data(
+        input_file, output_file, tokenizer, max_seq_length, doc_stride, max_query_length,
+        version_2_with_negative, gzip_compress,
+        metadata={'format': FORMAT, 'format_version': FORMAT_VERSION,
+                  'tool': 'create_finetuning_data'})
   if label_list is None and label_map_file:
     label_list = _labels_from_file(label_map_file)
   label_list = list(label_list) if label_list else None
