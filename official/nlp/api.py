@@ -1,0 +1,240 @@
+"""The Python API: an experiment from YAML, training for N steps, fill-mask and embeddings.
+
+Everything the command-line programs do, callable from a notebook or a script; the built-in
+experiments are registered on first use (no registry import needed). A training model_dir carries
+its vocabulary (written from the records' metadata when training starts), so `fill_mask` and
+`embed` need only the model_dir.
+
+Example (the whole of it runs in `examples/pretrain_fill_mask_embed.py`):
+  >>> from official.nlp import api
+  >>> params = api.load_config('configs/pretraining/bert_tiny.yaml', overrides={
+  ...     'task.train_data.input_path': 'data/train.tfrecord',
+  ...     'task.validation_data.input_path': 'data/eval.tfrecord'})
+  >>> result = api.train(params, 'runs/tiny', steps=200)
+  >>> result.step, sorted(result.eval_logs)[:2]
+  (200, ['lm_example_loss', 'masked_lm_accuracy'])
+  >>> api.fill_mask('runs/tiny', ['Return the [MASK] of the list.'], top_k=3)
+  [[[('length', 0.2...), ('number', 0.0...), ('value', 0.0...)]]]   # one list per [MASK]
+  >>> api.embed('runs/tiny', ['a sentence', 'another one']).shape
+  (2, 128)
+  >>> api.embed_words('runs/tiny', ['the river bank']).words   # one vector per word instance
+  ['the', 'river', 'bank']
+"""
+
+import copy
+import dataclasses
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from official.core import config_definitions as cfg
+
+DEFAULT_EXPERIMENT = 'bert/pretraining'
+Predictions = List[List[List[Tuple[str, float]]]]
+
+
+@dataclasses.dataclass
+class TrainResult:
+  """What `train` returns.
+
+  Attributes:
+    model: the trained Keras model (e.g. a `BertPretrainerV2`).
+    model_dir: where its checkpoints, summaries, params.yaml and vocab.txt are.
+    step: the global step reached.
+    eval_logs: the final evaluation's metrics ({} when `evaluate` is False).
+  """
+  model: Any
+  model_dir: str
+  step: int
+  eval_logs: Dict[str, float]
+
+
+def _nested(overrides: Mapping[str, Any]) -> Dict[str, Any]:
+  """`{'a.b': 1}` -> `{'a': {'b': 1}}` (nested dicts pass through)."""
+  nested: Dict[str, Any] = {}
+  for key, value in overrides.items():
+    node = nested
+    parts = key.split('.')
+    for part in parts[:-1]:
+      node = node.setdefault(part, {})
+    if isinstance(value, Mapping):
+      node.setdefault(parts[-1], {}).update(_nested(value))
+    else:
+      node[parts[-1]] = value
+  return nested
+
+
+def load_config(config_files: Union[str, Sequence[str], None] = None,
+                experiment: str = DEFAULT_EXPERIMENT,
+                overrides: Union[str, Mapping[str, Any], None] = None) -> cfg.ExperimentConfig:
+  """The validated experiment config: the experiment's defaults < YAML files < overrides.
+
+  Args:
+    config_files: a YAML file or several (Model Garden's YAML structure), applied in order.
+    experiment: a registered experiment (`bert/pretraining`, `bert/sentence_prediction`, ...).
+    overrides: `--params_override` text (`'a.b=1,c=2'` or YAML), or a dict with dotted or
+      nested keys (`{'trainer.train_steps': 100}`).
+
+  Raises:
+    KeyError: an unknown experiment (listing the registered ones).
+    FileNotFoundError: a missing config file.
+    official.modeling.hyperparams.ConfigError: a bad key or value, naming its full path.
+
+  Example:
+    >>> params = load_config('configs/pretraining/bert_tiny.yaml',
+    ...                      overrides={'trainer.train_steps': 100})
+    >>> params.trainer.train_steps
+    100
+  """
+  from official.core import train_utils  # pylint: disable=g-import-not-at-top
+  from official.modeling import hyperparams  # pylint: disable=g-import-not-at-top
+  files = [config_files] if isinstance(config_files, str) else list(config_files or ())
+  text = overrides if isinstance(overrides, str) else None
+  params = train_utils.build_params(experiment, files, text)
+  if isinstance(overrides, Mapping) and overrides:
+    params.override(_nested(overrides), is_strict=True)
+    try:
+      params.validate()
+    except (ValueError, KeyError, TypeError) as e:
+      raise hyperparams.ConfigError(str(e)) from None
+  return params
+
+
+def train(params: cfg.ExperimentConfig, model_dir: str, steps: Optional[int] = None,
+          evaluate: bool = True, distribution_strategy: Any = None) -> TrainResult:
+  """Trains (resuming from `model_dir`'s latest checkpoint) and evaluates once at the end.
+
+  Args:
+    params: the experiment config (`load_config`).
+    model_dir: checkpoints, summaries, `params.yaml` and the vocabulary go here.
+    steps: the global step to reach (default: `params.trainer.train_steps`); the learning-rate
+      schedule is the config's, so set its decay steps too when shortening a run.
+    evaluate: evaluate `trainer.validation_steps` steps after training (needs
+      `task.validation_data.input_path`).
+    distribution_strategy: a `tf.distribute.Strategy` (default: the one
+      `params.runtime.distribution_strategy` names).
+
+  Returns:
+    The model, the step reached and the final evaluation's metrics.
+
+  Raises:
+    ValueError: bad data or a model_dir in use; train_lib.TrainingStopped: a non-finite loss.
+
+  Example:
+    >>> result = train(load_config('bert_tiny.yaml', overrides=...), 'runs/tiny', steps=50)
+    >>> result.step
+    50
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from official.common import distribute_utils  # pylint: disable=g-import-not-at-top
+  from official.core import task_factory  # pylint: disable=g-import-not-at-top
+  from official.core import train_lib  # pylint: disable=g-import-not-at-top
+  if steps is not None:
+    if steps < 1:
+      raise ValueError(f'steps must be >= 1; found {steps}')
+    params = copy.deepcopy(params)  # the caller's config stays as it was
+    params.override({'trainer': {'train_steps': int(steps)}}, is_strict=True)
+  runtime = params.runtime
+  strategy = distribution_strategy or distribute_utils.get_distribution_strategy(
+      distribution_strategy=runtime.distribution_strategy, num_gpus=runtime.num_gpus,
+      tpu_address=runtime.tpu) or tf.distribute.get_strategy()
+  with strategy.scope():
+    task = task_factory.get_task(params.task, logging_dir=model_dir)
+  mode = 'train_and_post_eval' if evaluate else 'train'
+  model, logs = train_lib.run_experiment(strategy, task, mode, params, model_dir)
+  step = int(train_lib.last_trainer.global_step.numpy())
+  return TrainResult(model=model, model_dir=model_dir, step=step,
+                     eval_logs={k: float(np.asarray(v)) for k, v in (logs or {}).items()
+                                if np.size(v) == 1})
+
+
+def load_model(model_dir: str, checkpoint: Optional[str] = None):
+  """A training model_dir or a SavedModel export, ready for `fill_mask` and `embed`.
+
+  Returns:
+    `(inference.InferenceModel, tokenization.WordPieceTokenizer)`.
+
+  Raises:
+    FileNotFoundError: neither a model_dir with a checkpoint nor an export.
+    ValueError: no vocabulary found with the model.
+  """
+  from official.nlp.serving import inference  # pylint: disable=g-import-not-at-top
+  model = inference.load_inference_model(model_dir, checkpoint)
+  return model, model.load_tokenizer()
+
+
+def _model_and_tokenizer(model: Any):
+  if isinstance(model, str):
+    return load_model(model)
+  return model
+
+
+def fill_mask(model: Any, texts: Sequence[str], top_k: int = 5,
+              seq_length: Optional[int] = None) -> Predictions:
+  """Top-k predictions for every `[MASK]` of every text.
+
+  Args:
+    model: a model_dir or export path, or the `(model, tokenizer)` of `load_model` (load once,
+      call many times).
+    texts: texts with one or more `[MASK]`.
+    top_k: predictions per mask.
+    seq_length: the padded input length (default: the model's training length).
+
+  Returns:
+    `result[text][mask] = [(token, probability), ...]`, best first.
+
+  Example:
+    >>> [[token for token, _ in mask] for mask in
+    ...  fill_mask('runs/tiny', ['Return the [MASK] of the list.'], top_k=2)[0]]
+    [['length', 'number']]
+  """
+  from official.nlp.tools import fill_mask as fill_mask_lib  # pylint: disable=g-import-not-at-top
+  loaded, tokenizer = _model_and_tokenizer(model)
+  return fill_mask_lib.fill_mask(loaded, tokenizer, list(texts), top_k=top_k,
+                                 seq_length=seq_length or loaded.seq_length)
+
+
+def embed(model: Any, texts: Sequence[str], pooling: str = 'mean',
+          batch_size: int = 32) -> np.ndarray:
+  """Sentence embeddings, float32 [len(texts), hidden].
+
+  Args:
+    model: a model_dir or export path, or the `(model, tokenizer)` of `load_model`.
+    texts: the sentences (each cut to the model's sequence length).
+    pooling: `mean` (over the tokens), `cls` or `pooled` (see `official.nlp.tools.embed`).
+    batch_size: sentences per encoder call.
+
+  Example:
+    >>> embed('runs/tiny', ['a sentence', 'another one']).shape
+    (2, 128)
+  """
+  from official.nlp.tools import embed as embed_lib  # pylint: disable=g-import-not-at-top
+  loaded, tokenizer = _model_and_tokenizer(model)
+  vectors, _ = embed_lib.embed_texts(loaded, tokenizer, list(texts), pooling=pooling,
+                                     batch_size=batch_size)
+  return vectors
+
+
+def embed_words(model: Any, texts: Sequence[str], subword_pooling: str = 'first',
+                batch_size: int = 32):
+  """Contextual word embeddings: one vector per word instance of every text.
+
+  Args:
+    model: a model_dir or export path, or the `(model, tokenizer)` of `load_model`.
+    texts: the lines; each word's context is its whole line.
+    subword_pooling: `first` (the word's first sub-word vector) or `mean` (of its sub-words).
+    batch_size: lines per encoder call.
+
+  Returns:
+    An `official.nlp.tools.embed.TokenEmbeddings`: `vectors` float32 [words, hidden], `words`,
+    and the line and word index of each vector.
+
+  Example:
+    >>> result = embed_words('runs/tiny', ['the river bank', 'the bank loan'])
+    >>> result.vectors.shape, result.words
+    ((6, 128), ['the', 'river', 'bank', 'the', 'bank', 'loan'])
+  """
+  from official.nlp.tools import embed as embed_lib  # pylint: disable=g-import-not-at-top
+  loaded, tokenizer = _model_and_tokenizer(model)
+  return embed_lib.token_embeddings(loaded, tokenizer, list(texts),
+                                    subword_pooling=subword_pooling, batch_size=batch_size)

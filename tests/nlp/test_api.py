@@ -1,0 +1,108 @@
+"""official.nlp.api: config from YAML + overrides, train N steps, fill-mask and embed by model_dir."""
+
+import os
+
+import numpy as np
+import pytest
+
+from official.modeling import hyperparams
+from official.nlp import api
+from official.nlp.serving import inference
+from official.nlp.tools import embed as embed_lib
+from official.nlp.tools import fill_mask as fill_mask_lib
+from tests.nlp.data import test_vocab_assets
+from tests.nlp.serving import tiny_run
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TINY_YAML = os.path.join(ROOT, 'configs', 'pretraining', 'bert_tiny.yaml')
+
+
+def _overrides(records):
+  return {'task.model.encoder.bert': {'vocab_size': len(tiny_run.VOCAB), 'hidden_size': 16,
+                                      'intermediate_size': 32, 'num_layers': 1,
+                                      'num_attention_heads': 2, 'max_position_embeddings': 32},
+          'task.train_data.input_path': records, 'task.validation_data.input_path': records,
+          'task.train_data.seq_length': tiny_run.SEQ_LENGTH,
+          'task.validation_data.seq_length': tiny_run.SEQ_LENGTH,
+          'task.train_data.max_predictions_per_seq': 3,
+          'task.validation_data.max_predictions_per_seq': 3,
+          'task.train_data.global_batch_size': 4, 'task.validation_data.global_batch_size': 4,
+          'trainer.steps_per_loop': 2, 'trainer.summary_interval': 2,
+          'trainer.checkpoint_interval': 2, 'trainer.validation_steps': 2,
+          'runtime.distribution_strategy': 'off'}
+
+
+@pytest.fixture(name='run', scope='module')
+def _run(tmp_path_factory):
+  tmp = tmp_path_factory.mktemp('api')
+  records, vocab_file = test_vocab_assets._records(tmp)  # pylint: disable=protected-access
+  params = api.load_config(TINY_YAML, overrides=_overrides(records))
+  model_dir = str(tmp / 'model')
+  result = api.train(params, model_dir, steps=4)
+  return {'params': params, 'result': result, 'model_dir': model_dir, 'vocab_file': vocab_file}
+
+
+def test_load_config_yaml_then_overrides():
+  params = api.load_config(TINY_YAML, overrides={'trainer.train_steps': 7,
+                                                 'task': {'train_data': {'seq_length': 64}}})
+  assert params.trainer.train_steps == 7
+  assert params.task.train_data.seq_length == 64
+  assert params.task.model.encoder.bert.num_layers == 2  # from bert_tiny.yaml
+  text = api.load_config(TINY_YAML, overrides='trainer.train_steps=9')
+  assert text.trainer.train_steps == 9
+
+
+def test_load_config_errors_name_the_field():
+  with pytest.raises(hyperparams.ConfigError, match='trainer.train_stepz'):
+    api.load_config(TINY_YAML, overrides={'trainer.train_stepz': 7})
+  with pytest.raises(KeyError, match='bert/nope'):
+    api.load_config(experiment='bert/nope')
+
+
+def test_train_reaches_the_steps_and_evaluates(run):
+  result = run['result']
+  assert result.step == 4
+  assert run['params'].trainer.train_steps != 4  # the caller's config is not changed
+  assert {'masked_lm_accuracy', 'lm_example_loss'} <= set(result.eval_logs)
+  assert 0.0 <= result.eval_logs['masked_lm_accuracy'] <= 1.0
+  assert os.path.exists(os.path.join(run['model_dir'], 'ckpt-4.index'))
+  assert os.path.exists(os.path.join(run['model_dir'], 'vocab.txt'))
+
+
+def test_fill_mask_and_embed_from_the_model_dir_alone(run):
+  texts = ['paris is the [MASK] of france .', '[MASK] a copy of the [MASK] .']
+  predictions = api.fill_mask(run['model_dir'], texts, top_k=3)
+  assert [len(masks) for masks in predictions] == [1, 2]
+  # The same numbers as the library function with an explicitly given vocabulary.
+  model = inference.load_inference_model(run['model_dir'])
+  tokenizer = model.load_tokenizer(run['vocab_file'])
+  expected = fill_mask_lib.fill_mask(model, tokenizer, texts, top_k=3,
+                                     seq_length=tiny_run.SEQ_LENGTH)
+  for got, want in zip(predictions, expected):
+    for got_mask, want_mask in zip(got, want):
+      assert [t for t, _ in got_mask] == [t for t, _ in want_mask]
+      np.testing.assert_allclose([p for _, p in got_mask], [p for _, p in want_mask], rtol=1e-5)
+  loaded = api.load_model(run['model_dir'])
+  vectors = api.embed(loaded, ['paris is a city', 'return the list'], pooling='cls')
+  assert vectors.shape == (2, 16) and vectors.dtype == np.float32
+  reference, _ = embed_lib.embed_texts(model, tokenizer, ['paris is a city', 'return the list'],
+                                       pooling='cls')
+  np.testing.assert_allclose(vectors, reference, rtol=1e-5, atol=1e-6)
+
+
+def test_train_refuses_bad_steps(run):
+  with pytest.raises(ValueError, match='steps must be >= 1; found 0'):
+    api.train(run['params'], run['model_dir'], steps=0)
+
+
+def test_embed_words_one_vector_per_word(run):
+  texts = ['paris is a city', 'return the list']
+  result = api.embed_words(run['model_dir'], texts, subword_pooling='mean')
+  assert result.words == ['paris', 'is', 'a', 'city', 'return', 'the', 'list']
+  assert result.vectors.shape == (7, 16)
+  assert list(result.lines) == [0, 0, 0, 0, 1, 1, 1]
+  # The first word's vector is the encoder's sequence_output after [CLS] (single sub-words).
+  model = inference.load_inference_model(run['model_dir'])
+  inputs, _ = embed_lib.encode_texts(model.load_tokenizer(), texts[:1], tiny_run.SEQ_LENGTH)
+  np.testing.assert_allclose(result.vectors[0], model.encode(inputs)['sequence_output'][0, 1],
+                             rtol=1e-5, atol=1e-6)
