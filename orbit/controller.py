@@ -53,8 +53,14 @@ def _to_host(output: Optional[runner.Output]) -> runner.Output:
   return tf.nest.map_structure(utils.get_value, output)
 
 
+def _now() -> float:
+  """The clock of the train, checkpoint and eval timings (a seam for tests)."""
+  return time.monotonic()
+
+
 class _StepTimer:
-  """Steps per second of the global step since `start()`."""
+  """Steps per second of the global step over the time spent inside `trainer.train` calls
+  since `start()`: checkpoint saves and evaluations between the calls do not count."""
 
   def __init__(self, step: tf.Variable):
     self._step = step
@@ -62,11 +68,15 @@ class _StepTimer:
 
   def start(self) -> None:
     self._start_step = int(self._step.numpy())
-    self._start_time = time.time()
+    self._seconds = 0.0
+
+  def add(self, seconds: float) -> None:
+    """Counts `seconds` spent inside a `trainer.train` call."""
+    self._seconds += seconds
 
   def steps_per_second(self, restart: bool = True) -> float:
     steps = int(self._step.numpy()) - self._start_step
-    rate = steps / max(time.time() - self._start_time, 1e-9)
+    rate = steps / max(self._seconds, 1e-9)
     if restart:
       self.start()
     return rate
@@ -98,10 +108,21 @@ class Controller:
     summary_manager: writes the train summaries (overrides `summary_dir`).
     eval_summary_manager: writes the eval summaries (overrides `eval_summary_dir`).
 
+  Attributes:
+    output_log_level: the `logging` level of the per-loop train line ('train | step N |
+      outputs {...}') and of the evaluation lines; INFO. A driver whose trainer
+      logs its own progress lines (`official.core.train_lib`) lowers it to DEBUG so that each
+      event is logged once. Checkpoint saves are logged at INFO with their time either way.
+
+  The `steps_per_second` written with the train outputs counts only the time inside
+  `trainer.train` calls: checkpoint saves and evaluations between them are timed apart.
+
   Raises:
     ValueError: neither a trainer nor an evaluator, a trainer without `steps_per_loop`, or a
       `summary_interval` that is not positive.
   """
+
+  output_log_level: int = logging.INFO
 
   def __init__(self, *, global_step: tf.Variable,
                trainer: Optional[runner.AbstractTrainer] = None,
@@ -209,18 +230,18 @@ class Controller:
     self._require('evaluator', 'evaluate')
     step = int(self.global_step.numpy())
     if steps > 0:
-      logging.info('eval | step %d | running %d steps', step, steps)
+      logging.log(self.output_log_level, 'eval | step %d | running %d steps', step, steps)
     else:
-      logging.info('eval | step %d | running the complete dataset', step)
-    start = time.time()
+      logging.log(self.output_log_level, 'eval | step %d | running the complete dataset', step)
+    start = _now()
     with self.eval_summary_manager.summary_writer().as_default(step=self.global_step):
       output = self.evaluator.evaluate(tf.convert_to_tensor(steps, tf.int32))
-    elapsed = time.time() - start
+    elapsed = _now() - start
     output = _to_host(output)
     if steps > 0:
       output['steps_per_second'] = steps / max(elapsed, 1e-9)
-    logging.info('eval | step %d | eval time %.1f s | outputs %s', step, elapsed,
-                 _format(output))
+    logging.log(self.output_log_level, 'eval | step %d | eval time %.1f s | outputs %s', step,
+                elapsed, _format(output))
     self.eval_summary_manager.write_summaries(output)
     self.eval_summary_manager.flush()
     for action in self.eval_actions:
@@ -331,7 +352,9 @@ class Controller:
     with self.summary_manager.summary_writer().as_default(step=self.global_step), \
         tf.summary.record_if(should_record):
       with self.strategy.scope():
+        start = _now()
         output = self.trainer.train(tf.convert_to_tensor(num_steps, tf.int32))
+        self._step_timer.add(_now() - start)
     step = int(self.global_step.numpy())
     # A loop may end where it began (e.g. a loss-blowup recovery restored a checkpoint), but a
     # trainer that never advances the step would make `train` loop forever.
@@ -348,7 +371,7 @@ class Controller:
       self.summary_manager.write_summaries(output)
       self.summary_manager.flush()
       self._last_summary_step = step
-    logging.info('train | step %d | outputs %s', step, _format(output))
+    logging.log(self.output_log_level, 'train | step %d | outputs %s', step, _format(output))
     for action in self.train_actions:
       action(output)
 
@@ -369,10 +392,12 @@ class Controller:
     latest = manager.latest_checkpoint
     if latest is not None and latest.rsplit('-', 1)[-1] == str(step):
       return None
+    start = _now()
     path = manager.save(checkpoint_number=self.global_step, check_interval=check_interval,
                         options=self._checkpoint_options)
     if path is not None:
-      logging.info('saved checkpoint %s', path)
+      # Apart from the train time: `steps_per_second` does not count it.
+      logging.info('saved checkpoint %s in %.2f s', path, _now() - start)
     return path
 
   def _sync_on_async_checkpointing(self) -> None:

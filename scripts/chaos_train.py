@@ -28,7 +28,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-STEP_LINE = re.compile(r'^step (\d+)/(\d+) ')
+STEP_LINE = re.compile(r'(?:^|\] )step (\d+)/(\d+) ')  # train_lib's progress line (absl log)
 # Checkpoint entries that legitimately differ between a resumed and an uninterrupted run.
 IGNORED_KEYS = ('save_counter', '_CHECKPOINTABLE_OBJECT_GRAPH')
 
@@ -46,7 +46,7 @@ def run_until(command: Sequence[str], kill_at_step: Optional[int], log) -> Dict[
   first = last = total = None
   for line in process.stdout:
     log.write(line)
-    match = STEP_LINE.match(line)
+    match = STEP_LINE.search(line)
     if not match:
       continue
     last, total = int(match.group(1)), int(match.group(2))

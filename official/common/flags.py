@@ -46,8 +46,12 @@ def define_flags() -> None:
           '(later files win).')
   _define(flags.DEFINE_string, 'params_override', None,
           "Overrides applied last: 'a.b=1,c.d=x' pairs, a YAML/JSON string, or a YAML file path.")
-  _define(flags.DEFINE_multi_string, 'gin_file', [], 'Gin config file(s) to parse before running.')
-  _define(flags.DEFINE_multi_string, 'gin_params', [], "Gin bindings, e.g. 'MyLayer.width = 3'.")
+  _define(flags.DEFINE_multi_string, 'gin_file', [],
+          'Gin config file(s) to parse before running; needs the [gin] extra '
+          '(pip install mlm-garden[gin]).')
+  _define(flags.DEFINE_multi_string, 'gin_params', [],
+          "Gin bindings, e.g. 'MyLayer.width = 3'; needs the [gin] extra "
+          '(pip install mlm-garden[gin]).')
   _define(flags.DEFINE_string, 'tpu', None,
           'TPU name or address; sets runtime.tpu (use with runtime.distribution_strategy=tpu).')
   _define(flags.DEFINE_string, 'tf_data_service', None,

@@ -16,10 +16,19 @@ Call it at the top of a CLI entry module, before TensorFlow is imported:
   import tensorflow as tf
 
 `--verbose` on the command line (removed from `sys.argv` before the flags are parsed) or the
-environment variable `MLM_VERBOSE=1` keeps the start-up lines.
+environment variable `MLM_VERBOSE=1` keeps the start-up lines; `define_verbose_flag` lists it in
+a tool's `--help`.
+
+`quiet_cli` also gives every tool one log format: Python `logging` records of level INFO and above
+go to stderr with absl's prefix (`use_absl_logging`), e.g.
+
+  I1124 07:03:20.801013 139976637619072 train_lib.py:541] step 5/20 | loss 6.7534 | ...
+
+Status and progress lines are logged this way; stdout carries only a tool's results.
 """
 
 import atexit
+import logging
 import multiprocessing
 import os
 import re
@@ -30,6 +39,11 @@ from typing import List, Optional
 
 VERBOSE_FLAG = '--verbose'
 VERBOSE_ENV = 'MLM_VERBOSE'
+VERBOSE_HELP = ("Show TensorFlow's C++ start-up lines and its Python INFO logs (hidden by "
+                'default); the environment variable MLM_VERBOSE=1 does the same.')
+# Loggers whose INFO lines are chatter for a tool's user (per-save checkpoint notes, SavedModel
+# asset lines): WARNING and above only, unless --verbose.
+_CHATTY_LOGGERS = ('tensorflow', 'absl')
 
 # The start-up lines; anything else (including every other C++ log line) passes.
 _NOISE = re.compile(
@@ -160,12 +174,71 @@ def quiet_tensorflow(verbose: bool = False) -> None:
   atexit.register(restore)
 
 
+class _StderrHandler(logging.StreamHandler):
+  """A stream handler writing to the current `sys.stderr` (also after it is replaced)."""
+
+  def __init__(self):
+    super().__init__(sys.stderr)
+
+  def emit(self, record: logging.LogRecord) -> None:
+    self.stream = sys.stderr
+    super().emit(record)
+
+
+def use_absl_logging(level: int = logging.INFO, verbose: bool = False) -> None:
+  """Sends Python `logging` records of `level` and above to stderr in absl's format.
+
+  Adds one handler to the root logger (once; `absl.app.run` later swaps it for absl's own
+  handler, which writes the same format) and, unless `verbose`, keeps the `tensorflow` and `absl`
+  loggers at WARNING. The tools call it through `quiet_cli`; a notebook or script using the
+  Python API may call it to see the training progress lines.
+
+  Args:
+    level: the lowest level shown.
+    verbose: also show the INFO lines of TensorFlow and absl.
+
+  Example:
+    >>> use_absl_logging()
+    >>> logging.info('step %d', 5)  # stderr: I1124 07:03:20.801013 1399 x.py:1] step 5
+  """
+  from absl import logging as absl_logging  # pylint: disable=g-import-not-at-top
+  root = logging.getLogger()
+  if not any(isinstance(h, (_StderrHandler, absl_logging.ABSLHandler)) for h in root.handlers):
+    handler = _StderrHandler()
+    handler.setFormatter(absl_logging.PythonFormatter())
+    root.addHandler(handler)
+  root.setLevel(level)
+  if not verbose:
+    for name in _CHATTY_LOGGERS:
+      logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def define_verbose_flag(flag_values) -> None:
+  """Defines the boolean `--verbose` in `flag_values` (once) so that `--help` lists it.
+
+  `quiet_cli` reads and removes `--verbose` before the flags are parsed; the flag is defined for
+  the help text and so that a `main(argv)` called in-process accepts it.
+
+  Args:
+    flag_values: an `absl.flags.FlagValues` (e.g. `flags.FLAGS`).
+
+  Example:
+    >>> fv = flags.FlagValues(); define_verbose_flag(fv)
+    >>> 'verbose' in fv
+    True
+  """
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  if 'verbose' not in flag_values:
+    flags.DEFINE_bool('verbose', False, VERBOSE_HELP, flag_values=flag_values)
+
+
 def quiet_cli(module_name: str, argv: Optional[List[str]] = None) -> None:
   """`quiet_tensorflow` for a CLI entry module, when it is running as the program.
 
   Active when `module_name` is `'__main__'` (`python -m ...`) or the program is an `mlm-*` console
-  script, and not in a multiprocessing worker; a plain import (e.g. by tests) changes nothing. Removes `--verbose` from `argv` so that
-  the tool's own flag parser does not see it.
+  script, and not in a multiprocessing worker; a plain import (e.g. by tests) changes nothing.
+  Removes `--verbose` from `argv` so that the tool's own flag parser does not see it, and logs
+  in absl's format to stderr (`use_absl_logging`).
 
   Args:
     module_name: the caller's `__name__`.
@@ -184,3 +257,4 @@ def quiet_cli(module_name: str, argv: Optional[List[str]] = None) -> None:
   while VERBOSE_FLAG in argv[1:]:
     argv.remove(VERBOSE_FLAG)
   quiet_tensorflow(verbose)
+  use_absl_logging(verbose=verbose)

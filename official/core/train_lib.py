@@ -2,7 +2,8 @@
 
 Read top to bottom: `Trainer` builds the model, optimizer, metrics and checkpoint inside the
 strategy's scope and is Orbit's trainer and evaluator (`train(num_steps)` runs `steps_per_loop`
-steps inside one `tf.function`; `evaluate(num_steps)` one evaluation). `OrbitExperimentRunner`
+steps as calls of one `tf.function`, logging a progress line at least every ~10 s of work;
+`evaluate(num_steps)` one evaluation). `OrbitExperimentRunner`
 restores the latest checkpoint (or `task.initialize`) and hands the trainer to an
 `orbit.Controller`, which writes summaries, saves checkpoints and evaluates when their intervals
 are reached; its actions stop on preemption and keep the best checkpoint.
@@ -42,6 +43,15 @@ MODES = ('train', 'eval', 'train_and_eval', 'train_and_post_eval', 'continuous_e
 last_trainer: Optional['Trainer'] = None
 
 
+# A progress line at least this often (seconds of work) inside long train loops and evaluations.
+PROGRESS_SECONDS = 10.0
+
+
+def _now() -> float:
+  """The clock of progress lines and timings (a seam for tests)."""
+  return time.monotonic()
+
+
 def _format_eta(seconds: float) -> str:
   if not math.isfinite(seconds):
     return '?'
@@ -75,6 +85,8 @@ class _FiniteCheckpointManager(tf.train.CheckpointManager):
   def __init__(self, *args, **kwargs):
     super().__init__(*args, **kwargs)
     self.verified = set()
+    self.save_seconds = 0.0  # time spent in saves that wrote a checkpoint
+    self.saves = 0
 
   def _interval_passed(self) -> bool:
     # As `CheckpointManager.save(check_interval=True)` decides, without saving.
@@ -86,6 +98,7 @@ class _FiniteCheckpointManager(tf.train.CheckpointManager):
   def save(self, checkpoint_number=None, check_interval: bool = True, options=None):
     if check_interval and not self._interval_passed():
       return None
+    start = _now()
     if not train_utils.checkpoint_is_finite(self.checkpoint):
       step = int(self._step_counter.numpy()) if self._step_counter is not None else None
       newest = _newest_finite_checkpoint(self.directory, self.verified)
@@ -104,6 +117,8 @@ class _FiniteCheckpointManager(tf.train.CheckpointManager):
       raise CheckpointWriteError(f'cannot write checkpoint {prefix}: {_os_reason(e)}') from None
     if path:
       self.verified.add(path)
+      self.save_seconds += _now() - start
+      self.saves += 1
     return path
 
 
@@ -160,6 +175,14 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
     params: the experiment config.
     model_dir: where checkpoints and summaries go.
     train: build the training input (False for evaluation-only runs).
+
+  Attributes:
+    progress_seconds: seconds of work between progress lines inside a train loop or an
+      evaluation (`PROGRESS_SECONDS`; `math.inf`: one line per loop and none inside an
+      evaluation).
+    train_seconds, train_steps_run: the time inside the train loop function and the steps it ran
+      (this process); checkpoint saves (`manager.save_seconds`) and evaluations
+      (`eval_seconds`, `evaluations`, `last_eval` = (steps, seconds)) are timed apart.
   """
 
   def __init__(self, strategy: tf.distribute.Strategy, task: base_task.Task,
@@ -225,6 +248,18 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
     # Progress and summary-window bookkeeping of `train` (set by its first call).
     self._run_start: Optional[Tuple[int, float]] = None
     self._window_start: Optional[int] = None
+    # Seconds of work between progress lines inside a train loop or an evaluation.
+    self.progress_seconds = PROGRESS_SECONDS
+    self._multi_worker = _is_multi_worker(strategy)
+    self._chunk_rate: Optional[float] = None  # measured train steps per second
+    # (train_steps_run, train_seconds, clock) at the last progress line.
+    self._line: Optional[Tuple[int, float, float]] = None
+    # Time inside the train loop function and in evaluations (checkpoints: `manager`).
+    self.train_seconds = 0.0
+    self.train_steps_run = 0
+    self.eval_seconds = 0.0
+    self.evaluations = 0
+    self.last_eval: Optional[Tuple[int, float]] = None  # (steps, seconds) of the last evaluation
     self.last_loop_loss: Optional[float] = None
     self._recoveries = 0  # loss blowups answered by restoring the latest checkpoint
 
@@ -272,10 +307,8 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
       except (tf.errors.OpError, IndexError) as e:  # truncated or corrupt files
         first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         errors.append(f'{os.path.basename(path)}: {first_line}')
-        logging.warning('Checkpoint %s cannot be read (%s); trying the previous one.', path,
-                        first_line)
-        print(f'warning: checkpoint {path} cannot be read ({first_line}); falling back to the '
-              'previous checkpoint', flush=True)
+        logging.warning('checkpoint %s cannot be read (%s); falling back to the previous one',
+                        path, first_line)
         continue
       logging.info('Restored %s at step %d', path, int(self.global_step.numpy()))
       self._count_checkpoint_interval_from_here()
@@ -401,12 +434,16 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
   def train(self, num_steps: Any) -> Dict[str, float]:
     """Runs one loop of `num_steps` train steps (`orbit.AbstractTrainer.train`).
 
-    After the loop: a stop signal raises `StopRequested`; a non-finite loss (or one above
-    `trainer.loss_upper_bound`) raises `TrainingStopped`; otherwise one progress line is printed
-    and the outputs are returned: the summary window's `training_loss` (NaN when every step in
-    it was skipped), `learning_rate`, the train metrics and, with `skip_nonfinite_steps`,
-    `skipped_steps` (the steps skipped so far in this process; the progress line shows a loop's). The window (and the metrics) restart once `summary_interval` steps have passed, when
-    the controller writes them.
+    The loop runs as one or more calls of the compiled loop function (`_run_loop`), so that a
+    long loop logs a progress line every `progress_seconds` of work. After the loop: a stop
+    signal raises `StopRequested`; a non-finite loss (or one above `trainer.loss_upper_bound`)
+    raises `TrainingStopped`; otherwise one progress line is logged (absl INFO on stderr:
+    'step 200/1000 | loss 6.1234 | lr 0.0001 | 12.34 steps/s | ETA 1m05s'; steps/s counts the
+    time inside the loop function only, ETA the wall clock of the run) and the outputs are
+    returned: the summary window's `training_loss` (NaN when every step in it was skipped),
+    `learning_rate`, the train metrics and, with `skip_nonfinite_steps`, `skipped_steps` (the
+    steps skipped so far in this process; the progress line shows a loop's). The window (and the
+    metrics) restart once `summary_interval` steps have passed, when the controller writes them.
 
     Args:
       num_steps: a scalar int32 tensor (or int).
@@ -420,13 +457,13 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
     params = self.params.trainer
     start_step = int(self.global_step.numpy())
     if self._run_start is None:
-      self._run_start = (start_step, time.time())
+      self._run_start = (start_step, _now())
       self._window_start = start_step
+      self._line = (self.train_steps_run, self.train_seconds, _now())
     if self.train_iterator is None:  # several replicas: built after the restore
       self.train_iterator = self._make_train_iterator(skip_steps=start_step)
-    loop_start = time.time()
     skipped_before = int(self.skipped_steps.numpy())
-    self.train_loop_fn()(self.train_iterator, tf.convert_to_tensor(num_steps, tf.int32))
+    self._run_loop(int(num_steps))
     step = int(self.global_step.numpy())
     if self.stop.signal_name:  # set with `stop.requested`, which ended the loop early
       raise StopRequested(self.stop.signal_name)
@@ -454,16 +491,12 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
         raise TrainingStopped(f'{e}. {newest}') from None
       self._recoveries += 1
       path = self.restore_or_initialize()
-      print(f'warning: training loss {loss} at step {step}: restored '
-            f'{path or "the initial weights"} (recovery {self._recoveries} of '
-            f'{params.recovery_max_trials})', flush=True)
+      logging.warning('training loss %s at step %d: restored %s (recovery %d of %d)', loss, step,
+                      path or 'the initial weights', self._recoveries,
+                      params.recovery_max_trials)
       step = int(self.global_step.numpy())
-    rate = (step - start_step) / max(time.time() - loop_start, 1e-9)
-    done = (step - self._run_start[0]) / max(time.time() - self._run_start[1], 1e-9)
-    eta = (params.train_steps - step) / done if done > 0 else float('inf')
-    skipped_note = f' | skipped {skipped} (non-finite loss)' if skipped else ''
-    print(f'step {step}/{params.train_steps} | loss {loss:.4f} | {rate:.2f} steps/s | '
-          f'ETA {_format_eta(eta)}{skipped_note}', flush=True)
+    self._log_progress(step, loss,
+                       f' | skipped {skipped} (non-finite loss)' if skipped else '')
     outputs = {'training_loss': _mean_or_nan(self.training_loss),
                'learning_rate': self.learning_rate()}
     if params.skip_nonfinite_steps:
@@ -474,6 +507,56 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
         metric.reset_states()
       self._window_start = step
     return outputs
+
+  def _run_loop(self, num_steps: int) -> None:
+    """Runs `num_steps` steps as calls of the compiled loop function (`num_steps` is a tensor:
+    one trace), each sized from the measured step rate to take at most half of
+    `progress_seconds` and to end when the next line is due, logging a progress line between
+    calls once `progress_seconds` passed.
+    Several workers run each loop in one call (their calls must pair up). Ends early after a
+    stop signal."""
+    loop_fn = self.train_loop_fn()
+    remaining = num_steps
+    while remaining > 0:
+      chunk = self._chunk_length(remaining)
+      start = _now()
+      loop_fn(self.train_iterator, tf.convert_to_tensor(chunk, tf.int32))
+      step = int(self.global_step.numpy())  # waits for the steps
+      seconds = _now() - start
+      self.train_seconds += seconds
+      self.train_steps_run += chunk
+      remaining -= chunk
+      if self.stop.signal_name:
+        return
+      if seconds > 0:
+        self._chunk_rate = chunk / seconds
+      if remaining > 0 and _now() - self._line[2] >= self.progress_seconds:
+        self._log_progress(step, _mean_or_nan(self.loop_loss))
+
+  def _chunk_length(self, remaining: int) -> int:
+    """Steps for the next call of the loop function (at most `remaining`)."""
+    if self._multi_worker:
+      return remaining
+    if not math.isfinite(self.progress_seconds):
+      return remaining
+    if self._chunk_rate is None:  # nothing measured yet (the first call also traces)
+      return 1
+    # Half the interval, or less to end when the next line is due (but not tiny calls).
+    until_line = self.progress_seconds - (_now() - self._line[2])
+    seconds = min(self.progress_seconds / 2, max(until_line, self.progress_seconds / 20))
+    return max(1, min(remaining, int(self._chunk_rate * seconds)))
+
+  def _log_progress(self, step: int, loss: float, note: str = '') -> None:
+    """Logs 'step S/N | loss L | lr R | X steps/s | ETA T' (steps/s: the train steps since the
+    previous line over the time inside the loop function; ETA: from the run's wall clock)."""
+    line_steps, line_seconds, _ = self._line
+    rate = (self.train_steps_run - line_steps) / max(self.train_seconds - line_seconds, 1e-9)
+    total = self.params.trainer.train_steps
+    done = (step - self._run_start[0]) / max(_now() - self._run_start[1], 1e-9)
+    eta = (total - step) / done if done > 0 else float('inf')
+    logging.info('step %d/%d | loss %.4f | lr %.3g | %.2f steps/s | ETA %s%s', step, total, loss,
+                 self.learning_rate(), rate, _format_eta(eta), note)
+    self._line = (self.train_steps_run, self.train_seconds, _now())
 
   def _may_recover(self, loss: float, step: int) -> bool:
     """Whether a bad loop loss is answered by restoring the latest checkpoint: while recoveries
@@ -518,17 +601,27 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
         lambda ctx: _build_inputs(self.task, self.params.task.validation_data, ctx))
     step_fn = self.eval_step_fn()
     state = None
-    for count, batch in enumerate(dataset):
-      if 0 <= steps <= count:
+    start = last_line = _now()
+    done = 0
+    for batch in dataset:
+      if 0 <= steps <= done:
         break
       outputs = step_fn(batch)
       if outputs:
         # Per key, the tuple of the replicas' tensors (as Model Garden passes them).
         local = {k: self.strategy.experimental_local_results(v) for k, v in outputs.items()}
         state = self.task.aggregate_logs(state, local)
+      done += 1
+      if _now() - last_line >= self.progress_seconds:
+        last_line = _now()
+        _log_eval_progress(int(self.global_step.numpy()), done, steps, last_line - start)
     logs = {self.validation_loss.name: float(self.validation_loss.result())}
     logs.update({m.name: _scalar(m.result()) for m in self.eval_metrics})
     logs.update(self.task.reduce_aggregated_logs(state, global_step=self.global_step))
+    seconds = _now() - start
+    self.eval_seconds += seconds
+    self.evaluations += 1
+    self.last_eval = (done, seconds)
     return logs
 
   def learning_rate(self) -> float:
@@ -537,6 +630,17 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
     if callable(lr):
       lr = lr(self.optimizer.iterations)
     return float(tf.convert_to_tensor(lr))
+
+
+def _log_eval_progress(global_step: int, done: int, steps: int, seconds: float) -> None:
+  """Logs 'eval at step G: 40/100 steps | 5.12 steps/s | ETA 0m12s' (no total and ETA for a
+  whole-dataset evaluation)."""
+  rate = done / max(seconds, 1e-9)
+  if steps > 0:
+    logging.info('eval at step %d: %d/%d steps | %.2f steps/s | ETA %s', global_step, done, steps,
+                 rate, _format_eta((steps - done) / rate if rate > 0 else float('inf')))
+  else:
+    logging.info('eval at step %d: %d steps | %.2f steps/s', global_step, done, rate)
 
 
 def _build_inputs(task: base_task.Task, data: cfg.DataConfig,
@@ -712,8 +816,29 @@ def _save_after_stop(trainer: Trainer, step: int, reason: str) -> None:
   if latest is None or not latest.endswith(f'-{step}'):
     trainer.manager._last_checkpoint_step = None  # pylint: disable=protected-access
     latest = trainer.manager.save(checkpoint_number=step, check_interval=False)
-  print(f'{reason}: saved {latest} at step {step}; rerun the same command to resume.',
-        flush=True)
+  logging.warning('%s: saved %s at step %d; rerun the same command to resume.', reason, latest,
+                  step)
+
+
+def _run_summary(trainer: Trainer) -> str:
+  """'trained to step 20 in 1.3 s: 20 steps in 0.05 s (400.00 steps/s), 4 checkpoints in
+  0.04 s, 2 evaluations in 0.30 s': the train steps' rate counts only the time inside the train
+  loop function; checkpoint saves and evaluations are timed apart."""
+  manager = trainer.manager
+  total = _now() - trainer._run_start[1]  # pylint: disable=protected-access
+  rate = trainer.train_steps_run / max(trainer.train_seconds, 1e-9)
+  return (f'trained to step {int(trainer.global_step.numpy())} in {total:.1f} s: '
+          f'{trainer.train_steps_run} steps in {trainer.train_seconds:.2f} s ({rate:.2f} steps/s), '
+          f'{manager.saves} checkpoints in {manager.save_seconds:.2f} s, '
+          f'{trainer.evaluations} evaluations in {trainer.eval_seconds:.2f} s')
+
+
+def _eval_note(trainer: Trainer) -> str:
+  """' (4 steps in 0.19 s)': the size and time of the trainer's last evaluation."""
+  if trainer.last_eval is None:
+    return ''
+  steps, seconds = trainer.last_eval
+  return f' ({steps} steps in {seconds:.2f} s)'
 
 
 def _log_line(logs: Mapping[str, Any]) -> str:
@@ -861,17 +986,20 @@ class OrbitExperimentRunner:
         actions.append(lambda logs: exporter.maybe_export_checkpoint(
             trainer.checkpoint, logs, int(trainer.global_step.numpy())))
     if self._mode in ('train_and_eval', 'train_and_post_eval') or self._run_post_eval:
+      # A result: stdout (the controller's own eval lines are DEBUG here).
       actions.append(lambda logs: print(
-          f'eval at step {int(trainer.global_step.numpy())}: {_log_line(logs)}', flush=True))
+          f'eval at step {int(trainer.global_step.numpy())}: {_log_line(logs)}'
+          f'{_eval_note(trainer)}', flush=True))
     return actions
 
   def _build_controller(self) -> orbit.Controller:
     trainer, params = self._trainer, self.params.trainer
     summary_dir = eval_summary_dir = None
+    controller_cls = self._controller_cls
     if self._save_summary:
       summary_dir = os.path.join(trainer.write_dir, 'train')
       eval_summary_dir = os.path.join(trainer.write_dir, params.validation_summary_subdir)
-    return self._controller_cls(
+    controller = controller_cls(
         strategy=self.strategy,
         trainer=trainer if self._training else None,
         evaluator=trainer,
@@ -886,6 +1014,10 @@ class OrbitExperimentRunner:
         eval_summary_manager=self._eval_summary_manager,
         train_actions=self._build_train_actions() if self._training else None,
         eval_actions=self._build_eval_actions())
+    # The trainer logs one progress line per loop and the eval actions print the results: the
+    # controller's own per-loop and per-evaluation lines would repeat them.
+    controller.output_log_level = logging.DEBUG
+    return controller
 
   # ---- running ---------------------------------------------------------------------------------
   def run(self) -> Tuple[tf_keras.Model, Dict[str, float]]:
@@ -916,6 +1048,8 @@ class OrbitExperimentRunner:
     """Runs the mode; the last evaluation's logs with `run_post_eval` (or in
     'train_and_post_eval'), else {} (Model Garden's contract)."""
     logs = self._run_and_evaluate()
+    if self._training and self._trainer.train_steps_run:
+      print(_run_summary(self._trainer), flush=True)
     if self._run_post_eval or self._mode == 'train_and_post_eval':
       return logs
     return {}
@@ -931,8 +1065,6 @@ class OrbitExperimentRunner:
       # (train.py refuses --mode=eval without a checkpoint before getting here.)
       logging.warning('mode eval: no checkpoint in %s; evaluating the initial model (from '
                       'task.init_checkpoint if set)', self.model_dir)
-      print(f'warning: no checkpoint in {self.model_dir}; evaluating the initial model',
-            flush=True)
       return dict(self.controller.evaluate(steps=params.validation_steps))
     if mode == 'continuous_eval':
       logs: Dict[str, float] = {}
@@ -956,8 +1088,8 @@ class OrbitExperimentRunner:
       return logs
     except _Preempted:
       trainer.stopped_by = 'SIGTERM'
-      print(f'SIGTERM (preemption) on a worker: all workers saved a checkpoint at step '
-            f'{int(trainer.global_step.numpy())}; rerun the same command to resume.', flush=True)
+      logging.warning('SIGTERM (preemption) on a worker: all workers saved a checkpoint at step '
+                      '%d; rerun the same command to resume.', int(trainer.global_step.numpy()))
       return logs
     if (mode == 'train_and_post_eval' or self._run_post_eval) and not logs:
       logs = controller.evaluate(steps=params.validation_steps)
@@ -968,7 +1100,7 @@ class OrbitExperimentRunner:
     controller.restore_checkpoint(checkpoint_path)
     logs = controller.evaluate(steps=self.params.trainer.validation_steps)
     print(f'eval of {os.path.basename(checkpoint_path)} (step {int(trainer.global_step.numpy())})'
-          f': {_log_line(logs)}', flush=True)
+          f': {_log_line(logs)}{_eval_note(trainer)}', flush=True)
     return dict(logs)
 
 
@@ -1128,7 +1260,7 @@ def _continuous_finetune(params: cfg.ExperimentConfig, model_dir: str, pretrain_
       trainer_overrides['best_checkpoint_export_subdir'] = (
           f'{params.trainer.best_checkpoint_export_subdir}_{pretrain_step}')
     run_params = params.replace(task={'init_checkpoint': checkpoint}, trainer=trainer_overrides)
-    print(f'fine-tuning from {checkpoint} (pretraining step {pretrain_step})', flush=True)
+    logging.info('fine-tuning from %s (pretraining step %d)', checkpoint, pretrain_step)
     with strategy.scope():
       task = task_factory.get_task(run_params.task, logging_dir=model_dir)
     _, eval_logs = run_experiment(strategy, task, 'train_and_eval', run_params, model_dir,

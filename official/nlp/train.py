@@ -26,6 +26,10 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 FLAGS = flags.FLAGS
 
 tfm_flags.define_flags()  # --experiment, --mode, --model_dir, --config_file, --params_override, ...
+quiet.define_verbose_flag(FLAGS)  # quiet_cli consumes it
+# --help lists the flags defined in those modules too (not only --helpfull).
+flags.adopt_module_key_flags(tfm_flags)
+flags.declare_key_flag('verbose')
 flags.DEFINE_integer('pretrain_steps', None, 'continuous_train_and_eval: the pretraining run\'s '
                      'total steps; wait for its checkpoints until this step is reached.')
 flags.DEFINE_bool('enable_async_checkpointing', False, 'Save checkpoints in the background '

@@ -78,3 +78,47 @@ def test_real_error_still_shown():
   assert not STARTUP.search(result.stderr), result.stderr
   assert len(result.stderr.strip().splitlines()) == 1
   assert "fill_mask: error: model_dir '/nonexistent/run'" in result.stderr
+
+
+ABSL_LINE = re.compile(r'^([IWEF])\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ (\S+):\d+\] (.*)$')
+
+
+def test_use_absl_logging_writes_absl_lines_once_and_hides_tensorflow_info():
+  code = ('import logging; from official.common import quiet; quiet.use_absl_logging(); '
+          'quiet.use_absl_logging(); logging.info("step %d", 5); logging.debug("hidden"); '
+          'logging.getLogger("tensorflow").info("chatter"); '
+          'logging.getLogger("tensorflow").warning("tf warning"); print("result")')
+  result = _run(['-c', code])
+  assert result.returncode == 0, result.stderr
+  assert result.stdout == 'result\n'
+  lines = [ABSL_LINE.match(line) for line in result.stderr.splitlines()]
+  assert [m.group(1, 3) for m in lines] == [('I', 'step 5'), ('W', 'tf warning')], result.stderr
+
+
+def test_verbose_flag_is_defined_once_and_accepted_in_process():
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  fv = flags.FlagValues()
+  quiet.define_verbose_flag(fv)
+  quiet.define_verbose_flag(fv)
+  fv(['prog', '--verbose'])
+  assert fv.verbose and fv['verbose'].help == quiet.VERBOSE_HELP
+
+
+@pytest.mark.parametrize('module', [
+    'data_tools.build_vocab', 'data_tools.create_finetuning_data',
+    'data_tools.create_pretraining_data', 'data_tools.stdlib_corpus',
+    'official.nlp.serving.export_savedmodel', 'official.nlp.tools.convert_checkpoint',
+    'official.nlp.tools.fill_mask', 'official.nlp.tools.embed'])
+def test_every_tool_lists_verbose_in_help(module, capsys):
+  import importlib  # pylint: disable=g-import-not-at-top
+  assert importlib.import_module(module).main(['prog', '--help']) == 0
+  out = capsys.readouterr().out
+  assert '--[no]verbose: ' in out and 'MLM_VERBOSE=1' in out
+
+
+def test_train_help_lists_verbose_and_the_gin_extra():
+  result = _run(['-m', 'official.nlp.train', '--help'])
+  help_text = result.stdout
+  assert '--[no]verbose: ' in help_text and '--experiment: ' in help_text, help_text[-2000:]
+  assert help_text.count('needs the [gin] extra') == 2
+  assert help_text.count('(pip install mlm-garden[gin])') == 2

@@ -80,24 +80,25 @@ def test_signal_during_a_long_loop_saves_at_the_current_step_and_exits_0(tmp_pat
   step = _global_step(tmp_path)
   assert 0 < step < 1000000  # stopped inside the first loop
   assert _checkpoint_steps(tmp_path) == [step]
-  assert f'{name} received' in out and f'at step {step}; rerun the same command' in out
+  assert f'{name} received' in out and f'at step {step}; rerun the same command' in err
   # The rerun resumes at that step.
   result = _train_py(*TOY, f'--model_dir={tmp_path}', '--mode=train',
                      f'--params_override=trainer.train_steps={step + 3},trainer.steps_per_loop=3'
                      ',trainer.checkpoint_interval=1000000')
   assert result.returncode == 0, result.stderr[-2000:]
-  assert re.findall(r'^step (\d+)/', result.stdout, re.M) == [str(step + 3)]
+  assert re.findall(r'\] step (\d+)/', result.stderr) == [str(step + 3)]
 
 
-def test_corrupt_latest_checkpoint_falls_back_to_the_previous_one(tmp_path, capsys):
+def test_corrupt_latest_checkpoint_falls_back_to_the_previous_one(tmp_path, caplog):
   full_model, _ = _run_in_process(tmp_path / 'full', train_steps=15)
   _run_in_process(tmp_path / 'split', train_steps=10)
   assert _checkpoint_steps(tmp_path / 'split') == [5, 10]
   data = tmp_path / 'split' / 'ckpt-10.data-00000-of-00001'
   data.write_bytes(data.read_bytes()[:10])  # truncated
-  capsys.readouterr()
+  caplog.clear()
+  caplog.set_level('INFO')
   model, _ = _run_in_process(tmp_path / 'split', train_steps=15)
-  out = capsys.readouterr().out
+  out = '\n'.join(r.getMessage() for r in caplog.records)
   assert 'checkpoint ' + str(tmp_path / 'split' / 'ckpt-10') + ' cannot be read' in out
   assert re.findall(r'^step (\d+)/', out, re.M) == ['10', '15']  # resumed from step 5
   np.testing.assert_allclose(model.get_weights()[0], full_model.get_weights()[0], rtol=1e-6)
@@ -260,11 +261,11 @@ def test_a_diverging_run_exits_1_without_writing_a_checkpoint(tmp_path, skip):
   assert result.returncode == 1 and 'Traceback' not in result.stderr
   last = _last_line(result.stderr)
   if skip:  # the first step's update makes the weights infinite; the other four are skipped
-    assert 'step 5/20 | loss ' in result.stdout and '| skipped 4 (non-finite loss)' in result.stdout
+    assert 'step 5/20 | loss ' in result.stderr and '| skipped 4 (non-finite loss)' in result.stderr
     assert last.startswith('error: the weights (or optimizer state) hold NaN or Inf at step 5')
   else:
     assert last.startswith('error: training loss is nan at step 5')
-  assert 'loss 0.0000' not in result.stdout
+  assert 'loss 0.0000' not in result.stderr
   assert f'There is no finite checkpoint in {tmp_path}' in last
   assert not tf.io.gfile.glob(str(tmp_path / 'ckpt-*'))
   assert not (tmp_path / '.mlm_garden.lock').exists()

@@ -1,7 +1,9 @@
 """Tests for official/core/train_lib.py and official/nlp/train.py with the toy regression experiment."""
 
 import json
+import logging
 import os
+import re
 import subprocess
 import sys
 import time
@@ -39,6 +41,11 @@ def _run_in_process(model_dir, mode='train', run_post_eval=False, **trainer_over
                                   run_post_eval=run_post_eval)
 
 
+def _progress_lines(caplog):
+  """The train progress lines logged so far ('step S/N | loss ...')."""
+  return [r.getMessage() for r in caplog.records if re.match(r'step \d+/', r.getMessage())]
+
+
 def _checkpoint_steps(model_dir):
   state = tf.train.get_checkpoint_state(str(model_dir))
   return sorted(int(p.rsplit('-', 1)[1]) for p in state.all_model_checkpoint_paths)
@@ -49,7 +56,7 @@ def test_every_mode_through_train_py(tmp_path):
   model_dir = tmp_path / 'run'
   result = _train_py(*TOY, '--mode=train_and_eval', f'--model_dir={model_dir}')
   assert result.returncode == 0, result.stderr[-2000:]
-  assert 'step 20/20' in result.stdout and 'eval at step 20' in result.stdout
+  assert '] step 20/20 | loss ' in result.stderr and 'eval at step 20: ' in result.stdout
   assert (model_dir / 'params.yaml').exists()
   assert _checkpoint_steps(model_dir) == [5, 10, 15, 20]
   train = training_curves.read_scalars(str(model_dir / 'train'))
@@ -84,7 +91,8 @@ class _Crash(Exception):
 
 
 def test_run_crashed_after_first_checkpoint_resumes_and_matches_uninterrupted_run(
-    tmp_path, monkeypatch, capsys):
+    tmp_path, monkeypatch, caplog):
+  caplog.set_level(logging.INFO)
   full_model, _ = _run_in_process(tmp_path / 'full')
   full_weights = full_model.get_weights()[0]
   # The first run dies after its second loop (steps 6-10 done, ckpt-10 not yet written).
@@ -100,9 +108,9 @@ def test_run_crashed_after_first_checkpoint_resumes_and_matches_uninterrupted_ru
     _run_in_process(tmp_path / 'split')
   assert _checkpoint_steps(tmp_path / 'split') == [5]
   monkeypatch.setattr(train_lib, '_check_loss', check_loss)
-  capsys.readouterr()
+  caplog.clear()
   model, _ = _run_in_process(tmp_path / 'split')  # a fresh task, model and optimizer
-  lines = [l for l in capsys.readouterr().out.splitlines() if l.startswith('step ')]
+  lines = _progress_lines(caplog)
   assert lines[0].startswith('step 10/20') and lines[-1].startswith('step 20/20')
   assert _checkpoint_steps(tmp_path / 'split') == [5, 10, 15, 20]
   full = training_curves.read_scalars(str(tmp_path / 'full' / 'train'))
@@ -186,7 +194,8 @@ def test_mixed_precision(tmp_path, dtype, optimizer_cls):
   assert losses[-1] < 0.5 * losses[0] and logs['validation_loss'] < 1.0
 
 
-def test_skip_nonfinite_steps(tmp_path, capsys):
+def test_skip_nonfinite_steps(tmp_path, caplog):
+  caplog.set_level(logging.INFO)
   params = exp_factory.get_exp_config('test/toy_regression')
   params.override({'task': {'nan_batches': 2}, 'trainer': {'train_steps': 10}})
   strategy = distribute_utils.get_distribution_strategy('one_device')
@@ -194,7 +203,7 @@ def test_skip_nonfinite_steps(tmp_path, capsys):
   with pytest.raises(train_lib.TrainingStopped, match='training loss is nan at step 5'):
     train_lib.run_experiment(strategy, task, 'train', params, str(tmp_path / 'stop'))
   params.override({'trainer': {'skip_nonfinite_steps': True}})
-  capsys.readouterr()
+  caplog.clear()
   model, _ = train_lib.run_experiment(strategy, task, 'train', params, str(tmp_path / 'skip'))
   assert np.all(np.isfinite(model.get_weights()[0]))
   scalars = training_curves.read_scalars(str(tmp_path / 'skip' / 'train'))
@@ -202,12 +211,13 @@ def test_skip_nonfinite_steps(tmp_path, capsys):
   assert len(losses) == 2 and np.all(np.isfinite(losses)) and losses[1] < losses[0]
   # Counted, logged per loop and summarized.
   assert scalars['skipped_steps'] == [(5, 2.0), (10, 2.0)]
-  out = capsys.readouterr().out
-  assert '| skipped 2 (non-finite loss)' in out.splitlines()[0]
-  assert 'skipped' not in out.splitlines()[1]
+  lines = _progress_lines(caplog)
+  assert '| skipped 2 (non-finite loss)' in lines[0]
+  assert 'skipped' not in lines[1]
 
 
-def test_a_loop_of_only_skipped_steps_stops_the_run(tmp_path, capsys):
+def test_a_loop_of_only_skipped_steps_stops_the_run(tmp_path, caplog):
+  caplog.set_level(logging.INFO)
   params = exp_factory.get_exp_config('test/toy_regression')
   params.override({'task': {'nan_batches': 100}, 'trainer': {'skip_nonfinite_steps': True}})
   strategy = distribute_utils.get_distribution_strategy('one_device')
@@ -218,7 +228,7 @@ def test_a_loop_of_only_skipped_steps_stops_the_run(tmp_path, capsys):
       'every step of the loop from step 0 to 5 (5 steps) had a non-finite loss and was skipped '
       '(trainer.skip_nonfinite_steps): training makes no progress (learning rate 0.1); stopping. '
       f'There is no finite checkpoint in {tmp_path}')
-  assert 'loss 0.0000' not in capsys.readouterr().out
+  assert 'loss 0.0000' not in caplog.text
   assert not tf.io.gfile.glob(str(tmp_path / 'ckpt-*'))
 
 
@@ -337,7 +347,9 @@ def test_orbit_experiment_runner_exposes_its_parts(tmp_path):
   assert 'validation_loss' in logs and _checkpoint_steps(tmp_path) == [5, 10]
 
 
-def test_continuous_train_and_eval_fine_tunes_each_pretraining_checkpoint(tmp_path, capsys):
+def test_continuous_train_and_eval_fine_tunes_each_pretraining_checkpoint(tmp_path, caplog,
+                                                                         capsys):
+  caplog.set_level(logging.INFO)
   pretrain_dir = tmp_path / 'pretrain'
   _run_in_process(pretrain_dir, train_steps=10)            # ckpt-5, ckpt-10
   params = exp_factory.get_exp_config('test/toy_regression')
@@ -348,7 +360,8 @@ def test_continuous_train_and_eval_fine_tunes_each_pretraining_checkpoint(tmp_pa
   logs = train_lib.run_continuous_finetune(
       'continuous_train_and_eval', params, str(finetune_dir), run_post_eval=True,
       distribution_strategy=distribute_utils.get_distribution_strategy('one_device'))
-  assert 'fine-tuning from ' + str(pretrain_dir / 'ckpt-10') in capsys.readouterr().out
+  assert 'fine-tuning from ' + str(pretrain_dir / 'ckpt-10') in caplog.text
+  assert 'fine-tuned from pretraining step 10: validation_loss ' in capsys.readouterr().out
   metrics = json.loads((finetune_dir / 'metrics-10.json').read_text())
   np.testing.assert_allclose(metrics['validation_loss'], logs['validation_loss'], rtol=1e-6)
   assert not tf.io.gfile.glob(str(finetune_dir / 'ckpt-*'))   # removed after each fine-tuning
@@ -359,7 +372,8 @@ def test_continuous_train_and_eval_fine_tunes_each_pretraining_checkpoint(tmp_pa
     train_lib.run_continuous_finetune('train', params, str(finetune_dir))
 
 
-def test_loss_blowup_recovery_restores_the_latest_checkpoint(tmp_path, monkeypatch, capsys):
+def test_loss_blowup_recovery_restores_the_latest_checkpoint(tmp_path, monkeypatch, caplog):
+  caplog.set_level(logging.INFO)
   check_loss = train_lib._check_loss  # pylint: disable=protected-access
   blowups = {10}
 
@@ -372,10 +386,8 @@ def test_loss_blowup_recovery_restores_the_latest_checkpoint(tmp_path, monkeypat
   monkeypatch.setattr(train_lib, '_check_loss', blow_up_at)
   model_dir = tmp_path / 'run'
   _run_in_process(model_dir, recovery_max_trials=1)
-  out = capsys.readouterr().out
-  assert f'restored {model_dir}/ckpt-5 (recovery 1 of 1)' in out
-  steps = [int(line.split()[1].split('/')[0]) for line in out.splitlines()
-           if line.startswith('step ')]
+  assert f'restored {model_dir}/ckpt-5 (recovery 1 of 1)' in caplog.text
+  steps = [int(line.split()[1].split('/')[0]) for line in _progress_lines(caplog)]
   assert steps == [5, 5, 10, 15, 20]   # back to step 5 after the restore, then on to 20
   assert _checkpoint_steps(model_dir) == [5, 10, 15, 20]
   blowups.update({10, 15})
@@ -401,6 +413,8 @@ params.override({{'task': {{'nan_batches': 3, 'train_data': {{'global_batch_size
                  'trainer': {{'train_steps': 10, 'skip_nonfinite_steps': True}}}})
 with strategy.scope():
   task = task_factory.get_task(params.task)
+from official.common import quiet
+quiet.use_absl_logging()
 train_lib.run_experiment(strategy, task, 'train', params, {str(tmp_path)!r})
 print('skipped', int(train_lib.last_trainer.skipped_steps.numpy()))
 """
@@ -409,4 +423,112 @@ print('skipped', int(train_lib.last_trainer.skipped_steps.numpy()))
                           text=True, timeout=240, check=False)
   assert result.returncode == 0, result.stderr[-2000:]
   assert 'skipped 2\n' in result.stdout
-  assert '| skipped 2 (non-finite loss)' in result.stdout
+  assert '| skipped 2 (non-finite loss)' in result.stderr
+
+
+PROGRESS = re.compile(r'^step (\d+)/(\d+) \| loss \d+\.\d{4} \| lr [\d.e+-]+ \| ([\d.]+) steps/s \| '
+                      r'ETA (\d+m\d\ds)$')
+# absl's prefix (Python: 'I1124 07:03:20.801013 1399 train_lib.py:541] '; C++: 'E0000 00:00:17.1 ...').
+ABSL_PREFIX = re.compile(r'^[IWEF]\d{4} [\d:.]+ +\d+ [\w.]+:\d+\] ')
+
+
+def test_one_progress_line_per_loop_results_on_stdout(tmp_path, caplog, capsys):
+  caplog.set_level(logging.DEBUG)
+  _run_in_process(tmp_path, mode='train_and_eval')
+  info = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
+  progress = [m for m in info if m.startswith('step ')]
+  assert [PROGRESS.match(m).group(1) for m in progress] == ['5', '10', '15', '20'], progress
+  # The controller's own per-loop and per-evaluation lines are DEBUG under train_lib.
+  assert not [m for m in info if m.startswith(('train | step', 'eval | step'))]
+  debug = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
+  assert sum(m.startswith('train | step') for m in debug) == 4
+  saves = [m for m in info if m.startswith('saved checkpoint ')]
+  assert [re.match(r'saved checkpoint .*ckpt-(\d+) in \d+\.\d\d s$', m).group(1)
+          for m in saves] == ['5', '10', '15', '20']
+  out = capsys.readouterr().out.splitlines()
+  assert len(out) == 3, out
+  assert re.match(r'eval at step 10: validation_loss [\d.]+, mean_absolute_error [\d.]+ '
+                  r'\(4 steps in \d+\.\d\d s\)$', out[0])
+  assert out[1].startswith('eval at step 20: validation_loss ')
+  assert re.match(r'trained to step 20 in [\d.]+ s: 20 steps in [\d.]+ s \([\d.]+ steps/s\), '
+                  r'4 checkpoints in [\d.]+ s, 2 evaluations in [\d.]+ s$', out[2]), out[2]
+
+
+def test_train_py_logs_every_status_line_in_absl_format(tmp_path):
+  result = _train_py(*TOY, '--mode=train_and_eval', f'--model_dir={tmp_path}')
+  assert result.returncode == 0, result.stderr[-2000:]
+  lines = [l for l in result.stderr.splitlines() if l.strip()]
+  assert lines and all(ABSL_PREFIX.match(l) for l in lines), lines
+  progress = [ABSL_PREFIX.sub('', l) for l in lines if '] step ' in l]
+  assert [PROGRESS.match(m).group(1) for m in progress] == ['5', '10', '15', '20']
+  assert 'train | step' not in result.stderr and 'eval | step' not in result.stderr
+  # stdout: the results only.
+  out = result.stdout.splitlines()
+  assert len(out) == 3 and [l.split(':')[0] for l in out[:2]] == ['eval at step 10',
+                                                                  'eval at step 20']
+  assert out[2].startswith('trained to step 20 in ')
+
+
+class _StepClock:
+  """A fake clock for train_lib: every global step takes one second."""
+
+  def __call__(self) -> float:
+    trainer = train_lib.last_trainer
+    return float(trainer.global_step.numpy())
+
+
+def test_progress_lines_every_ten_seconds_inside_a_long_loop(tmp_path, caplog, monkeypatch):
+  caplog.set_level(logging.INFO)
+  monkeypatch.setattr(train_lib, '_now', _StepClock())
+  _run_in_process(tmp_path, train_steps=40, steps_per_loop=20, summary_interval=20,
+                  checkpoint_interval=20)
+  lines = [PROGRESS.match(m) for m in _progress_lines(caplog)]
+  # Calls of 1 step (nothing measured yet), then of at most 5 steps (half of the 10 s at
+  # 1 step/s) ending when the next line is due: a line every 10 s and at the end of each loop.
+  assert [int(m.group(1)) for m in lines] == [10, 20, 30, 40]
+  assert {m.group(3) for m in lines} == {'1.00'}
+  assert lines[0].group(4) == '0m30s'  # 30 steps left at 1 step/s
+  trainer = train_lib.last_trainer
+  assert trainer.train_loop_fn().experimental_get_tracing_count() == 1
+  assert trainer.train_steps_run == 40 and trainer.train_seconds == 40.0
+  # Loops, summaries and checkpoints are those of steps_per_loop=20.
+  assert _checkpoint_steps(tmp_path) == [20, 40]
+  scalars = training_curves.read_scalars(str(tmp_path / 'train'))
+  assert [s for s, _ in scalars['training_loss']] == [20, 40]
+
+
+def test_steps_per_second_leaves_out_slow_checkpoints(tmp_path, monkeypatch, capsys):
+  is_finite = train_lib.train_utils.checkpoint_is_finite
+
+  def slow_check(checkpoint):  # runs before every save
+    time.sleep(0.3)
+    return is_finite(checkpoint)
+
+  monkeypatch.setattr(train_lib.train_utils, 'checkpoint_is_finite', slow_check)
+  _run_in_process(tmp_path)
+  rates = training_curves.read_scalars(str(tmp_path / 'train'))['steps_per_second']
+  # With the 0.3 s saves counted, a 5-step window would be below 5 / 0.3 = 17 steps/s.
+  assert [s for s, _ in rates] == [5, 10, 15, 20]
+  assert all(v > 100 for _, v in rates[1:]), rates
+  summary = capsys.readouterr().out.splitlines()[-1]
+  seconds = float(re.search(r'4 checkpoints in ([\d.]+) s', summary).group(1))
+  assert 1.2 <= seconds < 3.0, summary
+
+
+def test_eval_progress_lines(tmp_path, caplog):
+  caplog.set_level(logging.INFO)
+  params = exp_factory.get_exp_config('test/toy_regression')
+  strategy = distribute_utils.get_distribution_strategy('one_device')
+  task = task_factory.get_task(params.task)
+  trainer = train_lib.Trainer(strategy, task, params, str(tmp_path), train=False)
+  trainer.progress_seconds = 0.0  # a line after every step
+  trainer.evaluate(3)
+  lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith('eval at step')]
+  assert [re.match(r'eval at step 0: (\d/3) steps \| [\d.]+ steps/s \| ETA \d+m\d\ds$', l)
+          .group(1) for l in lines] == ['1/3', '2/3', '3/3']
+  assert trainer.last_eval[0] == 3 and trainer.evaluations == 1
+  caplog.clear()
+  trainer.evaluate(-1)  # the whole dataset: 256 examples in batches of 8
+  lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith('eval at step')]
+  assert len(lines) == 32 and re.match(r'eval at step 0: 32 steps \| [\d.]+ steps/s$', lines[-1])
+  assert trainer.last_eval[0] == 32

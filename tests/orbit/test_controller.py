@@ -1,5 +1,6 @@
 """Tests for orbit/controller.py: loop lengths, intervals, checkpoints, summaries, actions."""
 
+import logging
 import os
 
 import numpy as np
@@ -165,3 +166,66 @@ def test_steps_per_loop_function_and_summaries_inside_the_step(tmp_path):
   # Recorded inside the compiled loop at the steps that are multiples of summary_interval.
   assert sorted({s for s, _ in scalars['batch_sum']}) == [0, 2, 4, 6, 8]
   assert np.allclose([v for _, v in scalars['batch_sum']], 1.0)
+
+
+class _FakeClock:
+  """A clock that moves only when told to."""
+
+  def __init__(self):
+    self.now = 0.0
+
+  def __call__(self) -> float:
+    return self.now
+
+
+def test_steps_per_second_counts_only_the_time_inside_train(tmp_path, monkeypatch, caplog):
+  caplog.set_level(logging.INFO)
+  clock = _FakeClock()
+  monkeypatch.setattr(orbit.controller, '_now', clock)
+  runner = CountingRunner()
+  train, evaluate = runner.train, runner.evaluate
+
+  def timed_train(num_steps):  # 0.1 s per step
+    clock.now += 0.1 * int(num_steps)
+    return train(num_steps)
+
+  def slow_evaluate(num_steps):
+    clock.now += 30.0
+    return evaluate(num_steps)
+
+  runner.train, runner.evaluate = timed_train, slow_evaluate
+  manager = _manager(runner, tmp_path, interval=3)
+  save = manager.save
+
+  def slow_save(*args, **kwargs):
+    clock.now += 5.0
+    return save(*args, **kwargs)
+
+  manager.save = slow_save
+  controller = orbit.Controller(trainer=runner, evaluator=runner, global_step=runner.global_step,
+                                steps_per_loop=3, checkpoint_manager=manager,
+                                summary_dir=str(tmp_path / 'train'), summary_interval=3,
+                                eval_summary_dir=str(tmp_path / 'eval'))
+  controller.train_and_evaluate(train_steps=9, eval_steps=2, eval_interval=3)
+  rates = training_curves.read_scalars(str(tmp_path / 'train'))['steps_per_second']
+  np.testing.assert_allclose([v for _, v in rates], [10.0, 10.0, 10.0], rtol=1e-6)
+  saves = [r.getMessage() for r in caplog.records if r.getMessage().startswith('saved ')]
+  assert [s.split(' in ')[-1] for s in saves] == ['5.00 s'] * 3
+  evals = [r.getMessage() for r in caplog.records if 'eval time' in r.getMessage()]
+  assert len(evals) == 3 and all('| eval time 30.0 s |' in e for e in evals)
+
+
+def test_output_log_level_moves_the_train_and_eval_lines(tmp_path, caplog):
+  caplog.set_level(logging.DEBUG)
+  runner = CountingRunner()
+  controller = orbit.Controller(trainer=runner, evaluator=runner, global_step=runner.global_step,
+                                steps_per_loop=2)
+  controller.train_and_evaluate(train_steps=2, eval_steps=1)
+  levels = {r.getMessage().split(' | ')[0]: r.levelno for r in caplog.records}
+  assert levels['train'] == logging.INFO and levels['eval'] == logging.INFO
+  caplog.clear()
+  controller.output_log_level = logging.DEBUG
+  controller.train_and_evaluate(train_steps=4, eval_steps=1)
+  lines = [(r.levelno, r.getMessage()) for r in caplog.records
+           if r.getMessage().startswith(('train |', 'eval |'))]
+  assert len(lines) == 3 and {level for level, _ in lines} == {logging.DEBUG}

@@ -20,6 +20,8 @@ from typing import Callable, Optional, Sequence
 
 from absl import flags
 
+from official.common import quiet
+
 # What a user can cause (bad paths, permissions, a full disk, corrupt or wrong files): reported in
 # one line by the programs; anything else is a bug and keeps its traceback.
 USER_ERRORS = (ValueError, OSError)
@@ -52,6 +54,7 @@ def parse_flags(flag_values: flags.FlagValues, argv: Optional[Sequence[str]], pr
     None when the program should run; else its exit status: 0 after `--help` (usage on stdout),
     2 for an invalid flag (one line on stderr naming the flag; `--help` lists them all).
   """
+  quiet.define_verbose_flag(flag_values)  # listed by --help (quiet_cli consumes it)
   argv = list(sys.argv if argv is None else argv)
   if any(arg in _HELP for arg in argv[1:]):
     print(f'{usage.strip()}\n\nflags:\n{flag_values.get_help()}')

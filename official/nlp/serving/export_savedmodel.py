@@ -29,6 +29,7 @@ import logging
 import os
 import shutil
 import sys
+import time
 from typing import Any, Dict, Optional, Sequence
 
 import tensorflow as tf
@@ -111,6 +112,9 @@ def _save(module: tf.Module, export_dir: str, config: Dict[str, Any],
                 signatures=sorted(module.signature_functions),
                 input_names=list(serving_module.ENCODER_INPUTS), **config)
   export_dir = export_dir.rstrip('/') or export_dir
+  start = time.monotonic()
+  # Tracing the signatures and writing the variables is the slow part of an export.
+  logging.info('saving the signatures %s to %s', ', '.join(config['signatures']), export_dir)
   try:
     if '://' in export_dir:  # object stores cannot rename directories: written in place
       if replace:
@@ -136,7 +140,7 @@ def _save(module: tf.Module, export_dir: str, config: Dict[str, Any],
   except tf.errors.OpError as e:
     raise ValueError(f'export_dir={export_dir}: could not write the SavedModel: '
                      f'{cli_utils.one_line(e.message)}') from None
-  logging.info('Exported %s to %s', config['signatures'], export_dir)
+  logging.info('saved the SavedModel in %.1f s', time.monotonic() - start)
   return export_dir
 
 
@@ -230,7 +234,7 @@ def export_from_model_dir(model_dir: str, export_dir: str, checkpoint: Optional[
     `export_dir`.
   """
   check_export_dir(export_dir, overwrite)  # before the model is built
-  params, model, path = inference.restore_model(model_dir, checkpoint, experiment)
+  params, model, path = inference.restore_model(model_dir, checkpoint, experiment)  # logs it
   metadata = vocab_assets.model_dir_tokenizer_info(model_dir, params)
   if not vocab_file:
     candidate = os.path.join(model_dir, inference.VOCAB_FILE)

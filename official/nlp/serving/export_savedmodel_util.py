@@ -7,6 +7,7 @@ Example:
   >>> tf.saved_model.load(export_dir).signatures['serving_default']
 """
 
+import logging
 import os
 import time
 from typing import Any, Dict, List, Optional, Union
@@ -65,14 +66,20 @@ def export(export_module: Any, function_keys: Union[List[str], Dict[str, str]],
       checkpoint = tf.train.Checkpoint(**checkpoint_kwargs)
     else:
       checkpoint = tf.train.Checkpoint(model=export_module.model)
+    start = time.monotonic()
     checkpoint.read(prefix).expect_partial().assert_existing_objects_matched()
+    logging.info('restored %s in %.1f s', prefix, time.monotonic() - start)
   if isinstance(function_keys, (list, tuple)):
     if len(function_keys) != 1:
       raise ValueError(f'function_keys as a list must hold one key (served as serving_default), '
                        f'found {list(function_keys)}; give a dict to name several signatures')
     function_keys = {function_keys[0]: tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY}
-  signatures = export_module.get_inference_signatures(function_keys)
   export_dir = (get_timestamped_export_dir(export_savedmodel_dir).decode('utf-8') if timestamped
                 else export_savedmodel_dir)
+  start = time.monotonic()  # tracing the signatures and writing the variables: the slow part
+  logging.info('saving the signatures %s to %s', ', '.join(sorted(function_keys.values())),
+               export_dir)
+  signatures = export_module.get_inference_signatures(function_keys)
   tf.saved_model.save(export_module, export_dir, signatures=signatures)
+  logging.info('saved the SavedModel in %.1f s', time.monotonic() - start)
   return export_dir

@@ -27,6 +27,7 @@ Examples:
 import argparse
 import contextlib
 import json
+import logging
 import os
 import resource
 import statistics
@@ -446,7 +447,7 @@ def format_table(report: Dict[str, Any]) -> str:
 
 
 def _log(message: str) -> None:
-  print(message, file=sys.stderr, flush=True)
+  logging.info('%s', message)  # a status line: stderr, absl's format (see main)
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
@@ -484,6 +485,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
 def main(argv: Optional[Sequence[str]] = None) -> int:
   """Runs the benchmark; prints the table (and the JSON with --json=-)."""
   args = parse_args(argv)
+  from official.common import quiet  # pylint: disable=g-import-not-at-top
+  quiet.use_absl_logging()  # the status lines in the tools' format; the report goes to stdout
   if args.inter_op_threads:
     tf.config.threading.set_inter_op_parallelism_threads(args.inter_op_threads)
   if args.intra_op_threads:

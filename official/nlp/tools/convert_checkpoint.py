@@ -23,9 +23,11 @@ bad or missing flags exit 2.
 from official.common import quiet  # first: hides TensorFlow's start-up lines (--verbose keeps them)
 quiet.quiet_cli(__name__)
 
+import logging
 import os
 import shutil
 import sys
+import time
 from typing import Optional, Sequence, Union
 
 from absl import flags
@@ -209,13 +211,18 @@ def convert(source: str, target: str, input_path: str, output: str,
   """
   if target not in TARGETS:
     raise ValueError(f'--target must be one of {TARGETS}, found {target!r}')
+  start = time.monotonic()
+  logging.info('reading the %s checkpoint %s', source, input_path)
   model = read(source, input_path, allow_unused)
+  logging.info('read %s (%d variables, %s parameters) in %.1f s', type(model).__name__,
+               len(model.weights), f'{model.count_params():,}', time.monotonic() - start)
   if vocab_file is None:
     directory = input_path if os.path.isdir(input_path) else os.path.dirname(input_path)
     candidate = os.path.join(directory, VOCAB_NAME)
     vocab_file = candidate if os.path.isfile(candidate) else None
   elif not os.path.isfile(vocab_file):
     raise FileNotFoundError(f'--vocab_file {vocab_file!r} does not exist')
+  logging.info('writing the %s checkpoint to %s', target, output)  # main prints the result
   try:
     write(model, target, output, vocab_file)
   except tf.errors.OpError as e:  # SaveV2 / Checkpoint.save: permissions, a full disk, ...

@@ -1,6 +1,7 @@
 """Tests for official/nlp/serving/export_savedmodel.py (and serving_module.py, inference.py)."""
 
 import json
+import logging
 import os
 import re
 import shutil
@@ -187,7 +188,8 @@ def test_export_refuses_a_vocabulary_of_another_size(run, restored, tmp_path):
     export_savedmodel.export_pretrainer(model, str(tmp_path / 'export'), 16, top_k=23)
 
 
-def test_cli_exports_a_given_checkpoint(run, tmp_path, capsys):
+def test_cli_exports_a_given_checkpoint(run, tmp_path, capsys, caplog):
+  caplog.set_level(logging.INFO)
   export_dir = tmp_path / 'export'
   code = export_savedmodel.main(['export', f'--model_dir={run["model_dir"]}',
                                  f'--export_dir={export_dir}',
@@ -195,6 +197,12 @@ def test_cli_exports_a_given_checkpoint(run, tmp_path, capsys):
   assert code == 0
   assert capsys.readouterr().out.strip() == (
       f'exported encoder, fill_mask from {run["checkpoint"]} to {export_dir}')
+  # Status: stage lines with their times (logged; the result alone is on stdout).
+  stages = [r.getMessage() for r in caplog.records
+            if r.pathname.endswith(('export_savedmodel.py', 'inference.py'))]
+  assert stages[0] == f'Restored BertPretrainerV2 from {run["checkpoint"]}', stages
+  assert stages[1] == f'saving the signatures encoder, fill_mask to {export_dir}'
+  assert re.fullmatch(r'saved the SavedModel in \d+\.\d s', stages[2]) and len(stages) == 3
   assert inference.read_serving_config(str(export_dir))['top_k'] == 2
 
 

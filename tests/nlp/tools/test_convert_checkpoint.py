@@ -1,7 +1,9 @@
 """Tests for official/nlp/tools/convert_checkpoint.py (hf / google / ours conversions and the CLI)."""
 
 import json
+import logging
 import os
+import re
 import subprocess
 import sys
 
@@ -141,13 +143,22 @@ def test_read_ours_errors(tmp_path):
     convert_checkpoint.read_ours(str(tmp_path))
 
 
-def test_cli_converts_and_reports(tmp_path, capsys):
+def test_cli_converts_and_reports(tmp_path, capsys, caplog):
+  caplog.set_level(logging.INFO)
   source, _, _ = _hf_dir(tmp_path / 'hf')
   code = convert_checkpoint.main(['convert_checkpoint', '--source=hf', '--target=google',
                                   f'--input={source}', f'--output={tmp_path / "google"}'])
   assert code == 0
   assert capsys.readouterr().out.strip() == (
       f'convert_checkpoint: wrote BertPretrainerV2 (hf -> google) to {tmp_path / "google"}')
+  stages = [r.getMessage() for r in caplog.records
+            if r.pathname.endswith('convert_checkpoint.py')]
+  model = google_bert.load_pretrainer(str(tmp_path / 'google'))
+  assert stages[0] == f'reading the hf checkpoint {source}'
+  assert re.fullmatch(rf'read BertPretrainerV2 \(\d+ variables, {model.count_params():,} '
+                      r'parameters\) in \d+\.\d s', stages[1]), stages
+  assert stages[2] == f'writing the google checkpoint to {tmp_path / "google"}'
+  assert len(stages) == 3
   code = convert_checkpoint.main(['convert_checkpoint', '--source=google', '--target=hf',
                                   f'--input={source}', f'--output={tmp_path / "x"}'])
   assert code == 1
@@ -162,8 +173,8 @@ def test_cli_module_exits_1_with_one_error_line(tmp_path):
       [sys.executable, '-m', 'official.nlp.tools.convert_checkpoint', '--source=hf',
        '--target=ours', f'--input={tmp_path / "missing"}', f'--output={tmp_path / "out"}'],
       cwd=_REPO, capture_output=True, text=True, timeout=120, check=False)
-  assert result.returncode == 1
-  errors = [line for line in result.stderr.splitlines() if 'convert_checkpoint' in line]
+  assert result.returncode == 1 and 'Traceback' not in result.stderr
+  errors = [line for line in result.stderr.splitlines() if 'convert_checkpoint: ' in line]
   assert errors == [f'convert_checkpoint: error: {tmp_path / "missing"}: no config.json (a Hugging '
                     'Face BERT directory holds config.json and model.safetensors)']
   assert not (tmp_path / 'out').exists()
@@ -309,7 +320,7 @@ def test_module_corrupt_safetensors_has_no_traceback(tmp_path):
       cwd=_REPO, capture_output=True, text=True, timeout=120, check=False)
   assert result.returncode == 1
   assert 'Traceback' not in result.stderr
-  errors = [line for line in result.stderr.splitlines() if 'convert_checkpoint' in line]
+  errors = [line for line in result.stderr.splitlines() if 'convert_checkpoint: ' in line]
   assert len(errors) == 1
   assert errors[0].startswith(f'convert_checkpoint: error: {tmp_path}/hf/model.safetensors: not a '
                               'readable safetensors file (')
