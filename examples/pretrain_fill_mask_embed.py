@@ -69,7 +69,7 @@ def main(argv=None) -> int:
   })
   model_dir = os.path.join(out, 'model')
   result = api.train(params, model_dir, steps=steps)
-  print(f'trained to step {result.step}: eval masked_lm_accuracy '
+  print(f'result: step {result.step}, eval masked_lm_accuracy '
         f'{result.eval_logs["masked_lm_accuracy"]:.3f}, lm_example_loss '
         f'{result.eval_logs["lm_example_loss"]:.3f}')
 

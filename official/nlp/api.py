@@ -23,6 +23,7 @@ Example (the whole of it runs in `examples/pretrain_fill_mask_embed.py`):
 
 import copy
 import dataclasses
+import logging
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -101,7 +102,8 @@ def load_config(config_files: Union[str, Sequence[str], None] = None,
 
 
 def train(params: cfg.ExperimentConfig, model_dir: str, steps: Optional[int] = None,
-          evaluate: bool = True, distribution_strategy: Any = None) -> TrainResult:
+          evaluate: bool = True, distribution_strategy: Any = None,
+          show_progress: bool = True) -> TrainResult:
   """Trains (resuming from `model_dir`'s latest checkpoint) and evaluates once at the end.
 
   Args:
@@ -113,6 +115,8 @@ def train(params: cfg.ExperimentConfig, model_dir: str, steps: Optional[int] = N
       `task.validation_data.input_path`).
     distribution_strategy: a `tf.distribute.Strategy` (default: the one
       `params.runtime.distribution_strategy` names).
+    show_progress: when Python logging has no handler yet (a plain script or notebook), send
+      INFO records to stderr in absl's format so that the progress lines (every ~10 s) show.
 
   Returns:
     The model, the step reached and the final evaluation's metrics.
@@ -134,6 +138,9 @@ def train(params: cfg.ExperimentConfig, model_dir: str, steps: Optional[int] = N
       raise ValueError(f'steps must be >= 1; found {steps}')
     params = copy.deepcopy(params)  # the caller's config stays as it was
     params.override({'trainer': {'train_steps': int(steps)}}, is_strict=True)
+  if show_progress and not logging.getLogger().handlers:
+    from official.common import quiet  # pylint: disable=g-import-not-at-top
+    quiet.use_absl_logging()
   runtime = params.runtime
   strategy = distribution_strategy or distribute_utils.get_distribution_strategy(
       distribution_strategy=runtime.distribution_strategy, num_gpus=runtime.num_gpus,

@@ -18,7 +18,7 @@ def test_example_runs_end_to_end(tmp_path):
       capture_output=True, text=True, check=False, timeout=600)
   assert result.returncode == 0, result.stderr[-3000:]
   lines = result.stdout.strip().splitlines()
-  assert re.search(r'^trained to step 20: eval masked_lm_accuracy 0\.\d{3}, lm_example_loss '
+  assert re.search(r'^result: step 20, eval masked_lm_accuracy 0\.\d{3}, lm_example_loss '
                    r'\d+\.\d{3}$', '\n'.join(lines), re.M), result.stdout
   fills = [line for line in lines if ' -> ' in line]
   assert len(fills) == 2
@@ -32,3 +32,5 @@ def test_example_runs_end_to_end(tmp_path):
       open(tmp_path / 'model' / 'vocab.txt', 'rb') as g:
     assert f.read() == g.read()
   assert 'oneDNN' not in result.stderr  # quiet: TensorFlow's start-up lines are hidden
+  assert re.search(r'^I\d{4} [\d:.]+ +\d+ train_lib.py:\d+\] step 20/20 \| loss ', result.stderr,
+                   re.M), result.stderr[-2000:]  # the progress line, absl format

@@ -73,7 +73,9 @@ def _metadata_of(data_config: Any) -> Optional[Dict[str, Any]]:
   if not input_path or input_path == 'dummy' or not isinstance(input_path, str):
     return None
   for pattern in (p.strip() for p in input_path.split(',')):
-    matches = sorted(tf.io.gfile.glob(pattern)) if pattern else []
+    if not pattern:
+      continue
+    matches = sorted(tf.io.gfile.glob(pattern)) if any(c in pattern for c in '*?[') else [pattern]
     if not matches:
       continue
     path = data_metadata.metadata_path(matches[0])
