@@ -1,0 +1,127 @@
+"""Tests of scripts/demo.py (`make demo`): the content-word rule, the summary and prediction lines,
+the probe sentences, the flags, and a smoke run with tiny settings."""
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = os.path.join(ROOT, 'scripts', 'demo.py')
+
+
+def _load_demo():
+  spec = importlib.util.spec_from_file_location('demo_under_test', SCRIPT)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+demo = _load_demo()
+
+
+@pytest.mark.parametrize('token', ['directory', 'list', 'exist', 'keyerror', 'Connection'])
+def test_content_words(token):
+  assert demo.is_content_word(token)
+
+
+@pytest.mark.parametrize('token', ['the', 'of', 'a', 'is', 'The', 'should', 'not', ',', '.', '(',
+                                   '42', '##s', '##ing', '[UNK]', '[MASK]', '[CLS]', 'x86', ''])
+def test_not_content_words(token):
+  assert not demo.is_content_word(token)
+
+
+def test_stop_words_are_lower_case_single_words():
+  assert all(w == w.lower() and w.isalpha() for w in demo.STOP_WORDS)
+  assert {'the', 'of', 'a', 'an', 'and', 'to', 'is', 'if', 'be'} <= demo.STOP_WORDS
+
+
+def test_top1_summary_counts_content_words():
+  predictions = [[('list', 0.5), ('the', 0.1)], [('the', 0.4)], [('##s', 0.3)],
+                 [('directory', 0.2), ('file', 0.1)]]
+  assert demo.top1_summary('after training (step 7)', predictions) == (
+      'after training (step 7): top-1 content words 2/4: list, the, ##s, directory')
+
+
+def test_format_predictions_marks_content_words():
+  text = demo.format_predictions(['Return a [MASK] of it.'], [[('list', 0.4123), ('the', 0.05)]])
+  assert text == 'Return a [MASK] of it.\n    -> list* (0.41), the (0.05)'
+
+
+def test_sentences_have_exactly_one_mask_and_are_new():
+  assert len(demo.SENTENCES) >= 6
+  assert len(set(demo.SENTENCES)) == len(demo.SENTENCES)
+  for sentence in demo.SENTENCES:
+    assert sentence.count('[MASK]') == 1, sentence
+
+
+def test_sentences_are_not_in_the_corpus(tmp_path):
+  # The probe sentences are new: with any one word in the [MASK] slot, none occurs in the docstrings.
+  from data_tools import stdlib_corpus  # pylint: disable=g-import-not-at-top
+  corpus = str(tmp_path / 'corpus.txt')
+  stdlib_corpus.write_stdlib_corpus(corpus)
+  with open(corpus, encoding='utf-8') as f:
+    text = ' '.join(f.read().lower().split())
+  for sentence in demo.SENTENCES:
+    before, after = (re.escape(part.strip()) for part in sentence.lower().split('[mask]'))
+    assert not re.search(before + r'\s*\S+\s*' + after, text), sentence
+  # ... while their contexts are common: e.g. 'return true if' and 'current working directory'.
+  assert text.count('return true if') > 50 and text.count('current working directory') > 5
+
+
+def test_overrides_follow_flags():
+  args = demo._parse_args(['--train_steps=30', '--seq_length=32', '--max_predictions_per_seq=5',
+                           '--precision=float32'])
+  overrides = demo._overrides(args, 1234, '/data')
+  assert 'task.model.encoder.bert.vocab_size=1234' in overrides
+  assert 'task.train_data.seq_length=32' in overrides
+  assert 'task.validation_data.max_predictions_per_seq=5' in overrides
+  assert 'trainer.train_steps=30' in overrides
+  assert 'trainer.optimizer_config.warmup.polynomial.warmup_steps=3' in overrides
+  assert 'runtime.mixed_precision_dtype=float32' in overrides
+  assert 'task.model.encoder.bert.dropout_rate=0.0' in overrides
+  long_run = demo._overrides(demo._parse_args(['--train_steps=5000']), 1234, '/data')
+  assert 'trainer.optimizer_config.warmup.polynomial.warmup_steps=300' in long_run
+
+
+def test_default_precision_reads_cpu_flags(tmp_path):
+  cpuinfo = tmp_path / 'cpuinfo'
+  cpuinfo.write_text('flags\t\t: fpu avx2 avx512f avx512_bf16 amx_tile\n')
+  assert demo.default_precision(str(cpuinfo)) == 'bfloat16'
+  cpuinfo.write_text('flags\t\t: fpu avx2 avx512f\n')
+  assert demo.default_precision(str(cpuinfo)) == 'float32'
+  assert demo.default_precision(str(tmp_path / 'missing')) == 'float32'
+  assert demo._parse_args(['--precision=float32']).precision == 'float32'
+  assert demo._parse_args([]).precision in ('float32', 'bfloat16')
+
+
+def test_bad_flag_exits_2_with_one_line(capsys):
+  with pytest.raises(SystemExit) as raised:
+    demo._parse_args(['--train_steps=0'])
+  assert raised.value.code == 2
+  assert '--train_steps must be at least 1; got 0' in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_smoke_run_prints_before_and_after(tmp_path):
+  out = str(tmp_path / 'demo')
+  result = subprocess.run(
+      [sys.executable, SCRIPT, f'--output_dir={out}', '--train_steps=20', '--vocab_size=1000',
+       '--batch_size=8', '--dupe_factor=1', '--precision=float32'],
+      cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+  assert result.returncode == 0, result.stderr[-3000:]
+  stdout = result.stdout
+  n = len(demo.SENTENCES)
+  assert stdout.count('    -> ') == n
+  for sentence in demo.SENTENCES:
+    assert sentence in stdout
+  for label in (r'before training \(step 0\)', r'after training \(step 20\)'):
+    match = re.search(label + r': top-1 content words (\d+)/(\d+): (.*) \| mean top-1 probability '
+                      r'[01]\.\d{3} \| eval masked-LM accuracy [01]\.\d{3}\n', stdout)
+    assert match, stdout[-2000:]
+    assert int(match.group(2)) == n and int(match.group(1)) <= n
+    assert len(match.group(3).split(', ')) == n
+  assert os.path.exists(os.path.join(out, 'bert_tiny', 'ckpt-20.index'))
