@@ -32,6 +32,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
+from official.common import quiet  # pylint: disable=g-import-not-at-top,wrong-import-position
+quiet.quiet_cli(__name__)  # hides TensorFlow's start-up lines here too (--verbose keeps them)
+
 # New sentences in the style of the standard library's docstrings (none occurs in the corpus); each
 # masked word is one the docstrings use often in that context ('Return True if', 'a list of',
 # 'raise KeyError if', 'the number of bytes', 'does not exist', 'the current working directory',

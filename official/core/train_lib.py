@@ -829,8 +829,13 @@ def _run_summary(trainer: Trainer) -> str:
   rate = trainer.train_steps_run / max(trainer.train_seconds, 1e-9)
   return (f'trained to step {int(trainer.global_step.numpy())} in {total:.1f} s: '
           f'{trainer.train_steps_run} steps in {trainer.train_seconds:.2f} s ({rate:.2f} steps/s), '
-          f'{manager.saves} checkpoints in {manager.save_seconds:.2f} s, '
-          f'{trainer.evaluations} evaluations in {trainer.eval_seconds:.2f} s')
+          f'{_count(manager.saves, "checkpoint")} in {manager.save_seconds:.2f} s, '
+          f'{_count(trainer.evaluations, "evaluation")} in {trainer.eval_seconds:.2f} s')
+
+
+def _count(number: int, noun: str) -> str:
+  """'1 checkpoint', '2 checkpoints'."""
+  return f'{number} {noun}' if number == 1 else f'{number} {noun}s'
 
 
 def _eval_note(trainer: Trainer) -> str:
