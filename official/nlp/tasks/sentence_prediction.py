@@ -138,15 +138,40 @@ def restore_encoder(init_checkpoint: str, model: tf_keras.Model,
   """
   ckpt_path = base_task.resolve_checkpoint(init_checkpoint)
   items = {'encoder': model.checkpoint_items['encoder'], **(extra or {})}
+  checkpoint = tf.train.Checkpoint(**items)
   try:
-    status = tf.train.Checkpoint(**items).read(ckpt_path)
+    status = checkpoint.read(ckpt_path)
     status.expect_partial().assert_existing_objects_matched()
   except (AssertionError, ValueError) as e:
+    _drop_failed_restore(checkpoint)
     raise ValueError(f'task.init_checkpoint {ckpt_path!r}: cannot restore {sorted(items)} into the '
                      f'model (is it a checkpoint of an encoder of the same size, saved with '
                      f'checkpoint_items?): {str(e).splitlines()[0]}') from None
   logging.info('Restored %s from %s', sorted(items), ckpt_path)
   return ckpt_path
+
+
+class _UnrestoredValuesFilter(logging.Filter):
+  """Drops TensorFlow's warnings about the values a half-read checkpoint left unrestored."""
+  _PREFIXES = ('Value in checkpoint could not be found in the restored object',
+               'Detecting that an object or model or tf.train.Checkpoint is being deleted with '
+               'unrestored values')
+
+  def filter(self, record: logging.LogRecord) -> bool:
+    return not str(record.msg).startswith(self._PREFIXES)
+
+
+_UNRESTORED_FILTER = _UnrestoredValuesFilter()
+
+
+def _drop_failed_restore(checkpoint: tf.train.Checkpoint) -> None:
+  """After a read that failed half-way (e.g. a shape mismatch): hides TensorFlow's warning per
+  unrestored value of that checkpoint (one line a variable and slot, printed when it is freed,
+  often at exit: hundreds of lines after the one-line error)."""
+  tf_logger = logging.getLogger('tensorflow')
+  if _UNRESTORED_FILTER not in tf_logger.filters:
+    tf_logger.addFilter(_UNRESTORED_FILTER)
+  del checkpoint
 
 
 class _DummySentences:

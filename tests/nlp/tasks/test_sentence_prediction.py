@@ -1,6 +1,10 @@
 """Tests for official/nlp/tasks/sentence_prediction.py and the registered fine-tuning experiments."""
 
 import json
+import os
+import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -17,6 +21,8 @@ from official.nlp.data import sentence_prediction_dataloader as sp_loader
 from official.nlp.tasks import finetuning_metrics
 from official.nlp.tasks import masked_lm
 from official.nlp.tasks import sentence_prediction as sp
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 ENCODER = encoders.EncoderConfig(bert=encoders.BertEncoderConfig(
     vocab_size=30, hidden_size=16, num_layers=2, num_attention_heads=2, intermediate_size=32,
@@ -261,3 +267,30 @@ def test_check_vocab_size_refuses_ids_past_the_table_only():
     sp.check_vocab_size(meta, 30)
   sp.check_vocab_size(meta, 48)  # a padded table: fine
   sp.check_vocab_size(None, 30)
+
+
+def test_failed_restore_is_one_error_without_tensorflow_warnings(tmp_path):
+  """A pretrained encoder of another size: one ValueError naming both shapes, and none of
+  TensorFlow's per-variable 'Value in checkpoint could not be found' warnings, which it prints
+  when the half-read checkpoint is freed (at exit: hence a separate process)."""
+  _pretraining_checkpoint(tmp_path)
+  code = f"""
+import logging, sys
+logging.basicConfig(level=logging.WARNING)
+sys.path.insert(0, {ROOT!r})
+from tests.nlp.tasks import test_sentence_prediction as t
+config = t._config(2, init_checkpoint={str(tmp_path / 'pre')!r})
+config.model.encoder.bert.vocab_size = 40  # the checkpoint's table has 30 rows
+task = t.sp.SentencePredictionTask(config)
+try:
+  task.initialize(task.build_model())
+except ValueError as e:
+  print('ERROR', e)
+"""
+  result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, cwd=ROOT,
+                          timeout=300, check=True)
+  assert re.search(r"^ERROR task.init_checkpoint .*: cannot restore \['encoder'\].*\(30, 16\)",
+                   result.stdout, re.M), result.stdout
+  assert '(40, 16)' in result.stdout
+  assert 'could not be found' not in result.stderr, result.stderr[-1000:]
+  assert 'unrestored values' not in result.stderr
