@@ -23,6 +23,7 @@ import atexit
 import datetime
 import errno
 import json
+import logging
 import os
 import socket
 import threading
@@ -178,8 +179,8 @@ class ModelDirLock:
           running = holder_is_running(previous)
           if running is None or running:
             raise ModelDirLocked(self._refusal(previous, live=bool(running)))
-          print(f'warning: --model_dir={self.model_dir}: taking over the stale lock of a run '
-                f'that is no longer running ({_describe(previous)})', flush=True)
+          logging.warning('--model_dir=%s: taking over the stale lock of a run that is no '
+                          'longer running (%s)', self.model_dir, _describe(previous))
         self._write(fd)
         return fd
       except BaseException:

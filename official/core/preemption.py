@@ -104,13 +104,13 @@ class StopSignal:
         if signum == signal.SIGINT:
           self._interrupts += 1
           if self._interrupts > 1:
-            print('\nSIGINT again: exiting without saving.', flush=True)
+            logging.warning('SIGINT again: exiting without saving.')
             os._exit(130)  # pylint: disable=protected-access
         self._request(signum)
 
   def _request(self, signum: int) -> None:
     if self.signal_name is None:
       self.signal_name = signal.Signals(signum).name
-      print(f'\n{self.signal_name} received: stopping after the current step and saving a '
-            'checkpoint (Ctrl-C again exits without saving).', flush=True)
+      logging.warning('%s received: stopping after the current step and saving a checkpoint '
+                      '(Ctrl-C again exits without saving).', self.signal_name)
     self.requested.assign(True)

@@ -519,12 +519,12 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
     remaining = num_steps
     while remaining > 0:
       chunk = self._chunk_length(remaining)
-      start = _now()
+      start, step_before = _now(), int(self.global_step.numpy())
       loop_fn(self.train_iterator, tf.convert_to_tensor(chunk, tf.int32))
       step = int(self.global_step.numpy())  # waits for the steps
       seconds = _now() - start
       self.train_seconds += seconds
-      self.train_steps_run += chunk
+      self.train_steps_run += step - step_before  # a stop signal may end the call early
       remaining -= chunk
       if self.stop.signal_name:
         return

@@ -423,10 +423,8 @@ class BestCheckpointExporter:
     if not self._is_better(eval_logs):
       return False
     if not checkpoint_is_finite(checkpoint):
-      logging.warning('step %d: the weights hold NaN or Inf; not exported as the best checkpoint',
-                      int(global_step))
-      print(f'warning: step {int(global_step)}: the weights hold NaN or Inf; not exported as the '
-            f'best checkpoint to {self._export_dir}', flush=True)
+      logging.warning('step %d: the weights hold NaN or Inf; not exported as the best checkpoint '
+                      'to %s', int(global_step), self._export_dir)
       return False
     self._best_ckpt_logs = eval_logs
     if write_logs:

@@ -80,7 +80,8 @@ def test_signal_during_a_long_loop_saves_at_the_current_step_and_exits_0(tmp_pat
   step = _global_step(tmp_path)
   assert 0 < step < 1000000  # stopped inside the first loop
   assert _checkpoint_steps(tmp_path) == [step]
-  assert f'{name} received' in out and f'at step {step}; rerun the same command' in err
+  assert f'{name} received' in err and f'at step {step}; rerun the same command' in err
+  assert re.search(rf'^trained to step {step} in [\d.]+ s: {step} steps in ', out, re.M), out
   # The rerun resumes at that step.
   result = _train_py(*TOY, f'--model_dir={tmp_path}', '--mode=train',
                      f'--params_override=trainer.train_steps={step + 3},trainer.steps_per_loop=3'
@@ -291,7 +292,7 @@ def test_a_live_lock_of_another_process_refuses_train_py(tmp_path):
   result = _train_py(*TOY, f'--model_dir={tmp_path}', '--mode=train',
                      '--params_override=trainer.train_steps=5')
   assert result.returncode == 0, result.stderr[-2000:]
-  assert 'taking over the stale lock of a run that is no longer running' in result.stdout
+  assert 'taking over the stale lock of a run that is no longer running' in result.stderr
   assert _checkpoint_steps(tmp_path) == [5] and not (tmp_path / '.mlm_garden.lock').exists()
 
 

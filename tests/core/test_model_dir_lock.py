@@ -59,12 +59,12 @@ def test_a_live_holder_is_refused_naming_it(tmp_path, other_process):
   assert json.loads(open(path).read())['pid'] == other_process.pid  # left alone
 
 
-def test_a_stale_lock_is_taken_over_with_a_warning(tmp_path, dead_pid, capsys):
+def test_a_stale_lock_is_taken_over_with_a_warning(tmp_path, dead_pid, caplog):
   _write_lock(str(tmp_path), host=socket.gethostname(), pid=dead_pid, started='yesterday')
   with model_dir_lock.ModelDirLock(str(tmp_path)):
     record = json.loads((tmp_path / model_dir_lock.LOCK_NAME).read_text())
     assert record['pid'] == os.getpid()
-  out = capsys.readouterr().out
+  out = '\n'.join(r.getMessage() for r in caplog.records if r.levelname == 'WARNING')
   assert 'taking over the stale lock' in out and f'pid {dead_pid}' in out
 
 

@@ -84,12 +84,12 @@ def test_finite_checks_of_variables_checkpoints_and_files(tmp_path):
   assert not train_utils.checkpoint_file_is_finite(path)
 
 
-def test_best_checkpoint_exporter_refuses_non_finite_weights(tmp_path, capsys):
+def test_best_checkpoint_exporter_refuses_non_finite_weights(tmp_path, caplog):
   weights = tf.Variable([float('nan')])
   exporter = train_utils.BestCheckpointExporter(str(tmp_path / 'best'), 'accuracy', 'higher')
   assert not exporter.maybe_export_checkpoint(tf.train.Checkpoint(w=weights), {'accuracy': 0.5},
                                               global_step=5)
-  assert 'step 5: the weights hold NaN or Inf; not exported' in capsys.readouterr().out
+  assert 'step 5: the weights hold NaN or Inf; not exported' in caplog.text
   assert exporter.best_ckpt_path is None and exporter.best_ckpt_logs is None
   assert not (tmp_path / 'best' / 'info.json').exists()
   weights.assign([1.0])
