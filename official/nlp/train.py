@@ -145,6 +145,9 @@ def main(argv) -> None:
 
 def run() -> None:
   """Console-script entry point (`mlm-train`)."""
+  if any(arg in ('--help', '-h', '-help', '--helpshort', '-?') for arg in sys.argv[1:]):
+    # absl exits 1 after --help; asking for help is not an error.
+    app.usage(shorthelp=True, writeto_stdout=True, exitcode=0)
   app.run(main)
 
 

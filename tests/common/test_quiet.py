@@ -118,6 +118,7 @@ def test_every_tool_lists_verbose_in_help(module, capsys):
 
 def test_train_help_lists_verbose_and_the_gin_extra():
   result = _run(['-m', 'official.nlp.train', '--help'])
+  assert result.returncode == 0, result.stderr[-2000:]  # help is not an error
   help_text = result.stdout
   assert '--[no]verbose: ' in help_text and '--experiment: ' in help_text, help_text[-2000:]
   assert help_text.count('needs the [gin] extra') == 2
