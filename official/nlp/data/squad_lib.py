@@ -82,6 +82,8 @@ class SquadFeature:
     start_position / end_position: the answer's window positions (0: none in this window).
     is_impossible: no answer in this window.
     context_start: index (in the example's context tokens) of the window's first context token.
+    token_to_chars: window position -> (begin, end) characters of its word that the token covers
+      (answers are cut to them: '1887' of '1887,'); empty: whole words.
   """
   unique_id: int
   example_index: int
@@ -96,6 +98,7 @@ class SquadFeature:
   end_position: int = 0
   is_impossible: bool = False
   context_start: int = 0
+  token_to_chars: Dict[int, Tuple[int, int]] = dataclasses.field(default_factory=dict)
 
 
 def _split_words(context: str) -> Tuple[List[str], List[int]]:
@@ -221,22 +224,34 @@ def _is_max_context(windows: Sequence[Tuple[int, int]], window: int, position: i
   return best == window
 
 
+def _subword_chars(tokenizer: WordPieceTokenizer, words: Sequence[str]) -> List[List[Tuple[int, int]]]:
+  """Per word, the (begin, end) characters of the word that each of its sub-words covers."""
+  encodings = tokenizer.backend.encode_batch(list(words), add_special_tokens=False)
+  return [[(int(b), int(e)) for b, e in encoding.offsets] for encoding in encodings]
+
+
 def _tokenize_contexts(examples: Sequence[SquadExample], tokenizer: WordPieceTokenizer,
-                       unk_id: int) -> Dict[int, Tuple[List[int], List[int], List[int]]]:
-  """Per distinct context (`id(doc_words)`): its token ids, the word of each token, and the first
-  token of each word (each word tokenized on its own; an empty result becomes [UNK])."""
+                       unk_id: int) -> Dict[int, Tuple[List[int], List[int], List[int],
+                                                       List[Tuple[int, int]]]]:
+  """Per distinct context (`id(doc_words)`): its token ids, the word of each token, the first
+  token of each word and the characters of its word each token covers (each word tokenized on
+  its own; an empty result becomes [UNK], covering the whole word)."""
   distinct: Dict[int, List[str]] = {}
   for e in examples:
     distinct.setdefault(id(e.doc_words), e.doc_words)
   flat = [w for words in distinct.values() for w in words]
   ids, lengths = tokenizer.encode_to_arrays(flat) if flat else (np.zeros(0), np.zeros(0))
   ids, lengths = ids.tolist(), lengths.tolist()
+  # Character spans only for words of several sub-words (one sub-word covers its whole word).
+  split = sorted({w for w, n in zip(flat, lengths) if n > 1})
+  chars_of = dict(zip(split, _subword_chars(tokenizer, split))) if split else {}
   out = {}
   cursor, word_cursor = 0, 0
   for key, words in distinct.items():
     context_ids: List[int] = []
     token_word: List[int] = []
     word_first_token: List[int] = []
+    token_chars: List[Tuple[int, int]] = []
     for word in range(len(words)):
       length = lengths[word_cursor + word]
       pieces = ids[cursor:cursor + length] or [unk_id]
@@ -244,8 +259,11 @@ def _tokenize_contexts(examples: Sequence[SquadExample], tokenizer: WordPieceTok
       word_first_token.append(len(context_ids))
       context_ids.extend(pieces)
       token_word.extend([word] * len(pieces))
+      spans = chars_of.get(words[word]) if len(pieces) > 1 else None
+      token_chars.extend(spans if spans and len(spans) == len(pieces)
+                         else [(0, len(words[word]))] * len(pieces))
     word_cursor += len(words)
-    out[key] = (context_ids, token_word, word_first_token)
+    out[key] = (context_ids, token_word, word_first_token, token_chars)
   return out
 
 
@@ -283,7 +301,7 @@ def convert_examples_to_features(examples: Sequence[SquadExample], tokenizer: Wo
   unique_id = FIRST_UNIQUE_ID
   for example_index, example in enumerate(examples):
     query_ids = questions[example_index][:max_query_length]
-    context_ids, token_word, word_first_token = contexts[id(example.doc_words)]
+    context_ids, token_word, word_first_token, token_chars = contexts[id(example.doc_words)]
     context_tokens = tokenizer.convert_ids_to_tokens(context_ids)
     answer_span = None
     if example.start_word >= 0 and not example.is_impossible:
@@ -300,6 +318,7 @@ def convert_examples_to_features(examples: Sequence[SquadExample], tokenizer: Wo
       ids += context_ids[start:start + length] + [sep_id]
       segment = [0] * offset + [1] * (length + 1)
       token_to_word = {offset + i: token_word[start + i] for i in range(length)}
+      token_to_chars = {offset + i: token_chars[start + i] for i in range(length)}
       max_context = {offset + i: _is_max_context(windows, window_index, start + i)
                      for i in range(length)}
       start_position = end_position = 0
@@ -313,7 +332,7 @@ def convert_examples_to_features(examples: Sequence[SquadExample], tokenizer: Wo
           token_is_max_context=max_context, input_ids=ids + padding,
           input_mask=[1] * len(ids) + padding, segment_ids=segment + padding,
           start_position=start_position, end_position=end_position,
-          is_impossible=start_position == 0, context_start=start))
+          is_impossible=start_position == 0, context_start=start, token_to_chars=token_to_chars))
       unique_id += 1
   return features
 
@@ -351,13 +370,17 @@ def write_eval_sidecar(path: str, examples: Sequence[SquadExample],
   for index, e in enumerate(examples):
     if id(e.doc_words) not in context_index:
       token_word: Dict[int, int] = {}
+      token_chars: Dict[int, Tuple[int, int]] = {}
       for f in by_example.get(index, []):
         offset = min(f.token_to_word, default=0)
         for position, word in f.token_to_word.items():
           token_word[f.context_start + position - offset] = word
+          token_chars[f.context_start + position - offset] = f.token_to_chars.get(
+              position, (0, len(e.doc_words[word])))
       context_index[id(e.doc_words)] = len(contexts)
       contexts.append({'words': e.doc_words,
-                       'token_word': [token_word[i] for i in range(len(token_word))]})
+                       'token_word': [token_word[i] for i in range(len(token_word))],
+                       'token_chars': [list(token_chars[i]) for i in range(len(token_chars))]})
     example_rows.append({'qas_id': e.qas_id, 'context': context_index[id(e.doc_words)],
                          'answers': e.answers, 'is_impossible': e.is_impossible})
   payload = {
@@ -402,14 +425,18 @@ def read_eval_sidecar(path: str) -> Tuple[List[SquadExample], List[SquadFeature]
   for unique_id, example_index, offset, start, length in payload['features']:
     window_index = seen.get(example_index, 0)
     seen[example_index] = window_index + 1
-    token_word = contexts[rows[example_index]['context']]['token_word']
+    context = contexts[rows[example_index]['context']]
+    token_word = context['token_word']
+    token_chars = context.get('token_chars')  # absent in sidecars of whole-word answers
     spans = windows[example_index]
     features.append(SquadFeature(
         unique_id=unique_id, example_index=example_index, window_index=window_index, tokens=[],
         token_to_word={offset + i: token_word[start + i] for i in range(length)},
         token_is_max_context={offset + i: _is_max_context(spans, window_index, start + i)
                               for i in range(length)},
-        input_ids=[], input_mask=[], segment_ids=[], context_start=start))
+        input_ids=[], input_mask=[], segment_ids=[], context_start=start,
+        token_to_chars=({offset + i: tuple(token_chars[start + i]) for i in range(length)}
+                        if token_chars else {})))
   return examples, features, bool(payload['version_2_with_negative'])
 
 
@@ -470,12 +497,16 @@ def _top_indices(logits: np.ndarray, n: int) -> List[int]:
   return [int(i) for i in np.argsort(-logits, kind='stable')[:n]]
 
 
+Candidate = Tuple[float, int, int, int, Optional[int]]
+
+
 def _span_candidates(features: Sequence[SquadFeature],
                      logits: Mapping[int, Tuple[np.ndarray, np.ndarray]], n_best_size: int,
-                     max_answer_length: int) -> Tuple[List[Tuple[float, int, int]], Optional[float]]:
-  """The valid spans of one example's windows as `(start + end logit, first word, last word)`,
-  best first, and the lowest null score `start[0] + end[0]` over its windows (None: no logits)."""
-  candidates: List[Tuple[float, int, int]] = []
+                     max_answer_length: int) -> Tuple[List[Candidate], Optional[float]]:
+  """The valid spans of one example's windows as `(start + end logit, first word, last word,
+  first character in the first word, end character in the last word or None)`, best first, and
+  the lowest null score `start[0] + end[0]` over its windows (None: no logits)."""
+  candidates: List[Candidate] = []
   null_score = None
   for feature in features:
     if feature.unique_id not in logits:
@@ -490,9 +521,21 @@ def _span_candidates(features: Sequence[SquadFeature],
         if end not in feature.token_to_word or end < start or end - start + 1 > max_answer_length:
           continue
         candidates.append((float(start_logits[start] + end_logits[end]),
-                           feature.token_to_word[start], feature.token_to_word[end]))
+                           feature.token_to_word[start], feature.token_to_word[end],
+                           feature.token_to_chars.get(start, (0, None))[0],
+                           feature.token_to_chars.get(end, (0, None))[1]))
   candidates.sort(key=lambda c: -c[0])
   return candidates, null_score
+
+
+def answer_text(words: Sequence[str], candidate: Candidate) -> str:
+  """The text of a span: its words joined by spaces, the first cut from the first token's
+  character and the last up to the last token's end ('1887' rather than '1887,')."""
+  _, first, last, begin, end = candidate
+  chosen = list(words[first:last + 1])
+  chosen[-1] = chosen[-1][:end] if end is not None else chosen[-1]
+  chosen[0] = chosen[0][begin:]
+  return ' '.join(chosen)
 
 
 def postprocess_predictions(examples: Sequence[SquadExample], features: Sequence[SquadFeature],
@@ -507,7 +550,8 @@ def postprocess_predictions(examples: Sequence[SquadExample], features: Sequence
   For each window, the `n_best_size` best starts and ends make candidate spans (start <= end,
   both context tokens, start in its max-context window, at most `max_answer_length` tokens);
   the best-scoring span (start + end logit) over all windows wins, and its text is the context
-  words it covers (whole words, joined by spaces). v2.0: the null score is the lowest
+  text its tokens cover (`answer_text`: words joined by spaces, the first and last cut to the
+  characters of the first and last token). v2.0: the null score is the lowest
   `start[0] + end[0]` over the windows; the answer is '' when `null - best > threshold`.
 
   Args:
@@ -534,7 +578,7 @@ def postprocess_predictions(examples: Sequence[SquadExample], features: Sequence
     candidates, null_score = _span_candidates(by_example.get(example_index, []), logits,
                                               n_best_size, max_answer_length)
     best_score = candidates[0][0] if candidates else None
-    text = ' '.join(example.doc_words[candidates[0][1]:candidates[0][2] + 1]) if candidates else ''
+    text = answer_text(example.doc_words, candidates[0]) if candidates else ''
     if version_2_with_negative:
       null = null_score if null_score is not None else 0.0
       diff = null - (best_score if best_score is not None else -np.inf)
@@ -547,12 +591,12 @@ def postprocess_predictions(examples: Sequence[SquadExample], features: Sequence
   return predictions, score_diffs
 
 
-def _nbest_entries(example: SquadExample, candidates: Sequence[Tuple[float, int, int]],
+def _nbest_entries(example: SquadExample, candidates: Sequence[Candidate],
                    n_best_size: int) -> List[Dict[str, Any]]:
   entries: List[Dict[str, Any]] = []
   seen = set()
-  for score, first, last in candidates:
-    text = ' '.join(example.doc_words[first:last + 1])
+  for candidate in candidates:
+    score, text = candidate[0], answer_text(example.doc_words, candidate)
     if text in seen:
       continue
     seen.add(text)

@@ -124,8 +124,9 @@ def test_postprocess_decodes_peaked_logits_back_to_the_answers(tokenizer):
   predictions, diffs = squad_lib.postprocess_predictions(
       examples, features, logits, version_2_with_negative=True)
   gold = squad_metrics.gold_answers_of(examples, version_2_with_negative=True)
-  assert predictions['v1'] == 'Tomas Brede.'  # whole words of the context
-  assert predictions['v7'] == 'every twelve minutes.'
+  # The text the answer's tokens cover: the context word 'Brede.' ends with a '.' token.
+  assert predictions['v1'] == 'Tomas Brede'
+  assert predictions['v7'] == 'every twelve minutes'
   assert predictions['n1'] == '' and diffs['n1'] > 0
   assert squad_metrics.evaluate(gold, predictions, True) == {
       'exact_match': 1.0, 'final_f1': 1.0, 'has_answer_exact_match': 1.0, 'has_answer_f1': 1.0,
@@ -137,7 +138,14 @@ def test_postprocess_decodes_peaked_logits_back_to_the_answers(tokenizer):
   # max_answer_length 1 rules out the 2-token answer: another span is chosen.
   predictions, _ = squad_lib.postprocess_predictions(examples, features, logits,
                                                      max_answer_length=1)
-  assert predictions['v1'] != 'Tomas Brede.'
+  assert predictions['v1'] != 'Tomas Brede'
+
+
+def test_answer_text_cuts_the_first_and_last_word_to_their_tokens():
+  words = ['(in', '1887),', 'said', 'he.']
+  assert squad_lib.answer_text(words, (0.0, 0, 1, 1, 4)) == 'in 1887'
+  assert squad_lib.answer_text(words, (0.0, 1, 1, 0, 4)) == '1887'
+  assert squad_lib.answer_text(words, (0.0, 2, 3, 0, None)) == 'said he.'  # no character spans
 
 
 def test_cli_writes_records_sidecar_and_metadata_the_loader_reads(tmp_path):
@@ -160,10 +168,18 @@ def test_cli_writes_records_sidecar_and_metadata_the_loader_reads(tmp_path):
       original, WordPieceTokenizer.from_vocab_file(VOCAB), SEQ, STRIDE, QUERY)
   assert [(e.qas_id, e.doc_words, e.answers, e.is_impossible) for e in examples] == [
       (e.qas_id, e.doc_words, e.answers, e.is_impossible) for e in original]
-  assert [(f.unique_id, f.example_index, f.window_index, f.token_to_word, f.token_is_max_context)
-          for f in features] == [
+  assert [(f.unique_id, f.example_index, f.window_index, f.token_to_word, f.token_is_max_context,
+           f.token_to_chars) for f in features] == [
               (f.unique_id, f.example_index, f.window_index, f.token_to_word,
-               f.token_is_max_context) for f in converted]
+               f.token_is_max_context, f.token_to_chars) for f in converted]
+  # Each token's characters, cut from its word, are the token's text (lower-cased, no ##).
+  for feature in converted[:3]:
+    words = original[feature.example_index].doc_words
+    for position, word in feature.token_to_word.items():
+      begin, end = feature.token_to_chars[position]
+      token = feature.tokens[position]
+      if token != '[UNK]':
+        assert words[word][begin:end].lower() == token.removeprefix('##'), (words[word], token)
 
   train = qa_loader.QADataConfig(input_path=str(out), seq_length=SEQ, global_batch_size=4,
                                  version_2_with_negative=True, drop_remainder=False,
