@@ -66,7 +66,9 @@ def write_metadata(path: str, metadata: Dict[str, Any]) -> None:
   os.replace(partial, path)
 
 
-def _record_paths(path_or_glob: Union[str, Sequence[str]]) -> List[str]:
+def record_paths(path_or_glob: Union[str, Sequence[str]]) -> List[str]:
+  """The files of a `DataConfig.input_path`-style value: comma-separated (or listed) paths and
+  globs, a glob expanded (sorted), a plain path kept as given."""
   patterns = path_or_glob.split(",") if isinstance(path_or_glob, str) else list(path_or_glob)
   paths = []
   for pattern in (p.strip() for p in patterns):
@@ -92,7 +94,7 @@ def load_metadata(path_or_glob: Union[str, Sequence[str]]) -> Optional[Dict[str,
       metadata file is not of this format.
   """
   found: Dict[str, Dict[str, Any]] = {}
-  for path in _record_paths(path_or_glob):
+  for path in record_paths(path_or_glob):
     candidate = path if path.endswith(METADATA_SUFFIX) else metadata_path(path)
     if candidate in found or not os.path.isfile(candidate):
       continue

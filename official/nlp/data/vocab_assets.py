@@ -34,6 +34,8 @@ VOCAB_FILE = 'vocab.txt'
 TOKENIZER_CONFIG = 'tokenizer_config.json'
 TOKENIZER_JSON = 'tokenizer.json'
 ASSETS_EXTRA = 'assets.extra'
+SERVING_CONFIG = 'serving_config.json'
+SERVING_CONFIG_EXPECTED = 'the serving config written by export_savedmodel'
 METADATA_KEY = 'vocab'
 
 
@@ -44,15 +46,23 @@ def _atomic_write(path: str, text: str) -> None:
   tf.io.gfile.rename(partial, path, overwrite=True)
 
 
-def _read_json(path: str) -> Dict[str, Any]:
+def read_json_object(path: str, expected: str) -> Dict[str, Any]:
+  """The JSON object in `path` (local or any `tf.io.gfile` file system).
+
+  Args:
+    path: the file.
+    expected: what the file should be, for the error message ('the serving config ...').
+
+  Raises:
+    ValueError: not JSON text, or JSON that is not an object, naming `path` and `expected`.
+  """
   try:
     with tf.io.gfile.GFile(path) as f:
       value = json.load(f)
-  except json.JSONDecodeError as e:
-    raise ValueError(f'{path}: not valid JSON ({e}); expected the tokenizer config written '
-                     'with the model') from None
+  except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
+    raise ValueError(f'{path}: not valid JSON ({e}); expected {expected}') from None
   if not isinstance(value, dict):
-    raise ValueError(f'{path}: a JSON {type(value).__name__}; expected an object')
+    raise ValueError(f'{path}: holds a JSON {type(value).__name__}; expected an object')
   return value
 
 
@@ -63,7 +73,9 @@ def read_tokenizer_config(model_dir: str) -> Dict[str, Any]:
     ValueError: the file exists but is not a JSON object (naming it).
   """
   path = os.path.join(model_dir, TOKENIZER_CONFIG)
-  return _read_json(path) if tf.io.gfile.exists(path) else {}
+  if not tf.io.gfile.exists(path):
+    return {}
+  return read_json_object(path, 'the tokenizer config written with the model')
 
 
 def _metadata_of(data_config: Any) -> Optional[Dict[str, Any]]:
@@ -72,23 +84,17 @@ def _metadata_of(data_config: Any) -> Optional[Dict[str, Any]]:
   input_path = getattr(data_config, 'input_path', '') or ''
   if not input_path or input_path == 'dummy' or not isinstance(input_path, str):
     return None
-  for pattern in (p.strip() for p in input_path.split(',')):
-    if not pattern:
-      continue
-    matches = sorted(tf.io.gfile.glob(pattern)) if any(c in pattern for c in '*?[') else [pattern]
-    if not matches:
-      continue
-    path = data_metadata.metadata_path(matches[0])
-    if not tf.io.gfile.exists(path):
-      return None
-    try:
-      metadata = _read_json(path)
-    except ValueError as e:
-      logging.warning('Ignoring the metadata of %s: %s', input_path, e)
-      return None
-    metadata['metadata_path'] = path
-    return metadata
-  return None
+  files = data_metadata.record_paths(input_path)
+  path = data_metadata.metadata_path(files[0]) if files else None
+  if path is None or not tf.io.gfile.exists(path):
+    return None
+  try:
+    metadata = read_json_object(path, 'the metadata written with the records')
+  except ValueError as e:
+    logging.warning('Ignoring the metadata of %s: %s', input_path, e)
+    return None
+  metadata['metadata_path'] = path
+  return metadata
 
 
 def records_tokenizer_info(task_config: Any) -> Optional[Dict[str, Any]]:
@@ -204,9 +210,9 @@ def recorded_do_lower_case(directory: str) -> Optional[bool]:
   """The `do_lower_case` a model_dir's `tokenizer_config.json` (or an export's serving config)
   records, or None."""
   config = read_tokenizer_config(directory)
-  serving_config = os.path.join(directory, ASSETS_EXTRA, 'serving_config.json')
+  serving_config = os.path.join(directory, ASSETS_EXTRA, SERVING_CONFIG)
   if not config and tf.io.gfile.exists(serving_config):
-    config = _read_json(serving_config)
+    config = read_json_object(serving_config, SERVING_CONFIG_EXPECTED)
   return config.get('do_lower_case')
 
 

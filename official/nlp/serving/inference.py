@@ -16,7 +16,6 @@ Example:
 
 import dataclasses
 import importlib
-import json
 import logging
 import os
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
@@ -30,9 +29,9 @@ from official.nlp.data import vocab_assets
 from official.nlp.serving import serving_module
 
 PARAMS_FILE = 'params.yaml'
-ASSETS_EXTRA = 'assets.extra'
-SERVING_CONFIG = 'serving_config.json'
-VOCAB_FILE = 'vocab.txt'
+ASSETS_EXTRA = vocab_assets.ASSETS_EXTRA
+SERVING_CONFIG = vocab_assets.SERVING_CONFIG
+VOCAB_FILE = vocab_assets.VOCAB_FILE
 SERVING_FORMAT = 'mlm_garden.serving'
 TRAINING, SAVED_MODEL = 'training', 'saved_model'
 # Tried first when params.yaml does not say which experiment wrote it.
@@ -185,15 +184,7 @@ def read_serving_config(export_dir: str) -> Dict[str, Any]:
   path = os.path.join(export_dir, ASSETS_EXTRA, SERVING_CONFIG)
   if not tf.io.gfile.exists(path):
     return {}
-  try:
-    with tf.io.gfile.GFile(path) as f:
-      config = json.load(f)
-  except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
-    raise ValueError(f'{path}: not valid JSON ({e}); expected the serving config written by '
-                     'export_savedmodel') from None
-  if not isinstance(config, dict):
-    raise ValueError(f'{path}: holds a JSON {type(config).__name__}; expected an object')
-  return config
+  return vocab_assets.read_json_object(path, vocab_assets.SERVING_CONFIG_EXPECTED)
 
 
 def is_pretrainer(model: tf_keras.Model) -> bool:

@@ -290,21 +290,12 @@ def predict(task: QuestionAnsweringTask, params: qa_loader.QADataConfig, model: 
 def _dummy_batches(params: qa_loader.QADataConfig, vocab_size: int,
                    input_context: Optional[tf.distribute.InputContext] = None) -> tf.data.Dataset:
   """Synthetic `(features, labels)` batches for `input_path: dummy` (random ids and positions)."""
-  batch = params.global_batch_size
-  if input_context:
-    batch = input_context.get_per_replica_batch_size(params.global_batch_size)
   seq = params.seq_length
 
-  def make(index):
-    seed = tf.stack([index, tf.constant(17, tf.int64)])
-    ids = tf.random.stateless_uniform([batch, seq], seed, 0, vocab_size, dtype=tf.int32)
-    features = {'input_word_ids': ids, 'input_mask': tf.ones_like(ids),
-                'input_type_ids': tf.zeros_like(ids)}
+  def positions(features, seed, index, batch):
     start = tf.random.stateless_uniform([batch], seed + 1, 0, seq, dtype=tf.int32)
-    labels = {'start_positions': start, 'end_positions': tf.minimum(start + 1, seq - 1)}
     if not params.is_training:
       features['unique_ids'] = tf.range(batch, dtype=tf.int64) + index * batch
-    return features, labels
+    return {'start_positions': start, 'end_positions': tf.minimum(start + 1, seq - 1)}
 
-  dataset = tf.data.Dataset.range(1_000_000_000 if params.is_training else 8)
-  return dataset.map(make).prefetch(tf.data.AUTOTUNE)
+  return sentence_prediction.dummy_batches(params, vocab_size, 17, positions, input_context)

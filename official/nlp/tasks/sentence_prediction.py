@@ -18,7 +18,7 @@ Example:
 
 import dataclasses
 import logging
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -174,35 +174,40 @@ def _drop_failed_restore(checkpoint: tf.train.Checkpoint) -> None:
   del checkpoint
 
 
-class _DummySentences:
-  """Synthetic `(features, labels)` batches for `input_path: dummy` (smoke tests, benchmarks):
-  random token ids, labels all 0."""
+def dummy_batches(params: Any, vocab_size: int, salt: int,
+                  make_labels: Callable[[Dict[str, tf.Tensor], tf.Tensor, tf.Tensor, int], Any],
+                  input_context: Optional[tf.distribute.InputContext] = None) -> tf.data.Dataset:
+  """Synthetic `(features, labels)` batches for `input_path: dummy` (smoke tests, benchmarks) of the
+  fine-tuning tasks.
 
-  def __init__(self, params: sp_loader.SentencePredictionDataConfig, num_classes: int,
-               vocab_size: int):
-    self.params, self.num_classes, self.vocab_size = params, num_classes, vocab_size
+  Batch `index` has random token ids (stateless, seed `(index, salt)`), a full `input_mask` and
+  `input_type_ids` 0; endless for training, 8 batches otherwise.
 
-  def load(self, input_context=None) -> tf.data.Dataset:
-    params = self.params
-    batch = params.global_batch_size
-    if input_context:
-      batch = input_context.get_per_replica_batch_size(params.global_batch_size)
-    seq = params.seq_length
+  Args:
+    params: the data config (`global_batch_size`, `seq_length`, `is_training`).
+    vocab_size: token ids are drawn from [0, vocab_size).
+    salt: the second seed component, one per task.
+    make_labels: `(features, seed, index, batch) -> labels`; may add features.
+    input_context: per-replica batch size under a distribution strategy.
 
-    def make(index):
-      seed = tf.stack([index, tf.constant(11, tf.int64)])
-      ids = tf.random.stateless_uniform([batch, seq], seed, 0, self.vocab_size, dtype=tf.int32)
-      features = {'input_word_ids': ids, 'input_mask': tf.ones_like(ids),
-                  'input_type_ids': tf.zeros_like(ids)}
-      # Every label is 0 (class 0, or 0.0 for regression), as in Model Garden: a step can fit it.
-      if params.label_type == 'float' or self.num_classes == 1:
-        labels = tf.zeros([batch], tf.float32)
-      else:
-        labels = tf.zeros([batch], tf.int32)
-      return features, labels
+  Example:
+    >>> dataset = dummy_batches(params, 30, 11, lambda f, seed, i, b: tf.zeros([b], tf.int32))
+  """
+  batch = params.global_batch_size
+  if input_context:
+    batch = input_context.get_per_replica_batch_size(params.global_batch_size)
+  seq = params.seq_length
 
-    dataset = tf.data.Dataset.range(1_000_000_000 if params.is_training else 8)
-    return dataset.map(make).prefetch(tf.data.AUTOTUNE)
+  def make(index):
+    seed = tf.stack([index, tf.constant(salt, tf.int64)])
+    ids = tf.random.stateless_uniform([batch, seq], seed, 0, vocab_size, dtype=tf.int32)
+    features = {'input_word_ids': ids, 'input_mask': tf.ones_like(ids),
+                'input_type_ids': tf.zeros_like(ids)}
+    labels = make_labels(features, seed, index, batch)
+    return features, labels
+
+  dataset = tf.data.Dataset.range(1_000_000_000 if params.is_training else 8)
+  return dataset.map(make).prefetch(tf.data.AUTOTUNE)
 
 
 @task_factory.register_task_cls(SentencePredictionConfig)
@@ -259,8 +264,11 @@ class SentencePredictionTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
     """
     model = self.task_config.model
     if params.input_path == 'dummy':
-      return _DummySentences(params, model.num_classes, model.encoder.get().vocab_size).load(
-          input_context)
+      # Every label is 0 (class 0, or 0.0 for regression), as in Model Garden: a step can fit it.
+      dtype = tf.float32 if params.label_type == 'float' or model.num_classes == 1 else tf.int32
+      return dummy_batches(params, model.encoder.get().vocab_size, 11,
+                           lambda features, seed, index, batch: tf.zeros([batch], dtype),
+                           input_context)
     loader = sp_loader.SentencePredictionDataLoader(params)
     dataset = loader.load(input_context)
     metadata = loader.metadata

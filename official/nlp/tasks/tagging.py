@@ -250,21 +250,12 @@ def _dummy_tags(params: tagging_dataloader.TaggingDataConfig, num_classes: int, 
                 input_context: Optional[tf.distribute.InputContext] = None) -> tf.data.Dataset:
   """Synthetic `(features, labels)` batches for `input_path: dummy`: random token ids, random tags
   in [-1, num_classes) (-1: no word starts there)."""
-  batch = params.global_batch_size
-  if input_context:
-    batch = input_context.get_per_replica_batch_size(params.global_batch_size)
-  seq = params.seq_length
+  def tags(features, seed, index, batch):
+    del index
+    return tf.random.stateless_uniform([batch, params.seq_length], seed + 1, -1, num_classes,
+                                       dtype=tf.int32)
 
-  def make(index):
-    seed = tf.stack([index, tf.constant(13, tf.int64)])
-    ids = tf.random.stateless_uniform([batch, seq], seed, 0, vocab_size, dtype=tf.int32)
-    features = {'input_word_ids': ids, 'input_mask': tf.ones_like(ids),
-                'input_type_ids': tf.zeros_like(ids)}
-    labels = tf.random.stateless_uniform([batch, seq], seed + 1, -1, num_classes, dtype=tf.int32)
-    return features, labels
-
-  dataset = tf.data.Dataset.range(1_000_000_000 if params.is_training else 8)
-  return dataset.map(make).prefetch(tf.data.AUTOTUNE)
+  return sentence_prediction.dummy_batches(params, vocab_size, 13, tags, input_context)
 
 
 def predict(task: TaggingTask, params: tagging_dataloader.TaggingDataConfig,
