@@ -1,1 +1,1 @@
-"""Command-line tools for preparing pretraining data (vocabulary, TFRecords, the stdlib demo corpus)."""
+"""Command-line tools that prepare pretraining data (vocabulary, TFRecords, the stdlib corpus)."""

@@ -23,7 +23,7 @@ from typing import Optional, Sequence
 
 from absl import flags
 
-from official.nlp.serving import cli_utils
+from official.common import cli_utils
 
 from official.nlp.data import create_finetuning_data as cfd
 
@@ -37,9 +37,10 @@ def _define_flags() -> flags.FlagValues:
                       'SQuAD JSON for squad.', **define)
   flags.DEFINE_string('output_file', None, 'The TFRecord file to write.', **define)
   flags.DEFINE_string('vocab_file', None, 'BERT vocab.txt.', **define)
-  flags.DEFINE_string('tokenizer_json', None, 'Hugging Face tokenizer.json (instead of --vocab_file).',
-                      **define)
-  flags.DEFINE_bool('do_lower_case', True, 'Lower-case and strip accents (uncased models).', **define)
+  flags.DEFINE_string('tokenizer_json', None,
+                      'Hugging Face tokenizer.json (instead of --vocab_file).', **define)
+  flags.DEFINE_bool('do_lower_case', True, 'Lower-case and strip accents (uncased models).',
+                    **define)
   flags.DEFINE_integer('max_seq_length', 128, 'Sequence length.', **define)
   flags.DEFINE_enum('input_format', 'auto', list(cfd.INPUT_FORMATS),
                     'Input format (auto: by extension; tagging reads conll).', **define)
@@ -49,8 +50,9 @@ def _define_flags() -> flags.FlagValues:
   flags.DEFINE_string('label_column', 'label', 'Column of the label.', **define)
   flags.DEFINE_enum('label_type', 'int', ['int', 'float'], 'int: class names; float: regression.',
                     **define)
-  flags.DEFINE_list('label_list', None, 'Class names / tags in id order (default: --label_map_file, '
-                    'else the sorted distinct labels of --input_file).', **define)
+  flags.DEFINE_list(
+      'label_list', None, 'Class names / tags in id order (default: --label_map_file, '
+      'else the sorted distinct labels of --input_file).', **define)
   flags.DEFINE_string('label_map_file', None, 'Metadata JSON of another split (e.g. '
                       'out/train.metadata.json) whose label_list to use.', **define)
   flags.DEFINE_integer('ignore_label_id', -1, 'Tagging: the label of positions without a loss.',

@@ -1,12 +1,12 @@
-"""Writes a pretraining corpus made of the docstrings of the running interpreter's Python standard library.
+"""Writes a pretraining corpus of the docstrings of the running interpreter's standard library.
 
 Every machine with Python has it, so the demo needs no download. The standard library directory
-(`sysconfig.get_paths()["stdlib"]`) is walked in sorted order (skipping tests, idlelib, site-packages and
-caches); each `.py` file is parsed with `ast` (nothing is imported) and every module, class and function
-docstring becomes one document: its paragraphs are joined, doctests (from `>>>` to the paragraph's end) are
-dropped, and the text is split into one sentence a line, with a blank line between documents (the Google BERT
-input format).
-The output only depends on the interpreter's files.
+(`sysconfig.get_paths()["stdlib"]`) is walked in sorted order (skipping tests, idlelib,
+site-packages and caches); each `.py` file is parsed with `ast` (nothing is imported) and every
+module, class and function docstring becomes one document: its paragraphs are joined, doctests (from
+`>>>` to the paragraph's end) are dropped, and the text is split into one sentence a line, with a
+blank line between documents (the Google BERT input format). The output only depends on the
+interpreter's files.
 
 Usage:
   python -m data_tools.stdlib_corpus --output_file=/tmp/stdlib.txt
@@ -25,18 +25,20 @@ from typing import Dict, Iterator, List, Optional, Sequence
 
 from absl import flags
 
-from official.nlp.serving import cli_utils
+from official.common import cli_utils
 
-_SKIP_DIRS = {"test", "tests", "idlelib", "site-packages", "dist-packages", "__pycache__", "_bundled"}
+_SKIP_DIRS = {
+    'test', 'tests', 'idlelib', 'site-packages', 'dist-packages', '__pycache__', '_bundled'
+}
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[`])")
 _MIN_WORDS = 3
 
 
 def _python_files(root: str) -> Iterator[str]:
   for directory, subdirs, files in os.walk(root):
-    subdirs[:] = sorted(d for d in subdirs if d not in _SKIP_DIRS and not d.startswith("test"))
+    subdirs[:] = sorted(d for d in subdirs if d not in _SKIP_DIRS and not d.startswith('test'))
     for name in sorted(files):
-      if name.endswith(".py") and not name.startswith("test_"):
+      if name.endswith('.py') and not name.startswith('test_'):
         yield os.path.join(directory, name)
 
 
@@ -55,17 +57,17 @@ def _docstrings(tree: ast.Module) -> Iterator[str]:
 
 
 def docstring_sentences(docstring: str) -> List[str]:
-  """One docstring as a list of sentences (paragraphs joined, doctest lines dropped, whitespace collapsed).
+  """One docstring as sentences (paragraphs joined, doctest lines dropped, whitespace collapsed).
 
   Example:
     docstring_sentences("Return x.  Raise if y.\\n\\n>>> f()\\n1")  # ['Return x.', 'Raise if y.']
   """
   sentences = []
-  for paragraph in re.split(r"\n\s*\n", inspect.cleandoc(docstring)):
+  for paragraph in re.split(r'\n\s*\n', inspect.cleandoc(docstring)):
     lines = [line.strip() for line in paragraph.splitlines()]
-    doctest = next((i for i, line in enumerate(lines) if line.startswith(">>>")), len(lines))
-    text = " ".join(lines[:doctest])  # a doctest (and its output) runs to the end of the paragraph
-    text = re.sub(r"\s+", " ", text).strip()
+    doctest = next((i for i, line in enumerate(lines) if line.startswith('>>>')), len(lines))
+    text = ' '.join(lines[:doctest])  # a doctest (and its output) runs to the end of the paragraph
+    text = re.sub(r'\s+', ' ', text).strip()
     if text:
       sentences.extend(s for s in _SENTENCE_END.split(text) if s)
   return sentences
@@ -75,15 +77,15 @@ def iter_documents(stdlib_dir: Optional[str] = None, stats: Optional[Dict[str, i
                    ) -> Iterator[List[str]]:
   """Documents (lists of sentences) from the standard library's docstrings, in a fixed order."""
   stats = stats if stats is not None else {}
-  root = stdlib_dir or sysconfig.get_paths()["stdlib"]
+  root = stdlib_dir or sysconfig.get_paths()['stdlib']
   for path in _python_files(root):
     try:
-      with open(path, "rb") as f:
+      with open(path, 'rb') as f:
         tree = ast.parse(f.read(), filename=path)
     except (SyntaxError, ValueError, UnicodeDecodeError):
-      stats["unparsable_files"] = stats.get("unparsable_files", 0) + 1
+      stats['unparsable_files'] = stats.get('unparsable_files', 0) + 1
       continue
-    stats["files"] = stats.get("files", 0) + 1
+    stats['files'] = stats.get('files', 0) + 1
     for docstring in _docstrings(tree):
       sentences = docstring_sentences(docstring)
       if sum(len(s.split()) for s in sentences) >= _MIN_WORDS:
@@ -105,40 +107,41 @@ def write_stdlib_corpus(output_path: str, max_documents: Optional[int] = None,
   Example:
     stats = write_stdlib_corpus("/tmp/stdlib.txt", max_documents=1000)
   """
-  stats = {"files": 0, "unparsable_files": 0, "documents": 0, "sentences": 0, "bytes": 0}
+  stats = {'files': 0, 'unparsable_files': 0, 'documents': 0, 'sentences': 0, 'bytes': 0}
   os.makedirs(os.path.dirname(os.path.abspath(output_path)), exist_ok=True)
-  with open(output_path, "w", encoding="utf-8", newline="\n") as f:
+  with open(output_path, 'w', encoding='utf-8', newline='\n') as f:
     for sentences in iter_documents(stdlib_dir, stats):
-      if max_documents is not None and stats["documents"] >= max_documents:
+      if max_documents is not None and stats['documents'] >= max_documents:
         break
-      if stats["documents"]:
-        f.write("\n")
-      f.write("".join(s + "\n" for s in sentences))
-      stats["documents"] += 1
-      stats["sentences"] += len(sentences)
-  stats["bytes"] = os.path.getsize(output_path)
+      if stats['documents']:
+        f.write('\n')
+      f.write(''.join(s + '\n' for s in sentences))
+      stats['documents'] += 1
+      stats['sentences'] += len(sentences)
+  stats['bytes'] = os.path.getsize(output_path)
   return stats
 
 
 def _define_flags() -> flags.FlagValues:
   fv = flags.FlagValues()
-  flags.DEFINE_string("output_file", None, "The corpus file to write.", flag_values=fv)
-  flags.DEFINE_integer("max_documents", None, "Stop after this many documents.", flag_values=fv)
-  flags.mark_flag_as_required("output_file", flag_values=fv)
+  flags.DEFINE_string('output_file', None, 'The corpus file to write.', flag_values=fv)
+  flags.DEFINE_integer('max_documents', None, 'Stop after this many documents.', flag_values=fv)
+  flags.mark_flag_as_required('output_file', flag_values=fv)
   return fv
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
   """Console entry point (`data_tools.stdlib_corpus:main`)."""
   fv = _define_flags()
-  status = cli_utils.parse_flags(fv, argv, "stdlib_corpus", __doc__)
+  status = cli_utils.parse_flags(fv, argv, 'stdlib_corpus', __doc__)
   if status is not None:
     return status
   stats = write_stdlib_corpus(fv.output_file, fv.max_documents)
   print(f"wrote {fv.output_file}: {stats['documents']} documents, {stats['sentences']} sentences, "
-        f"{stats['bytes'] / 1e6:.1f} MB from {stats['files']} files ({stats['unparsable_files']} unparsable)")
+        f"{stats['bytes'] / 1e6:.1f} MB from {stats['files']} files "
+        f"({stats['unparsable_files']} unparsable)")
   return 0
 
 
-if __name__ == "__main__":
+if __name__ == '__main__':
   sys.exit(main())

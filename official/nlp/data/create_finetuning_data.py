@@ -1,4 +1,4 @@
-"""Fine-tuning TFRecords from labelled text: sentence prediction (CSV/TSV/JSONL) and tagging (CoNLL).
+"""Fine-tuning TFRecords from labelled text: sentence prediction (CSV/TSV/JSONL), tagging (CoNLL).
 
 Sentence prediction: one example per row; columns `text`, optional `text_b` (a pair), `label`
 (names configurable). Labels are class names mapped to ids through a label list (given, taken from
@@ -38,10 +38,12 @@ import numpy as np
 from official.nlp.data import data_metadata
 from official.nlp.data import squad_lib
 from official.nlp.data import tfrecord_writer
+from official.nlp.data import vocab_assets
 from official.nlp.data.tokenization import CLS_TOKEN, SEP_TOKEN, UNK_TOKEN
-from official.nlp.data.tokenization import WordPieceTokenizer, load_tokenizer
+from official.nlp.data.tokenization import WordPieceTokenizer
 
-FORMAT = 'mlm_garden.finetuning_data'  # the same as sentence_prediction_dataloader.FINETUNING_FORMAT
+# The same as sentence_prediction_dataloader.FINETUNING_FORMAT.
+FORMAT = 'mlm_garden.finetuning_data'
 FORMAT_VERSION = 1
 TASKS = ('sentence_prediction', 'tagging', 'squad')
 INPUT_FORMATS = ('auto', 'csv', 'tsv', 'jsonl', 'conll')
@@ -387,7 +389,8 @@ def write_examples(path: str, int_features: Dict[str, np.ndarray],
 
 
 def create_finetuning_data(task: str, input_file: str, output_file: str,
-                           vocab_file: Optional[str] = None, *, tokenizer_json: Optional[str] = None,
+                           vocab_file: Optional[str] = None, *,
+                           tokenizer_json: Optional[str] = None,
                            tokenizer: Optional[WordPieceTokenizer] = None,
                            do_lower_case: bool = True, max_seq_length: int = 128,
                            input_format: str = 'auto', text_column: str = 'text',
@@ -432,7 +435,7 @@ def create_finetuning_data(task: str, input_file: str, output_file: str,
   if max_seq_length < 3:
     raise ValueError(f'max_seq_length must be >= 3, found {max_seq_length}')
   if tokenizer is None:
-    tokenizer = load_tokenizer(vocab_file, tokenizer_json, do_lower_case)
+    tokenizer = vocab_assets.load_tokenizer_from_flags(vocab_file, tokenizer_json, do_lower_case)
   if task == 'squad':
     return squad_lib.write_squad_data(
         input_file, output_file, tokenizer, max_seq_length, doc_stride, max_query_length,

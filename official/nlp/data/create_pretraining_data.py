@@ -2,39 +2,41 @@
 
 Input: text files, one sentence a line, a blank line between documents (Google BERT convention).
 Output: TFRecords of `tf.train.Example` with the Google BERT schema:
-  `input_ids` (v2: `input_word_ids`), `input_mask`, `segment_ids` (v2: `input_type_ids`): int64[max_seq_length];
-  `masked_lm_positions`, `masked_lm_ids`: int64[max_predictions_per_seq]; `masked_lm_weights`:
-  float[max_predictions_per_seq]; `next_sentence_labels`: int64[1] (1 = B is a random segment).
-  Layout `[CLS] A [SEP] B [SEP]`, zero padding. `dynamic=True` writes only the first three and
-  `next_sentence_labels` (masks are drawn while training). `no_next_sentence=True` writes single segments
-  `[CLS] tokens [SEP]` with segment ids 0 and `next_sentence_labels` 0 (the feature is kept so the schema does
-  not change; metadata says `next_sentence: false`).
-Plus a metadata JSON next to the records (`data_metadata.metadata_path`, e.g. `out/train.metadata.json`),
-read back with `load_metadata(path_or_glob)`.
+  `input_ids` (v2: `input_word_ids`), `input_mask`, `segment_ids` (v2: `input_type_ids`):
+  int64[max_seq_length]; `masked_lm_positions`, `masked_lm_ids`: int64[max_predictions_per_seq];
+  `masked_lm_weights`: float[max_predictions_per_seq]; `next_sentence_labels`: int64[1] (1 = B is a
+  random segment). Layout `[CLS] A [SEP] B [SEP]`, zero padding. `dynamic=True` writes only the
+  first three and `next_sentence_labels` (masks are drawn while training). `no_next_sentence=True`
+  writes single segments `[CLS] tokens [SEP]` with segment ids 0 and `next_sentence_labels` 0 (the
+  feature is kept so the schema does not change; metadata says `next_sentence: false`).
+Plus a metadata JSON next to the records (`data_metadata.metadata_path`, e.g.
+`out/train.metadata.json`), read back with `load_metadata(path_or_glob)`.
 
-Packing and masking follow Google BERT (see `pretraining_instances`) with its flaws fixed: n-gram sizes come from
-the seeded generator, and whole-word masking decides [MASK]/random/keep once per word.
+Packing and masking follow Google BERT (see `pretraining_instances`) with its flaws fixed: n-gram
+sizes come from the seeded generator, and whole-word masking decides [MASK]/random/keep once per
+word.
 
-Pipeline (`create_pretraining_data`): blocks of input lines are tokenized by worker processes (Rust WordPiece
-through an exact word cache) into compact numpy arrays (a few bytes per token: the whole corpus stays in
-memory, instances do not); documents are grouped by length into chunks of about `_CHUNK_TOKENS` tokens, and each
-(dupe, chunk) unit is packed (`pack_documents`), masked on its real tokens (`build_instance_arrays`) and
-serialized with TFRecord framing and CRC32C (`tfrecord_writer.encode_pretraining_records`, no TensorFlow import)
-by a worker (forked: the token arrays are shared copy-on-write) with a random generator seeded from
-`(random_seed, dupe, chunk)`. Units are assigned to output shards by a seeded permutation; a shard's records
-are spilled to a file as they come, then written in a seeded random order from that file (read a chunk at a
-time). Memory is the token arrays plus a few work units, whatever the output layout; the output bytes do
-not depend on `num_workers` (capped to the CPUs available).
+Pipeline (`create_pretraining_data`): blocks of input lines are tokenized by worker processes (Rust
+WordPiece through an exact word cache) into compact numpy arrays (a few bytes per token: the whole
+corpus stays in memory, instances do not); documents are grouped by length into chunks of about
+`_CHUNK_TOKENS` tokens, and each (dupe, chunk) unit is packed (`pack_documents`), masked on its real
+tokens (`build_instance_arrays`) and serialized with TFRecord framing and CRC32C
+(`tfrecord_writer.encode_pretraining_records`, no TensorFlow import) by a worker (forked: the token
+arrays are shared copy-on-write) with a random generator seeded from `(random_seed, dupe, chunk)`.
+Units are assigned to output shards by a seeded permutation; a shard's records are spilled to a file
+as they come, then written in a seeded random order from that file (read a chunk at a time). Memory
+is the token arrays plus a few work units, whatever the output layout; the output bytes do not
+depend on `num_workers` (capped to the CPUs available).
 
-Files are written as one set: into a hidden staging directory next to the outputs (created first, so an
-unwritable output directory fails before any work), then moved into place by
-`data_metadata.commit_record_set`, which replaces the files of a previous set and writes the metadata last. The
-metadata lists every file with its record count, size and CRC-32 (computed while writing), which the training
-data loaders check (`data_metadata.verify_record_files`).
+Files are written as one set: into a hidden staging directory next to the outputs (created first, so
+an unwritable output directory fails before any work), then moved into place by
+`data_metadata.commit_record_set`, which replaces the files of a previous set and writes the
+metadata last. The metadata lists every file with its record count, size and CRC-32 (computed while
+writing), which the training data loaders check (`data_metadata.verify_record_files`).
 
 Model Garden's functions (`create_masked_lm_predictions`, `create_instances_from_document`,
-`create_training_instances`, `write_instance_to_example_files`) are available with their arguments; they work
-on string tokens and in-memory instances and are meant for small data and tests.
+`create_training_instances`, `write_instance_to_example_files`) are available with their arguments;
+they work on string tokens and in-memory instances and are meant for small data and tests.
 
 Example:
   create_pretraining_data("corpus.txt", "out/train.tfrecord", vocab_file="vocab.txt", dupe_factor=5)
@@ -60,26 +62,30 @@ from official.nlp.data import parallel
 from official.nlp.data import pretraining_instances as pi
 from official.nlp.data import tfrecord_writer
 from official.nlp.data import tokenized_corpus
+from official.nlp.data import vocab_assets
 from official.nlp.data.data_metadata import load_metadata  # re-exported for the training task
 from official.nlp.data.tokenization import (CLS_TOKEN, CONTINUATION_PREFIX, MASK_TOKEN, SEP_TOKEN,
-                                            SPECIAL_TOKENS, WordPieceTokenizer, load_tokenizer)
+                                            SPECIAL_TOKENS, WordPieceTokenizer)
 
-__all__ = ["TrainingInstance", "create_masked_lm_predictions", "create_instances_from_document",
-           "create_training_instances", "write_instance_to_example_files", "create_pretraining_data",
-           "feature_names", "load_metadata"]
+__all__ = [
+    'TrainingInstance', 'create_masked_lm_predictions', 'create_instances_from_document',
+    'create_training_instances', 'write_instance_to_example_files', 'create_pretraining_data',
+    'feature_names', 'load_metadata'
+]
 
 logger = logging.getLogger(__name__)
-_CHUNK_TOKENS = 1 << 18  # tokens per work unit (fixed: the output must not depend on the number of workers)
-_TOOL = "mlm-garden create_pretraining_data"
+# Tokens per work unit (fixed: the output must not depend on the number of workers)
+_CHUNK_TOKENS = 1 << 18
+_TOOL = 'mlm-garden create_pretraining_data'
 
 
 def feature_names(use_v2_feature_names: bool = False, dynamic: bool = False) -> List[str]:
   """Names of the features written, in order."""
-  names = ["input_word_ids" if use_v2_feature_names else "input_ids", "input_mask",
-           "input_type_ids" if use_v2_feature_names else "segment_ids"]
+  names = ['input_word_ids' if use_v2_feature_names else 'input_ids', 'input_mask',
+           'input_type_ids' if use_v2_feature_names else 'segment_ids']
   if not dynamic:
-    names += ["masked_lm_positions", "masked_lm_ids", "masked_lm_weights"]
-  return names + ["next_sentence_labels"]
+    names += ['masked_lm_positions', 'masked_lm_ids', 'masked_lm_weights']
+  return names + ['next_sentence_labels']
 
 
 def _example_features(batch: pi.InstanceBatch, use_v2_feature_names: bool, dynamic: bool):
@@ -87,14 +93,14 @@ def _example_features(batch: pi.InstanceBatch, use_v2_feature_names: bool, dynam
   ints = {names[0]: batch.input_ids, names[1]: batch.input_mask, names[2]: batch.segment_ids}
   floats = {}
   if not dynamic:
-    ints["masked_lm_positions"] = batch.masked_lm_positions
-    ints["masked_lm_ids"] = batch.masked_lm_ids
-    floats["masked_lm_weights"] = batch.masked_lm_weights
-  ints["next_sentence_labels"] = batch.next_sentence_labels.reshape(-1, 1)
+    ints['masked_lm_positions'] = batch.masked_lm_positions
+    ints['masked_lm_ids'] = batch.masked_lm_ids
+    floats['masked_lm_weights'] = batch.masked_lm_weights
+  ints['next_sentence_labels'] = batch.next_sentence_labels.reshape(-1, 1)
   return ints, floats
 
 
-# ----------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Model Garden's API (string tokens, in memory).
 
 
@@ -108,18 +114,21 @@ class TrainingInstance:
   is_random_next: bool
 
 
-def create_masked_lm_predictions(tokens: Sequence[str], masked_lm_prob: float, max_predictions_per_seq: int,
-                                 vocab_words: Sequence[str], rng: random.Random, do_whole_word_mask: bool = False,
-                                 max_ngram_size: Optional[int] = None) -> Tuple[List[str], List[int], List[str]]:
-  """Masks a token sequence for the masked-LM objective (Google BERT semantics, see `pretraining_instances`).
+def create_masked_lm_predictions(
+    tokens: Sequence[str], masked_lm_prob: float, max_predictions_per_seq: int,
+    vocab_words: Sequence[str], rng: random.Random, do_whole_word_mask: bool = False,
+    max_ngram_size: Optional[int] = None) -> Tuple[List[str], List[int], List[str]]:
+  """Masks tokens for the masked-LM objective (Google BERT semantics, see `pretraining_instances`).
 
   Args:
     tokens: `[CLS] A [SEP] (B [SEP])` string tokens.
-    masked_lm_prob: fraction of tokens to mask (budget `round(len(tokens) * masked_lm_prob)`, at least 1).
+    masked_lm_prob: fraction of tokens to mask (budget `round(len(tokens) * masked_lm_prob)`, at
+      least 1).
     max_predictions_per_seq: cap on the budget.
     vocab_words: the vocabulary (random replacements are drawn from it).
     rng: random source.
-    do_whole_word_mask: mask a word with all its `##` pieces, one [MASK]/random/keep decision per word.
+    do_whole_word_mask: mask a word with all its `##` pieces, one [MASK]/random/keep decision per
+      word.
     max_ngram_size: mask spans of up to n words/tokens (p ~ 1/n).
 
   Returns:
@@ -161,10 +170,10 @@ def _window(items: Sequence[Any], size: int) -> Iterator[List[Any]]:
 
 
 def _tokens_to_grams(tokens: Sequence[str]) -> List[Tuple[int, int]]:
-  """The `[start, end)` spans of whole words: a token and the `##` pieces after it; [CLS]/[SEP] excluded.
+  """The `[start, end)` spans of whole words (a token and its `##` pieces), [CLS]/[SEP] excluded.
 
-  The same grouping as `pretraining_instances.unit_starts_for` on string tokens (the unit of whole-word and
-  n-gram masking).
+  The same grouping as `pretraining_instances.unit_starts_for` on string tokens (the unit of
+  whole-word and n-gram masking).
 
   Example:
     _tokens_to_grams(["[CLS]", "Up", "##dog", "[SEP]"]) == [(1, 3)]
@@ -184,14 +193,17 @@ def _tokens_to_grams(tokens: Sequence[str]) -> List[Tuple[int, int]]:
 def _csr(all_documents: Sequence[Sequence[Sequence[str]]]):
   """Sentence and document offsets of string-token documents (corpus token coordinates)."""
   sentence_lengths = [len(sentence) for document in all_documents for sentence in document]
-  sentence_starts = np.concatenate([[0], np.cumsum(sentence_lengths, dtype=np.int64)]).astype(np.int64)
-  document_starts = np.concatenate([[0], np.cumsum([len(d) for d in all_documents], dtype=np.int64)])
+  sentence_starts = np.concatenate([[0], np.cumsum(sentence_lengths,
+                                                   dtype=np.int64)]).astype(np.int64)
+  document_starts = np.concatenate([[0],
+                                    np.cumsum([len(d) for d in all_documents], dtype=np.int64)])
   return sentence_starts, document_starts.astype(np.int64)
 
 
-def _instances_from_packed(all_documents, packed: pi.PackedInstances, sentence_starts, document_starts,
-                           masked_lm_prob, max_predictions_per_seq, vocab_words, rng, do_whole_word_mask,
-                           max_ngram_size, no_next_sentence) -> List[TrainingInstance]:
+def _instances_from_packed(all_documents, packed: pi.PackedInstances, sentence_starts,
+                           document_starts, masked_lm_prob, max_predictions_per_seq, vocab_words,
+                           rng, do_whole_word_mask, max_ngram_size,
+                           no_next_sentence) -> List[TrainingInstance]:
   flat_cache: Dict[int, List[str]] = {}
 
   def tokens(document: int, start: int, end: int) -> List[str]:
@@ -209,46 +221,54 @@ def _instances_from_packed(all_documents, packed: pi.PackedInstances, sentence_s
       tokens_b = tokens(int(packed.b_document[i]), int(packed.b_start[i]), int(packed.b_end[i]))
       sequence += tokens_b + [SEP_TOKEN]
       segment_ids += [1] * (len(tokens_b) + 1)
-    sequence, positions, labels = create_masked_lm_predictions(
-        sequence, masked_lm_prob, max_predictions_per_seq, vocab_words, rng, do_whole_word_mask, max_ngram_size)
-    instances.append(TrainingInstance(sequence, segment_ids, positions, labels, bool(packed.is_random_next[i])))
+    sequence, positions, labels = create_masked_lm_predictions(sequence, masked_lm_prob,
+                                                               max_predictions_per_seq, vocab_words,
+                                                               rng, do_whole_word_mask,
+                                                               max_ngram_size)
+    instances.append(
+        TrainingInstance(sequence, segment_ids, positions, labels, bool(packed.is_random_next[i])))
   return instances
 
 
-def create_instances_from_document(all_documents: Sequence[Sequence[Sequence[str]]], document_index: int,
-                                   max_seq_length: int, short_seq_prob: float, masked_lm_prob: float,
-                                   max_predictions_per_seq: int, vocab_words: Sequence[str], rng: random.Random,
-                                   do_whole_word_mask: bool = False, max_ngram_size: Optional[int] = None,
+def create_instances_from_document(all_documents: Sequence[Sequence[Sequence[str]]],
+                                   document_index: int, max_seq_length: int, short_seq_prob: float,
+                                   masked_lm_prob: float, max_predictions_per_seq: int,
+                                   vocab_words: Sequence[str], rng: random.Random,
+                                   do_whole_word_mask: bool = False,
+                                   max_ngram_size: Optional[int] = None,
                                    no_next_sentence: bool = False) -> List[TrainingInstance]:
   """Instances of one document (Google BERT packing, see `pretraining_instances.pack_documents`).
 
   Args:
-    all_documents: documents as lists of sentences as lists of string tokens (random next segments come from
-      other documents); documents must not be empty.
+    all_documents: documents as lists of sentences as lists of string tokens (random next segments
+      come from other documents); documents must not be empty.
     document_index: the document to cut.
     max_seq_length, short_seq_prob, masked_lm_prob, max_predictions_per_seq, vocab_words, rng,
-      do_whole_word_mask, max_ngram_size: as in `create_masked_lm_predictions` / the module docstring.
+      do_whole_word_mask, max_ngram_size: as in `create_masked_lm_predictions` / the module
+        docstring.
     no_next_sentence: single segments `[CLS] tokens [SEP]` (RoBERTa style), `is_random_next` False.
 
   Returns:
     The `TrainingInstance`s.
   """
   sentence_starts, document_starts = _csr(all_documents)
-  packed = pi.pack_documents(np.array([document_index]), sentence_starts, document_starts, max_seq_length,
-                             short_seq_prob, np.random.default_rng(rng.getrandbits(64)),
+  packed = pi.pack_documents(np.array([document_index]), sentence_starts, document_starts,
+                             max_seq_length, short_seq_prob,
+                             np.random.default_rng(rng.getrandbits(64)),
                              next_sentence=not no_next_sentence)
-  return _instances_from_packed(all_documents, packed, sentence_starts, document_starts, masked_lm_prob,
-                                max_predictions_per_seq, vocab_words, rng, do_whole_word_mask, max_ngram_size,
-                                no_next_sentence)
+  return _instances_from_packed(all_documents, packed, sentence_starts, document_starts,
+                                masked_lm_prob, max_predictions_per_seq, vocab_words, rng,
+                                do_whole_word_mask, max_ngram_size, no_next_sentence)
 
 
 def create_training_instances(input_files: Sequence[str], tokenizer: WordPieceTokenizer,
-                              processor_text_fn: Optional[Callable[[str], str]], max_seq_length: int,
-                              dupe_factor: int, short_seq_prob: float, masked_lm_prob: float,
-                              max_predictions_per_seq: int, rng: random.Random, do_whole_word_mask: bool = False,
+                              processor_text_fn: Optional[Callable[[str], str]],
+                              max_seq_length: int, dupe_factor: int, short_seq_prob: float,
+                              masked_lm_prob: float, max_predictions_per_seq: int,
+                              rng: random.Random, do_whole_word_mask: bool = False,
                               max_ngram_size: Optional[int] = None,
                               no_next_sentence: bool = False) -> List[TrainingInstance]:
-  """All instances of the input files, in memory and shuffled (Model Garden's function; small data only).
+  """All instances of the input files, in memory, shuffled (Model Garden's function; small data).
 
   Args:
     input_files: text files (one sentence a line, blank line between documents).
@@ -260,7 +280,8 @@ def create_training_instances(input_files: Sequence[str], tokenizer: WordPieceTo
   Returns:
     The shuffled `TrainingInstance`s.
   """
-  corpus, _ = tokenized_corpus.read_tokenized_corpus(list(input_files), tokenizer, processor_text_fn)
+  corpus, _ = tokenized_corpus.read_tokenized_corpus(list(input_files), tokenizer,
+                                                     processor_text_fn)
   vocab = tokenizer.vocab
   tokens = [vocab[i] for i in corpus.token_ids.tolist()]
   starts = corpus.sentence_starts.tolist()
@@ -272,33 +293,40 @@ def create_training_instances(input_files: Sequence[str], tokenizer: WordPieceTo
   sentence_starts, document_starts = _csr(all_documents)
   instances = []
   for _ in range(dupe_factor):
-    packed = pi.pack_documents(np.arange(len(all_documents)), sentence_starts, document_starts, max_seq_length,
-                               short_seq_prob, np.random.default_rng(rng.getrandbits(64)),
+    packed = pi.pack_documents(np.arange(len(all_documents)), sentence_starts, document_starts,
+                               max_seq_length, short_seq_prob,
+                               np.random.default_rng(rng.getrandbits(64)),
                                next_sentence=not no_next_sentence)
-    instances.extend(_instances_from_packed(
-        all_documents, packed, sentence_starts, document_starts, masked_lm_prob, max_predictions_per_seq, vocab,
-        rng, do_whole_word_mask, max_ngram_size, no_next_sentence))
+    instances.extend(
+        _instances_from_packed(all_documents, packed, sentence_starts, document_starts,
+                               masked_lm_prob, max_predictions_per_seq, vocab, rng,
+                               do_whole_word_mask, max_ngram_size, no_next_sentence))
   rng.shuffle(instances)
   return instances
 
 
-def write_instance_to_example_files(instances: Sequence[TrainingInstance], tokenizer: WordPieceTokenizer,
-                                    max_seq_length: int, max_predictions_per_seq: int, output_files: Sequence[str],
-                                    gzip_compress: bool = False, use_v2_feature_names: bool = False) -> int:
-  """Writes instances round-robin to `output_files` as TFRecords (Google BERT schema); returns their number."""
+def write_instance_to_example_files(instances: Sequence[TrainingInstance],
+                                    tokenizer: WordPieceTokenizer, max_seq_length: int,
+                                    max_predictions_per_seq: int, output_files: Sequence[str],
+                                    gzip_compress: bool = False,
+                                    use_v2_feature_names: bool = False) -> int:
+  """Writes instances round-robin to `output_files` as Google BERT TFRecords; returns the count."""
   count = len(instances)
   batch = pi.InstanceBatch(
-      input_ids=np.zeros((count, max_seq_length), np.int64), input_mask=np.zeros((count, max_seq_length), np.int64),
+      input_ids=np.zeros((count, max_seq_length), np.int64),
+      input_mask=np.zeros((count, max_seq_length), np.int64),
       segment_ids=np.zeros((count, max_seq_length), np.int64),
       next_sentence_labels=np.array([int(i.is_random_next) for i in instances], np.int64),
       masked_lm_positions=np.zeros((count, max_predictions_per_seq), np.int64),
       masked_lm_ids=np.zeros((count, max_predictions_per_seq), np.int64),
       masked_lm_weights=np.zeros((count, max_predictions_per_seq), np.float32))
   for row, instance in enumerate(instances):
-    if len(instance.tokens) > max_seq_length or len(instance.masked_lm_positions) > max_predictions_per_seq:
-      raise ValueError(f"instance {row}: {len(instance.tokens)} tokens / {len(instance.masked_lm_positions)} "
-                       f"predictions exceed max_seq_length={max_seq_length} / "
-                       f"max_predictions_per_seq={max_predictions_per_seq}")
+    if (len(instance.tokens) > max_seq_length
+        or len(instance.masked_lm_positions) > max_predictions_per_seq):
+      raise ValueError(
+          f'instance {row}: {len(instance.tokens)} tokens / {len(instance.masked_lm_positions)} '
+          f'predictions exceed max_seq_length={max_seq_length} / '
+          f'max_predictions_per_seq={max_predictions_per_seq}')
     n, m = len(instance.tokens), len(instance.masked_lm_positions)
     batch.input_ids[row, :n] = tokenizer.convert_tokens_to_ids(instance.tokens)
     batch.input_mask[row, :n] = 1
@@ -306,15 +334,16 @@ def write_instance_to_example_files(instances: Sequence[TrainingInstance], token
     batch.masked_lm_positions[row, :m] = instance.masked_lm_positions
     batch.masked_lm_ids[row, :m] = tokenizer.convert_tokens_to_ids(instance.masked_lm_labels)
     batch.masked_lm_weights[row, :m] = 1.0
-  data, lengths = tfrecord_writer.frame_records(
-      *tfrecord_writer.encode_examples(*_example_features(batch, use_v2_feature_names, dynamic=False)))
+  data, lengths = tfrecord_writer.frame_records(*tfrecord_writer.encode_examples(
+      *_example_features(batch, use_v2_feature_names, dynamic=False)))
   for index, path in enumerate(output_files):
     with tfrecord_writer.AtomicRecordFile(path, gzip_compress) as f:
-      f.write(tfrecord_writer.select_records(data, lengths, np.arange(index, count, len(output_files))))
+      f.write(
+          tfrecord_writer.select_records(data, lengths, np.arange(index, count, len(output_files))))
   return count
 
 
-# ----------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # The fast pipeline.
 
 @dataclasses.dataclass
@@ -332,112 +361,128 @@ def _build_unit(unit: Tuple[int, int]) -> _UnitResult:
   """Packs, masks and serializes the documents of chunk `unit[1]` for dupe `unit[0]`."""
   dupe, chunk = unit
   shared = parallel.state()
-  corpus: tokenized_corpus.TokenizedCorpus = shared["corpus"]
-  options: pi.InstanceOptions = shared["options"]
-  rng = np.random.default_rng(np.random.SeedSequence([shared["random_seed"], dupe, chunk]))
-  documents = shared["chunk_documents"][chunk]
+  corpus: tokenized_corpus.TokenizedCorpus = shared['corpus']
+  options: pi.InstanceOptions = shared['options']
+  rng = np.random.default_rng(np.random.SeedSequence([shared['random_seed'], dupe, chunk]))
+  documents = shared['chunk_documents'][chunk]
   packed = pi.pack_documents(documents, corpus.sentence_starts, corpus.document_starts,
-                             options.max_seq_length, options.short_seq_prob, rng, options.next_sentence)
+                             options.max_seq_length, options.short_seq_prob, rng,
+                             options.next_sentence)
   if not len(packed):
-    return _UnitResult(b"", np.zeros(0, np.int64), documents.size, 0, 0, 0, 0)
-  arrays = pi.build_instance_arrays(corpus.token_ids, packed, options, shared["special"], rng)
+    return _UnitResult(b'', np.zeros(0, np.int64), documents.size, 0, 0, 0, 0)
+  arrays = pi.build_instance_arrays(corpus.token_ids, packed, options, shared['special'], rng)
   records, record_lengths = tfrecord_writer.encode_pretraining_records(
       arrays.input_ids, arrays.lengths, arrays.segment_starts, arrays.next_sentence_labels,
-      arrays.masked_lm_positions, arrays.masked_lm_ids, arrays.masked_counts, shared["use_v2_feature_names"],
-      shared["special"].vocab_size)
+      arrays.masked_lm_positions, arrays.masked_lm_ids, arrays.masked_counts,
+      shared['use_v2_feature_names'], shared['special'].vocab_size)
   masked = 0 if options.dynamic else int(arrays.masked_counts.sum())
-  return _UnitResult(records.tobytes(), record_lengths, documents.size, len(arrays), int(arrays.lengths.sum()),
-                     masked, int(arrays.next_sentence_labels.sum()))
+  return _UnitResult(records.tobytes(), record_lengths, documents.size, len(arrays),
+                     int(arrays.lengths.sum()), masked, int(arrays.next_sentence_labels.sum()))
 
 
 def _chunk_documents(corpus: tokenized_corpus.TokenizedCorpus) -> List[np.ndarray]:
   """The documents of each work chunk (about `_CHUNK_TOKENS` tokens each), grouped by length.
 
-  Packing takes one vectorized round per instance of the chunk's longest document, so documents of similar
-  length go together (a long document does not keep a chunk of short ones looping).
+  Packing takes one vectorized round per instance of the chunk's longest document, so documents of
+  similar length go together (a long document does not keep a chunk of short ones looping).
   """
   tokens = corpus.document_tokens()
-  by_length = np.argsort(tokens, kind="stable")
+  by_length = np.argsort(tokens, kind='stable')
   tokens_before = np.cumsum(tokens[by_length]) - tokens[by_length]
   _, starts = np.unique(tokens_before // _CHUNK_TOKENS, return_index=True)
   return np.split(by_length, starts[1:])
 
 
-def _output_paths(output_file: Union[str, Sequence[str]], num_output_shards: Optional[int]) -> List[str]:
-  paths = [p.strip() for p in (output_file.split(",") if isinstance(output_file, str) else output_file)]
+def _output_paths(output_file: Union[str, Sequence[str]],
+                  num_output_shards: Optional[int]) -> List[str]:
+  paths = [
+      p.strip() for p in (output_file.split(',') if isinstance(output_file, str) else output_file)
+  ]
   paths = [p for p in paths if p]
   if not paths:
-    raise ValueError(f"output_file: no file given (found {output_file!r})")
+    raise ValueError(f'output_file: no file given (found {output_file!r})')
   if num_output_shards is None or num_output_shards == len(paths):
     return paths
   if num_output_shards < 1:
-    raise ValueError(f"num_output_shards must be >= 1, found {num_output_shards}")
+    raise ValueError(f'num_output_shards must be >= 1, found {num_output_shards}')
   if len(paths) > 1:
-    raise ValueError(f"num_output_shards={num_output_shards} needs a single output_file; found {len(paths)} files "
-                     f"(give one name to shard, or as many names as shards)")
-  return [f"{paths[0]}-{i:05d}-of-{num_output_shards:05d}" for i in range(num_output_shards)]
+    raise ValueError(
+        f'num_output_shards={num_output_shards} needs a single output_file; found {len(paths)} '
+        f'files (give one name to shard, or as many names as shards)')
+  return [f'{paths[0]}-{i:05d}-of-{num_output_shards:05d}' for i in range(num_output_shards)]
 
 
-def _check_options(max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob, dupe_factor,
-                   max_ngram_size, random_seed, num_workers, no_next_sentence, dynamic) -> None:
+def _check_options(max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob,
+                   dupe_factor, max_ngram_size, random_seed, num_workers, no_next_sentence,
+                   dynamic) -> None:
   min_length = 3 if no_next_sentence else 5
   checks = [
-      ("max_seq_length", max_seq_length, max_seq_length >= min_length, f">= {min_length}"),
-      ("max_predictions_per_seq", max_predictions_per_seq, dynamic or max_predictions_per_seq >= 1, ">= 1"),
-      ("masked_lm_prob", masked_lm_prob, dynamic or 0.0 < masked_lm_prob < 1.0, "in (0, 1)"),
-      ("short_seq_prob", short_seq_prob, 0.0 <= short_seq_prob <= 1.0, "in [0, 1]"),
-      ("dupe_factor", dupe_factor, dupe_factor >= 1, ">= 1"),
-      ("max_ngram_size", max_ngram_size, max_ngram_size is None or max_ngram_size >= 1, "None or >= 1"),
-      ("random_seed", random_seed, random_seed >= 0, ">= 0"),
-      ("num_workers", num_workers, num_workers >= 1, ">= 1"),
+      ('max_seq_length', max_seq_length, max_seq_length >= min_length, f'>= {min_length}'),
+      ('max_predictions_per_seq', max_predictions_per_seq, dynamic or
+       max_predictions_per_seq >= 1, '>= 1'),
+      ('masked_lm_prob', masked_lm_prob, dynamic or 0.0 < masked_lm_prob < 1.0, 'in (0, 1)'),
+      ('short_seq_prob', short_seq_prob, 0.0 <= short_seq_prob <= 1.0, 'in [0, 1]'),
+      ('dupe_factor', dupe_factor, dupe_factor >= 1, '>= 1'),
+      ('max_ngram_size', max_ngram_size, max_ngram_size is None or
+       max_ngram_size >= 1, 'None or >= 1'),
+      ('random_seed', random_seed, random_seed >= 0, '>= 0'),
+      ('num_workers', num_workers, num_workers >= 1, '>= 1'),
   ]
   for name, value, ok, expected in checks:
     if not ok:
-      raise ValueError(f"{name} must be {expected}, found {value!r}")
+      raise ValueError(f'{name} must be {expected}, found {value!r}')
 
 
 def _tool_version() -> str:
-  for name in ("mlm-garden", "mlm_garden"):
+  for name in ('mlm-garden', 'mlm_garden'):
     try:
       return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:
       pass
-  return "0+local"
+  return '0+local'
 
 
 def _no_text_error(input_files: Sequence[str], stats: tokenized_corpus.CorpusStats) -> ValueError:
   return ValueError(
-      f"no instances: the input files {list(input_files)} hold no tokenizable text ({stats.bytes} bytes, "
-      f"{stats.lines} lines: {stats.blank_lines} blank, {stats.invalid_lines} invalid UTF-8, "
-      f"{stats.empty_token_lines} that tokenize to nothing); expected one sentence a line with a blank line "
-      f"between documents")
+      f'no instances: the input files {list(input_files)} hold no tokenizable text '
+      f'({stats.bytes} bytes, {stats.lines} lines: {stats.blank_lines} blank, '
+      f'{stats.invalid_lines} invalid UTF-8, {stats.empty_token_lines} that tokenize to nothing); '
+      f'expected one sentence a line with a blank line between documents')
 
 
-def create_pretraining_data(input_file: Union[str, Sequence[str]], output_file: Union[str, Sequence[str]],
-                            vocab_file: Optional[str] = None, *, tokenizer_json: Optional[str] = None,
-                            tokenizer: Optional[WordPieceTokenizer] = None, do_lower_case: bool = True,
-                            do_whole_word_mask: bool = False, max_ngram_size: Optional[int] = None,
-                            max_seq_length: int = 128, max_predictions_per_seq: int = 20, random_seed: int = 12345,
-                            dupe_factor: int = 10, masked_lm_prob: float = 0.15, short_seq_prob: float = 0.1,
-                            gzip_compress: bool = False, use_v2_feature_names: bool = False,
-                            num_workers: Optional[int] = None, num_output_shards: Optional[int] = None,
-                            no_next_sentence: bool = False, dynamic: bool = False,
+def create_pretraining_data(input_file: Union[str, Sequence[str]],
+                            output_file: Union[str, Sequence[str]],
+                            vocab_file: Optional[str] = None, *,
+                            tokenizer_json: Optional[str] = None,
+                            tokenizer: Optional[WordPieceTokenizer] = None,
+                            do_lower_case: bool = True, do_whole_word_mask: bool = False,
+                            max_ngram_size: Optional[int] = None, max_seq_length: int = 128,
+                            max_predictions_per_seq: int = 20, random_seed: int = 12345,
+                            dupe_factor: int = 10, masked_lm_prob: float = 0.15,
+                            short_seq_prob: float = 0.1, gzip_compress: bool = False,
+                            use_v2_feature_names: bool = False, num_workers: Optional[int] = None,
+                            num_output_shards: Optional[int] = None, no_next_sentence: bool = False,
+                            dynamic: bool = False,
                             processor_text_fn: Optional[Callable[[str], str]] = None,
                             show_progress: bool = False) -> Dict[str, Any]:
-  """Writes pretraining TFRecords and their metadata file from text files (see the module docstring).
+  """Writes pretraining TFRecords and their metadata file from text files (module docstring).
 
   Args:
     input_file: comma-separated list (or list) of text files and globs.
-    output_file: comma-separated list (or list) of output files; each gets a random share of the instances.
+    output_file: comma-separated list (or list) of output files; each gets a random share of the
+      instances.
     vocab_file: BERT `vocab.txt` (or give `tokenizer_json` or a ready `tokenizer`).
-    tokenizer_json: Hugging Face `tokenizer.json` with a WordPiece model (its normalizer decides lower-casing).
+    tokenizer_json: Hugging Face `tokenizer.json` with a WordPiece model (its normalizer decides
+      lower-casing).
     tokenizer: a ready `WordPieceTokenizer`.
     do_lower_case: lower-case and strip accents (with `vocab_file`).
-    do_whole_word_mask, max_ngram_size, max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob:
-      packing and masking, see `pretraining_instances`.
-    random_seed: the output depends only on the inputs, the options and this seed (not on `num_workers`).
+    do_whole_word_mask, max_ngram_size, max_seq_length, max_predictions_per_seq, masked_lm_prob,
+      short_seq_prob: packing and masking, see `pretraining_instances`.
+    random_seed: the output depends only on the inputs, the options and this seed (not on
+      `num_workers`).
     dupe_factor: times each document is cut and masked, with different random choices.
-    gzip_compress: GZIP-compressed TFRecords (`tf.data.TFRecordDataset(..., compression_type="GZIP")`).
+    gzip_compress: GZIP-compressed TFRecords
+      (`tf.data.TFRecordDataset(..., compression_type="GZIP")`).
     use_v2_feature_names: `input_word_ids`/`input_type_ids` instead of `input_ids`/`segment_ids`.
     num_workers: worker processes for tokenizing and for instances (default: all CPUs).
     num_output_shards: split a single `output_file` into `<output_file>-0000i-of-0000n` shards.
@@ -454,41 +499,46 @@ def create_pretraining_data(input_file: Union[str, Sequence[str]], output_file: 
     ValueError: bad options, a vocabulary without BERT's special tokens, or input without text.
   """
   started = time.perf_counter()
-  cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+  cpus = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
   if num_workers is None:
     num_workers = cpus
-  _check_options(max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob, dupe_factor,
-                 max_ngram_size, random_seed, num_workers, no_next_sentence, dynamic)
+  _check_options(max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob,
+                 dupe_factor, max_ngram_size, random_seed, num_workers, no_next_sentence, dynamic)
   if num_workers > cpus:
-    logger.warning("num_workers=%d is more than the %d CPU(s) available: using %d (the output does not depend on "
-                   "it)", num_workers, cpus, cpus)
+    logger.warning(
+        'num_workers=%d is more than the %d CPU(s) available: using %d (the output does not '
+        'depend on it)', num_workers, cpus, cpus)
     num_workers = cpus
   input_files = tokenized_corpus.expand_input_files(input_file)
   output_paths = _output_paths(output_file, num_output_shards)
   if tokenizer is None:
-    tokenizer = load_tokenizer(vocab_file, tokenizer_json, do_lower_case)
-  with _Staging(output_paths) as staging:  # an unwritable output directory fails here, before any work
-    return _create(input_files, output_paths, staging, tokenizer, started, do_whole_word_mask, max_ngram_size,
-                   max_seq_length, max_predictions_per_seq, random_seed, dupe_factor, masked_lm_prob, short_seq_prob,
-                   gzip_compress, use_v2_feature_names, num_workers, no_next_sentence, dynamic, processor_text_fn,
-                   show_progress)
+    tokenizer = vocab_assets.load_tokenizer_from_flags(vocab_file, tokenizer_json, do_lower_case)
+  # An unwritable output directory fails here, before any work.
+  with _Staging(output_paths) as staging:
+    return _create(input_files, output_paths, staging, tokenizer, started, do_whole_word_mask,
+                   max_ngram_size, max_seq_length, max_predictions_per_seq, random_seed,
+                   dupe_factor, masked_lm_prob, short_seq_prob, gzip_compress, use_v2_feature_names,
+                   num_workers, no_next_sentence, dynamic, processor_text_fn, show_progress)
 
 
-def _create(input_files, output_paths, staging, tokenizer, started, do_whole_word_mask, max_ngram_size,
-            max_seq_length, max_predictions_per_seq, random_seed, dupe_factor, masked_lm_prob, short_seq_prob,
-            gzip_compress, use_v2_feature_names, num_workers, no_next_sentence, dynamic, processor_text_fn,
-            show_progress) -> Dict[str, Any]:
-  """The body of `create_pretraining_data`: files are written into `staging`, then committed as one set."""
+def _create(input_files, output_paths, staging, tokenizer, started, do_whole_word_mask,
+            max_ngram_size, max_seq_length, max_predictions_per_seq, random_seed, dupe_factor,
+            masked_lm_prob, short_seq_prob, gzip_compress, use_v2_feature_names, num_workers,
+            no_next_sentence, dynamic, processor_text_fn, show_progress) -> Dict[str, Any]:
+  """The body of `create_pretraining_data`: writes into `staging`, then commits the set."""
 
   total_bytes = sum(os.path.getsize(f) for f in input_files)
-  with tqdm.tqdm(total=total_bytes, unit="B", unit_scale=True, desc="tokenizing", disable=not show_progress) as bar:
-    corpus, stats = tokenized_corpus.read_tokenized_corpus(input_files, tokenizer, processor_text_fn, bar.update,
+  with tqdm.tqdm(total=total_bytes, unit='B', unit_scale=True, desc='tokenizing',
+                 disable=not show_progress) as bar:
+    corpus, stats = tokenized_corpus.read_tokenized_corpus(input_files, tokenizer,
+                                                           processor_text_fn, bar.update,
                                                            num_workers)
   if corpus.num_documents == 0:
     raise _no_text_error(input_files, stats)
   if corpus.num_documents == 1 and not no_next_sentence:
-    logger.warning("the input has a single document (no blank line between documents): random next segments "
-                   "come from the same document")
+    logger.warning(
+        'the input has a single document (no blank line between documents): random next segments '
+        'come from the same document')
   read_seconds = time.perf_counter() - started
 
   vocab = tokenizer.vocab
@@ -496,62 +546,83 @@ def _create(input_files, output_paths, staging, tokenizer, started, do_whole_wor
       cls_id=tokenizer.token_to_id[CLS_TOKEN], sep_id=tokenizer.token_to_id[SEP_TOKEN],
       mask_id=tokenizer.token_to_id[MASK_TOKEN], vocab_size=len(vocab),
       is_continuation=np.array([t.startswith(CONTINUATION_PREFIX) for t in vocab], bool))
-  options = pi.InstanceOptions(max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob,
-                               do_whole_word_mask, max_ngram_size, not no_next_sentence, dynamic)
+  options = pi.InstanceOptions(max_seq_length, max_predictions_per_seq, masked_lm_prob,
+                               short_seq_prob, do_whole_word_mask, max_ngram_size,
+                               not no_next_sentence, dynamic)
   chunk_documents = _chunk_documents(corpus)
   units = [(d, c) for d in range(dupe_factor) for c in range(len(chunk_documents))]
-  permutation = np.random.default_rng(np.random.SeedSequence([random_seed, 1 << 20])).permutation(len(units))
+  unit_rng = np.random.default_rng(np.random.SeedSequence([random_seed, 1 << 20]))
+  permutation = unit_rng.permutation(len(units))
   shard_units = [sorted(part.tolist()) for part in np.array_split(permutation, len(output_paths))]
   shared = dict(corpus=corpus, options=options, special=special, random_seed=random_seed,
                 chunk_documents=chunk_documents, use_v2_feature_names=use_v2_feature_names)
   totals = collections.Counter()
   instances_per_file = {}
   shards = {}
-  with tqdm.tqdm(total=corpus.num_documents * dupe_factor, unit="doc", desc="creating instances",
-                 disable=not show_progress) as bar, parallel.worker_pool(num_workers, shared) as pool:
-    results = parallel.ordered_map(pool, _build_unit, [units[u] for part in shard_units for u in part])
+  with tqdm.tqdm(total=corpus.num_documents * dupe_factor, unit='doc', desc='creating instances',
+                 disable=not show_progress) as bar, \
+      parallel.worker_pool(num_workers, shared) as pool:
+    results = parallel.ordered_map(pool, _build_unit,
+                                   [units[u] for part in shard_units for u in part])
     for shard, (path, part) in enumerate(zip(output_paths, shard_units)):
-      spill = staging.path(path) + ".spill"
+      spill = staging.path(path) + '.spill'
       record_lengths = []
-      with open(spill, "wb", buffering=1 << 20) as f:
+      with open(spill, 'wb', buffering=1 << 20) as f:
         for _ in part:  # the records go to disk as they come: memory does not grow with the output
           result = next(results)
           f.write(result.records)
           record_lengths.append(result.record_lengths)
-          for key in ("documents", "instances", "tokens", "masked", "random_next"):
+          for key in ('documents', 'instances', 'tokens', 'masked', 'random_next'):
             totals[key] += getattr(result, key)
           bar.update(result.documents)
           _after_unit_hook(f.tell())
       lengths = np.concatenate(record_lengths) if record_lengths else np.zeros(0, np.int64)
-      order = np.random.default_rng(np.random.SeedSequence([random_seed, 1 << 21, shard])).permutation(lengths.size)
+      shard_rng = np.random.default_rng(np.random.SeedSequence([random_seed, 1 << 21, shard]))
+      order = shard_rng.permutation(lengths.size)
       with tfrecord_writer.AtomicRecordFile(staging.path(path), gzip_compress) as out:
         _write_shuffled(out, spill, lengths, order)
       os.remove(spill)
       instances_per_file[os.path.basename(path)] = int(order.size)
-      shards[path] = {"records": int(order.size), "bytes": out.size, "crc32": out.crc32}
-  if totals["instances"] == 0:
+      shards[path] = {'records': int(order.size), 'bytes': out.size, 'crc32': out.crc32}
+  if totals['instances'] == 0:
     raise _no_text_error(input_files, stats)
 
   metadata = {
-      "format": data_metadata.FORMAT, "format_version": data_metadata.FORMAT_VERSION, "tool": _TOOL,
-      "tool_version": _tool_version(),
-      "max_seq_length": max_seq_length, "max_predictions_per_seq": 0 if dynamic else max_predictions_per_seq,
-      "feature_names": feature_names(use_v2_feature_names, dynamic),
-      "use_v2_feature_names": use_v2_feature_names, "dynamic": dynamic, "next_sentence": not no_next_sentence,
+      'format': data_metadata.FORMAT,
+      'format_version': data_metadata.FORMAT_VERSION,
+      'tool': _TOOL,
+      'tool_version': _tool_version(),
+      'max_seq_length': max_seq_length,
+      'max_predictions_per_seq': 0 if dynamic else max_predictions_per_seq,
+      'feature_names': feature_names(use_v2_feature_names, dynamic),
+      'use_v2_feature_names': use_v2_feature_names,
+      'dynamic': dynamic,
+      'next_sentence': not no_next_sentence,
       **tokenizer.metadata_fields(),
-      "special_token_ids": {t: tokenizer.token_to_id[t] for t in SPECIAL_TOKENS},
-      "do_whole_word_mask": do_whole_word_mask, "max_ngram_size": max_ngram_size,
-      "masked_lm_prob": masked_lm_prob, "short_seq_prob": short_seq_prob, "dupe_factor": dupe_factor,
-      "random_seed": random_seed, "compression": "GZIP" if gzip_compress else "",
-      "files": [os.path.basename(p) for p in output_paths], "instances_per_file": instances_per_file,
-      "num_instances": totals["instances"], "num_tokens": totals["tokens"],
-      "num_masked_tokens": totals["masked"], "num_random_next": totals["random_next"],
-      "num_documents": corpus.num_documents, "num_sentences": stats.sentences,
-      "num_corpus_tokens": stats.tokens, "num_invalid_lines": stats.invalid_lines,
-      "input_files": input_files,
+      'special_token_ids': {t: tokenizer.token_to_id[t] for t in SPECIAL_TOKENS},
+      'do_whole_word_mask': do_whole_word_mask,
+      'max_ngram_size': max_ngram_size,
+      'masked_lm_prob': masked_lm_prob,
+      'short_seq_prob': short_seq_prob,
+      'dupe_factor': dupe_factor,
+      'random_seed': random_seed,
+      'compression': 'GZIP' if gzip_compress else '',
+      'files': [os.path.basename(p) for p in output_paths],
+      'instances_per_file': instances_per_file,
+      'num_instances': totals['instances'],
+      'num_tokens': totals['tokens'],
+      'num_masked_tokens': totals['masked'],
+      'num_random_next': totals['random_next'],
+      'num_documents': corpus.num_documents,
+      'num_sentences': stats.sentences,
+      'num_corpus_tokens': stats.tokens,
+      'num_invalid_lines': stats.invalid_lines,
+      'input_files': input_files,
   }
-  data_metadata.commit_record_set({path: staging.path(path) for path in output_paths}, metadata, shards)
-  metadata["shards"] = data_metadata.shard_entries(data_metadata.metadata_path(output_paths[0]), shards)
+  data_metadata.commit_record_set({path: staging.path(path) for path in output_paths}, metadata,
+                                  shards)
+  metadata['shards'] = data_metadata.shard_entries(data_metadata.metadata_path(output_paths[0]),
+                                                   shards)
   elapsed = time.perf_counter() - started
   summary = _summary(metadata, stats, elapsed, read_seconds, num_workers)
   logger.info(summary)
@@ -561,58 +632,62 @@ def _create(input_files, output_paths, staging, tokenizer, started, do_whole_wor
 
 
 def _summary(metadata, stats, elapsed, read_seconds, num_workers) -> str:
-  instances = metadata["num_instances"]
+  instances = metadata['num_instances']
   lines = [
       f"wrote {instances} instances to {len(metadata['files'])} file(s) in {elapsed:.1f} s "
-      f"({num_workers} worker(s); reading and tokenizing {read_seconds:.1f} s)",
-      f"  input: {stats.files} file(s), {stats.bytes / 1e6:.1f} MB, {stats.lines} lines, {stats.documents} "
-      f"documents, {stats.sentences} sentences, {stats.tokens} tokens; {stats.invalid_lines} invalid UTF-8 "
-      f"line(s) skipped; {stats.documents * metadata['dupe_factor'] / max(elapsed, 1e-9):.0f} documents/s, "
-      f"{stats.bytes / 1e6 / max(elapsed, 1e-9):.1f} MB/s",
-      f"  output: {metadata['num_tokens']} tokens ({metadata['num_tokens'] / max(instances, 1):.1f} per instance)",
+      f'({num_workers} worker(s); reading and tokenizing {read_seconds:.1f} s)',
+      f'  input: {stats.files} file(s), {stats.bytes / 1e6:.1f} MB, {stats.lines} lines, '
+      f'{stats.documents} documents, {stats.sentences} sentences, {stats.tokens} tokens; '
+      f'{stats.invalid_lines} invalid UTF-8 line(s) skipped; '
+      f"{stats.documents * metadata['dupe_factor'] / max(elapsed, 1e-9):.0f} documents/s, "
+      f'{stats.bytes / 1e6 / max(elapsed, 1e-9):.1f} MB/s',
+      f"  output: {metadata['num_tokens']} tokens "
+      f"({metadata['num_tokens'] / max(instances, 1):.1f} per instance)",
   ]
-  if not metadata["dynamic"]:
+  if not metadata['dynamic']:
     lines.append(f"  masked: {metadata['num_masked_tokens']} tokens, mask rate "
                  f"{metadata['num_masked_tokens'] / max(metadata['num_tokens'], 1):.4f}")
-  if metadata["next_sentence"]:
+  if metadata['next_sentence']:
     lines.append(f"  random next segments: {metadata['num_random_next'] / max(instances, 1):.3f}")
-  return "\n".join(lines)
+  return '\n'.join(lines)
 
 
 def _after_unit_hook(spilled_bytes: int) -> None:
-  """Called after each work unit's records are spilled, with the spill file's size (tests hook in here)."""
+  """Called after each work unit's records are spilled, with the spill file's size (a test hook)."""
 
 
-def _write_shuffled(f: tfrecord_writer.AtomicRecordFile, spill: str, lengths: np.ndarray, order: np.ndarray,
-                    chunk: int = 1 << 14) -> None:
-  """Writes the records laid out back to back in the file `spill` in `order` (record indices), a chunk at a time.
+def _write_shuffled(f: tfrecord_writer.AtomicRecordFile, spill: str, lengths: np.ndarray,
+                    order: np.ndarray, chunk: int = 1 << 14) -> None:
+  """Writes the back-to-back records of the file `spill` in `order` (record indices), by chunks.
 
-  Each record is read with one `pread` (the spill file was just written: it is in the page cache), so memory
-  holds one chunk of records whatever the size of the output. (A memory map would not bound the resident size:
-  each random access maps the pages around it.)
+  Each record is read with one `pread` (the spill file was just written: it is in the page cache),
+  so memory holds one chunk of records whatever the size of the output. (A memory map would not
+  bound the resident size: each random access maps the pages around it.)
   """
   starts = np.cumsum(lengths) - lengths
-  with open(spill, "rb", buffering=0) as source:
+  with open(spill, 'rb', buffering=0) as source:
     fd = source.fileno()
     for begin in range(0, order.size, chunk):
       picked = order[begin:begin + chunk]
-      f.writelines([os.pread(fd, n, s) for s, n in zip(starts[picked].tolist(), lengths[picked].tolist())])
+      f.writelines(
+          [os.pread(fd, n, s) for s, n in zip(starts[picked].tolist(), lengths[picked].tolist())])
 
 
 class _Staging:
-  """Temporary sibling directories where a run writes its files before they are moved into place as one set.
+  """Sibling staging directories where a run writes its files, then moves them into place as a set.
 
-  One hidden directory per output directory (`.create_pretraining_data-<pid>.tmp`), created before any work so
-  an unwritable output directory fails at once; directories left by runs that were killed are removed; the
-  directories are removed when the run ends (the files in them were moved out, or the run failed).
+  One hidden directory per output directory (`.create_pretraining_data-<pid>.tmp`), created before
+  any work so an unwritable output directory fails at once; directories left by runs that were
+  killed are removed; the directories are removed when the run ends (the files in them were moved
+  out, or the run failed).
 
   Example:
     with _Staging(["out/train.tfrecord"]) as staging:
       staging.path("out/train.tfrecord")  # "out/.create_pretraining_data-123.tmp/train.tfrecord"
   """
 
-  PREFIX = ".create_pretraining_data-"
-  SUFFIX = ".tmp"
+  PREFIX = '.create_pretraining_data-'
+  SUFFIX = '.tmp'
 
   def __init__(self, output_paths: Sequence[str]):
     self._dirs: Dict[str, str] = {}
@@ -620,24 +695,26 @@ class _Staging:
       try:
         os.makedirs(directory, exist_ok=True)
         _remove_stale_staging(directory)
-        staging = os.path.join(directory, f"{self.PREFIX}{os.getpid()}{self.SUFFIX}")
+        staging = os.path.join(directory, f'{self.PREFIX}{os.getpid()}{self.SUFFIX}')
         shutil.rmtree(staging, ignore_errors=True)
         os.mkdir(staging)
       except OSError as e:
         self.close()
-        raise ValueError(f"output_file: cannot write to the directory {directory!r} ({e.strerror or e}); "
-                         f"expected a writable directory") from None
+        raise ValueError(
+            f'output_file: cannot write to the directory {directory!r} ({e.strerror or e}); '
+            f'expected a writable directory') from None
       self._dirs[directory] = staging
 
   def path(self, output_path: str) -> str:
     """Where `output_path` is written before the commit."""
-    return os.path.join(self._dirs[os.path.dirname(os.path.abspath(output_path))], os.path.basename(output_path))
+    return os.path.join(self._dirs[os.path.dirname(os.path.abspath(output_path))],
+                        os.path.basename(output_path))
 
   def close(self) -> None:
     for staging in self._dirs.values():
       shutil.rmtree(staging, ignore_errors=True)
 
-  def __enter__(self) -> "_Staging":
+  def __enter__(self) -> '_Staging':
     return self
 
   def __exit__(self, *exc) -> None:

@@ -2,25 +2,28 @@
 
 `create_pretraining_data` writes, next to the records, one JSON file per output name:
 `<dir>/<stem>.metadata.json`, where `<stem>` is the output file's base name without a shard suffix
-(`-00000-of-00004`) and without a record extension (`.tfrecord`, `.tfrecords`, `.tfr`, `.record`, `.gz`). So
-`out/train.tfrecord` (and its shards `out/train.tfrecord-0000i-of-0000n`) are described by
-`out/train.metadata.json`; the usual globs `out/train.tfrecord*` or `out/*.tfrecord` do not match it.
+(`-00000-of-00004`) and without a record extension (`.tfrecord`, `.tfrecords`, `.tfr`, `.record`,
+`.gz`). So `out/train.tfrecord` (and its shards `out/train.tfrecord-0000i-of-0000n`) are described
+by `out/train.metadata.json`, which the usual globs `out/train.tfrecord*` or `out/*.tfrecord` miss.
 
 Keys (all JSON scalars or lists/dicts of them):
-  format ("mlm_garden.pretraining_data"), format_version, tool, tool_version,
-  max_seq_length, max_predictions_per_seq, feature_names (names in the records, in order),
-  use_v2_feature_names, dynamic (no masks stored), next_sentence (NSP pairs; False: single segments whose
-  next_sentence_labels are all 0), vocab_size, vocab_sha256 (see tokenization.vocab_sha256), vocab_source,
-  vocab (the tokens, index = id: training writes them to model_dir/vocab.txt, see vocab_assets), do_lower_case, special_token_ids ({"[PAD]": id, ...}), do_whole_word_mask, max_ngram_size, masked_lm_prob,
-  short_seq_prob, dupe_factor, random_seed, compression ("" or "GZIP"), files (base names),
-  instances_per_file, num_instances, num_tokens (non-padding tokens written), num_masked_tokens,
-  num_random_next, num_documents, num_sentences, num_corpus_tokens (tokens read), num_invalid_lines,
-  input_files,
-  shards: one entry per record file of the set, `{"file": path relative to the metadata file's directory,
-  "records": count, "bytes": file size, "crc32": zlib CRC-32 of the file's bytes}` (computed while writing).
-A set being replaced has `"state": "committing"` (and `replaces`: the old files still to delete) until the new
-files are all in place (`commit_record_set`); `verify_record_files` refuses such a set, and any listed file
-that is missing, of the wrong size (or checksum), and any matched file the metadata does not list.
+  format ("mlm_garden.pretraining_data"), format_version, tool, tool_version, max_seq_length,
+  max_predictions_per_seq, feature_names (names in the records, in order), use_v2_feature_names,
+  dynamic (no masks stored), next_sentence (NSP pairs; False: single segments whose
+  next_sentence_labels are all 0), vocab_size, vocab_sha256 (see tokenization.vocab_sha256),
+  vocab_source, vocab (the tokens, index = id: training writes them to model_dir/vocab.txt, see
+  vocab_assets), do_lower_case, special_token_ids ({"[PAD]": id, ...}), do_whole_word_mask,
+  max_ngram_size, masked_lm_prob, short_seq_prob, dupe_factor, random_seed, compression ("" or
+  "GZIP"), files (base names), instances_per_file, num_instances, num_tokens (non-padding tokens
+  written), num_masked_tokens, num_random_next, num_documents, num_sentences, num_corpus_tokens
+  (tokens read), num_invalid_lines, input_files,
+  shards: one entry per record file of the set, `{"file": path relative to the metadata file's
+  directory, "records": count, "bytes": file size, "crc32": zlib CRC-32 of the file's bytes}`
+  (computed while writing).
+A set being replaced has `"state": "committing"` (and `replaces`: the old files still to delete)
+until the new files are all in place (`commit_record_set`); `verify_record_files` refuses such a
+set, and any listed file that is missing, of the wrong size (or checksum), and any matched file the
+metadata does not list.
 
 Example:
   meta = load_metadata("out/train.tfrecord*")
@@ -35,22 +38,24 @@ import re
 import zlib
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
+from official.common import file_utils
+
 logger = logging.getLogger(__name__)
 
-FORMAT = "mlm_garden.pretraining_data"
+FORMAT = 'mlm_garden.pretraining_data'
 FORMAT_VERSION = 1
-METADATA_SUFFIX = ".metadata.json"
-_SHARD_SUFFIX = re.compile(r"-\d{5}-of-\d{5}$")
-_RECORD_EXTENSIONS = (".gz", ".tfrecords", ".tfrecord", ".tfr", ".record")
+METADATA_SUFFIX = '.metadata.json'
+_SHARD_SUFFIX = re.compile(r'-\d{5}-of-\d{5}$')
+_RECORD_EXTENSIONS = ('.gz', '.tfrecords', '.tfrecord', '.tfr', '.record')
 # Fields that must agree between the metadata of files read together.
-CONSISTENT_KEYS = ("max_seq_length", "max_predictions_per_seq", "feature_names", "vocab_size", "dynamic",
-                   "next_sentence", "compression")
+CONSISTENT_KEYS = ('max_seq_length', 'max_predictions_per_seq', 'feature_names', 'vocab_size',
+                   'dynamic', 'next_sentence', 'compression')
 
 
 def metadata_path(record_path: str) -> str:
   """The metadata file describing `record_path` (see the module docstring)."""
   directory, name = os.path.split(record_path)
-  name = _SHARD_SUFFIX.sub("", name)
+  name = _SHARD_SUFFIX.sub('', name)
   for extension in _RECORD_EXTENSIONS:
     if name.endswith(extension) and len(name) > len(extension):
       name = name[:-len(extension)]
@@ -59,17 +64,13 @@ def metadata_path(record_path: str) -> str:
 
 def write_metadata(path: str, metadata: Dict[str, Any]) -> None:
   """Writes `metadata` as indented JSON to `path` (through a temporary file and a rename)."""
-  partial = path + ".partial"
-  with open(partial, "w", encoding="utf-8") as f:
-    json.dump(metadata, f, indent=2, sort_keys=False)
-    f.write("\n")
-  os.replace(partial, path)
+  file_utils.atomic_write_text(path, json.dumps(metadata, indent=2, sort_keys=False) + '\n')
 
 
 def record_paths(path_or_glob: Union[str, Sequence[str]]) -> List[str]:
   """The files of a `DataConfig.input_path`-style value: comma-separated (or listed) paths and
   globs, a glob expanded (sorted), a plain path kept as given."""
-  patterns = path_or_glob.split(",") if isinstance(path_or_glob, str) else list(path_or_glob)
+  patterns = path_or_glob.split(',') if isinstance(path_or_glob, str) else list(path_or_glob)
   paths = []
   for pattern in (p.strip() for p in patterns):
     if not pattern:
@@ -83,30 +84,32 @@ def load_metadata(path_or_glob: Union[str, Sequence[str]]) -> Optional[Dict[str,
   """Loads the metadata of the records named by `path_or_glob`, or None when there is none.
 
   Args:
-    path_or_glob: a record file, a glob, a comma-separated list or a list of them (as `DataConfig.input_path`),
-      or a `.metadata.json` file itself.
+    path_or_glob: a record file, a glob, a comma-separated list or a list of them (as
+      `DataConfig.input_path`), or a `.metadata.json` file itself.
 
   Returns:
-    The metadata dict (with an added `metadata_path`), or None when no record file has a metadata file.
+    The metadata dict (with an added `metadata_path`), or None when no record file has a metadata
+    file.
 
   Raises:
-    ValueError: two metadata files of the given records disagree on a field of `CONSISTENT_KEYS`, or a
-      metadata file is not of this format.
+    ValueError: two metadata files of the given records disagree on a field of `CONSISTENT_KEYS`, or
+      a metadata file is not of this format.
   """
   found: Dict[str, Dict[str, Any]] = {}
   for path in record_paths(path_or_glob):
     candidate = path if path.endswith(METADATA_SUFFIX) else metadata_path(path)
     if candidate in found or not os.path.isfile(candidate):
       continue
-    with open(candidate, "r", encoding="utf-8") as f:
+    with open(candidate, 'r', encoding='utf-8') as f:
       try:
         metadata = json.load(f)
       except json.JSONDecodeError as e:
-        raise ValueError(f"metadata file {candidate!r} is not valid JSON: {e}") from None
-    if not isinstance(metadata, dict) or metadata.get("format") != FORMAT:
-      raise ValueError(f"metadata file {candidate!r}: 'format' should be {FORMAT!r}, found "
-                       f"{metadata.get('format') if isinstance(metadata, dict) else type(metadata).__name__!r}")
-    metadata["metadata_path"] = candidate
+        raise ValueError(f'metadata file {candidate!r} is not valid JSON: {e}') from None
+    if not isinstance(metadata, dict) or metadata.get('format') != FORMAT:
+      raise ValueError(
+          f"metadata file {candidate!r}: 'format' should be {FORMAT!r}, found "
+          f"{metadata.get('format') if isinstance(metadata, dict) else type(metadata).__name__!r}")
+    metadata['metadata_path'] = candidate
     found[candidate] = metadata
   if not found:
     return None
@@ -114,12 +117,13 @@ def load_metadata(path_or_glob: Union[str, Sequence[str]]) -> Optional[Dict[str,
   for other_path, other in found.items():
     for key in CONSISTENT_KEYS:
       if other.get(key) != first.get(key):
-        raise ValueError(f"records read together disagree on {key}: {first.get(key)!r} in {first_path!r} but "
-                         f"{other.get(key)!r} in {other_path!r}")
+        raise ValueError(
+            f'records read together disagree on {key}: {first.get(key)!r} in {first_path!r} but '
+            f'{other.get(key)!r} in {other_path!r}')
   return first
 
 
-COMMITTING = "committing"
+COMMITTING = 'committing'
 _CHECKSUM_BLOCK = 1 << 22
 _logged_unverified = set()
 
@@ -127,49 +131,56 @@ _logged_unverified = set()
 def file_crc32(path: str) -> int:
   """zlib CRC-32 of a file's bytes, read in 4 MB blocks."""
   crc = 0
-  with open(path, "rb") as f:
-    for block in iter(lambda: f.read(_CHECKSUM_BLOCK), b""):
+  with open(path, 'rb') as f:
+    for block in iter(lambda: f.read(_CHECKSUM_BLOCK), b''):
       crc = zlib.crc32(block, crc)
   return crc
 
 
-def shard_entries(metadata_file: str, shards: Mapping[str, Mapping[str, int]]) -> List[Dict[str, Any]]:
-  """The `shards` list of `metadata_file` for `{record path: {"records", "bytes", "crc32"}}` (paths made relative
-  to the metadata file's directory).
+def shard_entries(metadata_file: str,
+                  shards: Mapping[str, Mapping[str, int]]) -> List[Dict[str, Any]]:
+  """The `shards` list of `metadata_file` for `{record path: {"records", "bytes", "crc32"}}` (paths
+  made relative to the metadata file's directory).
 
   Example:
-    shard_entries("out/train.metadata.json", {"out/train.tfrecord": {"records": 3, "bytes": 90, "crc32": 7}})
+    shard_entries('out/train.metadata.json',
+                  {'out/train.tfrecord': {'records': 3, 'bytes': 90, 'crc32': 7}})
   """
   directory = os.path.dirname(os.path.abspath(metadata_file))
-  return [dict(file=os.path.relpath(os.path.abspath(path), directory), **dict(info)) for path, info in shards.items()]
+  return [
+      dict(file=os.path.relpath(os.path.abspath(path), directory), **dict(info))
+      for path, info in shards.items()
+  ]
 
 
-def _listed_paths(metadata_file: str, metadata: Mapping[str, Any], key: str = "shards") -> List[str]:
+def _listed_paths(metadata_file: str, metadata: Mapping[str, Any],
+                  key: str = 'shards') -> List[str]:
   directory = os.path.dirname(os.path.abspath(metadata_file))
-  if key == "shards" and "shards" not in metadata:  # metadata of an older version: base names only
-    names = metadata.get("files", [])
+  if key == 'shards' and 'shards' not in metadata:  # metadata of an older version: base names only
+    names = metadata.get('files', [])
   else:
-    names = [entry["file"] if isinstance(entry, dict) else entry for entry in metadata.get(key, [])]
+    names = [entry['file'] if isinstance(entry, dict) else entry for entry in metadata.get(key, [])]
   return [os.path.normpath(os.path.join(directory, name)) for name in names]
 
 
 def _read_json(path: str) -> Optional[Dict[str, Any]]:
   try:
-    with open(path, "r", encoding="utf-8") as f:
+    with open(path, 'r', encoding='utf-8') as f:
       metadata = json.load(f)
   except (OSError, json.JSONDecodeError):
     return None
-  return metadata if isinstance(metadata, dict) and metadata.get("format") == FORMAT else None
+  return metadata if isinstance(metadata, dict) and metadata.get('format') == FORMAT else None
 
 
 def commit_record_set(staged: Mapping[str, str], metadata: Mapping[str, Any],
                       shards: Mapping[str, Mapping[str, int]]) -> None:
   """Moves a complete set of staged record files into place and writes its metadata, as one set.
 
-  Order: each metadata file is first replaced by a `"state": "committing"` copy (which also names the old set's
-  files still to delete), then the staged files are renamed over their final names, the old set's files that the
-  new set does not reuse are deleted, and the final metadata is written last. A run killed in between leaves a
-  metadata file that training refuses (and that a rerun completes), never old and new files under one metadata.
+  Order: each metadata file is first replaced by a `"state": "committing"` copy (which also names
+  the old set's files still to delete), then the staged files are renamed over their final names,
+  the old set's files that the new set does not reuse are deleted, and the final metadata is written
+  last. A run killed in between leaves a metadata file that training refuses (and that a rerun
+  completes), never old and new files under one metadata.
 
   Args:
     staged: final record path -> the complete file written elsewhere on the same file system.
@@ -185,7 +196,7 @@ def commit_record_set(staged: Mapping[str, str], metadata: Mapping[str, Any],
   for path in metadata_files:
     previous = _read_json(path)
     if previous is not None:
-      old.update(_listed_paths(path, previous), _listed_paths(path, previous, "replaces"))
+      old.update(_listed_paths(path, previous), _listed_paths(path, previous, 'replaces'))
   old = sorted(p for p in {os.path.abspath(p) for p in old} if os.path.normpath(p) not in new)
   for path in metadata_files:
     directory = os.path.dirname(os.path.abspath(path))
@@ -201,18 +212,20 @@ def commit_record_set(staged: Mapping[str, str], metadata: Mapping[str, Any],
 
 
 def verify_record_files(files: Iterable[str], checksum: bool = False) -> None:
-  """Checks record files against their metadata: the set is complete and every file is the one written.
+  """Checks record files against their metadata: the set is complete, each file the one written.
 
-  Files without a metadata file (e.g. Google BERT's or Model Garden's records) are accepted (logged once).
+  Files without a metadata file (e.g. Google BERT's or Model Garden's records) are accepted (and
+  logged once).
 
   Args:
     files: the record files to read (as matched by the input path).
-    checksum: also compare each listed file's CRC-32 (reads the files once); otherwise sizes only (cheap).
+    checksum: also compare each listed file's CRC-32 (reads the files once); otherwise sizes only
+      (cheap).
 
   Raises:
-    ValueError: one line naming the file, the metadata file, what was expected and what was found: a set left
-      half-replaced by an interrupted run, a matched file the metadata does not list, a listed file that is
-      missing, or a file whose size (or checksum) differs.
+    ValueError: one line naming the file, the metadata file, what was expected and what was found: a
+      set left half-replaced by an interrupted run, a matched file the metadata does not list, a
+      listed file that is missing, or a file whose size (or checksum) differs.
 
   Example:
     verify_record_files(glob.glob("out/train.tfrecord*"))
@@ -227,33 +240,40 @@ def verify_record_files(files: Iterable[str], checksum: bool = False) -> None:
       unverified.append(path)
   if unverified and tuple(unverified) not in _logged_unverified:  # once per set of files
     _logged_unverified.add(tuple(unverified))
-    logger.info("%d record file(s) without a metadata file (e.g. %s, no %s): their completeness and sizes are "
-                "not verified", len(unverified), unverified[0], metadata_path(unverified[0]))
+    logger.info(
+        '%d record file(s) without a metadata file (e.g. %s, no %s): their completeness and sizes '
+        'are not verified', len(unverified), unverified[0], metadata_path(unverified[0]))
   for source, matched in groups.items():
     metadata = _read_json(source)
     if metadata is None:
-      raise ValueError(f"metadata file {source!r} is not readable JSON of format {FORMAT!r}")
-    if metadata.get("state") == COMMITTING:
-      raise ValueError(f"{source}: the record set is half-replaced (state 'committing': a create_pretraining_data "
-                       f"run was interrupted while moving its files in); expected a complete set: rerun it")
-    if "shards" not in metadata:
+      raise ValueError(f'metadata file {source!r} is not readable JSON of format {FORMAT!r}')
+    if metadata.get('state') == COMMITTING:
+      raise ValueError(
+          f"{source}: the record set is half-replaced (state 'committing': a "
+          f'create_pretraining_data run was interrupted while moving its files in); expected a '
+          f'complete set: rerun it')
+    if 'shards' not in metadata:
       continue  # written before shards were listed: nothing to compare with
-    listed = {os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(source)), e["file"])): e
-              for e in metadata["shards"]}
+    listed = {os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(source)), e['file'])): e
+              for e in metadata['shards']}
     for path in matched:
       if os.path.normpath(os.path.abspath(path)) not in listed:
-        raise ValueError(f"{path}: not part of the record set of {source} (expected one of its {len(listed)} "
-                         f"listed files, found an extra or foreign file); remove it or narrow input_path")
+        raise ValueError(
+            f'{path}: not part of the record set of {source} (expected one of its {len(listed)} '
+            f'listed files, found an extra or foreign file); remove it or narrow input_path')
     for path, entry in sorted(listed.items()):
       if not os.path.isfile(path):
-        raise ValueError(f"{path}: missing (listed in {source} with {entry['records']} records, {entry['bytes']} "
-                         f"bytes; found no file)")
+        raise ValueError(
+            f"{path}: missing (listed in {source} with {entry['records']} records, "
+            f"{entry['bytes']} bytes; found no file)")
       size = os.path.getsize(path)
-      if size != entry["bytes"]:
-        raise ValueError(f"{path}: {size} bytes, expected {entry['bytes']} (listed in {source}); the file is "
-                         f"truncated or from another run: regenerate the records")
-      if checksum and "crc32" in entry:
+      if size != entry['bytes']:
+        raise ValueError(
+            f"{path}: {size} bytes, expected {entry['bytes']} (listed in {source}); the file is "
+            f'truncated or from another run: regenerate the records')
+      if checksum and 'crc32' in entry:
         found = file_crc32(path)
-        if found != entry["crc32"]:
-          raise ValueError(f"{path}: CRC-32 {found:08x}, expected {entry['crc32']:08x} (listed in {source}); the "
-                           f"file is corrupt or from another run: regenerate the records")
+        if found != entry['crc32']:
+          raise ValueError(
+              f"{path}: CRC-32 {found:08x}, expected {entry['crc32']:08x} (listed in {source}); "
+              f'the file is corrupt or from another run: regenerate the records')

@@ -1,11 +1,13 @@
 """Worker processes for the data pipeline: an ordered map with a bounded number of tasks in flight.
 
-Workers read shared read-only inputs (the tokenizer, the token arrays) from `state()`: with the `fork` start
-method they inherit it copy-on-write (nothing is pickled); elsewhere it is sent once to each worker.
+Workers read shared read-only inputs (the tokenizer, the token arrays) from `state()`: with the
+`fork` start method they inherit it copy-on-write (nothing is pickled); elsewhere it is sent once to
+each worker.
 
 Example:
-  with worker_pool(2, {"scale": 3}) as pool:
-    results = list(ordered_map(pool, _times_scale, range(10)))   # _times_scale reads state()["scale"]
+  with worker_pool(2, {'scale': 3}) as pool:
+    # _times_scale reads state()['scale'].
+    results = list(ordered_map(pool, _times_scale, range(10)))
 """
 
 import collections
@@ -30,33 +32,35 @@ def _set_state(new_state: Dict[str, Any]) -> None:
 
 @contextlib.contextmanager
 def tokenizers_parallelism(enabled: bool) -> Iterator[None]:
-  """Sets `TOKENIZERS_PARALLELISM` (the Rust thread pool of `tokenizers`) for the block, then restores it."""
-  previous = os.environ.get("TOKENIZERS_PARALLELISM")
-  os.environ["TOKENIZERS_PARALLELISM"] = "true" if enabled else "false"
+  """Sets `TOKENIZERS_PARALLELISM` (threads of Rust `tokenizers`) in the block, then restores it."""
+  previous = os.environ.get('TOKENIZERS_PARALLELISM')
+  os.environ['TOKENIZERS_PARALLELISM'] = 'true' if enabled else 'false'
   try:
     yield
   finally:
     if previous is None:
-      os.environ.pop("TOKENIZERS_PARALLELISM", None)
+      os.environ.pop('TOKENIZERS_PARALLELISM', None)
     else:
-      os.environ["TOKENIZERS_PARALLELISM"] = previous
+      os.environ['TOKENIZERS_PARALLELISM'] = previous
 
 
 @contextlib.contextmanager
-def worker_pool(num_workers: int, shared: Dict[str, Any]) -> Iterator[Optional[multiprocessing.pool.Pool]]:
-  """A pool of `num_workers` processes seeing `shared` through `state()`; None (work in-process) for one.
+def worker_pool(num_workers: int,
+                shared: Dict[str, Any]) -> Iterator[Optional[multiprocessing.pool.Pool]]:
+  """A pool of `num_workers` processes seeing `shared` through `state()`; None (in-process) for one.
 
-  The pool is terminated if the block raises (e.g. KeyboardInterrupt), so no worker outlives the run.
+  The pool is terminated if the block raises (e.g. KeyboardInterrupt): no worker outlives the run.
   """
   _set_state(shared)
   pool = None
   try:
-    with tokenizers_parallelism(False):  # workers use one thread each; no fork warning from `tokenizers`
+    # Workers use one thread each; no fork warning from `tokenizers`.
+    with tokenizers_parallelism(False):
       if num_workers > 1:
-        if "fork" in multiprocessing.get_all_start_methods():
-          pool = multiprocessing.get_context("fork").Pool(num_workers)
+        if 'fork' in multiprocessing.get_all_start_methods():
+          pool = multiprocessing.get_context('fork').Pool(num_workers)
         else:
-          pool = multiprocessing.get_context("spawn").Pool(num_workers, initializer=_set_state,
+          pool = multiprocessing.get_context('spawn').Pool(num_workers, initializer=_set_state,
                                                            initargs=(shared,))
       yield pool
     if pool is not None:
@@ -71,9 +75,9 @@ def worker_pool(num_workers: int, shared: Dict[str, Any]) -> Iterator[Optional[m
     _STATE.clear()
 
 
-def ordered_map(pool: Optional[multiprocessing.pool.Pool], function: Callable[[Any], Any], items: Iterable[Any],
-                window: Optional[int] = None) -> Iterator[Any]:
-  """`map(function, items)` in order, on `pool` with at most `window` tasks in flight (memory stays bounded)."""
+def ordered_map(pool: Optional[multiprocessing.pool.Pool], function: Callable[[Any], Any],
+                items: Iterable[Any], window: Optional[int] = None) -> Iterator[Any]:
+  """`map(function, items)` in order on `pool`, with at most `window` tasks in flight."""
   if pool is None:
     yield from map(function, items)
     return

@@ -1,12 +1,13 @@
 """Reads masked-LM pretraining TFRecords (Google-BERT schema) into batched feature dicts.
 
-Files are checked before the pipeline is built: an empty glob, an unreadable file, a missing feature or
-a feature of the wrong length fails at once with the file name, the feature and the expected shape,
-instead of a parse error deep inside a run; records written by our data tool also carry a metadata file
-whose sequence length, max predictions and vocabulary size must match the config, and which lists every
-file of the set with its size and checksum: a missing, extra, truncated or foreign file is refused before
-training (`verify_records`). Uncompressed files without a metadata file are checked as they are read: a
-file cut inside a record fails at its end, naming it (TensorFlow alone reads it as a shorter file).
+Files are checked before the pipeline is built: an empty glob, an unreadable file, a missing feature
+or a feature of the wrong length fails at once with the file name, the feature and the expected
+shape, instead of a parse error deep inside a run; records written by our data tool also carry a
+metadata file whose sequence length, max predictions and vocabulary size must match the config, and
+which lists every file of the set with its size and checksum: a missing, extra, truncated or foreign
+file is refused before training (`verify_records`). Uncompressed files without a metadata file are
+checked as they are read: a file cut inside a record fails at its end, naming it (TensorFlow alone
+reads it as a shorter file).
 
 Example:
   >>> params = BertPretrainDataConfig(input_path='data/train-*.tfrecord', seq_length=128,
@@ -47,9 +48,10 @@ class BertPretrainDataConfig(cfg.DataConfig):
     use_position_id: read `position_ids`.
     use_v2_feature_names: `input_word_ids`/`input_type_ids` instead of `input_ids`/`segment_ids`.
     file_type: 'tfrecord' or 'tfrecord_compressed' (GZIP).
-    verify_records: what is checked against the records' metadata file before training: 'size' (the set is
-      complete, no extra file, every file of the listed size: cheap), 'checksum' (also each file's CRC-32:
-      reads the files once) or 'none'. Records without a metadata file are not checked.
+    verify_records: what is checked against the records' metadata file before training: 'size' (the
+      set is complete, no extra file, every file of the listed size: cheap), 'checksum' (also each
+      file's CRC-32: reads the files once) or 'none'. Records without a metadata file are not
+      checked.
   """
   global_batch_size: int = hyperparams.field(512, ge=0)
   is_training: Optional[bool] = True
@@ -63,8 +65,8 @@ class BertPretrainDataConfig(cfg.DataConfig):
 
 
 def list_input_files(input_path: Union[str, Sequence[str]]) -> List[str]:
-  """Expands comma lists and globs into a sorted list of files (a glob's matches without the metadata files
-  that `create_pretraining_data` writes next to the records, e.g. `out/*`).
+  """Expands comma lists and globs into a sorted list of files (a glob's matches without the
+  metadata files that `create_pretraining_data` writes next to the records, e.g. `out/*`).
 
   Raises:
     FileNotFoundError: when `input_path` is empty or a pattern matches no file.
@@ -137,8 +139,8 @@ def check_features(files: Sequence[str], spec: Dict[str, tf.io.FixedLenFeature],
     try:
       records = list(tf.data.TFRecordDataset(path, compression_type=compression(params)).take(1))
     except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
-      hint = ("GZIP files need file_type: tfrecord_compressed" if params.file_type == 'tfrecord'
-              else "plain TFRecord files need file_type: tfrecord")
+      hint = ('GZIP files need file_type: tfrecord_compressed' if params.file_type == 'tfrecord'
+              else 'plain TFRecord files need file_type: tfrecord')
       raise ValueError(f'{path}: cannot be read as {params.file_type} ({hint}): '
                        f'{e.message.splitlines()[0]}') from None
     if not records:
@@ -178,14 +180,17 @@ def check_record_schema(files: Sequence[str], params: BertPretrainDataConfig,
 
 
 def _sizes_to_check(files: Sequence[str], params: Any) -> Optional[List[int]]:
-  """Sizes of the uncompressed files without a metadata file (-1 for the others), or None if there are none.
+  """Sizes of the uncompressed files without a metadata file (-1 for the others); None if none.
 
-  The metadata of our records lists every file's size, checked before training; other files are checked as they
-  are read (`records_filling_the_file`).
+  The metadata of our records lists every file's size, checked before training; other files are
+  checked as they are read (`records_filling_the_file`).
   """
   if compression(params) or getattr(params, 'verify_records', 'size') == 'none':
     return None
-  sizes = [-1 if os.path.isfile(data_metadata.metadata_path(path)) else _local_size(path) for path in files]
+  sizes = [
+      -1 if os.path.isfile(data_metadata.metadata_path(path)) else _local_size(path)
+      for path in files
+  ]
   return sizes if any(size >= 0 for size in sizes) else None
 
 
@@ -197,11 +202,12 @@ def _local_size(path: str) -> int:
 
 
 def records_filling_the_file(path: tf.Tensor, size: tf.Tensor) -> tf.data.Dataset:
-  """The records of an uncompressed TFRecord file, failing after the last one if they do not fill the file.
+  """The records of an uncompressed TFRecord file, failing after the last if they do not fill it.
 
-  `tf.data.TFRecordDataset` stops silently at a record cut short (a truncated file reads as a shorter one); this
-  counts the bytes of the records read (each record plus 16 bytes of framing) and, at the end of the file, raises
-  `tf.errors.InvalidArgumentError` naming the file, the bytes read and its size. `size < 0`: no check.
+  `tf.data.TFRecordDataset` stops silently at a record cut short (a truncated file reads as a
+  shorter one); this counts the bytes of the records read (each record plus 16 bytes of framing)
+  and, at the end of the file, raises `tf.errors.InvalidArgumentError` naming the file, the bytes
+  read and its size. `size < 0`: no check.
 
   Args:
     path: scalar string tensor, the file.
@@ -212,7 +218,8 @@ def records_filling_the_file(path: tf.Tensor, size: tf.Tensor) -> tf.data.Datase
   """
   # Counted a block of records at a time (per-record ops would slow the pipeline several times).
   blocks = tf.data.TFRecordDataset(path).batch(_COUNT_BLOCK).map(lambda block: (block, False))
-  tagged = blocks.concatenate(tf.data.Dataset.from_tensors((tf.constant([], tf.string), True)))  # the end
+  end = tf.data.Dataset.from_tensors((tf.constant([], tf.string), True))
+  tagged = blocks.concatenate(end)
 
   def count(consumed, item):
     block, at_end = item
@@ -220,27 +227,29 @@ def records_filling_the_file(path: tf.Tensor, size: tf.Tensor) -> tf.data.Datase
     check = tf.debugging.Assert(
         tf.logical_or(tf.logical_not(at_end), tf.logical_or(size < 0, tf.equal(consumed, size))),
         [tf.strings.join([path, ': truncated or corrupt: its complete TFRecords end at byte ',
-                          tf.strings.as_string(consumed), ' but the file has ', tf.strings.as_string(size),
-                          ' bytes'])])
+                          tf.strings.as_string(consumed), ' but the file has ',
+                          tf.strings.as_string(size), ' bytes'])])
     with tf.control_dependencies([check]):
       return tf.identity(consumed), (block, at_end)
 
   return (tagged.scan(tf.constant(0, tf.int64), count)
-          .filter(lambda block, at_end: tf.logical_not(at_end)).map(lambda block, at_end: block).unbatch())
+          .filter(lambda block, at_end: tf.logical_not(at_end))
+          .map(lambda block, at_end: block).unbatch())
 
 
 _TRUNCATED = re.compile(r'\[([^\[\]]*: truncated or corrupt: [^\[\]]*)\]')
 
 
 def record_error_line(error: BaseException) -> Optional[str]:
-  """The one-line message of a truncated-file error raised while reading (`records_filling_the_file`), else None.
+  """The one-line message of a truncated-file error (`records_filling_the_file`), else None.
 
-  For CLIs: the error comes out of the training loop as a `tf.errors.InvalidArgumentError` whose message is
-  wrapped in TensorFlow's op context.
+  For CLIs: the error comes out of the training loop as a `tf.errors.InvalidArgumentError` whose
+  message is wrapped in TensorFlow's op context.
 
   Example:
     except tf.errors.InvalidArgumentError as e:
-      line = record_error_line(e)  # "data/b.tfrecord: truncated or corrupt: ... but the file has 950 bytes"
+      # e.g. 'data/b.tfrecord: truncated or corrupt: ... but the file has 950 bytes'
+      line = record_error_line(e)
   """
   match = _TRUNCATED.search(getattr(error, 'message', None) or str(error))
   return match.group(1) if match else None
@@ -299,9 +308,10 @@ def record_stream(params: Any, files: Sequence[str],
     dataset = dataset.shard(num_pipelines, pipeline_id)
   if params.is_training:
     dataset = dataset.shuffle(len(files), seed=params.seed)
-  dataset = dataset.interleave(
-      read_file, cycle_length=params.cycle_length or min(len(files), 16), block_length=params.block_length,
-      num_parallel_calls=tf.data.AUTOTUNE, deterministic=params.deterministic)
+  dataset = dataset.interleave(read_file, cycle_length=params.cycle_length or min(len(files), 16),
+                               block_length=params.block_length,
+                               num_parallel_calls=tf.data.AUTOTUNE,
+                               deterministic=params.deterministic)
   if params.sharding and num_pipelines > 1 and not shard_files:
     dataset = dataset.shard(num_pipelines, pipeline_id)
   if params.cache:
@@ -317,7 +327,8 @@ def verify_records(files: Sequence[str], params: Any) -> None:
   """Checks the record files against their metadata as the config's `verify_records` says.
 
   Raises:
-    ValueError: one line naming a missing, extra, truncated or foreign file (`data_metadata.verify_record_files`).
+    ValueError: one line naming a missing, extra, truncated or foreign file
+      (`data_metadata.verify_record_files`).
   """
   mode = getattr(params, 'verify_records', 'size')
   if mode != 'none':
@@ -327,8 +338,9 @@ def verify_records(files: Sequence[str], params: Any) -> None:
 def check_metadata(files: Sequence[str], params: BertPretrainDataConfig,
                    vocab_size: Optional[int] = None,
                    with_masks: bool = True) -> Optional[Dict[str, Any]]:
-  """Verifies the record files (`verify_records`) and compares their metadata file (written by our data
-  tool) with the data config.
+  """Verifies the record files (`verify_records`) and checks their metadata against the config.
+
+  The metadata file is the one our data tool writes next to the records.
 
   Records without a metadata file (e.g. Model Garden's) are accepted as they are.
 
@@ -419,8 +431,8 @@ def dummy_dataset(params: BertPretrainDataConfig, vocab_size: int,
                   input_context: Optional[tf.distribute.InputContext] = None) -> tf.data.Dataset:
   """Endless synthetic batches with the loader's shapes (`input_path: dummy`).
 
-  Token ids are pseudo-random in [0, vocab_size) and the masked-LM labels are the tokens at the masked
-  positions, so the loss falls when the model trains: a smoke test and a benchmark input.
+  Token ids are pseudo-random in [0, vocab_size) and the masked-LM labels are the tokens at the
+  masked positions, so the loss falls when the model trains: a smoke test and a benchmark input.
   """
   batch_size = params.global_batch_size
   if input_context:
@@ -453,7 +465,7 @@ def dummy_dataset(params: BertPretrainDataConfig, vocab_size: int,
   return dataset.map(make_batch, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
 
-# ----------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # XLNet pretraining inputs (Model Garden's `XLNetPretrainDataConfig` / `XLNetPretrainDataLoader`).
 
 XLNET_SAMPLE_STRATEGIES = ('single_token', 'whole_word', 'token_span', 'word_span')
@@ -538,8 +550,9 @@ class XLNetPretrainDataLoader:
     if reuse > seq:
       raise ValueError(f'reuse_length {reuse} exceeds seq_length {seq}')
     if seq % size or reuse % size:
-      raise ValueError(f'`reuse_length` ({reuse}) and `seq_length` ({seq}) should both be a multiple '
-                       f'of `permutation_size` ({size})')
+      raise ValueError(
+          f'`reuse_length` ({reuse}) and `seq_length` ({seq}) should both be a multiple '
+          f'of `permutation_size` ({size})')
     if reuse and size > reuse:
       logging.warning('permutation_size %d > reuse_length %d may leak targets', size, reuse)
 

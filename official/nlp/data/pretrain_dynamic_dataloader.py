@@ -1,12 +1,14 @@
 """Dynamic pretraining inputs: on-the-fly masking, and Model Garden's dynamic sequence lengths.
 
-`BertPretrainDynamicDataConfig` / `BertPretrainDynamicDataLoader` (RoBERTa-style masking): records hold
-only token ids; masks are drawn in `tf.data`. Each pass over the data draws new masks for the same
-sequences with `MaskedLMMaskGenerator`, so a corpus written once (`create_pretraining_data.py
---dynamic`, dupe_factor 1) gives fresh masks every epoch.
+`BertPretrainDynamicDataConfig` / `BertPretrainDynamicDataLoader` (RoBERTa-style masking): records
+hold only token ids; masks are drawn in `tf.data`. Each pass over the data draws new masks for the
+same sequences with `masked_lm_masking.mask_tokens` (the op of `layers.MaskedLMMaskGenerator`), so
+a corpus written once (`create_pretraining_data.py --dynamic`, dupe_factor 1) gives fresh masks
+every epoch.
 
-`BertPretrainDataConfig` / `PretrainingDynamicDataLoader` (Model Garden's names in this module):
-static-mask records batched by length. Each example's trailing padding is cut, examples are grouped
+`BertPretrainBucketedDataConfig` / `PretrainingDynamicDataLoader`: static-mask records batched by
+length (Model Garden names the config `BertPretrainDataConfig` in this module: that name is kept as
+an alias, see below). Each example's trailing padding is cut, examples are grouped
 into the buckets of `seq_bucket_lengths` and each batch is padded to its bucket's length, so short
 sequences cost short steps. The masked-LM features of a batch keep their stored length up to the
 last position of weight > 0; every example of a batch must have the same number of those (else an
@@ -22,14 +24,14 @@ Example:
 """
 
 import dataclasses
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import tensorflow as tf
 
 from official.modeling import hyperparams
 from official.nlp.data import data_loader_factory
 from official.nlp.data import pretrain_dataloader
-from official.nlp.modeling.layers import masked_lm_mask_generator
+from official.nlp.modeling.ops import masked_lm_masking
 
 
 @dataclasses.dataclass
@@ -64,12 +66,13 @@ class BertPretrainDynamicDataLoader(pretrain_dataloader.BertPretrainDataLoader):
 
   def __init__(self, params: BertPretrainDynamicDataConfig, vocab_size: Optional[int] = None):
     super().__init__(params, vocab_size)
-    self._generator: Optional[masked_lm_mask_generator.MaskedLMMaskGenerator] = None
+    self._masking: Optional[Dict[str, Any]] = None  # `mask_tokens` arguments, on first use
 
   def _special_ids(self) -> Dict[str, int]:
     return dict((self._metadata or {}).get('special_token_ids') or {})
 
-  def _build_generator(self) -> masked_lm_mask_generator.MaskedLMMaskGenerator:
+  def _masking_args(self) -> Dict[str, Any]:
+    """The arguments of `mask_tokens` from the config and the records' metadata."""
     params = self._params
     special = self._special_ids()
     mask_token_id = params.mask_token_id
@@ -77,7 +80,8 @@ class BertPretrainDynamicDataLoader(pretrain_dataloader.BertPretrainDataLoader):
       mask_token_id = special.get('[MASK]')
     if mask_token_id is None:
       raise ValueError('mask_token_id is not set and the records have no metadata file naming '
-                       '[MASK]; set task.train_data.mask_token_id (103 for Google BERT vocabularies)')
+                       '[MASK]; set task.train_data.mask_token_id (103 for Google BERT '
+                       'vocabularies)')
     unselectable = params.unselectable_token_ids
     if unselectable is None:
       unselectable = sorted({0} | {special[t] for t in ('[PAD]', '[CLS]', '[SEP]') if t in special})
@@ -85,17 +89,18 @@ class BertPretrainDynamicDataLoader(pretrain_dataloader.BertPretrainDataLoader):
     if vocab_size is None:
       raise ValueError('BertPretrainDynamicDataLoader needs vocab_size (random replacement tokens '
                        'are drawn below it): pass it, or read records with a metadata file')
-    return masked_lm_mask_generator.MaskedLMMaskGenerator(
+    return dict(
         vocabulary_size=vocab_size, mask_selection_rate=params.mask_selection_rate,
         mask_token_id=mask_token_id, mask_selection_length=params.max_predictions_per_seq,
-        unselectable_token_ids=unselectable, mask_token_rate=params.mask_token_rate,
-        random_token_rate=params.random_token_rate, seed=params.seed)
+        unselectable_token_ids=[int(i) for i in unselectable],
+        mask_token_rate=params.mask_token_rate, random_token_rate=params.random_token_rate,
+        seed=params.seed)
 
   def _parse_batch(self, records: tf.Tensor) -> Dict[str, tf.Tensor]:
     features = super()._parse_batch(records)
-    if self._generator is None:
-      self._generator = self._build_generator()
-    masked = self._generator(features['input_word_ids'])
+    if self._masking is None:
+      self._masking = self._masking_args()
+    masked = masked_lm_masking.mask_tokens(features['input_word_ids'], **self._masking)
     features['input_word_ids'] = masked['token_ids']
     features['masked_lm_positions'] = tf.cast(masked['mask_positions'], tf.int32)
     features['masked_lm_ids'] = tf.cast(masked['mask_ids'], tf.int32)
@@ -104,8 +109,12 @@ class BertPretrainDynamicDataLoader(pretrain_dataloader.BertPretrainDataLoader):
 
 
 @dataclasses.dataclass
-class BertPretrainDataConfig(pretrain_dataloader.BertPretrainDataConfig):
+class BertPretrainBucketedDataConfig(pretrain_dataloader.BertPretrainDataConfig):
   """Pretraining records batched by sequence length (Model Garden's dynamic-length config).
+
+  Model Garden calls it `pretrain_dynamic_dataloader.BertPretrainDataConfig`, which that alias
+  keeps working; our code uses this name, so that it is never mistaken for the static
+  `pretrain_dataloader.BertPretrainDataConfig` it extends.
 
   Attributes:
     seq_bucket_lengths: the padded lengths of the buckets, ascending; an example goes to the
@@ -117,6 +126,10 @@ class BertPretrainDataConfig(pretrain_dataloader.BertPretrainDataConfig):
   seq_bucket_lengths: Tuple[int, ...] = (128, 256, 384, 512)
   seq_bucket_window_scale: int = hyperparams.field(8, ge=1)
   deterministic: Optional[bool] = False
+
+
+# Model Garden's name of the config (a second `BertPretrainDataConfig`, next to the static one).
+BertPretrainDataConfig = BertPretrainBucketedDataConfig
 
 
 def _trim_example(example: Dict[str, tf.Tensor], word_ids_name: str, sequence_names: List[str]
@@ -140,9 +153,9 @@ def _trim_example(example: Dict[str, tf.Tensor], word_ids_name: str, sequence_na
 _MASK_FEATURES = ('masked_lm_positions', 'masked_lm_ids', 'masked_lm_weights')
 
 
-@data_loader_factory.register_data_loader_cls(BertPretrainDataConfig)
+@data_loader_factory.register_data_loader_cls(BertPretrainBucketedDataConfig)
 class PretrainingDynamicDataLoader:
-  """Builds the length-bucketed pipeline of `BertPretrainDataConfig` (see the module docstring).
+  """Builds the length-bucketed pipeline of `BertPretrainBucketedDataConfig` (module docstring).
 
   Args:
     params: the data config.
@@ -151,7 +164,7 @@ class PretrainingDynamicDataLoader:
     ValueError: `seq_bucket_lengths` is empty or not ascending.
   """
 
-  def __init__(self, params: BertPretrainDataConfig):
+  def __init__(self, params: BertPretrainBucketedDataConfig):
     lengths = list(params.seq_bucket_lengths)
     if not lengths or lengths != sorted(set(lengths)) or lengths[0] < 1:
       raise ValueError(f'seq_bucket_lengths must be positive, ascending and not empty; found '
@@ -172,7 +185,8 @@ class PretrainingDynamicDataLoader:
     if params.use_next_sentence_label:
       spec['next_sentence_labels'] = tf.io.FixedLenFeature([1], tf.int64)
     parsed = tf.io.parse_single_example(record, spec)
-    example = {name: tf.sparse.to_dense(value) if isinstance(value, tf.sparse.SparseTensor) else value
+    example = {name: tf.sparse.to_dense(value)
+               if isinstance(value, tf.sparse.SparseTensor) else value
                for name, value in parsed.items()}
     example = _trim_example(example, names['input_word_ids'], sequence)
     renamed = {model_name: example[record_name] for model_name, record_name in names.items()}

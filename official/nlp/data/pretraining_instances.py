@@ -1,33 +1,36 @@
-"""Sentence-pair packing and masked-LM selection for BERT pretraining instances (Google BERT semantics).
+"""Sentence-pair packing and masked-LM selection of BERT pretraining instances (Google BERT's way).
 
 Two layers share one implementation:
-  * `pack_documents` decides instance boundaries from sentence offsets only (no tokens), vectorized over
-    documents, so the same code serves lists of string tokens (the Model Garden API in `create_pretraining_data`)
-    and the fast pipeline.
-  * `build_instance_arrays` (the fast path) lays the instances' real tokens out flat (no padding) and masks
-    them there: masking units are ordered by random 16-bit keys with two radix sorts (only the ~40% of units with
-    the smallest keys first; the rest for the rare rows the first pass leaves short), then a vectorized greedy
-    fill. `select_masked_positions` (padded `[batch, seq]` arrays) serves the n-gram masking and the string-token
-    API.
+  * `pack_documents` decides instance boundaries from sentence offsets only (no tokens), vectorized
+    over documents, so the same code serves lists of string tokens (the Model Garden API in
+    `create_pretraining_data`) and the fast pipeline.
+  * `build_instance_arrays` (the fast path) lays the instances' real tokens out flat (no padding)
+    and masks them there: masking units are ordered by random 16-bit keys with two radix sorts (only
+    the ~40% of units with the smallest keys first; the rest for the rare rows the first pass leaves
+    short), then a vectorized greedy fill. `select_masked_positions` (padded `[batch, seq]` arrays)
+    serves the n-gram masking and the string-token API.
 
 Semantics (Google BERT `create_pretraining_data.py`, with its known flaws fixed):
-  * Packing: sentences of a document are accumulated up to a target length (`max_seq_length - 3`, or with
-    probability `short_seq_prob` a random length in [2, max]; drawn once per document). Segment A is a random
-    number of leading sentences of the chunk; B is the rest (label 0) or, with probability 0.5 (always when the
-    chunk has one sentence), sentences from a random other document (uniform over the others) starting at a
-    random sentence (label 1, the unused sentences of the chunk are put back). The pair is truncated to
-    `max_seq_length - 3` by trimming the longer segment, each removed token coming from the front or the back
-    with probability 0.5 (drawn as one binomial per segment).
-  * `next_sentence=False` (RoBERTa style): the document is cut greedily at sentence boundaries into single
-    segments of up to `max_seq_length - 2` tokens (a sentence longer than that is split), no NSP.
+  * Packing: sentences of a document are accumulated up to a target length (`max_seq_length - 3`, or
+    with probability `short_seq_prob` a random length in [2, max]; drawn once per document). Segment
+    A is a random number of leading sentences of the chunk; B is the rest (label 0) or, with
+    probability 0.5 (always when the chunk has one sentence), sentences from a random other document
+    (uniform over the others) starting at a random sentence (label 1, the unused sentences of the
+    chunk are put back). The pair is truncated to `max_seq_length - 3` by trimming the longer
+    segment, each removed token coming from the front or the back with probability 0.5 (drawn as one
+    binomial per segment).
+  * `next_sentence=False` (RoBERTa style): the document is cut greedily at sentence boundaries into
+    single segments of up to `max_seq_length - 2` tokens (a sentence longer than that is split), no
+    NSP.
   * Masking: a budget of `min(max_predictions, max(1, round(len(tokens) * masked_lm_prob)))` tokens
-    (`len` counts `[CLS]`/`[SEP]`) is filled greedily with units taken in random order, skipping units that
-    do not fit. A unit is a token, or with whole-word masking a word with its `##` continuations. With
-    `max_ngram_size` a unit is extended to a span of n consecutive units of one segment, n drawn with
-    probability proportional to 1/n from the seeded generator (shrunk while it exceeds the budget; skipped if it
-    overlaps a masked unit). `[CLS]`/`[SEP]` are never masked, no position twice, positions are sorted.
-    Each unit then becomes `[MASK]` (80%), a random vocabulary id (10%) or stays (10%): the decision is made once
-    per unit, so all sub-words of a word share it.
+    (`len` counts `[CLS]`/`[SEP]`) is filled greedily with units taken in random order, skipping
+    units that do not fit. A unit is a token, or with whole-word masking a word with its `##`
+    continuations. With `max_ngram_size` a unit is extended to a span of n consecutive units of one
+    segment, n drawn with probability proportional to 1/n from the seeded generator (shrunk while it
+    exceeds the budget; skipped if it overlaps a masked unit). `[CLS]`/`[SEP]` are never masked, no
+    position twice, positions are sorted. Each unit then becomes `[MASK]` (80%), a random vocabulary
+    id (10%) or stays (10%): the decision is made once per unit, so all sub-words of a word share
+    it.
 """
 
 import dataclasses
@@ -44,9 +47,10 @@ ACTION_RANDOM = 2
 class PackedInstances:
   """Token ranges of packed instances, `[num_instances]` int64 arrays in corpus token coordinates.
 
-  Instance i is `[CLS] tokens[a_start:a_end] [SEP] tokens[b_start:b_end] [SEP]` (without next-sentence
-  prediction B is empty and the layout is `[CLS] A [SEP]`). `document` is the document A comes from,
-  `b_document` the one B comes from; `is_random_next` is 1 where B is a random segment.
+  Instance i is `[CLS] tokens[a_start:a_end] [SEP] tokens[b_start:b_end] [SEP]` (without
+  next-sentence prediction B is empty and the layout is `[CLS] A [SEP]`). `document` is the document
+  A comes from, `b_document` the one B comes from; `is_random_next` is 1 where B is a random
+  segment.
   """
   document: np.ndarray
   a_start: np.ndarray
@@ -61,7 +65,7 @@ class PackedInstances:
 
 
 def _truncation_counts(len_a: np.ndarray, len_b: np.ndarray, max_num_tokens: int):
-  """Tokens Google BERT's truncate_seq_pair removes from A and from B: the longer first, ties trim B."""
+  """Tokens Google BERT's truncate_seq_pair removes from A and B: the longer first, ties trim B."""
   excess = np.maximum(len_a + len_b - max_num_tokens, 0)
   cut_a = np.minimum(excess, np.maximum(len_a - len_b, 0))
   cut_b = np.minimum(excess, np.maximum(len_b - len_a, 0))
@@ -74,14 +78,14 @@ def pack_documents(documents: np.ndarray, sentence_starts: np.ndarray, document_
                    next_sentence: bool = True) -> PackedInstances:
   """Cuts documents into instances (token ranges), Google BERT style, vectorized over documents.
 
-  Each round takes the next chunk of every unfinished document at once, so the cost is a few numpy calls per
-  round (rounds = most instances of one document), not Python per instance.
+  Each round takes the next chunk of every unfinished document at once, so the cost is a few numpy
+  calls per round (rounds = most instances of one document), not Python per instance.
 
   Args:
     documents: `[k]` indices of the documents to cut.
     sentence_starts: `[num_sentences + 1]` token offsets of all sentences of the corpus.
-    document_starts: `[num_documents + 1]` sentence offsets of all documents (random next segments may come
-      from any document).
+    document_starts: `[num_documents + 1]` sentence offsets of all documents (random next segments
+      may come from any document).
     max_seq_length: sequence length including `[CLS]`/`[SEP]`.
     short_seq_prob: probability of a random shorter target length for a document.
     rng: the random source.
@@ -98,7 +102,8 @@ def pack_documents(documents: np.ndarray, sentence_starts: np.ndarray, document_
   num_documents = document_starts.size - 1
   max_num_tokens = max_seq_length - (3 if next_sentence else 2)
   short = rng.random(documents.size) < short_seq_prob
-  targets = np.where(short, rng.integers(2, max_num_tokens, documents.size, endpoint=True), max_num_tokens)
+  targets = np.where(short, rng.integers(2, max_num_tokens, documents.size, endpoint=True),
+                     max_num_tokens)
   ends = document_starts[documents + 1]  # sentence index after each document
   if next_sentence:
     position = document_starts[documents].copy()  # first sentence of the next chunk
@@ -108,15 +113,17 @@ def pack_documents(documents: np.ndarray, sentence_starts: np.ndarray, document_
   active = np.nonzero(position < (ends if next_sentence else sentence_starts[ends]))[0]
   while active.size:
     if next_sentence:
-      part, position[active] = _next_pairs(documents[active], position[active], ends[active], targets[active],
-                                           sentence_starts, document_starts, num_documents, max_num_tokens, rng)
+      part, position[active] = _next_pairs(documents[active], position[active], ends[active],
+                                           targets[active], sentence_starts, document_starts,
+                                           num_documents, max_num_tokens, rng)
       parts.append(part)
       active = active[position[active] < ends[active]]
     else:
       start = position[active]
       doc_end = sentence_starts[ends[active]]
       limit = start + targets[active]
-      boundary = sentence_starts[np.minimum(np.searchsorted(sentence_starts, limit, "right") - 1, ends[active])]
+      boundary = sentence_starts[np.minimum(
+          np.searchsorted(sentence_starts, limit, 'right') - 1, ends[active])]
       end = np.where(boundary > start, boundary, np.minimum(limit, doc_end))
       no_b = np.full(active.size, -1, np.int64)
       parts.append(PackedInstances(documents[active], start, end, no_b, np.zeros_like(start),
@@ -135,27 +142,30 @@ def _next_pairs(documents, first, ends, targets, sentence_starts, document_start
   """One sentence-pair instance per document from its chunk starting at sentence `first`."""
   count = documents.size
   chunk_start = sentence_starts[first]
-  # The chunk ends with the first sentence that brings it to the target length, or the document's last.
-  last = np.clip(np.searchsorted(sentence_starts, chunk_start + targets, "left") - 1, first, ends - 1)
+  # The chunk ends with the first sentence reaching the target length, or the document's last one.
+  last = np.clip(
+      np.searchsorted(sentence_starts, chunk_start + targets, 'left') - 1, first, ends - 1)
   chunk_size = last - first + 1
-  a_sentences = np.where(chunk_size >= 2, 1 + (rng.random(count) * (chunk_size - 1)).astype(np.int64), 1)
+  a_sentences = np.where(chunk_size >= 2,
+                         1 + (rng.random(count) * (chunk_size - 1)).astype(np.int64), 1)
   a_start, a_end = chunk_start, sentence_starts[first + a_sentences]
   is_random = (chunk_size == 1) | (rng.random(count) < 0.5)
-  # B from a random other document (uniform over the others), starting at a random sentence, up to the target.
+  # B from a random other document (uniform over the others), from a random sentence to the target.
   other = (rng.random(count) * max(num_documents - 1, 1)).astype(np.int64)
   other = np.where(num_documents > 1, other + (other >= documents), documents)
   other_first, other_end = document_starts[other], document_starts[other + 1]
   b_first = other_first + (rng.random(count) * (other_end - other_first)).astype(np.int64)
   random_start = sentence_starts[b_first]
-  b_last = np.clip(np.searchsorted(sentence_starts, random_start + targets - (a_end - a_start), "left"),
-                   b_first + 1, other_end)
+  b_last = np.clip(
+      np.searchsorted(sentence_starts, random_start + targets - (a_end - a_start), 'left'),
+      b_first + 1, other_end)
   b_document = np.where(is_random, other, documents)
   b_start = np.where(is_random, random_start, a_end)
   b_end = np.where(is_random, sentence_starts[b_last], sentence_starts[last + 1])
   # A random B leaves the chunk's unused sentences for the next chunk.
   next_first = np.where(is_random, first + a_sentences, last + 1)
   cut_a, cut_b = _truncation_counts(a_end - a_start, b_end - b_start, max_num_tokens)
-  front_a, front_b = rng.binomial(cut_a, 0.5), rng.binomial(cut_b, 0.5)  # each cut from a random end
+  front_a, front_b = rng.binomial(cut_a, 0.5), rng.binomial(cut_b, 0.5)  # each from a random end
   part = PackedInstances(documents, a_start + front_a, a_end - (cut_a - front_a), b_document,
                          b_start + front_b, b_end - (cut_b - front_b), is_random.astype(np.int64))
   return part, next_first
@@ -169,7 +179,8 @@ class MaskSelection:
     positions: `[batch, max_predictions]` int32 sorted positions, 0-padded.
     counts: `[batch]` number of real predictions per row.
     actions: `[batch, max_predictions]` int8: ACTION_MASK, ACTION_RANDOM or ACTION_KEEP.
-    random_ids: `[batch, max_predictions]` int64 replacement ids (used where actions == ACTION_RANDOM).
+    random_ids: `[batch, max_predictions]` int64 replacement ids (used where actions ==
+      ACTION_RANDOM).
   """
   positions: np.ndarray
   counts: np.ndarray
@@ -179,7 +190,8 @@ class MaskSelection:
 
 def num_predictions(lengths: np.ndarray, masked_lm_prob: float, max_predictions: int) -> np.ndarray:
   """Masking budget per sequence: `min(max_predictions, max(1, round(length * masked_lm_prob)))`."""
-  return np.minimum(max_predictions, np.maximum(1, np.rint(np.asarray(lengths) * masked_lm_prob))).astype(np.int64)
+  return np.minimum(max_predictions,
+                    np.maximum(1, np.rint(np.asarray(lengths) * masked_lm_prob))).astype(np.int64)
 
 
 def select_masked_positions(candidates: np.ndarray, unit_starts: np.ndarray, budgets: np.ndarray,
@@ -190,8 +202,9 @@ def select_masked_positions(candidates: np.ndarray, unit_starts: np.ndarray, bud
 
   Args:
     candidates: `[batch, seq]` bool, positions that may be masked (not `[CLS]`/`[SEP]`/padding).
-    unit_starts: `[batch, seq]` bool, candidate positions that start a masking unit (every candidate without
-      whole-word masking; word starts with it). A unit runs to the next start or non-candidate.
+    unit_starts: `[batch, seq]` bool, candidate positions that start a masking unit (every candidate
+      without whole-word masking; word starts with it). A unit runs to the next start or
+      non-candidate.
     budgets: `[batch]` number of tokens to mask (see `num_predictions`); must be <= max_predictions.
     max_predictions: width of the outputs.
     vocab_size: random replacement ids are drawn from `[0, vocab_size)`.
@@ -210,24 +223,27 @@ def select_masked_positions(candidates: np.ndarray, unit_starts: np.ndarray, bud
   max_units = max(int(num_units.max(initial=0)), 1)
   rows, cols = np.nonzero(candidates)
   unit_index = unit_of_token[rows, cols]
-  unit_lengths = np.bincount(rows * max_units + unit_index, minlength=batch * max_units).reshape(batch, max_units)
+  unit_lengths = np.bincount(rows * max_units + unit_index,
+                             minlength=batch * max_units).reshape(batch, max_units)
   keys = rng.random((batch, max_units))
   keys[np.arange(max_units)[None, :] >= num_units[:, None]] = 2.0  # padding units sort last
-  order = np.argsort(keys, axis=1, kind="stable")
+  order = np.argsort(keys, axis=1, kind='stable')
   if max_ngram_size is None or max_ngram_size <= 1:
     chosen_units = _greedy_units(order, unit_lengths, budgets)
   else:
     chosen_units = _greedy_ngrams(order, unit_lengths, num_units, budgets, candidates, unit_starts,
                                   max_ngram_size, rng)
   unit_draws = rng.random((batch, max_units))
-  unit_actions = np.where(unit_draws < mask_rate, ACTION_MASK,
-                          np.where(unit_draws < mask_rate + random_rate, ACTION_RANDOM, ACTION_KEEP)).astype(np.int8)
+  unit_actions = np.where(
+      unit_draws < mask_rate, ACTION_MASK,
+      np.where(unit_draws < mask_rate + random_rate, ACTION_RANDOM, ACTION_KEEP)).astype(np.int8)
   selected = np.zeros((batch, seq), bool)
   selected[rows, cols] = chosen_units[rows, unit_index]
   sel_rows, sel_cols = np.nonzero(selected)  # row-major: positions come out sorted within a row
   counts = selected.sum(axis=1)
   if counts.max(initial=0) > max_predictions:
-    raise ValueError(f"budgets exceed max_predictions={max_predictions}: found {int(counts.max())} selections")
+    raise ValueError(
+        f'budgets exceed max_predictions={max_predictions}: found {int(counts.max())} selections')
   row_starts = np.cumsum(counts) - counts
   slot = np.arange(sel_rows.size) - row_starts[sel_rows]
   positions = np.zeros((batch, max_predictions), np.int32)
@@ -239,7 +255,7 @@ def select_masked_positions(candidates: np.ndarray, unit_starts: np.ndarray, bud
 
 
 def _greedy_units(order: np.ndarray, unit_lengths: np.ndarray, budgets: np.ndarray) -> np.ndarray:
-  """Takes units in `order`, each if it fits in the remaining budget, until the budget is used (vectorized)."""
+  """Takes units in `order`, each if it fits in the budget left, until it is used (vectorized)."""
   batch, max_units = order.shape
   sorted_lengths = np.take_along_axis(unit_lengths, order, axis=1)
   taken_sorted = np.zeros((batch, max_units), bool)
@@ -291,7 +307,7 @@ def _greedy_ngrams(order, unit_lengths, num_units, budgets, candidates, unit_sta
 
 
 def unit_starts_for(candidates: np.ndarray, is_continuation: Optional[np.ndarray]) -> np.ndarray:
-  """Masking-unit starts: every candidate, or (whole-word masking) candidates that do not continue a word.
+  """Masking-unit starts: every candidate, or (whole-word masking) those not continuing a word.
 
   Args:
     candidates: `[batch, seq]` bool.
@@ -349,8 +365,9 @@ class SpecialIds:
   is_continuation: np.ndarray  # [vocab_size] bool, token starts with "##"
 
 
-def build_instance_batch(token_ids: np.ndarray, instances: PackedInstances, options: InstanceOptions,
-                         special: SpecialIds, rng: np.random.Generator) -> InstanceBatch:
+def build_instance_batch(token_ids: np.ndarray, instances: PackedInstances,
+                         options: InstanceOptions, special: SpecialIds,
+                         rng: np.random.Generator) -> InstanceBatch:
   """Materializes packed instances into padded arrays and masks them.
 
   Args:
@@ -364,7 +381,8 @@ def build_instance_batch(token_ids: np.ndarray, instances: PackedInstances, opti
     An `InstanceBatch`.
   """
   seq = options.max_seq_length
-  a_start, a_end, b_start, b_end = instances.a_start, instances.a_end, instances.b_start, instances.b_end
+  a_start, a_end, b_start, b_end = (instances.a_start, instances.a_end, instances.b_start,
+                                    instances.b_end)
   is_random = instances.is_random_next
   len_a = a_end - a_start
   len_b = b_end - b_start
@@ -394,13 +412,14 @@ def build_instance_batch(token_ids: np.ndarray, instances: PackedInstances, opti
 
 
 def apply_mask_selection(batch: InstanceBatch, selection: MaskSelection, mask_id: int) -> None:
-  """Fills the masked-LM fields of `batch` and replaces the selected tokens in `batch.input_ids` (in place)."""
+  """Fills the masked-LM fields of `batch` and masks `batch.input_ids` (in place)."""
   width = selection.positions.shape[1]
   valid = np.arange(width)[None, :] < selection.counts[:, None]
   positions = selection.positions.astype(np.int64)
   original = np.take_along_axis(batch.input_ids, positions, axis=1)
-  replacement = np.where(selection.actions == ACTION_MASK, mask_id,
-                         np.where(selection.actions == ACTION_RANDOM, selection.random_ids, original))
+  replacement = np.where(
+      selection.actions == ACTION_MASK, mask_id,
+      np.where(selection.actions == ACTION_RANDOM, selection.random_ids, original))
   rows, slots = np.nonzero(valid)
   batch.input_ids[rows, positions[rows, slots]] = replacement[rows, slots]
   batch.masked_lm_positions = np.where(valid, positions, 0)
@@ -417,7 +436,8 @@ class InstanceArrays:
     lengths: `[batch]` real tokens (`[CLS]` to the last `[SEP]`).
     segment_starts: `[batch]` first position of segment B (`lengths` without B).
     next_sentence_labels: `[batch]` int64.
-    masked_lm_positions, masked_lm_ids: `[batch, max_predictions]` int32, 0-padded (None in dynamic mode).
+    masked_lm_positions, masked_lm_ids: `[batch, max_predictions]` int32, 0-padded (None in dynamic
+      mode).
     masked_counts: `[batch]` real predictions (None in dynamic mode).
   """
   input_ids: np.ndarray
@@ -432,7 +452,7 @@ class InstanceArrays:
     return self.input_ids.shape[0]
 
   @classmethod
-  def from_batch(cls, batch: InstanceBatch) -> "InstanceArrays":
+  def from_batch(cls, batch: InstanceBatch) -> 'InstanceArrays':
     lengths = batch.input_mask.sum(axis=1)
     masked = batch.masked_lm_weights is not None
     return cls(batch.input_ids.astype(np.int32), lengths, lengths - batch.segment_ids.sum(axis=1),
@@ -442,18 +462,18 @@ class InstanceArrays:
 
 
 _KEY_BITS = 16
-# Units whose random key falls below this are ordered and taken first; the others only for rows whose budget the
-# first pass left unfilled. This gives the same result as ordering all units (the first pass is a prefix of the
-# full order), while sorting about 40% of them.
+# Units whose random key falls below this are ordered and taken first; the others only for rows
+# whose budget the first pass left unfilled. This gives the same result as ordering all units (the
+# first pass is a prefix of the full order), while sorting about 40% of them.
 _FIRST_PASS_KEYS = int(0.4 * (1 << _KEY_BITS))
 
 
 def _order_by_row_then_key(rows: np.ndarray, keys: np.ndarray) -> np.ndarray:
-  """Indices sorting by `(rows, keys)`, ties by index; `keys` uint16 (two radix sorts when rows fit 16 bits)."""
-  order = np.argsort(keys, kind="stable")
+  """Indices sorting by `(rows, keys)`, ties by index; `keys` uint16 (radix sorts: rows < 2**16)."""
+  order = np.argsort(keys, kind='stable')
   if rows.size and int(rows.max()) < 1 << 16:
-    return order[np.argsort(rows.astype(np.uint16)[order], kind="stable")]
-  return order[np.argsort(rows[order], kind="stable")]
+    return order[np.argsort(rows.astype(np.uint16)[order], kind='stable')]
+  return order[np.argsort(rows[order], kind='stable')]
 
 
 def _greedy_take(rows: np.ndarray, lengths: np.ndarray, budgets: np.ndarray, count: int):
@@ -493,11 +513,13 @@ def _greedy_take(rows: np.ndarray, lengths: np.ndarray, budgets: np.ndarray, cou
   return taken, used
 
 
-def build_instance_arrays(token_ids: np.ndarray, instances: PackedInstances, options: InstanceOptions,
-                          special: SpecialIds, rng: np.random.Generator) -> InstanceArrays:
-  """Materializes and masks packed instances, working on the real tokens only (a flat array, no padding).
+def build_instance_arrays(token_ids: np.ndarray, instances: PackedInstances,
+                          options: InstanceOptions, special: SpecialIds,
+                          rng: np.random.Generator) -> InstanceArrays:
+  """Materializes and masks packed instances on their real tokens only (a flat array, no padding).
 
-  Same semantics as `build_instance_batch` (see the module docstring); n-gram masking goes through it.
+  Same semantics as `build_instance_batch` (see the module docstring); n-gram masking goes through
+  it.
 
   Args:
     token_ids: `[num_tokens]` flat token ids the instances' ranges index into.
@@ -510,26 +532,29 @@ def build_instance_arrays(token_ids: np.ndarray, instances: PackedInstances, opt
     `InstanceArrays`.
   """
   if options.max_ngram_size is not None and options.max_ngram_size > 1 and not options.dynamic:
-    return InstanceArrays.from_batch(build_instance_batch(token_ids, instances, options, special, rng))
+    return InstanceArrays.from_batch(
+        build_instance_batch(token_ids, instances, options, special, rng))
   seq = options.max_seq_length
   count = len(instances)
   if count == 0:
     empty = np.zeros(0, np.int64)
-    masks = (None,) * 3 if options.dynamic else (np.zeros((0, options.max_predictions_per_seq), np.int32),) * 2 + (
-        empty,)
+    masks = ((None,) * 3 if options.dynamic else
+             (np.zeros((0, options.max_predictions_per_seq), np.int32),) * 2 + (empty,))
     return InstanceArrays(np.zeros((0, seq), np.int32), empty, empty, empty, *masks)
   len_a = instances.a_end - instances.a_start
   len_b = instances.b_end - instances.b_start
   has_b = options.next_sentence
   totals = len_a + 2 + (len_b + 1 if has_b else 0)
   segment_starts = len_a + 2 if has_b else totals.copy()
-  # Flat layout: row r's tokens are at [offsets[r], offsets[r] + totals[r]). The corpus index of each flat token
-  # steps by one, except at a row start (A; [CLS] reads a dummy) and at B's start: a cumulative sum of steps.
+  # Flat layout: row r's tokens are at [offsets[r], offsets[r] + totals[r]). The corpus index of
+  # each flat token steps by one, except at a row start (A; [CLS] reads a dummy) and at B's start: a
+  # cumulative sum of steps.
   offsets = np.cumsum(totals) - totals
   size = int(totals.sum())
   a_first = instances.a_start - 1
   steps = np.ones(size, np.int64)
-  last_source = instances.b_end if has_b else a_first + totals - 1  # corpus index read by each row's last token
+  # Corpus index read by each row's last token.
+  last_source = instances.b_end if has_b else a_first + totals - 1
   steps[offsets[1:]] = a_first[1:] - last_source[:-1]
   steps[0] = a_first[0]
   if has_b:
@@ -539,7 +564,8 @@ def build_instance_arrays(token_ids: np.ndarray, instances: PackedInstances, opt
   ids = token_ids[source].astype(np.int32)
   del steps, source
   ids[offsets] = special.cls_id
-  sep_positions = np.concatenate([offsets + len_a + 1, offsets + totals - 1] if has_b else [offsets + totals - 1])
+  sep_positions = np.concatenate([offsets + len_a + 1, offsets + totals - 1] if has_b
+                                 else [offsets + totals - 1])
   ids[sep_positions] = special.sep_id
   # The real tokens of the padded [count, seq] matrix, in row-major order: the flat layout.
   real = np.arange(seq) < totals[:, None]
@@ -575,22 +601,25 @@ def build_instance_arrays(token_ids: np.ndarray, instances: PackedInstances, opt
   unit_taken[order[taken]] = True
   unfilled = used < budgets
   late = np.flatnonzero(~early & unfilled[unit_rows])
-  if late.size:  # continue the same order with the other units, for rows the first pass left unfilled
+  # Continue the same order with the other units, for rows the first pass left unfilled.
+  if late.size:
     late = late[_order_by_row_then_key(unit_rows[late], keys[late])]
     late_taken, _ = _greedy_take(unit_rows[late], unit_lengths[late], budgets - used, count)
     unit_taken[late[late_taken]] = True
   chosen_units = np.flatnonzero(unit_taken)  # by row, then position
   # One 80/10/10 decision per unit.
   draws = rng.random(chosen_units.size)
-  unit_action = np.where(draws < 0.8, ACTION_MASK, np.where(draws < 0.9, ACTION_RANDOM, ACTION_KEEP))
+  unit_action = np.where(draws < 0.8, ACTION_MASK,
+                         np.where(draws < 0.9, ACTION_RANDOM, ACTION_KEEP))
   chosen_lengths = unit_lengths[chosen_units]
   chosen_first = np.cumsum(chosen_lengths) - chosen_lengths
-  selected = np.repeat(starts[chosen_units] - chosen_first, chosen_lengths) + np.arange(int(chosen_lengths.sum()))
+  selected = (np.repeat(starts[chosen_units] - chosen_first, chosen_lengths)
+              + np.arange(int(chosen_lengths.sum())))
   action = np.repeat(unit_action, chosen_lengths)
   selected_rows = np.repeat(unit_rows[chosen_units], chosen_lengths)
   counts = np.bincount(selected_rows, minlength=count)
   if counts.max(initial=0) > options.max_predictions_per_seq:
-    raise ValueError(f"budgets exceed max_predictions_per_seq={options.max_predictions_per_seq}")
+    raise ValueError(f'budgets exceed max_predictions_per_seq={options.max_predictions_per_seq}')
   slots = np.arange(selected.size) - (np.cumsum(counts) - counts)[selected_rows]
   flat_slots = selected_rows.astype(np.int64) * options.max_predictions_per_seq + slots
   positions = np.zeros((count, options.max_predictions_per_seq), np.int32)
@@ -601,4 +630,5 @@ def build_instance_arrays(token_ids: np.ndarray, instances: PackedInstances, opt
   ids[selected] = np.where(action == ACTION_MASK, special.mask_id,
                            np.where(action == ACTION_RANDOM, random_ids, ids[selected]))
   input_ids[real] = ids
-  return InstanceArrays(input_ids, totals, segment_starts, labels, positions, masked_ids, counts.astype(np.int64))
+  return InstanceArrays(input_ids, totals, segment_starts, labels, positions, masked_ids,
+                        counts.astype(np.int64))

@@ -2,7 +2,8 @@
 
 import numpy as np
 
-# Above this mean segment size, joining byte slices in Python beats building a per-element index array.
+# Above this mean segment size, joining byte slices in Python beats building a per-element index
+# array.
 _JOIN_MIN_BYTES = 24
 
 
@@ -32,8 +33,9 @@ def gather_segments(pool: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -
     blob = pool.tobytes()
     byte_starts = (starts * item).tolist()
     byte_ends = ((starts + lengths) * item).tolist()
-    return np.frombuffer(b"".join([blob[s:e] for s, e in zip(byte_starts, byte_ends)]), pool.dtype)
-  # The index steps by one inside a segment and jumps at each segment start: a cumulative sum of steps.
+    return np.frombuffer(b''.join([blob[s:e] for s, e in zip(byte_starts, byte_ends)]), pool.dtype)
+  # The index steps by one inside a segment and jumps at each segment start: a cumulative sum of
+  # steps.
   steps = np.ones(int(lengths.sum()), np.int64)
   steps[0] = starts[0]
   steps[np.cumsum(lengths[:-1])] = starts[1:] - (starts[:-1] + lengths[:-1] - 1)

@@ -1,4 +1,4 @@
-"""Reads sentence-prediction TFRecords (classification or regression) into `(features, labels)` batches.
+"""Reads sentence-prediction TFRecords (classification or regression) as `(features, labels)`.
 
 Record schema (Model Garden's, written by `data_tools/create_finetuning_data.py`): `input_ids`,
 `input_mask`, `segment_ids` int64[seq_length], `label_ids` int64[1] (classes) or float[1]

@@ -34,6 +34,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from official.common import file_utils
 from official.nlp.data import data_metadata
 from official.nlp.data import tfrecord_writer
 from official.nlp.data.tokenization import CLS_TOKEN, SEP_TOKEN, UNK_TOKEN
@@ -224,7 +225,8 @@ def _is_max_context(windows: Sequence[Tuple[int, int]], window: int, position: i
   return best == window
 
 
-def _subword_chars(tokenizer: WordPieceTokenizer, words: Sequence[str]) -> List[List[Tuple[int, int]]]:
+def _subword_chars(tokenizer: WordPieceTokenizer,
+                   words: Sequence[str]) -> List[List[Tuple[int, int]]]:
   """Per word, the (begin, end) characters of the word that each of its sub-words covers."""
   encodings = tokenizer.backend.encode_batch(list(words), add_special_tokens=False)
   return [[(int(b), int(e)) for b, e in encoding.offsets] for encoding in encodings]
@@ -388,10 +390,7 @@ def write_eval_sidecar(path: str, examples: Sequence[SquadExample],
       'examples': example_rows,
       'features': [[f.unique_id, f.example_index, min(f.token_to_word, default=0), f.context_start,
                     len(f.token_to_word)] for f in features]}
-  partial = path + '.partial'
-  with open(partial, 'w', encoding='utf-8') as f:
-    json.dump(payload, f)
-  os.replace(partial, path)
+  file_utils.atomic_write_text(path, json.dumps(payload))
 
 
 def read_eval_sidecar(path: str) -> Tuple[List[SquadExample], List[SquadFeature], bool]:
@@ -444,8 +443,9 @@ def write_squad_data(input_file: str, output_file: str, tokenizer: WordPieceToke
                      max_seq_length: int = 384, doc_stride: int = 128, max_query_length: int = 64,
                      version_2_with_negative: bool = False, gzip_compress: bool = False,
                      metadata: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-  """SQuAD JSON -> TFRecords, their eval sidecar and their metadata file (the same records serve
-  training and evaluation).
+  """SQuAD JSON -> TFRecords, their eval sidecar and their metadata file.
+
+  The same records serve training and evaluation.
 
   Args:
     input_file: SQuAD v1.1 / v2.0 JSON.

@@ -1,15 +1,17 @@
 """TFRecord files of `tf.train.Example`s written with numpy only (no TensorFlow import).
 
-Importing TensorFlow costs seconds and a few hundred MB per process; the data pipeline needs neither, so this
-module encodes `tf.train.Example` protos (int64 and float features) and the TFRecord framing (length, masked
-CRC32C) itself, vectorized over a batch of records: a batch of records is one flat uint8 array plus the length
-of each record. The output is read by `tf.data.TFRecordDataset` and `tf.io.parse_single_example` like records
-written by `tf.io.TFRecordWriter` (checked in the tests).
+Importing TensorFlow costs seconds and a few hundred MB per process; the data pipeline needs
+neither, so this module encodes `tf.train.Example` protos (int64 and float features) and the
+TFRecord framing (length, masked CRC32C) itself, vectorized over a batch of records: a batch of
+records is one flat uint8 array plus the length of each record. The output is read by
+`tf.data.TFRecordDataset` and `tf.io.parse_single_example` like records written by
+`tf.io.TFRecordWriter` (checked in the tests).
 
-`encode_pretraining_records` is a faster encoder for the BERT pretraining schema: each record is a row of a byte
-matrix (varints in fixed slots, compacted once); the fixed-size features (`input_mask`, `segment_ids`,
-`masked_lm_weights`, `next_sentence_labels`) end the record, so their CRC contribution comes from small tables
-indexed by the run lengths, and only the variable part (ids, positions) is looked up byte by byte.
+`encode_pretraining_records` is a faster encoder for the BERT pretraining schema: each record is a
+row of a byte matrix (varints in fixed slots, compacted once); the fixed-size features
+(`input_mask`, `segment_ids`, `masked_lm_weights`, `next_sentence_labels`) end the record, so their
+CRC contribution comes from small tables indexed by the run lengths, and only the variable part
+(ids, positions) is looked up byte by byte.
 
 Example:
   data, lengths = encode_examples({"input_ids": ids}, {"masked_lm_weights": weights})
@@ -29,19 +31,21 @@ from official.nlp.data.segment_ops import gather_segments
 
 _CRC32C_POLY = 0x82F63B78  # Castagnoli, reflected
 _MASK_DELTA = 0xA282EAD8
-PARTIAL_SUFFIX = ".partial"
+PARTIAL_SUFFIX = '.partial'
 
 
 def _byte_table() -> np.ndarray:
   table = np.arange(256, dtype=np.uint32)
   for _ in range(8):
-    table = np.where(table & 1, (table >> 1) ^ np.uint32(_CRC32C_POLY), table >> 1).astype(np.uint32)
+    table = np.where(table & 1, (table >> 1) ^ np.uint32(_CRC32C_POLY),
+                     table >> 1).astype(np.uint32)
   return table
 
 
 _TABLE = _byte_table()
-# _DISTANCE[k, b]: the CRC register contribution (init 0) of byte b followed by k more bytes. The CRC is linear,
-# so the raw CRC of a message is the XOR of its bytes' contributions; this vectorizes over many records.
+# _DISTANCE[k, b]: the CRC register contribution (init 0) of byte b followed by k more bytes. The
+# CRC is linear, so the raw CRC of a message is the XOR of its bytes' contributions; this vectorizes
+# over many records.
 _DISTANCE = np.zeros((0, 256), np.uint32)
 # _INIT[n]: the contribution of the initial register 0xFFFFFFFF after n bytes.
 _INIT = np.zeros(0, np.uint32)
@@ -77,8 +81,9 @@ def crc32c_segments(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -
     return raw
   _grow_tables(int(lengths.max()))
   if nonempty.any():
-    # Per byte: its distance to the end of its segment (a running max spreads each segment's last index), then
-    # the table index distance * 256 + byte; the raw CRC is the XOR of the looked-up contributions.
+    # Per byte: its distance to the end of its segment (a running max spreads each segment's last
+    # index), then the table index distance * 256 + byte; the raw CRC is the XOR of the looked-up
+    # contributions.
     size = int(starts[-1] + lengths[-1])
     index = np.zeros(size, np.int64 if size >= 2**23 else np.int32)
     index[starts[nonempty]] = (starts + lengths - 1)[nonempty]
@@ -97,8 +102,8 @@ def crc32c(data: bytes) -> int:
 
 def _masked(crc: np.ndarray) -> np.ndarray:
   crc = crc.astype(np.uint64)
-  return ((((crc >> np.uint64(15)) | (crc << np.uint64(17))) + np.uint64(_MASK_DELTA)) & np.uint64(0xFFFFFFFF)
-          ).astype(np.uint32)
+  return ((((crc >> np.uint64(15)) | (crc << np.uint64(17))) + np.uint64(_MASK_DELTA)) &
+          np.uint64(0xFFFFFFFF)).astype(np.uint32)
 
 
 def _exclusive_cumsum(lengths: np.ndarray) -> np.ndarray:
@@ -108,7 +113,8 @@ def _exclusive_cumsum(lengths: np.ndarray) -> np.ndarray:
 def frame_records(data: np.ndarray, lengths: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
   """TFRecord framing of records laid out back to back in `data` (uint8) with `lengths` [k].
 
-  Each record becomes: uint64 length, masked CRC32C of those 8 bytes, the data, masked CRC32C of the data.
+  Each record becomes: uint64 length, masked CRC32C of those 8 bytes, the data, masked CRC32C of the
+  data.
 
   Returns:
     `(framed uint8 array, framed length of each record [k] = lengths + 16)`.
@@ -116,13 +122,16 @@ def frame_records(data: np.ndarray, lengths: np.ndarray) -> Tuple[np.ndarray, np
   lengths = np.asarray(lengths, np.int64)
   count = lengths.size
   starts = _exclusive_cumsum(lengths)
-  length_fields = lengths.astype("<u8").view(np.uint8)
+  length_fields = lengths.astype('<u8').view(np.uint8)
   length_crcs = _masked(crc32c_segments(length_fields, np.arange(count) * 8, np.full(count, 8)))
   data_crcs = _masked(crc32c_segments(data, starts, lengths))
   heads = np.empty((count, 12), np.uint8)
   heads[:, :8] = length_fields.reshape(count, 8)
-  heads[:, 8:] = length_crcs.astype("<u4").view(np.uint8).reshape(count, 4)
-  pool = np.concatenate([heads.ravel(), np.asarray(data, np.uint8), data_crcs.astype("<u4").view(np.uint8)])
+  heads[:, 8:] = length_crcs.astype('<u4').view(np.uint8).reshape(count, 4)
+  pool = np.concatenate(
+      [heads.ravel(),
+       np.asarray(data, np.uint8),
+       data_crcs.astype('<u4').view(np.uint8)])
   piece_starts = np.stack([np.arange(count) * 12, 12 * count + starts,
                            12 * count + int(lengths.sum()) + np.arange(count) * 4], axis=1)
   piece_lengths = np.stack([np.full(count, 12), lengths, np.full(count, 4)], axis=1)
@@ -155,9 +164,10 @@ def _varint(value: int) -> bytes:
 
 
 def _varints(values: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-  """Protobuf varints of `values` [rows, cols], row-major, and the encoded size of each row [rows]."""
+  """Protobuf varints of `values` [rows, cols], row-major, and each row's encoded size [rows]."""
   rows = values.shape[0]
-  if values.size and values.min() >= 0 and values.max() < 0x80:  # one byte each: the values themselves
+  # One byte each: the values themselves.
+  if values.size and values.min() >= 0 and values.max() < 0x80:
     return values.astype(np.uint8).ravel(), np.full(rows, values.shape[1], np.int64)
   flat = values.ravel()
   if flat.size and flat.min() >= 0 and flat.max() < 2**32:
@@ -181,26 +191,27 @@ def _varints(values: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
 
 
 class _FeatureHeaders:
-  """Proto bytes that precede a feature's packed values inside `Features.feature` (cached by payload size).
+  """Proto bytes before a feature's packed values in `Features.feature` (cached by payload size).
 
   Layout: Features.feature map entry (field 1) {key (1): name, value (2): Feature {int64_list (3) or
   float_list (2): {value (1), packed}}}.
   """
 
   def __init__(self, name: str, kind_field: int):
-    self._key = name.encode("utf-8")
+    self._key = name.encode('utf-8')
     self._kind_tag = bytes([(kind_field << 3) | 2])
     self._cache: Dict[int, bytes] = {}
 
   def __call__(self, payload_size: int) -> bytes:
     header = self._cache.get(payload_size)
     if header is None:
-      values = b"\x0a" + _varint(payload_size)
+      values = b'\x0a' + _varint(payload_size)
       value_list_size = len(values) + payload_size
       feature = self._kind_tag + _varint(value_list_size) + values
       feature_size = len(feature) + payload_size
-      entry = b"\x0a" + _varint(len(self._key)) + self._key + b"\x12" + _varint(feature_size) + feature
-      header = b"\x0a" + _varint(len(entry) + payload_size) + entry
+      entry = (b'\x0a' + _varint(len(self._key)) + self._key + b'\x12' + _varint(feature_size)
+               + feature)
+      header = b'\x0a' + _varint(len(entry) + payload_size) + entry
       self._cache[payload_size] = header
     return header
 
@@ -215,8 +226,9 @@ def _headers(name: str, kind_field: int) -> _FeatureHeaders:
   return _HEADERS[key]
 
 
-def encode_examples(int_features: Mapping[str, np.ndarray],
-                    float_features: Optional[Mapping[str, np.ndarray]] = None) -> Tuple[np.ndarray, np.ndarray]:
+def encode_examples(
+    int_features: Mapping[str, np.ndarray],
+    float_features: Optional[Mapping[str, np.ndarray]] = None) -> Tuple[np.ndarray, np.ndarray]:
   """Serialized `tf.train.Example`s, one per row, laid out back to back.
 
   Args:
@@ -224,7 +236,8 @@ def encode_examples(int_features: Mapping[str, np.ndarray],
     float_features: name -> `[batch, width]` float array (a FloatList of float32 per row).
 
   Returns:
-    `(data uint8 array, length of each serialized proto [batch])`; features in the given order, ints first.
+    `(data uint8 array, length of each serialized proto [batch])`; features in the given order, ints
+    first.
   """
   pools: List[np.ndarray] = []
   pool_size = 0
@@ -239,7 +252,7 @@ def encode_examples(int_features: Mapping[str, np.ndarray],
     distinct, which = np.unique(payload_sizes, return_inverse=True)
     table = [headers(int(size)) for size in distinct.tolist()]
     table_lengths = np.fromiter(map(len, table), np.int64, count=len(table))
-    offset = add(np.frombuffer(b"".join(table), np.uint8))
+    offset = add(np.frombuffer(b''.join(table), np.uint8))
     return offset + _exclusive_cumsum(table_lengths)[which], table_lengths[which]
 
   columns = []  # (starts [batch], lengths [batch]) per piece of a record, in order
@@ -250,7 +263,7 @@ def encode_examples(int_features: Mapping[str, np.ndarray],
     columns.append(header_pieces(_headers(name, 3), payload_sizes))
     columns.append((payload_offset + _exclusive_cumsum(payload_sizes), payload_sizes))
   for name, values in (float_features or {}).items():
-    values = np.asarray(values, "<f4")
+    values = np.asarray(values, '<f4')
     values = values.reshape(values.shape[0], -1)
     payload_sizes = np.full(values.shape[0], values.shape[1] * 4, np.int64)
     payload_offset = add(values.ravel().view(np.uint8))
@@ -259,7 +272,8 @@ def encode_examples(int_features: Mapping[str, np.ndarray],
   if not columns:
     return np.zeros(0, np.uint8), np.zeros(0, np.int64)
   body_sizes = sum(lengths for _, lengths in columns)
-  columns.insert(0, header_pieces(_ExampleHeader(), body_sizes))  # Example.features (field 1) + its size
+  # Example.features (field 1) + its size.
+  columns.insert(0, header_pieces(_ExampleHeader(), body_sizes))
   starts = np.stack([c[0] for c in columns], axis=1).ravel()
   lengths = np.stack([c[1] for c in columns], axis=1)
   return gather_segments(np.concatenate(pools), starts, lengths.ravel()), lengths.sum(axis=1)
@@ -267,11 +281,11 @@ def encode_examples(int_features: Mapping[str, np.ndarray],
 
 class _ExampleHeader:
   def __call__(self, size: int) -> bytes:
-    return b"\x0a" + _varint(size)
+    return b'\x0a' + _varint(size)
 
 
 class _ChecksummedFile:
-  """A binary file that keeps the size and the zlib CRC-32 of the bytes written (for the metadata)."""
+  """A binary file keeping the size and the zlib CRC-32 of the bytes written (for the metadata)."""
 
   def __init__(self, raw):
     self._raw = raw
@@ -284,7 +298,7 @@ class _ChecksummedFile:
     return self._raw.write(data)
 
   def writelines(self, pieces: Sequence[bytes]) -> None:
-    self.write(b"".join(pieces))  # one checksum call and one write per block of records
+    self.write(b''.join(pieces))  # one checksum call and one write per block of records
 
   def flush(self) -> None:
     self._raw.flush()
@@ -294,11 +308,11 @@ class _ChecksummedFile:
 
 
 class AtomicRecordFile:
-  """A record file written under `path + ".partial"` and renamed to `path` only when closed without error.
+  """A record file written as `path + '.partial'`, renamed to `path` only when closed without error.
 
-  An interrupted run therefore never leaves a truncated file under the final name. GZIP output uses a fixed
-  header (no file name, mtime 0) so equal records give equal bytes. After closing, `size` and `crc32` (zlib CRC-32)
-  describe the bytes of the file, computed while writing.
+  An interrupted run therefore never leaves a truncated file under the final name. GZIP output uses
+  a fixed header (no file name, mtime 0) so equal records give equal bytes. After closing, `size`
+  and `crc32` (zlib CRC-32) describe the bytes of the file, computed while writing.
 
   Example:
     with AtomicRecordFile("train.tfrecord", gzip_compress=True) as f:
@@ -315,11 +329,11 @@ class AtomicRecordFile:
     self.size = 0
     self.crc32 = 0
 
-  def __enter__(self) -> "AtomicRecordFile":
+  def __enter__(self) -> 'AtomicRecordFile':
     directory = os.path.dirname(os.path.abspath(self.path))
     os.makedirs(directory, exist_ok=True)
-    self._raw = _ChecksummedFile(open(self.partial_path, "wb", buffering=1 << 20))
-    self._out = (gzip.GzipFile(filename="", mode="wb", fileobj=self._raw, compresslevel=6, mtime=0)
+    self._raw = _ChecksummedFile(open(self.partial_path, 'wb', buffering=1 << 20))
+    self._out = (gzip.GzipFile(filename='', mode='wb', fileobj=self._raw, compresslevel=6, mtime=0)
                  if self._gzip_compress else self._raw)
     return self
 
@@ -327,11 +341,11 @@ class AtomicRecordFile:
     self._out.write(data)
 
   def writelines(self, pieces: Sequence[bytes]) -> None:
-    """Writes bytes-like pieces back to back (views are fine: nothing is joined unless compressing)."""
+    """Writes bytes-like pieces back to back (views are fine: only compression joins them)."""
     if self._out is self._raw:
       self._out.writelines(pieces)
     else:  # one compressor call per block rather than per record
-      self._out.write(b"".join(pieces))
+      self._out.write(b''.join(pieces))
 
   def __exit__(self, exc_type, exc, tb) -> None:
     try:
@@ -346,14 +360,16 @@ class AtomicRecordFile:
         os.remove(self.partial_path)
 
 
-# ----------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Pretraining records: a specialized encoder (Google BERT schema) with the CRC computed from tables.
 
 
 def _varint_slots(values: np.ndarray, width: int) -> Tuple[np.ndarray, np.ndarray]:
-  """Varint bytes of non-negative `values` [...] in `width` fixed slots: `(bytes [..., width] uint8, valid)`.
+  """Varint bytes of non-negative `values` [...] in `width` fixed slots:
+  `(bytes [..., width] uint8, valid)`.
 
-  Unused slots hold 0 (a zero byte adds nothing to a CRC computed from `_DISTANCE`), `valid` marks used slots.
+  Unused slots hold 0 (a zero byte adds nothing to a CRC computed from `_DISTANCE`), `valid` marks
+  used slots.
   """
   values = np.asarray(values)
   values = values.astype(np.uint32, copy=False)
@@ -375,7 +391,7 @@ def _varint_width(max_value: int) -> int:
 
 
 class _Columns:
-  """Columns of a `[batch, width]` byte matrix with a `valid` mask (unused varint slots are dropped later)."""
+  """Columns of a `[batch, width]` byte matrix with a `valid` mask (unused varint slots: later)."""
 
   def __init__(self, batch: int):
     self.batch = batch
@@ -407,33 +423,34 @@ def _feature_entry_sizes(key: bytes, payload: np.ndarray):
   """Sizes in a `Features.feature` map entry around a packed value list of `payload` bytes."""
   value_list = 1 + _varint_size(payload) + payload      # Int64List/FloatList {value (1): packed}
   feature = 1 + _varint_size(value_list) + value_list   # Feature {int64_list (3) / float_list (2)}
-  entry = 1 + _varint_size(len(key)) + len(key) + 1 + _varint_size(feature) + feature  # {key (1), value (2)}
+  # {key (1), value (2)}
+  entry = 1 + _varint_size(len(key)) + len(key) + 1 + _varint_size(feature) + feature
   return value_list, feature, entry
 
 
 def _entry_header(key: bytes, kind_field: int, payload: int) -> bytes:
   value_list, feature, entry = (int(x) for x in _feature_entry_sizes(key, np.array(payload)))
-  return (b"\x0a" + _varint(entry) + b"\x0a" + _varint(len(key)) + key + b"\x12" + _varint(feature)
-          + bytes([(kind_field << 3) | 2]) + _varint(value_list) + b"\x0a" + _varint(payload))
+  return (b'\x0a' + _varint(entry) + b'\x0a' + _varint(len(key)) + key + b'\x12' + _varint(feature)
+          + bytes([(kind_field << 3) | 2]) + _varint(value_list) + b'\x0a' + _varint(payload))
 
 
 class _TailLayout:
   """The fixed-size end of a pretraining record and the tables giving its CRC contribution.
 
   The tail holds `input_mask` (ones on `[0, n)`), `segment_ids` (ones on `[s, n)`), optionally
-  `masked_lm_weights` (`count` 1.0s) and `next_sentence_labels` (one byte), each behind a constant header. Since
-  it ends the record, every byte's distance to the record end is fixed, and the (register-0) CRC contribution of
-  the tail is the XOR of a few precomputed table entries.
+  `masked_lm_weights` (`count` 1.0s) and `next_sentence_labels` (one byte), each behind a constant
+  header. Since it ends the record, every byte's distance to the record end is fixed, and the
+  (register-0) CRC contribution of the tail is the XOR of a few precomputed table entries.
   """
 
   def __init__(self, names: Sequence[str], seq: int, max_predictions: int, weights: bool):
     pieces = [(names[1], 3, seq), (names[2], 3, seq)]
     if weights:
-      pieces.append(("masked_lm_weights", 2, 4 * max_predictions))
-    pieces.append(("next_sentence_labels", 3, 1))
-    template, offsets = b"", []
+      pieces.append(('masked_lm_weights', 2, 4 * max_predictions))
+    pieces.append(('next_sentence_labels', 3, 1))
+    template, offsets = b'', []
     for name, kind, payload in pieces:
-      template += _entry_header(name.encode("utf-8"), kind, payload)
+      template += _entry_header(name.encode('utf-8'), kind, payload)
       offsets.append(len(template))
       template += bytes(payload)
     self.template = np.frombuffer(template, np.uint8)
@@ -449,13 +466,15 @@ class _TailLayout:
       contributions = distance[end - offset - np.arange(count), byte]
       return np.concatenate([[0], np.bitwise_xor.accumulate(contributions)]).astype(np.uint32)
 
-    self.const = np.bitwise_xor.reduce(distance[end - np.arange(self.size), self.template]).astype(np.uint32)
+    self.const = np.bitwise_xor.reduce(distance[end - np.arange(self.size),
+                                                self.template]).astype(np.uint32)
     self.mask_prefix = prefix_xor(self.mask_offset, seq, 1)
     self.segment_prefix = prefix_xor(self.segment_offset, seq, 1)
     if weights:  # 1.0f is 00 00 80 3f
       high = distance[end - self.weight_offset - 4 * np.arange(max_predictions) - 2, 0x80]
       top = distance[end - self.weight_offset - 4 * np.arange(max_predictions) - 3, 0x3F]
-      self.weight_prefix = np.concatenate([[0], np.bitwise_xor.accumulate(high ^ top)]).astype(np.uint32)
+      self.weight_prefix = np.concatenate(
+          [[0], np.bitwise_xor.accumulate(high ^ top)]).astype(np.uint32)
       one = np.zeros(4 * max_predictions, np.uint8)
       one[2::4], one[3::4] = 0x80, 0x3F
       self.weight_rows = np.stack([np.where(np.arange(4 * max_predictions) < 4 * c, one, 0)
@@ -469,12 +488,13 @@ class _TailLayout:
     tail[:] = self.template
     col = np.arange(seq)
     tail[:, self.mask_offset:self.mask_offset + seq] = col < lengths[:, None]
-    tail[:, self.segment_offset:self.segment_offset + seq] = (col >= segment_starts[:, None]) & (
-        col < lengths[:, None])
-    crc = self.const ^ self.mask_prefix[lengths] ^ self.segment_prefix[lengths] ^ self.segment_prefix[
-        np.minimum(segment_starts, lengths)] ^ self.label_crc[labels]
+    tail[:, self.segment_offset:self.segment_offset + seq] = (
+        (col >= segment_starts[:, None]) & (col < lengths[:, None]))
+    crc = (self.const ^ self.mask_prefix[lengths] ^ self.segment_prefix[lengths]
+           ^ self.segment_prefix[np.minimum(segment_starts, lengths)] ^ self.label_crc[labels])
     if self.weight_offset is not None:
-      tail[:, self.weight_offset:self.weight_offset + self.weight_rows.shape[1]] = self.weight_rows[counts]
+      weight_end = self.weight_offset + self.weight_rows.shape[1]
+      tail[:, self.weight_offset:weight_end] = self.weight_rows[counts]
       crc ^= self.weight_prefix[counts]
     tail[:, self.label_offset] = labels
     return tail, crc
@@ -483,27 +503,29 @@ class _TailLayout:
 _TAILS: Dict[tuple, _TailLayout] = {}
 
 
-def encode_pretraining_records(input_ids: np.ndarray, lengths: np.ndarray, segment_starts: np.ndarray,
-                               next_sentence_labels: np.ndarray, masked_lm_positions: Optional[np.ndarray] = None,
-                               masked_lm_ids: Optional[np.ndarray] = None, masked_counts: Optional[np.ndarray] = None,
-                               use_v2_feature_names: bool = False, vocab_size: Optional[int] = None
-                               ) -> Tuple[np.ndarray, np.ndarray]:
-  """Framed TFRecords of pretraining `tf.train.Example`s (Google BERT schema), laid out back to back.
+def encode_pretraining_records(input_ids: np.ndarray, lengths: np.ndarray,
+                               segment_starts: np.ndarray, next_sentence_labels: np.ndarray,
+                               masked_lm_positions: Optional[np.ndarray] = None,
+                               masked_lm_ids: Optional[np.ndarray] = None,
+                               masked_counts: Optional[np.ndarray] = None,
+                               use_v2_feature_names: bool = False,
+                               vocab_size: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray]:
+  """Framed TFRecords of pretraining `tf.train.Example`s (Google BERT schema), back to back.
 
-  Faster than `frame_records(*encode_examples(...))` for this schema: `input_mask`, `segment_ids` and
-  `masked_lm_weights` are given as runs, the record is a byte matrix compacted once, and the CRC32C comes from
-  tables (see `_TailLayout`). Features are written in the order `input_ids`, `masked_lm_positions`,
-  `masked_lm_ids` (variable size), then `input_mask`, `segment_ids`, `masked_lm_weights`,
-  `next_sentence_labels` (map order does not matter to `tf.io.parse_example`).
+  Faster than `frame_records(*encode_examples(...))` for this schema: `input_mask`, `segment_ids`
+  and `masked_lm_weights` are given as runs, the record is a byte matrix compacted once, and the
+  CRC32C comes from tables (see `_TailLayout`). Features are written in the order `input_ids`,
+  `masked_lm_positions`, `masked_lm_ids` (variable size), then `input_mask`, `segment_ids`,
+  `masked_lm_weights`, `next_sentence_labels` (map order does not matter to `tf.io.parse_example`).
 
   Args:
     input_ids: `[batch, seq]` non-negative ids, zero after `lengths`.
     lengths: `[batch]` real tokens (input_mask is 1 on `[0, length)`).
-    segment_starts: `[batch]` first position of segment 1 (segment_ids is 1 on `[start, length)`); `lengths`
-      for single segments.
+    segment_starts: `[batch]` first position of segment 1 (segment_ids is 1 on `[start, length)`);
+      `lengths` for single segments.
     next_sentence_labels: `[batch]` 0 or 1.
-    masked_lm_positions, masked_lm_ids: `[batch, max_predictions]` zero-padded, or None (dynamic records: no
-      masked-LM features).
+    masked_lm_positions, masked_lm_ids: `[batch, max_predictions]` zero-padded, or None (dynamic
+      records: no masked-LM features).
     masked_counts: `[batch]` real predictions (masked_lm_weights is 1.0 on `[0, count)`).
     use_v2_feature_names: `input_word_ids`/`input_type_ids`.
     vocab_size: bound of the ids (default: their maximum + 1); fixes the varint slot width.
@@ -517,64 +539,74 @@ def encode_pretraining_records(input_ids: np.ndarray, lengths: np.ndarray, segme
   segment_starts = np.asarray(segment_starts, np.int64)
   labels = np.asarray(next_sentence_labels, np.int64).reshape(-1)
   dynamic = masked_lm_positions is None
-  names = ["input_word_ids" if use_v2_feature_names else "input_ids", "input_mask",
-           "input_type_ids" if use_v2_feature_names else "segment_ids"]
+  names = ['input_word_ids' if use_v2_feature_names else 'input_ids', 'input_mask',
+           'input_type_ids' if use_v2_feature_names else 'segment_ids']
   if batch == 0:
     return np.zeros(0, np.uint8), np.zeros(0, np.int64)
   if input_ids.min() < 0 or labels.min() < 0 or labels.max() > 1:
-    raise ValueError("encode_pretraining_records: ids must be >= 0 and next_sentence_labels 0 or 1")
+    raise ValueError('encode_pretraining_records: ids must be >= 0 and next_sentence_labels 0 or 1')
   max_predictions = 0 if dynamic else masked_lm_positions.shape[1]
   key = (tuple(names), seq, max_predictions, not dynamic)
   if key not in _TAILS:
     _TAILS[key] = _TailLayout(names, seq, max_predictions, not dynamic)
   tail_layout = _TAILS[key]
   id_width = _varint_width(max(int(input_ids.max()), (vocab_size or 1) - 1))
-  head_features = [(names[0].encode("utf-8"), input_ids, id_width)]
+  head_features = [(names[0].encode('utf-8'), input_ids, id_width)]
   if not dynamic:
     counts = np.asarray(masked_counts, np.int64)
-    head_features.append((b"masked_lm_positions", np.asarray(masked_lm_positions), _varint_width(seq - 1)))
-    head_features.append((b"masked_lm_ids", np.asarray(masked_lm_ids), id_width))
+    head_features.append(
+        (b'masked_lm_positions', np.asarray(masked_lm_positions), _varint_width(seq - 1)))
+    head_features.append((b'masked_lm_ids', np.asarray(masked_lm_ids), id_width))
   else:
     counts = np.zeros(batch, np.int64)
 
-  # Head: Example.features header, then each variable-size feature (entry header with varint sizes + values).
+  # Head: Example.features header, then each variable-size feature (entry header with varint sizes +
+  # values).
   encoded = [_varint_slots(values, width) for _, values, width in head_features]
   payloads = [valid.reshape(batch, -1).sum(axis=1) for _, valid in encoded]
-  entry_sizes = [_feature_entry_sizes(name, payload) for (name, _, _), payload in zip(head_features, payloads)]
-  features_size = tail_layout.size + sum(1 + _varint_size(entry) + entry for _, _, entry in entry_sizes)
+  entry_sizes = [
+      _feature_entry_sizes(name, payload) for (name, _, _), payload in zip(head_features, payloads)
+  ]
+  features_size = tail_layout.size + sum(
+      1 + _varint_size(entry) + entry for _, _, entry in entry_sizes)
   head = _Columns(batch)
-  head.const(b"\x0a")
+  head.const(b'\x0a')
   head.varint(features_size)
-  for (name, _, _), (data, valid), payload, (value_list, feature, entry) in zip(head_features, encoded, payloads,
-                                                                                 entry_sizes):
-    head.const(b"\x0a")
+  for (name, _, _), (data, valid), payload, (value_list, feature,
+                                             entry) in zip(head_features, encoded, payloads,
+                                                           entry_sizes):
+    head.const(b'\x0a')
     head.varint(entry)
-    head.const(b"\x0a" + _varint(len(name)) + name + b"\x12")
+    head.const(b'\x0a' + _varint(len(name)) + name + b'\x12')
     head.varint(feature)
-    head.const(b"\x1a")
+    head.const(b'\x1a')
     head.varint(value_list)
-    head.const(b"\x0a")
+    head.const(b'\x0a')
     head.varint(payload)
     head.slots(data, valid)
   head_bytes, head_valid = head.matrices()
   data_lengths = head_valid.sum(axis=1) + tail_layout.size
   _grow_tables(int(data_lengths.max()) + 1)
 
-  # CRC of the data: head bytes at their distance to the record end (valid slots after them + the tail), XOR the
-  # tail's table contribution; unused slots hold 0 and contribute nothing.
+  # CRC of the data: head bytes at their distance to the record end (valid slots after them + the
+  # tail), XOR the tail's table contribution; unused slots hold 0 and contribute nothing.
   index = np.cumsum(head_valid, axis=1, dtype=np.int32)
-  np.subtract(data_lengths[:, None].astype(np.int32), index, out=index)  # distance to the end of the data
+  np.subtract(data_lengths[:, None].astype(np.int32), index,
+              out=index)  # distance to the end of the data
   index <<= 8
   index |= head_bytes
   head_crc = np.bitwise_xor.reduce(_DISTANCE.ravel()[index], axis=1)
   tail, tail_crc = tail_layout.bytes_and_crc(lengths, segment_starts, counts, labels)
   data_crcs = _masked(head_crc ^ tail_crc ^ _INIT[data_lengths] ^ np.uint32(0xFFFFFFFF))
-  length_fields = data_lengths.astype("<u8").view(np.uint8).reshape(batch, 8)
+  length_fields = data_lengths.astype('<u8').view(np.uint8).reshape(batch, 8)
   length_raw = np.bitwise_xor.reduce(_DISTANCE[7 - np.arange(8), length_fields], axis=1)
   length_crcs = _masked(length_raw ^ _INIT[8] ^ np.uint32(0xFFFFFFFF))
 
-  framed = np.concatenate([length_fields, length_crcs.astype("<u4").view(np.uint8).reshape(batch, 4), head_bytes,
-                           tail, data_crcs.astype("<u4").view(np.uint8).reshape(batch, 4)], axis=1)
+  framed = np.concatenate([
+      length_fields,
+      length_crcs.astype('<u4').view(np.uint8).reshape(batch, 4), head_bytes, tail,
+      data_crcs.astype('<u4').view(np.uint8).reshape(batch, 4)
+  ], axis=1)
   keep = np.ones(framed.shape, bool)
   keep[:, 12:12 + head_valid.shape[1]] = head_valid
   return framed[keep], data_lengths + 16

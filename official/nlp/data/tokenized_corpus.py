@@ -1,14 +1,14 @@
-"""Reads text files (one sentence a line, blank line between documents) into compact token-id arrays.
+"""Reads text files (a sentence a line, a blank line between documents) into compact id arrays.
 
-The whole corpus is kept as three numpy arrays (token ids, sentence boundaries, document boundaries), a few
-bytes per token, so instance creation can sample random next segments from any document without holding
-instances or Python token lists in memory.
+The whole corpus is kept as three numpy arrays (token ids, sentence boundaries, document
+boundaries), a few bytes per token, so instance creation can sample random next segments from any
+document without holding instances or Python token lists in memory.
 
-Conventions (Google BERT): lines are stripped; a blank line ends a document; a line whose text tokenizes to
-nothing is skipped; each input file starts a new document; empty documents are dropped. Lines that are not
-valid UTF-8 are reported (file and line number) and skipped. A line longer than about 1 MB is read and tokenized
-in pieces cut at whitespace (memory stays bounded; the tokens are the same, and the pieces still make one
-sentence; `processor_text_fn` then sees each piece).
+Conventions (Google BERT): lines are stripped; a blank line ends a document; a line whose text
+tokenizes to nothing is skipped; each input file starts a new document; empty documents are dropped.
+Lines that are not valid UTF-8 are reported (file and line number) and skipped. A line longer than
+about 1 MB is read and tokenized in pieces cut at whitespace (memory stays bounded; the tokens are
+the same, and the pieces still make one sentence; `processor_text_fn` then sees each piece).
 
 Example:
   corpus, stats = read_tokenized_corpus(["corpus.txt"], tokenizer)
@@ -53,10 +53,6 @@ class TokenizedCorpus:
   def num_tokens(self) -> int:
     return int(self.token_ids.size)
 
-  def document_offsets(self, index: int) -> np.ndarray:
-    """Token offsets of document `index`'s sentence boundaries, `[num_sentences + 1]` (a view)."""
-    return self.sentence_starts[self.document_starts[index]:self.document_starts[index + 1] + 1]
-
   def document_tokens(self) -> np.ndarray:
     """Number of tokens of every document, `[num_documents]`."""
     return np.diff(self.sentence_starts[self.document_starts])
@@ -76,34 +72,35 @@ class CorpusStats:
   tokens: int = 0
 
 
-def expand_input_files(input_file: "str | Sequence[str]") -> List[str]:
-  """Files named by a comma-separated list (or a list) of paths and glob patterns, in the given order.
+def expand_input_files(input_file: 'str | Sequence[str]') -> List[str]:
+  """Files named by a comma-separated list (or a list) of paths and glob patterns, in that order.
 
   Raises:
     FileNotFoundError: a pattern matches no file.
   """
-  patterns = input_file.split(",") if isinstance(input_file, str) else list(input_file)
+  patterns = input_file.split(',') if isinstance(input_file, str) else list(input_file)
   files = []
   for pattern in (p.strip() for p in patterns):
     if not pattern:
       continue
-    matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else ([pattern] if os.path.isfile(pattern)
-                                                                          else [])
+    matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else (
+        [pattern] if os.path.isfile(pattern) else [])
     if not matches:
-      raise FileNotFoundError(f"input_file: {pattern!r} matches no file")
+      raise FileNotFoundError(f'input_file: {pattern!r} matches no file')
     files.extend(matches)
   if not files:
-    raise ValueError(f"input_file: no file given (found {input_file!r})")
+    raise ValueError(f'input_file: no file given (found {input_file!r})')
   return files
 
 
 def _piece_end(block: bytes, line_start: int) -> int:
-  """Where to cut `block`, whose last line (from `line_start`) goes on: after its last space or tab if that
-  leaves at most `_MAX_LINE_PIECE` bytes for the next block, else at a UTF-8 character boundary near the end.
+  """Where to cut `block`, whose last line (from `line_start`) goes on: after its last space or tab
+  if that leaves at most `_MAX_LINE_PIECE` bytes for the next block, else at a UTF-8 character
+  boundary near the end.
 
   Cutting at whitespace keeps the tokens: the tokenizer splits words there anyway.
   """
-  cut = max(block.rfind(b" ", line_start + 1), block.rfind(b"\t", line_start + 1))
+  cut = max(block.rfind(b' ', line_start + 1), block.rfind(b'\t', line_start + 1))
   if cut > line_start + 1 and len(block) - cut <= _MAX_LINE_PIECE:
     return cut
   cut = len(block) - 1
@@ -115,22 +112,23 @@ def _piece_end(block: bytes, line_start: int) -> int:
 def _blocks(path: str) -> Iterator[Tuple[bytes, bool]]:
   """The file in blocks of whole lines of about `_BLOCK_BYTES`, as `(block, cut)`.
 
-  A line longer than about `_MAX_LINE_PIECE` is cut into pieces (at whitespace when it can be), so memory stays
-  bounded whatever the line length: `cut` is True when the block's last line goes on in the next block.
+  A line longer than about `_MAX_LINE_PIECE` is cut into pieces (at whitespace when it can be), so
+  memory stays bounded whatever the line length: `cut` is True when the block's last line goes on in
+  the next block.
   """
-  with open(path, "rb") as f:
-    carry = b""
+  with open(path, 'rb') as f:
+    carry = b''
     while True:
       block = carry + f.read(_BLOCK_BYTES)
-      carry = b""
+      carry = b''
       if not block:
         return
-      if not block.endswith(b"\n"):
+      if not block.endswith(b'\n'):
         block += f.readline(_MAX_LINE_PIECE)
-      if not block.endswith(b"\n"):
+      if not block.endswith(b'\n'):
         following = f.read(1)
         if following:  # the line goes on: cut it, the rest starts the next block
-          cut = _piece_end(block, block.rfind(b"\n") + 1)
+          cut = _piece_end(block, block.rfind(b'\n') + 1)
           carry = block[cut:] + following
           yield block[:cut], True
           continue
@@ -138,19 +136,19 @@ def _blocks(path: str) -> Iterator[Tuple[bytes, bool]]:
 
 
 def _decode_lines(block: bytes, first_line: int):
-  """Lines of a block as text (None for a line that is not valid UTF-8) and `[(line number, reason)]` of those."""
-  lines = block.split(b"\n")
+  """A block's lines as text (None: not valid UTF-8) and `[(line number, reason)]` of the bad."""
+  lines = block.split(b'\n')
   if lines and not lines[-1]:
     lines.pop()
   try:
-    return block.decode("utf-8").split("\n")[:len(lines)], []
+    return block.decode('utf-8').split('\n')[:len(lines)], []
   except UnicodeDecodeError:
     pass
   texts: List[Optional[str]] = []
   invalid = []
   for number, line in enumerate(lines, start=first_line):
     try:
-      texts.append(line.decode("utf-8"))
+      texts.append(line.decode('utf-8'))
     except UnicodeDecodeError as e:
       invalid.append((number, e.reason))
       texts.append(None)
@@ -161,9 +159,9 @@ def _report_invalid(path: str, invalid, stats: CorpusStats) -> None:
   for number, reason in invalid:
     stats.invalid_lines += 1
     if stats.invalid_lines <= _MAX_REPORTED_INVALID:
-      logger.warning("%s:%d: invalid UTF-8 (%s), line skipped", path, number, reason)
+      logger.warning('%s:%d: invalid UTF-8 (%s), line skipped', path, number, reason)
     elif stats.invalid_lines == _MAX_REPORTED_INVALID + 1:
-      logger.warning("more invalid UTF-8 lines: not reported one by one (counted in the summary)")
+      logger.warning('more invalid UTF-8 lines: not reported one by one (counted in the summary)')
 
 
 def _numbered_blocks(paths: Sequence[str]) -> Iterator[Tuple[int, bytes, int, bool]]:
@@ -172,13 +170,15 @@ def _numbered_blocks(paths: Sequence[str]) -> Iterator[Tuple[int, bytes, int, bo
     line_number = 1
     for block, cut in _blocks(path):
       yield index, block, line_number, cut
-      line_number += block.count(b"\n")  # a block without a final newline is cut or the file's last
+      line_number += block.count(b'\n')  # a block without a final newline is cut or the file's last
 
 
-def iter_line_blocks(path: str, stats: Optional[CorpusStats] = None) -> Iterator[List[Optional[str]]]:
-  """Lines of a text file in blocks of about 1 MB; a line that is not valid UTF-8 is reported (file and line
-  number), counted in `stats.invalid_lines` and given as None. Lines keep their whitespace (no newline); a line
-  longer than about 1 MB comes as several pieces (cut at whitespace when it can be: see `_blocks`)."""
+def iter_line_blocks(path: str,
+                     stats: Optional[CorpusStats] = None) -> Iterator[List[Optional[str]]]:
+  """Lines of a text file in blocks of about 1 MB; a line that is not valid UTF-8 is reported (file
+  and line number), counted in `stats.invalid_lines` and given as None. Lines keep their whitespace
+  (no newline); a line longer than about 1 MB comes as several pieces (cut at whitespace when it can
+  be: see `_blocks`)."""
   stats = stats if stats is not None else CorpusStats()
   for _, block, first_line, cut in _numbered_blocks([path]):
     stats.bytes += len(block)
@@ -202,7 +202,7 @@ class _TokenizedBlock:
 def _tokenize_block(task: Tuple[int, bytes, int, bool]) -> _TokenizedBlock:
   file_index, block, first_line, cut = task
   shared = parallel.state()
-  tokenizer, processor_text_fn = shared["tokenizer"], shared["processor_text_fn"]
+  tokenizer, processor_text_fn = shared['tokenizer'], shared['processor_text_fn']
   lines, invalid = _decode_lines(block, first_line)
   texts, kinds = [], bytearray()
   for line in lines:
@@ -215,9 +215,10 @@ def _tokenize_block(task: Tuple[int, bytes, int, bool]) -> _TokenizedBlock:
       continue
     kinds.append(1)
     texts.append(processor_text_fn(line) if processor_text_fn else line)
-  ids, lengths = tokenizer.encode_to_arrays(texts) if texts else (np.zeros(0, np.int64), np.zeros(0, np.int64))
-  return _TokenizedBlock(file_index, len(block), bytes(kinds), lengths.tolist(), ids.astype(shared["dtype"]),
-                         invalid, cut)
+  ids, lengths = (tokenizer.encode_to_arrays(texts) if texts
+                  else (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+  return _TokenizedBlock(file_index, len(block), bytes(kinds), lengths.tolist(),
+                         ids.astype(shared['dtype']), invalid, cut)
 
 
 def read_tokenized_corpus(input_files: Sequence[str], tokenizer: WordPieceTokenizer,
@@ -241,9 +242,10 @@ def read_tokenized_corpus(input_files: Sequence[str], tokenizer: WordPieceTokeni
   id_chunks: List[np.ndarray] = []
   sentence_lengths: List[int] = []
   document_starts: List[int] = []
-  shared = {"tokenizer": tokenizer, "processor_text_fn": processor_text_fn, "dtype": dtype}
+  shared = {'tokenizer': tokenizer, 'processor_text_fn': processor_text_fn, 'dtype': dtype}
   current_file = -1
-  pending_kind, pending_length = -1, 0  # a line cut over blocks: its kind so far (-1: none) and its tokens
+  # A line cut over blocks: its kind so far (-1: none) and its tokens.
+  pending_kind, pending_length = -1, 0
   with parallel.worker_pool(num_workers, shared) as pool:
     for block in parallel.ordered_map(pool, _tokenize_block, _numbered_blocks(input_files)):
       if block.file_index != current_file:  # each file starts a new document
@@ -286,5 +288,3 @@ def read_tokenized_corpus(input_files: Sequence[str], tokenizer: WordPieceTokeni
   stats.sentences = len(sentence_lengths)
   stats.tokens = corpus.num_tokens
   return corpus, stats
-
-

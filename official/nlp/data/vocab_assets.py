@@ -25,8 +25,7 @@ import logging
 import os
 from typing import Any, Dict, Optional, Sequence
 
-import tensorflow as tf
-
+from official.common import file_utils
 from official.nlp.data import data_metadata
 from official.nlp.data import tokenization
 
@@ -39,15 +38,12 @@ SERVING_CONFIG_EXPECTED = 'the serving config written by export_savedmodel'
 METADATA_KEY = 'vocab'
 
 
-def _atomic_write(path: str, text: str) -> None:
-  partial = path + '.partial'
-  with tf.io.gfile.GFile(partial, 'w') as f:
-    f.write(text)
-  tf.io.gfile.rename(partial, path, overwrite=True)
-
-
 def read_json_object(path: str, expected: str) -> Dict[str, Any]:
   """The JSON object in `path` (local or any `tf.io.gfile` file system).
+
+  Example:
+    >>> read_json_object('runs/tiny/tokenizer_config.json', 'the tokenizer config')
+    {'do_lower_case': True, 'vocab_size': 64, ...}
 
   Args:
     path: the file.
@@ -57,8 +53,7 @@ def read_json_object(path: str, expected: str) -> Dict[str, Any]:
     ValueError: not JSON text, or JSON that is not an object, naming `path` and `expected`.
   """
   try:
-    with tf.io.gfile.GFile(path) as f:
-      value = json.load(f)
+    value = json.loads(file_utils.read_text(path))
   except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
     raise ValueError(f'{path}: not valid JSON ({e}); expected {expected}') from None
   if not isinstance(value, dict):
@@ -73,7 +68,7 @@ def read_tokenizer_config(model_dir: str) -> Dict[str, Any]:
     ValueError: the file exists but is not a JSON object (naming it).
   """
   path = os.path.join(model_dir, TOKENIZER_CONFIG)
-  if not tf.io.gfile.exists(path):
+  if not file_utils.exists(path):
     return {}
   return read_json_object(path, 'the tokenizer config written with the model')
 
@@ -86,7 +81,7 @@ def _metadata_of(data_config: Any) -> Optional[Dict[str, Any]]:
     return None
   files = data_metadata.record_paths(input_path)
   path = data_metadata.metadata_path(files[0]) if files else None
-  if path is None or not tf.io.gfile.exists(path):
+  if path is None or not file_utils.exists(path):
     return None
   try:
     metadata = read_json_object(path, 'the metadata written with the records')
@@ -119,8 +114,8 @@ def _init_checkpoint_dir(task_config: Any) -> Optional[str]:
   init = getattr(task_config, 'init_checkpoint', '') or ''
   if not init:
     return None
-  directory = init if tf.io.gfile.isdir(init) else os.path.dirname(init)
-  return directory if tf.io.gfile.exists(os.path.join(directory, VOCAB_FILE)) else None
+  directory = init if file_utils.isdir(init) else os.path.dirname(init)
+  return directory if file_utils.exists(os.path.join(directory, VOCAB_FILE)) else None
 
 
 def write_model_dir_vocab(model_dir: str, task_config: Any) -> Optional[str]:
@@ -170,18 +165,19 @@ def write_model_dir_vocab(model_dir: str, task_config: Any) -> Optional[str]:
     raise ValueError(f'{source}: its "vocab" tokens do not match its vocab_sha256; expected '
                      'metadata written by create_pretraining_data (recreate the records)')
   vocab_path = os.path.join(model_dir, VOCAB_FILE)
-  if tf.io.gfile.exists(vocab_path):
+  if file_utils.exists(vocab_path):
     existing = tokenization.vocab_sha256(tokenization.read_vocab(vocab_path))
     if existing != sha:
       raise ValueError(f'model_dir {model_dir!r} holds a vocab.txt (sha256 {existing[:12]}...) '
                        f'other than the one of the records ({source}: {sha[:12]}...); expected '
                        'the records this model was trained on (or a new --model_dir)')
   else:
-    tf.io.gfile.makedirs(model_dir)
-    _atomic_write(vocab_path, ''.join(t + '\n' for t in tokens))
+    file_utils.makedirs(model_dir)
+    file_utils.atomic_write_text(vocab_path, ''.join(t + '\n' for t in tokens))
   config = {'do_lower_case': do_lower_case, 'vocab_size': len(tokens), 'vocab_sha256': sha,
             'source': source}
-  _atomic_write(os.path.join(model_dir, TOKENIZER_CONFIG), json.dumps(config, indent=2) + '\n')
+  file_utils.atomic_write_text(os.path.join(model_dir, TOKENIZER_CONFIG),
+                               json.dumps(config, indent=2) + '\n')
   return vocab_path
 
 
@@ -192,15 +188,15 @@ def find_vocab_file(path: str) -> str:
   Raises:
     ValueError: no such path, or a directory without a vocabulary (naming where it looked).
   """
-  if not tf.io.gfile.exists(path):
+  if not file_utils.exists(path):
     raise ValueError(f'vocabulary {path!r}: no such file or directory; expected a vocab.txt, a '
                      'tokenizer.json or a model_dir that carries one')
-  if not tf.io.gfile.isdir(path):
+  if not file_utils.isdir(path):
     return path
   candidates = [os.path.join(path, VOCAB_FILE), os.path.join(path, ASSETS_EXTRA, VOCAB_FILE),
                 os.path.join(path, TOKENIZER_JSON)]
   for candidate in candidates:
-    if tf.io.gfile.exists(candidate):
+    if file_utils.exists(candidate):
       return candidate
   raise ValueError(f'vocabulary {path!r}: a directory without a vocabulary; expected one of '
                    f'{", ".join(os.path.relpath(c, path) for c in candidates)} in it')
@@ -211,7 +207,7 @@ def recorded_do_lower_case(directory: str) -> Optional[bool]:
   records, or None."""
   config = read_tokenizer_config(directory)
   serving_config = os.path.join(directory, ASSETS_EXTRA, SERVING_CONFIG)
-  if not config and tf.io.gfile.exists(serving_config):
+  if not config and file_utils.exists(serving_config):
     config = read_json_object(serving_config, SERVING_CONFIG_EXPECTED)
   return config.get('do_lower_case')
 
@@ -232,10 +228,40 @@ def load_tokenizer(path: str, do_lower_case: Optional[bool] = None
   vocab_file = find_vocab_file(path)
   if vocab_file.endswith('.json'):
     return tokenization.WordPieceTokenizer.from_tokenizer_json(vocab_file)
-  if do_lower_case is None and tf.io.gfile.isdir(path):
+  if do_lower_case is None and file_utils.isdir(path):
     do_lower_case = recorded_do_lower_case(path)
   return tokenization.WordPieceTokenizer.from_vocab_file(
       vocab_file, True if do_lower_case is None else do_lower_case)
+
+
+def load_tokenizer_from_flags(vocab_file: Optional[str] = None,
+                              tokenizer_json: Optional[str] = None,
+                              do_lower_case: bool = True) -> tokenization.WordPieceTokenizer:
+  """The tokenizer that `--vocab_file` / `--tokenizer_json` / `--do_lower_case` name.
+
+  As `tokenization.load_tokenizer` (exactly one of `vocab_file` and `tokenizer_json`), except that
+  `vocab_file` may also be a directory that carries a vocabulary (a training model_dir, a
+  SavedModel export): there the `do_lower_case` the directory records wins, because a flag's
+  default cannot tell whether the user chose it. Data creation and the tasks' `vocab_file` fields
+  use this.
+
+  Args:
+    vocab_file: a `vocab.txt`, or a directory carrying a vocabulary (see `find_vocab_file`).
+    tokenizer_json: a Hugging Face `tokenizer.json` (instead of `vocab_file`).
+    do_lower_case: lower-case the input (a vocab.txt without a recorded choice only).
+
+  Raises:
+    ValueError: both or neither of `vocab_file` and `tokenizer_json`, or a directory without a
+      vocabulary.
+
+  Example:
+    >>> load_tokenizer_from_flags(vocab_file='runs/pretrain').do_lower_case  # as recorded
+    False
+  """
+  if vocab_file and not tokenizer_json and file_utils.isdir(vocab_file):
+    recorded = recorded_do_lower_case(vocab_file)
+    return load_tokenizer(vocab_file, do_lower_case if recorded is None else recorded)
+  return tokenization.load_tokenizer(vocab_file, tokenizer_json, do_lower_case)
 
 
 class ModelDirVocabMixin:

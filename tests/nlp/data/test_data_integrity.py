@@ -23,6 +23,8 @@ from official.nlp.data import tokenized_corpus
 from official.nlp.data.tokenization import WordPieceTokenizer
 from tests.nlp.data.pretraining_records import write_records
 from tests.nlp.data.test_create_pretraining_data import VOCAB, _corpus_text
+from tests.paths import ROOT
+from tests.processes import subprocess_env
 
 SEQ, MAX_PRED = 32, 5
 
@@ -145,7 +147,7 @@ def test_dynamic_length_loader_verifies_too(record_set):
   path = _shards(record_set)[3]
   with open(path, "r+b") as f:
     f.truncate(100)
-  config = pretrain_dynamic_dataloader.BertPretrainDataConfig(
+  config = pretrain_dynamic_dataloader.BertPretrainBucketedDataConfig(
       input_path=str(record_set / "train.tfrecord*"), seq_length=SEQ, max_predictions_per_seq=MAX_PRED,
       global_batch_size=2, seq_bucket_lengths=(SEQ,))
   with pytest.raises(ValueError, match="expected"):
@@ -393,7 +395,6 @@ def test_truncated_file_without_metadata_fails_at_its_end_naming_it(tmp_path):
 def test_train_py_stops_on_a_truncated_file_without_metadata_with_one_line(tmp_path, cut):
   import subprocess  # pylint: disable=g-import-not-at-top
   import sys  # pylint: disable=g-import-not-at-top
-  root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
   path = tmp_path / "a.tfrecord"
   write_records(str(path), 40, seq_length=SEQ, max_predictions=MAX_PRED)
   size = os.path.getsize(path)
@@ -411,10 +412,9 @@ def test_train_py_stops_on_a_truncated_file_without_metadata_with_one_line(tmp_p
       "trainer.checkpoint_interval=10"])
   result = subprocess.run(
       [sys.executable, "-m", "official.nlp.train", "--experiment=bert/pretraining", "--mode=train",
-       f"--config_file={os.path.join(root, 'configs', 'pretraining', 'bert_tiny.yaml')}",
+       f"--config_file={os.path.join(ROOT, 'configs', 'pretraining', 'bert_tiny.yaml')}",
        f"--params_override={overrides}", f"--model_dir={tmp_path / 'run'}"],
-      cwd=root, env=dict(os.environ, PYTHONPATH=root, TF_CPP_MIN_LOG_LEVEL="2"), capture_output=True,
-      text=True, timeout=300, check=False)
+      cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=300, check=False)
   assert result.returncode == 1, result.stderr[-2000:]
   assert "Traceback" not in result.stderr
   errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]

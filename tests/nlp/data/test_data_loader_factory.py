@@ -32,7 +32,7 @@ def test_register_and_get():
 @pytest.mark.parametrize('config, loader_cls', [
     (pretrain_dataloader.BertPretrainDataConfig(), pretrain_dataloader.BertPretrainDataLoader),
     (pretrain_dataloader.XLNetPretrainDataConfig(), pretrain_dataloader.XLNetPretrainDataLoader),
-    (pretrain_dynamic_dataloader.BertPretrainDataConfig(),
+    (pretrain_dynamic_dataloader.BertPretrainBucketedDataConfig(),
      pretrain_dynamic_dataloader.PretrainingDynamicDataLoader),
     (pretrain_dynamic_dataloader.BertPretrainDynamicDataConfig(),
      pretrain_dynamic_dataloader.BertPretrainDynamicDataLoader),

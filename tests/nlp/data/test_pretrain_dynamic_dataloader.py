@@ -1,5 +1,6 @@
 """Tests for the length-bucketed loader of official/nlp/data/pretrain_dynamic_dataloader.py
-(Model Garden's `BertPretrainDataConfig` / `PretrainingDynamicDataLoader`)."""
+(`BertPretrainBucketedDataConfig`, Model Garden's `BertPretrainDataConfig`, and
+`PretrainingDynamicDataLoader`)."""
 
 import numpy as np
 import pytest
@@ -37,9 +38,9 @@ def _write(path, lengths, num_masks, max_predictions=8):
 
 
 def _config(path, **kwargs):
-  return pdd.BertPretrainDataConfig(input_path=str(path), seq_bucket_lengths=[8, 16, 32],
-                                    global_batch_size=2, is_training=False, deterministic=True,
-                                    **kwargs)
+  return pdd.BertPretrainBucketedDataConfig(input_path=str(path), seq_bucket_lengths=[8, 16, 32],
+                                            global_batch_size=2, is_training=False,
+                                            deterministic=True, **kwargs)
 
 
 def test_batches_are_padded_to_their_bucket_and_keep_the_values(tmp_path):
@@ -71,11 +72,17 @@ def test_unequal_mask_counts_in_a_batch_fail_clearly(tmp_path):
     next(iter(dataset))
 
 
+def test_model_garden_name_is_the_bucketed_config():
+  # Model Garden's second `BertPretrainDataConfig` (in this module) is our bucketed config.
+  assert pdd.BertPretrainDataConfig is pdd.BertPretrainBucketedDataConfig
+
+
 def test_bucket_lengths_are_checked():
   with pytest.raises(ValueError, match=r'ascending and not empty; found \[16, 8\]'):
-    pdd.PretrainingDynamicDataLoader(pdd.BertPretrainDataConfig(seq_bucket_lengths=[16, 8]))
+    pdd.PretrainingDynamicDataLoader(
+        pdd.BertPretrainBucketedDataConfig(seq_bucket_lengths=[16, 8]))
   with pytest.raises(ValueError, match='found \\[\\]'):
-    pdd.PretrainingDynamicDataLoader(pdd.BertPretrainDataConfig(seq_bucket_lengths=[]))
+    pdd.PretrainingDynamicDataLoader(pdd.BertPretrainBucketedDataConfig(seq_bucket_lengths=[]))
 
 
 def test_masked_lm_task_reads_bucketed_batches(tmp_path):

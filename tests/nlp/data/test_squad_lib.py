@@ -12,9 +12,9 @@ from official.nlp.data import question_answering_dataloader as qa_loader
 from official.nlp.data import squad_lib
 from official.nlp.data.tokenization import WordPieceTokenizer
 from official.nlp.tasks import squad_metrics
+from tests.paths import ROOT
 
-DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                    'testdata', 'squad')
+DATA = os.path.join(ROOT, 'tests', 'testdata', 'squad')
 V1 = os.path.join(DATA, 'tiny_squad_v1.1.json')
 V2 = os.path.join(DATA, 'tiny_squad_v2.0.json')
 VOCAB = os.path.join(DATA, 'vocab.txt')

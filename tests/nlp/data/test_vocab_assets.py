@@ -13,6 +13,7 @@ from official.nlp.data import data_metadata
 from official.nlp.data import tokenization
 from official.nlp.data import vocab_assets
 from tests.nlp.serving import tiny_run
+from tests.paths import ROOT
 
 SENTENCES = ['Paris is the capital of France.', 'A city is a new object.',
              'Return a copy of the list.', 'The default file is None.']
@@ -110,8 +111,8 @@ def test_find_vocab_file_in_directories(tmp_path):
   assert vocab_assets.find_vocab_file(str(tmp_path / 'export')).endswith(
       'export/assets.extra/vocab.txt')
   assert vocab_assets.load_tokenizer(str(tmp_path / 'export')).do_lower_case is False
-  # tokenization.load_tokenizer (data creation's --vocab_file) takes the directory too.
-  tokenizer = tokenization.load_tokenizer(vocab_file=str(tmp_path / 'export'))
+  # Data creation's --vocab_file takes the directory too.
+  tokenizer = vocab_assets.load_tokenizer_from_flags(vocab_file=str(tmp_path / 'export'))
   assert tokenizer.vocab == tiny_run.VOCAB and tokenizer.do_lower_case is False
   (tmp_path / 'empty').mkdir()
   with pytest.raises(ValueError, match=r"vocabulary '.*empty': a directory without a vocabulary; "
@@ -146,8 +147,7 @@ def test_builtin_experiments_need_no_registry_import():
           'print(type(exp_factory.get_exp_config("bert/sentence_prediction").task).__name__)\n'
           'print(sorted(exp_factory.registered_experiments())[:2])\n')
   result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
-                          cwd=os.path.dirname(os.path.dirname(os.path.dirname(
-                              os.path.dirname(os.path.abspath(__file__))))), check=True)
+                          cwd=ROOT, check=True)
   lines = result.stdout.strip().splitlines()
   assert lines[0] == 'SentencePredictionConfig'
   assert lines[1].startswith("['bert/")

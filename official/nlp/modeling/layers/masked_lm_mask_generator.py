@@ -1,61 +1,50 @@
-"""Dynamic masked-LM masking (RoBERTa style) as a Keras layer with the Keras-NLP `MaskedLMMaskGenerator` API.
+"""Dynamic masked-LM masking (RoBERTa style) as a Keras layer with Keras-NLP's
+`MaskedLMMaskGenerator` API.
 
-Usable inside `tf.data.Dataset.map` so every epoch sees new masks of the same token ids.
-
-Semantics per sequence: the selectable positions are those whose id is not in `unselectable_token_ids` (and,
-for ragged input, inside the row). The number selected is `floor(mask_selection_rate * num_selectable + u)`
-with u ~ U[0, 1) (stochastic rounding, so the expected count is exactly rate x selectable), capped by
-`mask_selection_length` and `num_selectable`; the positions are drawn uniformly without replacement and sorted.
-Each selected token independently becomes `mask_token_id` (probability `mask_token_rate`), a uniform random id
-in `[0, vocabulary_size)` (`random_token_rate`) or stays.
-
-Outputs (a dict): `token_ids` (masked ids, same type/shape as the input), `mask_positions`, `mask_ids` (the
-original ids) in the input's int dtype and `mask_weights` (float32, 1 for real predictions, 0 for padding),
-each `[batch, mask_selection_length]`, zero-padded. With `mask_selection_length=None` the predictions are padded
-to the sequence length (Keras-NLP returns ragged tensors instead).
+The masking itself is `ops.masked_lm_masking.mask_tokens` (its docstring gives the semantics and
+the outputs); this layer holds its arguments, so it can sit in a Keras model or be used inside
+`tf.data.Dataset.map`, where every epoch sees new masks of the same token ids. With
+`mask_selection_length=None` the predictions are padded to the sequence length (Keras-NLP returns
+ragged tensors instead).
 
 Example:
-  generator = MaskedLMMaskGenerator(vocabulary_size=30522, mask_selection_rate=0.15, mask_token_id=103,
-                                    mask_selection_length=20, unselectable_token_ids=[0, 101, 102])
-  outputs = generator(tf.constant([[101, 2023, 2003, 102, 0]]))
-  outputs["token_ids"], outputs["mask_positions"], outputs["mask_ids"], outputs["mask_weights"]
+  >>> generator = MaskedLMMaskGenerator(vocabulary_size=30522, mask_selection_rate=0.15,
+  ...                                   mask_token_id=103, mask_selection_length=20,
+  ...                                   unselectable_token_ids=[0, 101, 102])
+  >>> outputs = generator(tf.constant([[101, 2023, 2003, 102, 0]]))
+  >>> sorted(outputs)
+  ['mask_ids', 'mask_positions', 'mask_weights', 'token_ids']
 """
 
 from typing import Any, Dict, Optional, Sequence
 
-import tensorflow as tf
 import tf_keras
 
+from official.nlp.modeling.ops import masked_lm_masking
 
-@tf_keras.utils.register_keras_serializable(package="mlm_garden")
+
+@tf_keras.utils.register_keras_serializable(package='mlm_garden')
 class MaskedLMMaskGenerator(tf_keras.layers.Layer):
-  """Selects and replaces tokens for the masked-LM objective (see the module docstring).
+  """Selects and replaces tokens for the masked-LM objective (see `masked_lm_masking`).
 
   Args:
-    vocabulary_size: random replacement ids are drawn from `[0, vocabulary_size)`.
-    mask_selection_rate: fraction of selectable tokens to predict.
-    mask_token_id: id of `[MASK]`.
-    mask_selection_length: width of the prediction outputs (None: the sequence length).
-    unselectable_token_ids: ids never selected (padding, `[CLS]`, `[SEP]`, ...).
-    mask_token_rate: fraction of selected tokens replaced by `[MASK]`.
-    random_token_rate: fraction replaced by a random id (the rest keep their id).
-    seed: optional seed of the random ops.
+    vocabulary_size, mask_selection_rate, mask_token_id, mask_selection_length,
+      unselectable_token_ids, mask_token_rate, random_token_rate, seed: as in
+      `masked_lm_masking.mask_tokens`, which documents them (Keras-NLP's names and defaults).
+    **kwargs: the arguments of a Keras `Layer` (`name`, ...).
+
+  Raises:
+    ValueError: bad arguments, at construction (`masked_lm_masking.check_masking_args`).
   """
 
   def __init__(self, vocabulary_size: int, mask_selection_rate: float, mask_token_id: int,
-               mask_selection_length: Optional[int] = None, unselectable_token_ids: Sequence[int] = (0,),
-               mask_token_rate: float = 0.8, random_token_rate: float = 0.1, seed: Optional[int] = None,
-               **kwargs):
+               mask_selection_length: Optional[int] = None,
+               unselectable_token_ids: Sequence[int] = (0,), mask_token_rate: float = 0.8,
+               random_token_rate: float = 0.1, seed: Optional[int] = None, **kwargs):
     super().__init__(**kwargs)
-    if not 0.0 <= mask_selection_rate <= 1.0:
-      raise ValueError(f"mask_selection_rate must be in [0, 1], found {mask_selection_rate}")
-    if mask_token_rate < 0 or random_token_rate < 0 or mask_token_rate + random_token_rate > 1.0:
-      raise ValueError(f"mask_token_rate + random_token_rate must be in [0, 1] with both >= 0, found "
-                       f"{mask_token_rate} + {random_token_rate}")
-    if not 0 <= mask_token_id < vocabulary_size:
-      raise ValueError(f"mask_token_id must be in [0, vocabulary_size={vocabulary_size}), found {mask_token_id}")
-    if mask_selection_length is not None and mask_selection_length < 1:
-      raise ValueError(f"mask_selection_length must be None or >= 1, found {mask_selection_length}")
+    masked_lm_masking.check_masking_args(vocabulary_size, mask_selection_rate, mask_token_id,
+                                         mask_selection_length, mask_token_rate,
+                                         random_token_rate)
     self.vocabulary_size = vocabulary_size
     self.mask_selection_rate = mask_selection_rate
     self.mask_token_id = mask_token_id
@@ -65,82 +54,23 @@ class MaskedLMMaskGenerator(tf_keras.layers.Layer):
     self.random_token_rate = random_token_rate
     self.seed = seed
 
-  def _uniform(self, shape, salt: int) -> tf.Tensor:
-    seed = None if self.seed is None else self.seed + salt
-    return tf.random.uniform(shape, seed=seed)
-
   def call(self, inputs) -> Dict[str, Any]:
-    ragged = isinstance(inputs, tf.RaggedTensor)
-    if ragged:
-      row_lengths = inputs.row_lengths()
-      token_ids = inputs.to_tensor(0)
-      inside = tf.sequence_mask(row_lengths, tf.shape(token_ids)[1])
-    else:
-      token_ids = tf.convert_to_tensor(inputs)
-      inside = tf.ones_like(token_ids, tf.bool)
-    squeeze = token_ids.shape.rank == 1
-    if squeeze:
-      token_ids, inside = token_ids[tf.newaxis], inside[tf.newaxis]
-    dtype = token_ids.dtype
-    shape = tf.shape(token_ids)
-    batch, seq = shape[0], shape[1]
-    width = self.mask_selection_length if self.mask_selection_length is not None else seq
+    """Masks `inputs` (`[batch, seq]`, `[seq]` or ragged int ids); see `mask_tokens`."""
+    return masked_lm_masking.mask_tokens(inputs, **self._masking_args())
 
-    selectable = inside
-    for token in self.unselectable_token_ids:
-      selectable &= tf.not_equal(token_ids, tf.cast(token, dtype))
-    num_selectable = tf.reduce_sum(tf.cast(selectable, tf.int32), axis=1)
-    wanted = tf.floor(self.mask_selection_rate * tf.cast(num_selectable, tf.float32) + self._uniform([batch], 1))
-    num_selected = tf.minimum(tf.minimum(tf.cast(wanted, tf.int32), num_selectable), width)
-
-    # Random keys; unselectable positions get -1 so top_k never prefers them over selectable ones.
-    keys = tf.where(selectable, self._uniform(shape, 2), -tf.ones(shape))
-    k = tf.minimum(width, seq)
-    _, candidates = tf.math.top_k(keys, k=k)  # [batch, k] positions, best keys first
-    rank = tf.range(k)[tf.newaxis, :]
-    valid = rank < num_selected[:, tf.newaxis]
-    # Sort the chosen positions ascending; unused slots sort last.
-    positions = tf.sort(tf.where(valid, candidates, seq), axis=1)
-    valid = positions < seq
-    positions = tf.where(valid, positions, 0)
-    pad = [[0, 0], [0, width - k]]
-    positions, valid = tf.pad(positions, pad), tf.pad(valid, pad)
-
-    original = tf.gather(token_ids, positions, batch_dims=1)
-    draw = self._uniform(tf.shape(positions), 3)
-    random_ids = tf.random.uniform(tf.shape(positions), 0, self.vocabulary_size, dtype=tf.int64,
-                                   seed=None if self.seed is None else self.seed + 4)
-    replacement = tf.where(draw < self.mask_token_rate, tf.cast(self.mask_token_id, dtype),
-                           tf.where(draw < self.mask_token_rate + self.random_token_rate,
-                                    tf.cast(random_ids, dtype), original))
-    # Scatter the replacements (positions are unique within a row).
-    hits = tf.one_hot(positions, seq, dtype=tf.int32) * tf.cast(valid, tf.int32)[..., tf.newaxis]
-    hit_any = tf.reduce_sum(hits, axis=1) > 0
-    scattered = tf.reduce_sum(hits * tf.cast(replacement, tf.int32)[..., tf.newaxis], axis=1)
-    masked = tf.where(hit_any, tf.cast(scattered, dtype), token_ids)
-
-    outputs = {
-        "token_ids": masked,
-        "mask_positions": tf.cast(positions, dtype),
-        "mask_ids": tf.where(valid, original, tf.zeros_like(original)),
-        "mask_weights": tf.cast(valid, tf.float32),
+  def _masking_args(self) -> Dict[str, Any]:
+    return {
+        'vocabulary_size': self.vocabulary_size,
+        'mask_selection_rate': self.mask_selection_rate,
+        'mask_token_id': self.mask_token_id,
+        'mask_selection_length': self.mask_selection_length,
+        'unselectable_token_ids': self.unselectable_token_ids,
+        'mask_token_rate': self.mask_token_rate,
+        'random_token_rate': self.random_token_rate,
+        'seed': self.seed,
     }
-    if squeeze:
-      outputs = {key: value[0] for key, value in outputs.items()}
-    if ragged:
-      outputs["token_ids"] = tf.RaggedTensor.from_tensor(outputs["token_ids"], lengths=row_lengths)
-    return outputs
 
   def get_config(self) -> Dict[str, Any]:
     config = super().get_config()
-    config.update({
-        "vocabulary_size": self.vocabulary_size,
-        "mask_selection_rate": self.mask_selection_rate,
-        "mask_token_id": self.mask_token_id,
-        "mask_selection_length": self.mask_selection_length,
-        "unselectable_token_ids": self.unselectable_token_ids,
-        "mask_token_rate": self.mask_token_rate,
-        "random_token_rate": self.random_token_rate,
-        "seed": self.seed,
-    })
+    config.update(self._masking_args())
     return config

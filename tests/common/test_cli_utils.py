@@ -1,4 +1,4 @@
-"""Tests for official/nlp/serving/cli_utils.py: one-line errors and output-path checks."""
+"""Tests for official/common/cli_utils.py: one-line errors and output-path checks."""
 
 import errno
 import os
@@ -6,7 +6,7 @@ import os
 import pytest
 from absl import flags
 
-from official.nlp.serving import cli_utils
+from official.common import cli_utils
 
 
 def test_error_prints_one_line_and_returns_the_status(capsys):

@@ -20,6 +20,7 @@ from typing import Callable, Optional, Sequence
 
 from absl import flags
 
+from official.common import file_utils
 from official.common import quiet
 
 # What a user can cause (bad paths, permissions, a full disk, corrupt or wrong files): reported in
@@ -67,8 +68,18 @@ def parse_flags(flag_values: flags.FlagValues, argv: Optional[Sequence[str]], pr
 
 
 def define_model_flags(flag_values: flags.FlagValues) -> None:
-  """--model_dir, --vocab_file, --checkpoint_path and --do_lower_case of the programs that load a
-  model with `inference.load_model` (a training model_dir or a SavedModel)."""
+  """Defines --model_dir, --vocab_file, --checkpoint_path and --do_lower_case in `flag_values`.
+
+  They are the flags of the programs that load a model with `inference.load_model` (a training
+  model_dir or a SavedModel).
+
+  Args:
+    flag_values: the program's flags.
+
+  Example:
+    >>> fv = flags.FlagValues()
+    >>> define_model_flags(fv)
+  """
   flags.DEFINE_string('model_dir', None, 'A training model_dir (params.yaml + ckpt-N) or a '
                       'SavedModel directory from official.nlp.serving.export_savedmodel.',
                       flag_values=flag_values)
@@ -81,7 +92,12 @@ def define_model_flags(flag_values: flags.FlagValues) -> None:
 
 
 def one_line(message: str) -> str:
-  """`message` with every run of whitespace (line breaks included) as one space."""
+  """`message` with every run of whitespace (line breaks included) as one space.
+
+  Example:
+    >>> one_line('bad   thing  here')
+    'bad thing here'
+  """
   return ' '.join(str(message).split())
 
 
@@ -115,13 +131,9 @@ def error(program: str, message: str, status: int = 1) -> int:
   return status
 
 
-def _is_local(path: str) -> bool:
-  return '://' not in path
-
-
 def _check_parent_writable(path: str, flag: str) -> None:
   """The nearest existing ancestor of `path` must be a directory we may write in (local paths)."""
-  if not _is_local(path):
+  if file_utils.is_remote(path):
     return
   parent = os.path.dirname(os.path.abspath(path))
   while not os.path.exists(parent):
@@ -156,17 +168,16 @@ def check_output_dir(path: str, flag: str, overwrite: bool = False,
     >>> check_output_dir('exports/tiny', '--export_dir', overwrite=False)
     False
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top  (programs without TF stay fast)
   if not path:
     raise ValueError(f'{flag} is empty; expected a directory')
-  if tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path):
+  if file_utils.exists(path) and not file_utils.isdir(path):
     raise ValueError(f'{flag}={path}: a file; expected a directory (new or empty)')
   _check_parent_writable(path, flag)
-  if not tf.io.gfile.exists(path):
+  if not file_utils.exists(path):
     return False
-  if _is_local(path) and not os.access(path, os.W_OK | os.X_OK):
+  if not file_utils.is_remote(path) and not os.access(path, os.W_OK | os.X_OK):
     raise ValueError(f'{flag}={path}: not writable; expected a writable directory')
-  entries = sorted(tf.io.gfile.listdir(path))
+  entries = sorted(file_utils.listdir(path))
   if not entries:
     return False
   shown = ', '.join(e.rstrip('/') for e in entries[:_SHOWN_ENTRIES])
@@ -184,6 +195,11 @@ def check_output_dir(path: str, flag: str, overwrite: bool = False,
 def check_output_file(path: str, flag: str, overwrite: bool = False) -> None:
   """Checks, before any work, that a program may write the file `path` (`-`: stdout, always).
 
+  Args:
+    path: the output file (local or a `tf.io.gfile` URL), or `-` for stdout.
+    flag: the flag that named it (e.g. `--output_file`), for the message.
+    overwrite: whether the user passed `--overwrite`.
+
   Raises:
     ValueError: `path` is a directory, its parent is a file or not writable, or the file exists
       without `overwrite`.
@@ -191,17 +207,16 @@ def check_output_file(path: str, flag: str, overwrite: bool = False) -> None:
   Example:
     >>> check_output_file('embeddings.npy', '--output_file', overwrite=True)
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if path == '-':
     return
   if not path:
     raise ValueError(f'{flag} is empty; expected a file path')
-  if tf.io.gfile.isdir(path):
+  if file_utils.isdir(path):
     raise ValueError(f'{flag}={path}: a directory; expected a file path')
   _check_parent_writable(path, flag)
-  if tf.io.gfile.exists(path):
+  if file_utils.exists(path):
     if not overwrite:
       raise ValueError(f'{flag}={path}: exists; expected a new file, or pass --overwrite to '
                        'replace it')
-    if _is_local(path) and not os.access(path, os.W_OK):
+    if not file_utils.is_remote(path) and not os.access(path, os.W_OK):
       raise ValueError(f'{flag}={path}: exists and is not writable; expected a writable file')
