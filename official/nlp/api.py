@@ -1,7 +1,7 @@
 """The Python API: an experiment from YAML, training for N steps, fill-mask and embeddings.
 
-Everything the command-line programs do, callable from a notebook or a script; the built-in
-experiments are registered on first use (no registry import needed). A training model_dir carries
+Everything the command-line programs do, callable from a notebook or a script; importing it
+registers the built-in experiments (no registry import needed). A training model_dir carries
 its vocabulary (written from the records' metadata when training starts), so `fill_mask` and
 `embed` need only the model_dir.
 
@@ -27,8 +27,19 @@ import logging
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
+import tensorflow as tf
 
+from official.common import distribute_utils
+from official.common import quiet
+from official.common import registry_imports  # pylint: disable=unused-import
 from official.core import config_definitions as cfg
+from official.core import task_factory
+from official.core import train_lib
+from official.core import train_utils
+from official.modeling import hyperparams
+from official.nlp.serving import inference
+from official.nlp.tools import embed as embed_lib
+from official.nlp.tools import fill_mask as fill_mask_lib
 
 DEFAULT_EXPERIMENT = 'bert/pretraining'
 Predictions = List[List[List[Tuple[str, float]]]]
@@ -87,8 +98,6 @@ def load_config(config_files: Union[str, Sequence[str], None] = None,
     >>> params.trainer.train_steps
     100
   """
-  from official.core import train_utils  # pylint: disable=g-import-not-at-top
-  from official.modeling import hyperparams  # pylint: disable=g-import-not-at-top
   files = [config_files] if isinstance(config_files, str) else list(config_files or ())
   text = overrides if isinstance(overrides, str) else None
   params = train_utils.build_params(experiment, files, text)
@@ -122,24 +131,20 @@ def train(params: cfg.ExperimentConfig, model_dir: str, steps: Optional[int] = N
     The model, the step reached and the final evaluation's metrics.
 
   Raises:
-    ValueError: bad data or a model_dir in use; train_lib.TrainingStopped: a non-finite loss.
+    ValueError: bad data or a model_dir in use.
+    official.core.checkpointing.TrainingStopped: a non-finite loss.
 
   Example:
     >>> result = train(load_config('bert_tiny.yaml', overrides=...), 'runs/tiny', steps=50)
     >>> result.step
     50
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from official.common import distribute_utils  # pylint: disable=g-import-not-at-top
-  from official.core import task_factory  # pylint: disable=g-import-not-at-top
-  from official.core import train_lib  # pylint: disable=g-import-not-at-top
   if steps is not None:
     if steps < 1:
       raise ValueError(f'steps must be >= 1; found {steps}')
     params = copy.deepcopy(params)  # the caller's config stays as it was
     params.override({'trainer': {'train_steps': int(steps)}}, is_strict=True)
   if show_progress and not logging.getLogger().handlers:
-    from official.common import quiet  # pylint: disable=g-import-not-at-top
     quiet.use_absl_logging()
   runtime = params.runtime
   strategy = distribution_strategy or distribute_utils.get_distribution_strategy(
@@ -165,7 +170,6 @@ def load_model(model_dir: str, checkpoint: Optional[str] = None):
     FileNotFoundError: neither a model_dir with a checkpoint nor an export.
     ValueError: no vocabulary found with the model.
   """
-  from official.nlp.serving import inference  # pylint: disable=g-import-not-at-top
   model = inference.load_inference_model(model_dir, checkpoint)
   return model, model.load_tokenizer()
 
@@ -195,7 +199,6 @@ def fill_mask(model: Any, texts: Sequence[str], top_k: int = 5,
     ...  fill_mask('runs/tiny', ['Return the [MASK] of the list.'], top_k=2)[0]]
     [['length', 'number']]
   """
-  from official.nlp.tools import fill_mask as fill_mask_lib  # pylint: disable=g-import-not-at-top
   loaded, tokenizer = _model_and_tokenizer(model)
   return fill_mask_lib.fill_mask(loaded, tokenizer, list(texts), top_k=top_k,
                                  seq_length=seq_length or loaded.seq_length)
@@ -215,7 +218,6 @@ def embed(model: Any, texts: Sequence[str], pooling: str = 'mean',
     >>> embed('runs/tiny', ['a sentence', 'another one']).shape
     (2, 128)
   """
-  from official.nlp.tools import embed as embed_lib  # pylint: disable=g-import-not-at-top
   loaded, tokenizer = _model_and_tokenizer(model)
   vectors, _ = embed_lib.embed_texts(loaded, tokenizer, list(texts), pooling=pooling,
                                      batch_size=batch_size)
@@ -241,7 +243,6 @@ def embed_words(model: Any, texts: Sequence[str], subword_pooling: str = 'first'
     >>> result.vectors.shape, result.words
     ((6, 128), ['the', 'river', 'bank', 'the', 'bank', 'loan'])
   """
-  from official.nlp.tools import embed as embed_lib  # pylint: disable=g-import-not-at-top
   loaded, tokenizer = _model_and_tokenizer(model)
   return embed_lib.token_embeddings(loaded, tokenizer, list(texts),
                                     subword_pooling=subword_pooling, batch_size=batch_size)

@@ -1,6 +1,6 @@
 r"""Exports a pretrainer or classifier as a SavedModel: encoder, fill_mask, classify signatures.
 
-Signatures (see `serving_module` for shapes): a pretrainer gets `encoder` and `fill_mask` (top-k
+Signatures (see `serving_signatures` for shapes): a pretrainer gets `encoder` and `fill_mask` (top-k
 fixed at export); a classifier gets `classify` (and `encoder` when it has one). Tokenization stays
 with the client (TensorFlow has no WordPiece op without tensorflow_text), so the export carries
 what a client needs in `assets.extra/`: `vocab.txt` and `serving_config.json` (`seq_length`,
@@ -37,11 +37,17 @@ import tf_keras
 import yaml
 from absl import flags
 
+from official.common import cli_utils
+from official.core import task_factory
+from official.modeling import hyperparams
 from official.nlp.data import tokenization
 from official.nlp.data import vocab_assets
-from official.nlp.serving import cli_utils
 from official.nlp.serving import inference
-from official.nlp.serving import serving_module
+from official.nlp.serving import serving_modules
+from official.nlp.serving import serving_signatures
+from official.nlp.tasks import masked_lm
+from official.nlp.tasks import sentence_prediction
+from official.nlp.tasks import tagging
 
 FORMAT_VERSION = 1
 PROGRAM = 'export_savedmodel'
@@ -110,7 +116,7 @@ def _save(module: tf.Module, export_dir: str, config: Dict[str, Any],
   replace = check_export_dir(export_dir, overwrite)
   config = dict(format=inference.SERVING_FORMAT, format_version=FORMAT_VERSION,
                 signatures=sorted(module.signature_functions),
-                input_names=list(serving_module.ENCODER_INPUTS), **config)
+                input_names=list(serving_signatures.ENCODER_INPUTS), **config)
   export_dir = export_dir.rstrip('/') or export_dir
   start = time.monotonic()
   # Tracing the signatures and writing the variables is the slow part of an export.
@@ -170,12 +176,12 @@ def export_pretrainer(pretrainer: tf_keras.Model, export_dir: str, seq_length: i
     ValueError: a vocabulary of another size (or hash) than the model's; `top_k` out of range; an
       `export_dir` that is not new or empty (see `check_export_dir`) or cannot be written.
   """
-  module = serving_module.build_serving_module(pretrainer=pretrainer, top_k=top_k)
-  encoder = serving_module.find_encoder(pretrainer)
-  vocab_size = serving_module.embedding_table_rows(encoder)
+  module = serving_signatures.build_serving_module(pretrainer=pretrainer, top_k=top_k)
+  encoder = serving_signatures.find_encoder(pretrainer)
+  vocab_size = serving_signatures.embedding_table_rows(encoder)
   config = dict(model_type='pretrainer', seq_length=int(seq_length),
-                max_sequence_length=serving_module.max_sequence_length(encoder), top_k=int(top_k),
-                num_classes=None, vocab_size=vocab_size, do_lower_case=bool(do_lower_case),
+                max_sequence_length=serving_signatures.max_sequence_length(encoder),
+                top_k=int(top_k), num_classes=None, vocab_size=vocab_size, do_lower_case=bool(do_lower_case),
                 source_checkpoint=source_checkpoint,
                 **_vocab_info(vocab_file, do_lower_case, vocab_size, vocab_sha256))
   return _save(module, export_dir, config, vocab_file, overwrite)
@@ -204,12 +210,12 @@ def export_classifier(classifier: tf_keras.Model, export_dir: str, seq_length: i
   Returns:
     `export_dir`.
   """
-  module = serving_module.build_serving_module(classifier=classifier, encoder=encoder)
+  module = serving_signatures.build_serving_module(classifier=classifier, encoder=encoder)
   logits = module.classify.get_concrete_function().structured_outputs['logits']
-  encoder = encoder or serving_module.find_encoder(classifier)
-  vocab_size = serving_module.embedding_table_rows(encoder)
+  encoder = encoder or serving_signatures.find_encoder(classifier)
+  vocab_size = serving_signatures.embedding_table_rows(encoder)
   config = dict(model_type='classifier', seq_length=int(seq_length),
-                max_sequence_length=serving_module.max_sequence_length(encoder), top_k=None,
+                max_sequence_length=serving_signatures.max_sequence_length(encoder), top_k=None,
                 num_classes=logits.shape[-1], vocab_size=vocab_size,
                 do_lower_case=bool(do_lower_case), source_checkpoint=source_checkpoint,
                 **_vocab_info(vocab_file, do_lower_case, vocab_size, vocab_sha256))
@@ -250,13 +256,10 @@ def export_from_model_dir(model_dir: str, export_dir: str, checkpoint: Optional[
   return export_classifier(model, export_dir, **common)
 
 
-def _export_modules() -> Dict[type, type]:
-  """`{Task class: export module class}` of Model Garden's serving API (`serving_modules`)."""
-  from official.nlp.serving import serving_modules  # pylint: disable=g-import-not-at-top
-  from official.nlp.tasks import masked_lm, sentence_prediction, tagging  # pylint: disable=g-import-not-at-top
-  return {masked_lm.MaskedLMTask: serving_modules.MaskedLM,
-          sentence_prediction.SentencePredictionTask: serving_modules.SentencePrediction,
-          tagging.TaggingTask: serving_modules.Tagging}
+# Task class -> its export module class of Model Garden's serving API (`serving_modules`).
+_EXPORT_MODULES = {masked_lm.MaskedLMTask: serving_modules.MaskedLM,
+                   sentence_prediction.SentencePredictionTask: serving_modules.SentencePrediction,
+                   tagging.TaggingTask: serving_modules.Tagging}
 
 
 def lookup_export_module(task: Any) -> type:
@@ -269,12 +272,11 @@ def lookup_export_module(task: Any) -> type:
     >>> module_cls = lookup_export_module(task)
     >>> module = module_cls(params=module_cls.Params(parse_sequence_length=128), model=model)
   """
-  modules = _export_modules()
-  for task_cls, module_cls in modules.items():
+  for task_cls, module_cls in _EXPORT_MODULES.items():
     if isinstance(task, task_cls):
       return module_cls
   raise ValueError(f'no export module for the task {type(task).__name__}; known: '
-                   f'{sorted(cls.__name__ for cls in modules)}')
+                   f'{sorted(cls.__name__ for cls in _EXPORT_MODULES)}')
 
 
 def create_export_module(*, task_name: str, config_file: Optional[str],
@@ -293,9 +295,6 @@ def create_export_module(*, task_name: str, config_file: Optional[str],
   Raises:
     ValueError: no registered task matches `task_name`.
   """
-  from official.core import task_factory  # pylint: disable=g-import-not-at-top
-  from official.modeling import hyperparams  # pylint: disable=g-import-not-at-top
-  _export_modules()  # registers the tasks
   for config_cls, task_cls in task_factory.registered_tasks().items():
     if task_name in config_cls.__name__:
       break

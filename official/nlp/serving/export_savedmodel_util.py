@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Union
 
 import tensorflow as tf
 
-from official.core import base_task
+from official.core import checkpointing
 
 
 def get_timestamped_export_dir(export_dir_base: str) -> bytes:
@@ -57,7 +57,7 @@ def export(export_module: Any, function_keys: Union[List[str], Dict[str, str]],
     FileNotFoundError: `checkpoint_path` holds no checkpoint.
   """
   if checkpoint_path:
-    prefix = base_task.resolve_checkpoint(checkpoint_path)
+    prefix = checkpointing.resolve_checkpoint(checkpoint_path)
     if prefix is None:
       raise FileNotFoundError(f'checkpoint_path {checkpoint_path!r}: no checkpoint found')
     if module_key:

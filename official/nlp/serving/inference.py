@@ -6,7 +6,7 @@ latest (or a given) checkpoint (under the current Keras dtype policy: float32 un
 whatever the policy of the training run). A SavedModel dir is what
 `export_savedmodel` writes: `saved_model.pb`, `variables/` and `assets.extra/`
 (`serving_config.json`, `vocab.txt`). Both are served through the same functions
-(`serving_module`), so they give the same numbers.
+(`serving_signatures`), so they give the same numbers.
 
 Example:
   >>> model = load_inference_model('runs/tiny')           # or an export dir
@@ -15,7 +15,6 @@ Example:
 """
 
 import dataclasses
-import importlib
 import logging
 import os
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
@@ -24,9 +23,14 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
+# Registers the experiments and tasks whose params.yaml a model_dir may hold.
+from official.common import registry_imports  # pylint: disable=unused-import
+from official.core import exp_factory
+from official.core import task_factory
+from official.modeling import hyperparams
 from official.nlp.data import tokenization
 from official.nlp.data import vocab_assets
-from official.nlp.serving import serving_module
+from official.nlp.serving import serving_signatures
 
 PARAMS_FILE = 'params.yaml'
 ASSETS_EXTRA = vocab_assets.ASSETS_EXTRA
@@ -75,11 +79,6 @@ def load_experiment_params(model_dir: str, experiment: Optional[str] = None):
     FileNotFoundError: no params.yaml.
     ValueError: no registered experiment accepts the file (each one's complaint is listed).
   """
-  # pylint: disable=g-import-not-at-top
-  from official.core import exp_factory
-  from official.modeling import hyperparams
-  importlib.import_module('official.common.registry_imports')
-  # pylint: enable=g-import-not-at-top
   path = os.path.join(model_dir, PARAMS_FILE)
   if not tf.io.gfile.exists(path):
     raise FileNotFoundError(f'model_dir {model_dir!r} has no {PARAMS_FILE}; expected a training '
@@ -152,7 +151,6 @@ def restore_model(model_dir: str, checkpoint: Optional[str] = None,
     FileNotFoundError: no params.yaml or no checkpoint.
     ValueError: the checkpoint lacks variables of the model built from params.yaml.
   """
-  from official.core import task_factory  # pylint: disable=g-import-not-at-top
   params = load_experiment_params(model_dir, experiment)
   path = resolve_checkpoint(model_dir, checkpoint)
   task = task_factory.get_task(params.task)
@@ -245,8 +243,8 @@ class InferenceModel:
 
   def encode(self, inputs: Mapping[str, np.ndarray]) -> Dict[str, np.ndarray]:
     """`sequence_output` [batch, seq, hidden] and `pooled_output` [batch, hidden] of the encoder."""
-    return serving_module.call_signature(
-        self._function('encoder'), {k: inputs[k] for k in serving_module.ENCODER_INPUTS})
+    return serving_signatures.call_signature(
+        self._function('encoder'), {k: inputs[k] for k in serving_signatures.ENCODER_INPUTS})
 
   def fill_mask(self, inputs: Mapping[str, np.ndarray], top_k: int
                 ) -> Tuple[np.ndarray, np.ndarray]:
@@ -258,17 +256,17 @@ class InferenceModel:
     if self.top_k is not None and top_k > self.top_k:
       raise ValueError(f'top_k={top_k} exceeds the top_k={self.top_k} that {self.source!r} was '
                        'exported with; re-export with a larger --top_k')
-    names = serving_module.ENCODER_INPUTS + (serving_module.MASKED_LM_POSITIONS,)
+    names = serving_signatures.ENCODER_INPUTS + (serving_signatures.MASKED_LM_POSITIONS,)
     # A SavedModel's k is fixed at export (sliced here); in-process any k is computed directly.
     extra = {} if self.top_k is not None else {'top_k': top_k}
-    outputs = serving_module.call_signature(self._function('fill_mask'),
+    outputs = serving_signatures.call_signature(self._function('fill_mask'),
                                             {k: inputs[k] for k in names}, **extra)
     return outputs['top_k_ids'][..., :top_k], outputs['top_k_probs'][..., :top_k]
 
   def classify(self, inputs: Mapping[str, np.ndarray]) -> Dict[str, np.ndarray]:
     """`logits`, `probabilities` [batch, classes] and `predicted_class` [batch]."""
-    return serving_module.call_signature(
-        self._function('classify'), {k: inputs[k] for k in serving_module.ENCODER_INPUTS})
+    return serving_signatures.call_signature(
+        self._function('classify'), {k: inputs[k] for k in serving_signatures.ENCODER_INPUTS})
 
   def load_tokenizer(self, vocab_file: Optional[str] = None,
                      do_lower_case: Optional[bool] = None) -> tokenization.WordPieceTokenizer:
@@ -301,21 +299,21 @@ class InferenceModel:
 def _from_training_dir(model_dir: str, checkpoint: Optional[str], experiment: Optional[str]
                        ) -> InferenceModel:
   params, model, path = restore_model(model_dir, checkpoint, experiment)
-  encoder = serving_module.find_encoder(model)
+  encoder = serving_signatures.find_encoder(model)
   if is_pretrainer(model):
-    functions = dict(serving_module.build_serving_module(encoder=encoder).signature_functions)
+    functions = dict(serving_signatures.build_serving_module(encoder=encoder).signature_functions)
 
     # In-process, any top_k: the computation of the exported `fill_mask`, with k chosen per call.
     def fill_mask(input_word_ids, input_mask, input_type_ids, masked_lm_positions, top_k):
       logits = model({'input_word_ids': input_word_ids, 'input_mask': input_mask,
                       'input_type_ids': input_type_ids,
-                      serving_module.MASKED_LM_POSITIONS: masked_lm_positions},
+                      serving_signatures.MASKED_LM_POSITIONS: masked_lm_positions},
                      training=False)['mlm_logits']
-      ids, probabilities = serving_module.top_k_probabilities(logits, top_k)
+      ids, probabilities = serving_signatures.top_k_probabilities(logits, top_k)
       return {'top_k_ids': ids, 'top_k_probs': probabilities}
     functions['fill_mask'] = fill_mask
   else:
-    functions = dict(serving_module.build_serving_module(
+    functions = dict(serving_signatures.build_serving_module(
         classifier=model, encoder=encoder).signature_functions)
   metadata = vocab_assets.model_dir_tokenizer_info(model_dir, params)
   vocab_file = os.path.join(model_dir, VOCAB_FILE)
@@ -324,9 +322,9 @@ def _from_training_dir(model_dir: str, checkpoint: Optional[str], experiment: Op
       seq_length=int(params.task.train_data.seq_length),
       vocab_file=vocab_file if tf.io.gfile.exists(vocab_file) else None,
       do_lower_case=metadata.get('do_lower_case'),
-      vocab_size=serving_module.embedding_table_rows(encoder),
+      vocab_size=serving_signatures.embedding_table_rows(encoder),
       vocab_sha256=metadata.get('vocab_sha256'),
-      max_seq_length=serving_module.max_sequence_length(encoder))
+      max_seq_length=serving_signatures.max_sequence_length(encoder))
 
 
 def _position_rows(loaded: Any) -> Optional[int]:

@@ -15,7 +15,7 @@ serialized `tf.train.Example`s with the records' features, `parse_sequence_lengt
   with `output_encoder_outputs`).
 
 Only the model's variables are tracked, not the Keras objects, so a saved module needs TensorFlow
-alone to load (as with `serving_module.build_serving_module`).
+alone to load (as with `serving_signatures.build_serving_module`).
 
 Example:
   >>> module = SentencePrediction(SentencePrediction.Params(inputs_only=False), model=model)
@@ -29,9 +29,9 @@ import tensorflow as tf
 import tf_keras
 
 from official.modeling import hyperparams
-from official.nlp.serving import serving_module
+from official.nlp.serving import serving_signatures
 
-_ENCODER_INPUTS = serving_module.ENCODER_INPUTS
+_ENCODER_INPUTS = serving_signatures.ENCODER_INPUTS
 
 
 def _int_spec(name: str, rank: int = 2) -> tf.TensorSpec:
@@ -234,10 +234,10 @@ class Tagging(ExportModule):
       if isinstance(outputs, Mapping) and 'encoder_outputs' in outputs:
         result['encoder_outputs'] = tf.cast(outputs['encoder_outputs'], tf.float32)
       else:
-        encoder = serving_module.find_encoder(self.model)
+        encoder = serving_signatures.find_encoder(self.model)
         if encoder is None:
           raise ValueError('Tagging: output_encoder_outputs needs a model with an encoder')
-        result['encoder_outputs'] = serving_module.encoder_outputs(encoder, inputs)[
+        result['encoder_outputs'] = serving_signatures.encoder_outputs(encoder, inputs)[
             'sequence_output']
     return result
 

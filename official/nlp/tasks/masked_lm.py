@@ -12,13 +12,13 @@ Example:
 
 import dataclasses
 import logging
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Dict, List, Mapping, Optional
 
 import tensorflow as tf
 import tf_keras
-from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from official.core import base_task
+from official.core import checkpointing
 from official.core import config_definitions as cfg
 from official.core import task_factory
 from official.modeling import checkpoint_compat
@@ -131,19 +131,19 @@ class MaskedLMTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
     ids = tf.zeros([1, seq_length], tf.int32)
     model({'input_word_ids': ids, 'input_mask': ids, 'input_type_ids': ids,
            'masked_lm_positions': tf.zeros([1, predictions], tf.int32)})
-    return model
+    return model.use_task_steps(self)  # compile() without a loss: fit() trains this task
 
   def build_inputs(self, params: pretrain_dataloader.BertPretrainDataConfig,
                    input_context: Optional[tf.distribute.InputContext] = None) -> tf.data.Dataset:
     """The input dataset; `input_path: dummy` gives synthetic batches.
 
     A `BertPretrainDynamicDataConfig` reads unmasked records and masks them on the fly; a
-    `pretrain_dynamic_dataloader.BertPretrainDataConfig` batches static-mask records by length.
+    `pretrain_dynamic_dataloader.BertPretrainBucketedDataConfig` batches static masks by length.
     """
     vocab_size = self.task_config.model.encoder.get().vocab_size
     if params.input_path == 'dummy':
       return pretrain_dataloader.dummy_dataset(params, vocab_size, input_context)
-    if isinstance(params, pretrain_dynamic_dataloader.BertPretrainDataConfig):
+    if isinstance(params, pretrain_dynamic_dataloader.BertPretrainBucketedDataConfig):
       return pretrain_dynamic_dataloader.PretrainingDynamicDataLoader(params).load(input_context)
     if isinstance(params, pretrain_dynamic_dataloader.BertPretrainDynamicDataConfig):
       loader = pretrain_dynamic_dataloader.BertPretrainDynamicDataLoader(params, vocab_size)
@@ -253,11 +253,11 @@ class MaskedLMTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
     """
     if not self.task_config.init_checkpoint:
       return
-    ckpt_path = base_task.resolve_checkpoint(self.task_config.init_checkpoint)
+    ckpt_path = checkpointing.resolve_checkpoint(self.task_config.init_checkpoint)
     if ckpt_path is None:
       return
     items = dict(model.checkpoint_items)
-    saved_items = _checkpoint_root_names(ckpt_path)
+    saved_items = checkpoint_compat.root_names(ckpt_path)
     if 'encoder' not in saved_items:
       raise ValueError(f'task.init_checkpoint {ckpt_path!r} has no `encoder` (it has '
                        f'{sorted(saved_items)}); save pretrainers with their checkpoint_items')
@@ -265,33 +265,12 @@ class MaskedLMTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
     status.expect_partial().assert_existing_objects_matched()
     restored = ['encoder']
     for name, item in items.items():
-      if name in saved_items and _restore_if_compatible(ckpt_path, name, item):
+      if name in saved_items and checkpointing.read_items_if_compatible(ckpt_path, name, item):
         restored.append(name)
       else:
         logging.info('init_checkpoint: %s is not in %s or differs in shape; it starts fresh.',
                      name, ckpt_path)
     # The heads' logits layers are not checkpoint items (Model Garden's keys): read by key.
-    restored += [f'{name} (head)' for name in checkpoint_compat.restore_head_weights(ckpt_path, model)]
+    restored += [f'{name} (head)'
+                 for name in checkpoint_compat.restore_head_weights(ckpt_path, model)]
     logging.info('Restored %s from %s', restored, ckpt_path)
-
-
-def _checkpoint_root_names(ckpt_path: str) -> List[str]:
-  """The names of the objects at the top of a checkpoint (e.g. `encoder`, `model`, `optimizer`)."""
-  reader = tf.train.load_checkpoint(ckpt_path)
-  graph = trackable_object_graph_pb2.TrackableObjectGraph()
-  graph.ParseFromString(reader.get_tensor('_CHECKPOINTABLE_OBJECT_GRAPH'))
-  return [child.local_name for child in graph.nodes[0].children]
-
-
-def _restore_if_compatible(ckpt_path: str, name: str, item: Any) -> bool:
-  """Restores `item` saved under `name`; on a missing or mismatched variable leaves it unchanged."""
-  variables = list(getattr(item, 'variables', []))
-  before = [v.numpy() for v in variables]
-  try:
-    status = tf.train.Checkpoint(**{name: item}).read(ckpt_path)
-    status.expect_partial().assert_existing_objects_matched()
-    return True
-  except (AssertionError, ValueError, tf.errors.OpError):
-    for variable, value in zip(variables, before):
-      variable.assign(value)
-    return False

@@ -38,11 +38,9 @@ from official.nlp.data import pretrain_dataloader
 from official.nlp.data import question_answering_dataloader as qa_loader
 from official.nlp.data import sentence_prediction_dataloader as sp_loader
 from official.nlp.data import squad_lib
-from official.nlp.data import tokenization
 from official.nlp.data import vocab_assets
 from official.nlp.modeling import models
-from official.nlp.tasks import finetuning_metrics
-from official.nlp.tasks import sentence_prediction
+from official.nlp.tasks import finetuning_utils
 from official.nlp.tasks import squad_metrics
 
 _EVAL_KEYS = ('unique_ids', 'start_logits', 'end_logits')
@@ -87,8 +85,10 @@ class QuestionAnsweringConfig(cfg.TaskConfig):
 
 
 @task_factory.register_task_cls(QuestionAnsweringConfig)
-class QuestionAnsweringTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
+class QuestionAnsweringTask(finetuning_utils.FinetuningEvalMixin, vocab_assets.ModelDirVocabMixin,
+                            base_task.Task):
   """Fine-tunes a `BertSpanLabeler` on SQuAD-style questions (see the module docstring)."""
+  EVAL_LOG_KEYS = _EVAL_KEYS
 
   def __init__(self, params: QuestionAnsweringConfig, logging_dir: Optional[str] = None,
                name: Optional[str] = None):
@@ -104,12 +104,12 @@ class QuestionAnsweringTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
         initializer=tf_keras.initializers.TruncatedNormal(stddev=encoder_config.initializer_range))
     ids = tf.zeros([1, self.task_config.train_data.seq_length], tf.int32)
     model({'input_word_ids': ids, 'input_mask': ids, 'input_type_ids': ids})
-    return model
+    return model.use_task_steps(self)  # compile() without a loss: fit() trains this task
 
   def initialize(self, model: tf_keras.Model) -> None:
     """Restores the encoder from `init_checkpoint` (the span head starts fresh)."""
     if self.task_config.init_checkpoint:
-      sentence_prediction.restore_encoder(self.task_config.init_checkpoint, model)
+      finetuning_utils.restore_encoder(self.task_config.init_checkpoint, model)
 
   # ---- inputs ----------------------------------------------------------------------------------
   def _converted_eval_data(self, params: qa_loader.QADataConfig) -> str:
@@ -122,7 +122,8 @@ class QuestionAnsweringTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
     if not params.vocab_file:
       raise ValueError('validation_data.input_path is SQuAD JSON: set validation_data.vocab_file '
                        '(vocab.txt, or a model_dir holding one) to tokenize it')
-    tokenizer = tokenization.load_tokenizer(params.vocab_file, do_lower_case=params.do_lower_case)
+    tokenizer = vocab_assets.load_tokenizer_from_flags(params.vocab_file,
+                                                       do_lower_case=params.do_lower_case)
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, _CONVERTED_EVAL_RECORDS)
     squad_lib.write_squad_data(
@@ -161,8 +162,8 @@ class QuestionAnsweringTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
       params = dataclasses.replace(params, input_path=self.eval_data()[0])
     loader = qa_loader.QuestionAnsweringDataLoader(params)
     dataset = loader.load(input_context)
-    sentence_prediction.check_vocab_size(loader.metadata,
-                                         self.task_config.model.encoder.get().vocab_size)
+    finetuning_utils.check_vocab_size(loader.metadata,
+                                      self.task_config.model.encoder.get().vocab_size)
     return dataset
 
   # ---- loss and metrics ------------------------------------------------------------------------
@@ -207,17 +208,6 @@ class QuestionAnsweringTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
       self.process_metrics(metrics, labels, (start_logits, end_logits))
     return {self.loss: loss, 'unique_ids': unique_ids, 'start_logits': start_logits,
             'end_logits': end_logits}
-
-  def aggregate_logs(self, state: Any = None, step_outputs: Optional[Mapping[str, Any]] = None,
-                     step_logs: Optional[Mapping[str, Any]] = None) -> Dict[str, List[np.ndarray]]:
-    """Collects every replica's unique ids and start/end logits of an eval step.
-
-    Args:
-      state: the previous return value (None at the start of an evaluation).
-      step_outputs: the step's logs, one array or a list/tuple of per-replica arrays per key
-        (Model Garden's name); `step_logs` is the same under the base class's name.
-    """
-    return finetuning_metrics.collect_step_logs(state, step_outputs or step_logs, _EVAL_KEYS)
 
   def predictions(self, aggregated_logs: Mapping[str, List[np.ndarray]],
                   nbest: Optional[Dict[str, List[Dict[str, Any]]]] = None
@@ -298,4 +288,4 @@ def _dummy_batches(params: qa_loader.QADataConfig, vocab_size: int,
       features['unique_ids'] = tf.range(batch, dtype=tf.int64) + index * batch
     return {'start_positions': start, 'end_positions': tf.minimum(start + 1, seq - 1)}
 
-  return sentence_prediction.dummy_batches(params, vocab_size, 17, positions, input_context)
+  return finetuning_utils.dummy_batches(params, vocab_size, 17, positions, input_context)

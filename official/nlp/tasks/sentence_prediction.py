@@ -17,14 +17,14 @@ Example:
 """
 
 import dataclasses
-import logging
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 import tensorflow as tf
 import tf_keras
 
 from official.core import base_task
+from official.core import checkpointing
 from official.core import config_definitions as cfg
 from official.core import task_factory
 from official.modeling import checkpoint_compat
@@ -34,6 +34,7 @@ from official.nlp.data import sentence_prediction_dataloader as sp_loader
 from official.nlp.data import vocab_assets
 from official.nlp.modeling import models
 from official.nlp.tasks import finetuning_metrics
+from official.nlp.tasks import finetuning_utils
 
 METRIC_TYPES = ('accuracy', 'f1', 'matthews_corrcoef', 'pearson_spearman_corr')
 _HEAD_NAME = 'sentence_prediction'
@@ -105,114 +106,11 @@ class SentencePredictionConfig(cfg.TaskConfig):
       encoder.check_seq_length(f'{split}.seq_length', getattr(data, 'seq_length', 0))
 
 
-def check_vocab_size(metadata: Optional[Dict[str, Any]], vocab_size: int) -> None:
-  """Raises when the records' vocabulary has more tokens than the model's word embeddings (ids
-  past the table); a smaller one is logged (a table padded past the vocabulary is common; a
-  different vocabulary is caught by the model_dir's vocab check, `vocab_assets`)."""
-  found = (metadata or {}).get('vocab_size')
-  if found is None or found == vocab_size:
-    return
-  if found > vocab_size:
-    raise ValueError(f'task.model.encoder.bert.vocab_size is {vocab_size} but the records were '
-                     f'written with a vocabulary of {found} tokens ({metadata["metadata_path"]}); '
-                     'expected at most as many tokens as word embeddings')
-  logging.info('The records (%s) use %d of the %d word embeddings', metadata['metadata_path'],
-               found, vocab_size)
-
-
-def restore_encoder(init_checkpoint: str, model: tf_keras.Model,
-                    extra: Optional[Mapping[str, Any]] = None) -> str:
-  """Restores the `encoder` of `model.checkpoint_items` (and `extra` objects) from a checkpoint.
-
-  Args:
-    init_checkpoint: a checkpoint directory or prefix (e.g. a pretraining model_dir).
-    model: a model with `checkpoint_items['encoder']`.
-    extra: more `{checkpoint key: object}` pairs to restore.
-
-  Returns:
-    The checkpoint prefix that was read.
-
-  Raises:
-    FileNotFoundError: no checkpoint at `init_checkpoint`.
-    ValueError: the checkpoint has no `encoder` or its variables do not fit the model's encoder.
-  """
-  ckpt_path = base_task.resolve_checkpoint(init_checkpoint)
-  items = {'encoder': model.checkpoint_items['encoder'], **(extra or {})}
-  checkpoint = tf.train.Checkpoint(**items)
-  try:
-    status = checkpoint.read(ckpt_path)
-    status.expect_partial().assert_existing_objects_matched()
-  except (AssertionError, ValueError) as e:
-    _drop_failed_restore(checkpoint)
-    raise ValueError(f'task.init_checkpoint {ckpt_path!r}: cannot restore {sorted(items)} into the '
-                     f'model (is it a checkpoint of an encoder of the same size, saved with '
-                     f'checkpoint_items?): {str(e).splitlines()[0]}') from None
-  logging.info('Restored %s from %s', sorted(items), ckpt_path)
-  return ckpt_path
-
-
-class _UnrestoredValuesFilter(logging.Filter):
-  """Drops TensorFlow's warnings about the values a half-read checkpoint left unrestored."""
-  _PREFIXES = ('Value in checkpoint could not be found in the restored object',
-               'Detecting that an object or model or tf.train.Checkpoint is being deleted with '
-               'unrestored values')
-
-  def filter(self, record: logging.LogRecord) -> bool:
-    return not str(record.msg).startswith(self._PREFIXES)
-
-
-_UNRESTORED_FILTER = _UnrestoredValuesFilter()
-
-
-def _drop_failed_restore(checkpoint: tf.train.Checkpoint) -> None:
-  """After a read that failed half-way (e.g. a shape mismatch): hides TensorFlow's warning per
-  unrestored value of that checkpoint (one line a variable and slot, printed when it is freed,
-  often at exit: hundreds of lines after the one-line error)."""
-  tf_logger = logging.getLogger('tensorflow')
-  if _UNRESTORED_FILTER not in tf_logger.filters:
-    tf_logger.addFilter(_UNRESTORED_FILTER)
-  del checkpoint
-
-
-def dummy_batches(params: Any, vocab_size: int, salt: int,
-                  make_labels: Callable[[Dict[str, tf.Tensor], tf.Tensor, tf.Tensor, int], Any],
-                  input_context: Optional[tf.distribute.InputContext] = None) -> tf.data.Dataset:
-  """Synthetic `(features, labels)` batches for `input_path: dummy` (smoke tests, benchmarks) of the
-  fine-tuning tasks.
-
-  Batch `index` has random token ids (stateless, seed `(index, salt)`), a full `input_mask` and
-  `input_type_ids` 0; endless for training, 8 batches otherwise.
-
-  Args:
-    params: the data config (`global_batch_size`, `seq_length`, `is_training`).
-    vocab_size: token ids are drawn from [0, vocab_size).
-    salt: the second seed component, one per task.
-    make_labels: `(features, seed, index, batch) -> labels`; may add features.
-    input_context: per-replica batch size under a distribution strategy.
-
-  Example:
-    >>> dataset = dummy_batches(params, 30, 11, lambda f, seed, i, b: tf.zeros([b], tf.int32))
-  """
-  batch = params.global_batch_size
-  if input_context:
-    batch = input_context.get_per_replica_batch_size(params.global_batch_size)
-  seq = params.seq_length
-
-  def make(index):
-    seed = tf.stack([index, tf.constant(salt, tf.int64)])
-    ids = tf.random.stateless_uniform([batch, seq], seed, 0, vocab_size, dtype=tf.int32)
-    features = {'input_word_ids': ids, 'input_mask': tf.ones_like(ids),
-                'input_type_ids': tf.zeros_like(ids)}
-    labels = make_labels(features, seed, index, batch)
-    return features, labels
-
-  dataset = tf.data.Dataset.range(1_000_000_000 if params.is_training else 8)
-  return dataset.map(make).prefetch(tf.data.AUTOTUNE)
-
-
 @task_factory.register_task_cls(SentencePredictionConfig)
-class SentencePredictionTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
+class SentencePredictionTask(finetuning_utils.FinetuningEvalMixin, vocab_assets.ModelDirVocabMixin,
+                             base_task.Task):
   """Fine-tunes a `BertClassifier` on sentence(-pair) classification or regression."""
+  EVAL_LOG_KEYS = (_HEAD_NAME, 'labels')
 
   @property
   def _regression(self) -> bool:
@@ -232,7 +130,7 @@ class SentencePredictionTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
     model({'input_word_ids': ids, 'input_mask': ids, 'input_type_ids': ids})
     if self.task_config.freeze_encoder:
       encoder.trainable = False
-    return model
+    return model.use_task_steps(self)  # compile() without a loss: fit() trains this task
 
   def initialize(self, model: tf_keras.Model) -> None:
     """Restores the encoder (and with `init_cls_pooler` the head's pooler) from `init_checkpoint`.
@@ -248,12 +146,12 @@ class SentencePredictionTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
       if pooler is None:
         raise ValueError('task.init_cls_pooler needs a head with its own pooler '
                          '(task.model.use_encoder_pooler: false)')
-      ckpt_path = base_task.resolve_checkpoint(self.task_config.init_checkpoint)
+      ckpt_path = checkpointing.resolve_checkpoint(self.task_config.init_checkpoint)
       if ckpt_path and 'next_sentence' in checkpoint_compat.root_names(ckpt_path):
         extra['next_sentence'] = tf.train.Checkpoint(dense=pooler)
       else:
         extra['next_sentence.pooler_dense'] = pooler
-    restore_encoder(self.task_config.init_checkpoint, model, extra)
+    finetuning_utils.restore_encoder(self.task_config.init_checkpoint, model, extra)
 
   def build_inputs(self, params: sp_loader.SentencePredictionDataConfig,
                    input_context: Optional[tf.distribute.InputContext] = None) -> tf.data.Dataset:
@@ -266,13 +164,13 @@ class SentencePredictionTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
     if params.input_path == 'dummy':
       # Every label is 0 (class 0, or 0.0 for regression), as in Model Garden: a step can fit it.
       dtype = tf.float32 if params.label_type == 'float' or model.num_classes == 1 else tf.int32
-      return dummy_batches(params, model.encoder.get().vocab_size, 11,
-                           lambda features, seed, index, batch: tf.zeros([batch], dtype),
-                           input_context)
+      return finetuning_utils.dummy_batches(
+          params, model.encoder.get().vocab_size, 11,
+          lambda features, seed, index, batch: tf.zeros([batch], dtype), input_context)
     loader = sp_loader.SentencePredictionDataLoader(params)
     dataset = loader.load(input_context)
     metadata = loader.metadata
-    check_vocab_size(metadata, model.encoder.get().vocab_size)
+    finetuning_utils.check_vocab_size(metadata, model.encoder.get().vocab_size)
     if metadata and metadata.get('num_classes') not in (None, model.num_classes):
       raise ValueError(f'task.model.num_classes is {model.num_classes} but the records have '
                        f'num_classes={metadata["num_classes"]} (labels {metadata.get("label_list")}, '
@@ -316,27 +214,11 @@ class SentencePredictionTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
     `sentence_prediction` is the logits [batch, classes], or with `metric_type: matthews_corrcoef`
     the predicted class ids [batch, 1] (as in Model Garden).
     """
-    features, labels = self._split(inputs)
-    outputs = model(features, training=False)
-    loss = self.build_losses(labels, outputs, aux_losses=model.losses)
-    if metrics:
-      self.process_metrics(metrics, labels, outputs)
+    labels, outputs, loss = self.eval_forward(inputs, model, metrics)
     predictions = outputs
     if self.task_config.metric_type == 'matthews_corrcoef':
       predictions = tf.expand_dims(tf.argmax(outputs, axis=1), axis=1)
     return {self.loss: loss, _HEAD_NAME: predictions, 'labels': labels}
-
-  def aggregate_logs(self, state: Any = None, step_outputs: Optional[Mapping[str, Any]] = None,
-                     step_logs: Optional[Mapping[str, Any]] = None) -> Dict[str, List[np.ndarray]]:
-    """Collects every replica's predictions and labels of an eval step.
-
-    Args:
-      state: the previous return value (None at the start of an evaluation).
-      step_outputs: the step's logs, one array or a list/tuple of per-replica arrays per key
-        (Model Garden's name); `step_logs` is the same under the base class's name.
-    """
-    return finetuning_metrics.collect_step_logs(state, step_outputs or step_logs,
-                                                (_HEAD_NAME, 'labels'))
 
   def reduce_aggregated_logs(self, aggregated_logs: Any,
                              global_step: Optional[tf.Tensor] = None) -> Dict[str, float]:

@@ -14,7 +14,7 @@ Example:
 """
 
 import dataclasses
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -29,7 +29,7 @@ from official.nlp.data import tagging_dataloader
 from official.nlp.data import vocab_assets
 from official.nlp.modeling import models
 from official.nlp.tasks import finetuning_metrics
-from official.nlp.tasks import sentence_prediction
+from official.nlp.tasks import finetuning_utils
 
 IGNORE_LABEL_ID = tagging_dataloader.IGNORE_LABEL_ID
 
@@ -144,8 +144,10 @@ class _MaskedAccuracy(tf_keras.metrics.Mean):
 
 
 @task_factory.register_task_cls(TaggingConfig)
-class TaggingTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
+class TaggingTask(finetuning_utils.FinetuningEvalMixin, vocab_assets.ModelDirVocabMixin,
+                  base_task.Task):
   """Fine-tunes a `BertTokenClassifier` on word-level tags."""
+  EVAL_LOG_KEYS = ('predict_ids', 'label_ids')
 
   def build_model(self) -> tf_keras.Model:
     """The `BertTokenClassifier` (built; with `freeze_encoder` its encoder is not trainable)."""
@@ -159,12 +161,12 @@ class TaggingTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
     model({'input_word_ids': ids, 'input_mask': ids, 'input_type_ids': ids})
     if self.task_config.freeze_encoder:
       encoder.trainable = False
-    return model
+    return model.use_task_steps(self)  # compile() without a loss: fit() trains this task
 
   def initialize(self, model: tf_keras.Model) -> None:
     """Restores the encoder from `init_checkpoint` (the head starts fresh)."""
     if self.task_config.init_checkpoint:
-      sentence_prediction.restore_encoder(self.task_config.init_checkpoint, model)
+      finetuning_utils.restore_encoder(self.task_config.init_checkpoint, model)
 
   def build_inputs(self, params: tagging_dataloader.TaggingDataConfig,
                    input_context: Optional[tf.distribute.InputContext] = None) -> tf.data.Dataset:
@@ -179,7 +181,7 @@ class TaggingTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
     loader = tagging_dataloader.TaggingDataLoader(params)
     dataset = loader.load(input_context)
     metadata = loader.metadata
-    sentence_prediction.check_vocab_size(metadata, self.task_config.model.encoder.get().vocab_size)
+    finetuning_utils.check_vocab_size(metadata, self.task_config.model.encoder.get().vocab_size)
     class_names = list(self.task_config.class_names)
     if metadata and metadata.get('label_list') not in (None, class_names):
       raise ValueError(f'task.class_names is {class_names} but the records were written with '
@@ -207,25 +209,9 @@ class TaggingTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
                       metrics: Optional[List[tf_keras.metrics.Metric]] = None
                       ) -> Dict[str, tf.Tensor]:
     """Loss and metrics of one batch; returns `predict_ids` and `label_ids` for `aggregate_logs`."""
-    features, labels = self._split(inputs)
-    outputs = model(features, training=False)
-    loss = self.build_losses(labels, outputs, aux_losses=model.losses)
-    if metrics:
-      self.process_metrics(metrics, labels, outputs)
+    labels, outputs, loss = self.eval_forward(inputs, model, metrics)
     return {self.loss: loss, 'predict_ids': tf.argmax(outputs, axis=-1, output_type=tf.int32),
             'label_ids': labels}
-
-  def aggregate_logs(self, state: Any = None, step_outputs: Optional[Mapping[str, Any]] = None,
-                     step_logs: Optional[Mapping[str, Any]] = None) -> Dict[str, List[np.ndarray]]:
-    """Collects every replica's predicted and gold ids of an eval step.
-
-    Args:
-      state: the previous return value (None at the start of an evaluation).
-      step_outputs: the step's logs, one array or a list/tuple of per-replica arrays per key
-        (Model Garden's name); `step_logs` is the same under the base class's name.
-    """
-    return finetuning_metrics.collect_step_logs(state, step_outputs or step_logs,
-                                                ('predict_ids', 'label_ids'))
 
   def reduce_aggregated_logs(self, aggregated_logs: Any,
                              global_step: Optional[tf.Tensor] = None) -> Dict[str, float]:
@@ -255,7 +241,7 @@ def _dummy_tags(params: tagging_dataloader.TaggingDataConfig, num_classes: int, 
     return tf.random.stateless_uniform([batch, params.seq_length], seed + 1, -1, num_classes,
                                        dtype=tf.int32)
 
-  return sentence_prediction.dummy_batches(params, vocab_size, 13, tags, input_context)
+  return finetuning_utils.dummy_batches(params, vocab_size, 13, tags, input_context)
 
 
 def predict(task: TaggingTask, params: tagging_dataloader.TaggingDataConfig,

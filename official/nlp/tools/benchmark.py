@@ -1,14 +1,14 @@
 """Benchmarks pretraining train steps: steps/s, sequences/s, tokens/s, model TFLOP/s, fraction of peak.
 
 Builds each variant the way `official/nlp/train.py` does (the runtime's distribution strategy, the
-task, and `train_lib.Trainer`, whose compiled train loop is what a real run executes) and times the
-trainer's loop on synthetic (`--data=dummy`) or the config's (`--data=config`) records. Variants
-(e.g. `float32,float32+xla,bfloat16,bfloat16+xla`) are built once and then timed round-robin in
-windows of `--steps_per_window` steps, so that a machine shared with other jobs slows every variant
-alike; medians over windows and the median of per-round ratios to the first variant are reported,
-with the process CPU seconds per step (steadier than wall time when other jobs share the machine).
-Memory: the process' peak host memory while each variant was built and timed, and the part the variant
-added (earlier variants stay resident); the peak device memory on GPU.
+task, and `official.core.trainer.Trainer`, whose compiled train loop is what a real run executes)
+and times the trainer's loop on synthetic (`--data=dummy`) or the config's (`--data=config`)
+records. Variants (e.g. `float32,float32+xla,bfloat16,bfloat16+xla`) are built once and then timed
+round-robin in windows of `--steps_per_window` steps, so that a machine shared with other jobs slows
+every variant alike; medians over windows and the median of per-round ratios to the first variant
+are reported, with the process CPU seconds per step (steadier than wall time when other jobs share
+the machine). Memory: the process' peak host memory while each variant was built and timed, and the
+part the variant added (earlier variants stay resident); the peak device memory on GPU.
 
 The model FLOPs are counted from the config (matmuls only, 2 per multiply-add; training = 3x the
 forward pass); the machine's matmul peak is measured in the same run and dtype (a square matmul,
@@ -40,6 +40,17 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
 import tensorflow as tf  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from official.common import distribute_utils
+from official.common import quiet
+from official.common import registry_imports  # pylint: disable=unused-import
+from official.core import exp_factory
+from official.core import task_factory
+from official.core import trainer as trainer_lib
+from official.modeling import hyperparams
+from official.modeling import performance
+# pylint: enable=g-import-not-at-top,wrong-import-position
 
 DTYPES = ('float32', 'bfloat16', 'float16')
 DEFAULT_CONFIG = os.path.join(ROOT, 'configs', 'pretraining', 'bert_mini.yaml')
@@ -209,9 +220,6 @@ def parse_variant(variant: str) -> Dict[str, Any]:
 def build_params(experiment: str, config_files: Sequence[str], params_override: str,
                  variant: str, data: str = 'dummy'):
   """The experiment config of one variant (dtype and XLA set in `runtime`)."""
-  from official.common import registry_imports  # pylint: disable=g-import-not-at-top,unused-import
-  from official.core import exp_factory  # pylint: disable=g-import-not-at-top
-  from official.modeling import hyperparams  # pylint: disable=g-import-not-at-top
   params = exp_factory.get_exp_config(experiment)
   for path in config_files:
     params.override(hyperparams.read_yaml(path))
@@ -228,7 +236,6 @@ def build_params(experiment: str, config_files: Sequence[str], params_override: 
 
 
 def _strategy(params) -> tf.distribute.Strategy:
-  from official.common import distribute_utils  # pylint: disable=g-import-not-at-top
   runtime = params.runtime
   return distribute_utils.get_distribution_strategy(
       distribution_strategy=runtime.distribution_strategy, num_gpus=runtime.num_gpus,
@@ -238,7 +245,7 @@ def _strategy(params) -> tf.distribute.Strategy:
 
 # ---- one variant ---------------------------------------------------------------------------------
 class VariantRunner:
-  """Builds one variant like a real run (`train_lib.Trainer`) and times its train loop.
+  """Builds one variant like a real run (`trainer.Trainer`) and times its train loop.
 
   Args:
     name: the variant, e.g. 'bfloat16+xla'.
@@ -247,9 +254,6 @@ class VariantRunner:
   """
 
   def __init__(self, name: str, params, model_dir: str):
-    from official.core import task_factory  # pylint: disable=g-import-not-at-top
-    from official.core import train_lib  # pylint: disable=g-import-not-at-top
-    from official.modeling import performance  # pylint: disable=g-import-not-at-top
     self.name, self.params = name, params
     self._set_policy = lambda: performance.set_mixed_precision_policy(
         params.runtime.mixed_precision_dtype)
@@ -261,7 +265,7 @@ class VariantRunner:
     self.strategy = _strategy(params)
     with self.strategy.scope():
       self.task = task_factory.get_task(params.task, logging_dir=model_dir)
-    self.trainer = train_lib.Trainer(self.strategy, self.task, params, model_dir)
+    self.trainer = trainer_lib.Trainer(self.strategy, self.task, params, model_dir)
     self.build_seconds = time.perf_counter() - start
     self.loop = self.trainer.train_loop_fn()
     self.rates: List[float] = []
@@ -389,7 +393,6 @@ def _machine(device: Optional[str], peaks: Dict[str, float]) -> Dict[str, Any]:
 # ---- input pipeline alone ------------------------------------------------------------------------
 def run_pipeline_benchmark(args: argparse.Namespace) -> Dict[str, Any]:
   """Times the task's training input pipeline alone (no model): batches/s in windows."""
-  from official.core import task_factory  # pylint: disable=g-import-not-at-top
   params = build_params(args.experiment, args.config_file, args.params_override, 'float32',
                         args.data)
   task = task_factory.get_task(params.task)
@@ -485,7 +488,6 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
 def main(argv: Optional[Sequence[str]] = None) -> int:
   """Runs the benchmark; prints the table (and the JSON with --json=-)."""
   args = parse_args(argv)
-  from official.common import quiet  # pylint: disable=g-import-not-at-top
   quiet.use_absl_logging()  # the status lines in the tools' format; the report goes to stdout
   if args.inter_op_threads:
     tf.config.threading.set_inter_op_parallelism_threads(args.inter_op_threads)

@@ -14,8 +14,8 @@ the `kind` of reshape between the layouts:
 
 Hugging Face names of the encoder are relative (`embeddings.word_embeddings.weight`); a
 `BertForMaskedLM` / `BertForPreTraining` file prefixes them with `bert.`. Head names (`cls.`) are
-absolute. Configs go through `BertEncoderConfig` both ways (`encoder_config_from_external`,
-`external_config`).
+absolute. Configs go through `BertEncoderConfig` both ways
+(`bert_encoder_config.encoder_config_from_external`, `bert_encoder_config.external_config`).
 
 Example:
   >>> entries = encoder_entries(encoder)                 # a built BertEncoder
@@ -34,29 +34,15 @@ import tf_keras
 
 from official.nlp.configs import bert
 from official.nlp.configs import encoders
+from official.nlp.data import pretrain_dataloader
 from official.nlp.modeling import layers
 from official.nlp.modeling import models
 from official.nlp.modeling import networks
+from official.nlp.modeling.networks import bert_encoder_config
+from official.nlp.tasks import masked_lm
 
-FORMATS = ('hf', 'google')
 KINDS = ('plain', 'kernel', 'qkv_kernel', 'qkv_bias', 'attn_out', 'nsp_kernel')
-# Our LayerNorms use this epsilon (BERT's); other values cannot be represented.
-LAYER_NORM_EPSILON = 1e-12
-NEXT_SENTENCE = 'next_sentence'
-
-# Our activation name -> the external `hidden_act`. Hugging Face's 'gelu' is the exact erf GELU,
-# Google's (TF1 modeling.py) 'gelu' the tanh approximation, which is our 'gelu'.
-_ACTIVATIONS = {
-    'hf': {'gelu': 'gelu_new', 'exact_gelu': 'gelu', 'relu': 'relu', 'tanh': 'tanh',
-           'swish': 'silu', 'silu': 'silu', 'linear': 'linear'},
-    'google': {'gelu': 'gelu', 'relu': 'relu', 'tanh': 'tanh', 'linear': 'linear'},
-}
-# External names that read back to ours besides the inverse of `_ACTIVATIONS`.
-_ACTIVATION_ALIASES = {
-    'hf': {'gelu_pytorch_tanh': 'gelu', 'gelu_fast': 'gelu', 'swish': 'swish'},
-    'google': {},
-}
-
+NEXT_SENTENCE = masked_lm.NEXT_SENTENCE  # the one head with BERT checkpoint names
 
 @dataclasses.dataclass(frozen=True)
 class WeightEntry:
@@ -189,8 +175,9 @@ def pretrainer_entries(pretrainer: models.BertPretrainerV2) -> List[WeightEntry]
 def _check(kind: str, fmt: str) -> None:
   if kind not in KINDS:
     raise ValueError(f'unknown weight kind {kind!r}; expected one of {KINDS}')
-  if fmt not in FORMATS:
-    raise ValueError(f'unknown checkpoint format {fmt!r}; expected one of {FORMATS}')
+  if fmt not in bert_encoder_config.FORMATS:
+    raise ValueError(f'unknown checkpoint format {fmt!r}; expected one of '
+                     f'{bert_encoder_config.FORMATS}')
 
 
 def to_external(kind: str, fmt: str, value: np.ndarray) -> np.ndarray:
@@ -329,125 +316,6 @@ def read_json_config(path: str) -> Dict[str, Any]:
   return config
 
 
-def _field(config: Mapping[str, Any], key: str, source: str, default: Any = None) -> Any:
-  if key in config:
-    return config[key]
-  if default is None:
-    raise ValueError(f'{source}: missing field {key!r}; expected a complete BERT config '
-                     '(incomplete file?)')
-  return default
-
-
-def _int_field(config: Mapping[str, Any], key: str, source: str) -> int:
-  """A positive integer field (JSON's `12` or `12.0`), else a ValueError naming it."""
-  value = _field(config, key, source)
-  if (isinstance(value, bool) or not isinstance(value, (int, float))
-      or float(value) != int(value) or int(value) < 1):
-    raise ValueError(f'{source}: field {key!r} is {value!r}; expected a positive integer')
-  return int(value)
-
-
-def _float_field(config: Mapping[str, Any], key: str, source: str, default: float) -> float:
-  """A number field with a default, else a ValueError naming it."""
-  value = _field(config, key, source, default)
-  if isinstance(value, bool) or not isinstance(value, (int, float)):
-    raise ValueError(f'{source}: field {key!r} is {value!r}; expected a number')
-  return float(value)
-
-
-def activation_from_external(name: str, fmt: str, source: str) -> str:
-  """An external `hidden_act` -> our activation name (ours are accepted as they are)."""
-  inverse = {ext: ours for ours, ext in _ACTIVATIONS[fmt].items()}
-  inverse.update(_ACTIVATION_ALIASES[fmt])
-  if name in inverse:
-    return inverse[name]
-  if name in _ACTIVATIONS['hf']:  # one of our names, written when there is no external one
-    return name
-  raise ValueError(f'{source}: unsupported hidden_act {name!r}; expected one of '
-                   f'{sorted(inverse)}')
-
-
-def activation_to_external(name: str, fmt: str) -> str:
-  """Our activation name -> the external `hidden_act` (ours, with a warning, when none exists)."""
-  if name in _ACTIVATIONS[fmt]:
-    return _ACTIVATIONS[fmt][name]
-  logging.warning('activation %r has no %s name; writing it as it is', name, fmt)
-  return name
-
-
-def encoder_config_from_external(config: Mapping[str, Any], fmt: str,
-                                 source: str) -> encoders.BertEncoderConfig:
-  """A BERT `config.json` / `bert_config.json` dict -> our `BertEncoderConfig`.
-
-  Raises:
-    ValueError: a missing field, or a setting our encoder cannot represent (naming `source`).
-  """
-  eps = _float_field(config, 'layer_norm_eps', source, LAYER_NORM_EPSILON)
-  if not np.isclose(eps, LAYER_NORM_EPSILON, rtol=1e-6, atol=0):
-    raise ValueError(f'{source}: layer_norm_eps {eps} is not supported; our LayerNorms use '
-                     f'{LAYER_NORM_EPSILON}')
-  position_type = config.get('position_embedding_type', 'absolute')
-  if position_type != 'absolute':
-    raise ValueError(f'{source}: position_embedding_type {position_type!r} is not supported; '
-                     "expected 'absolute'")
-  embedding_size = config.get('embedding_size')
-  hidden_size = _int_field(config, 'hidden_size', source)
-  if embedding_size not in (None, hidden_size):
-    raise ValueError(f'{source}: embedding_size {embedding_size} != hidden_size {hidden_size} '
-                     '(factorized embeddings) is not supported')
-  hidden_act = _field(config, 'hidden_act', source)
-  if not isinstance(hidden_act, str):
-    raise ValueError(f'{source}: field \'hidden_act\' is {hidden_act!r}; expected an activation '
-                     "name such as 'gelu'")
-  return encoders.BertEncoderConfig(
-      vocab_size=_int_field(config, 'vocab_size', source),
-      hidden_size=hidden_size,
-      num_layers=_int_field(config, 'num_hidden_layers', source),
-      num_attention_heads=_int_field(config, 'num_attention_heads', source),
-      hidden_activation=activation_from_external(hidden_act, fmt, source),
-      intermediate_size=_int_field(config, 'intermediate_size', source),
-      dropout_rate=_float_field(config, 'hidden_dropout_prob', source, 0.1),
-      attention_dropout_rate=_float_field(config, 'attention_probs_dropout_prob', source, 0.1),
-      max_position_embeddings=_int_field(config, 'max_position_embeddings', source),
-      type_vocab_size=_int_field(config, 'type_vocab_size', source),
-      initializer_range=_float_field(config, 'initializer_range', source, 0.02))
-
-
-def encoder_config_of(encoder: networks.BertEncoder) -> encoders.BertEncoderConfig:
-  """The `BertEncoderConfig` that builds an encoder like `encoder`."""
-  config = encoder.get_config()
-  initializer = config.get('initializer') or {}
-  stddev = (initializer.get('config') or {}).get('stddev', 0.02) if isinstance(
-      initializer, dict) else 0.02
-  return encoders.BertEncoderConfig(
-      vocab_size=config['vocab_size'], hidden_size=config['hidden_size'],
-      num_layers=config['num_layers'], num_attention_heads=config['num_attention_heads'],
-      hidden_activation=config['inner_activation'], intermediate_size=config['inner_dim'],
-      dropout_rate=config['output_dropout'], attention_dropout_rate=config['attention_dropout'],
-      max_position_embeddings=config['max_sequence_length'],
-      type_vocab_size=config['type_vocab_size'], initializer_range=float(stddev),
-      embedding_size=(None if config['embedding_width'] == config['hidden_size']
-                      else config['embedding_width']),
-      output_range=config['output_range'], norm_first=config['norm_first'])
-
-
-def external_config(config: encoders.BertEncoderConfig, fmt: str) -> Dict[str, Any]:
-  """Our `BertEncoderConfig` -> the fields of a BERT `config.json` / `bert_config.json`."""
-  result = dict(
-      vocab_size=config.vocab_size, hidden_size=config.hidden_size,
-      num_hidden_layers=config.num_layers, num_attention_heads=config.num_attention_heads,
-      intermediate_size=config.intermediate_size,
-      hidden_act=activation_to_external(config.hidden_activation, fmt),
-      hidden_dropout_prob=config.dropout_rate,
-      attention_probs_dropout_prob=config.attention_dropout_rate,
-      max_position_embeddings=config.max_position_embeddings,
-      type_vocab_size=config.type_vocab_size, initializer_range=config.initializer_range)
-  if fmt == 'hf':
-    result.update(layer_norm_eps=LAYER_NORM_EPSILON, position_embedding_type='absolute',
-                  pad_token_id=0)
-  return result
-
-
 def mlm_activation_of(pretrainer: models.BertPretrainerV2) -> Optional[str]:
   """The pretrainer's masked-LM activation name; BERT checkpoints require it to be `hidden_act`."""
   return pretrainer._mlm_activation  # pylint: disable=protected-access
@@ -482,8 +350,8 @@ def pretrainer_config_of(pretrainer: models.BertPretrainerV2) -> bert.Pretrainer
                               cls_token_idx=h.cls_token_idx, name=h.name)
            for h in pretrainer.classification_heads]
   return bert.PretrainerConfig(
-      encoder=encoders.EncoderConfig(type='bert',
-                                     bert=encoder_config_of(pretrainer.encoder_network)),
+      encoder=encoders.EncoderConfig(
+          type='bert', bert=bert_encoder_config.encoder_config_of(pretrainer.encoder_network)),
       cls_heads=heads, mlm_activation=mlm_activation_of(pretrainer) or 'linear')
 
 
@@ -496,8 +364,6 @@ def build_encoder(config: encoders.BertEncoderConfig) -> networks.BertEncoder:
 
 def build_pretrainer(config: bert.PretrainerConfig) -> models.BertPretrainerV2:
   """A built `BertPretrainerV2` of `config`, the same as `MaskedLMTask.build_model` makes."""
-  from official.nlp.tasks import masked_lm  # pylint: disable=g-import-not-at-top
-  from official.nlp.data import pretrain_dataloader  # pylint: disable=g-import-not-at-top
   task = masked_lm.MaskedLMTask(masked_lm.MaskedLMConfig(
       model=config, train_data=pretrain_dataloader.BertPretrainDataConfig(
           seq_length=2, max_predictions_per_seq=1)))
@@ -531,7 +397,8 @@ def load_encoder_from(config: Mapping[str, Any], tensors: Mapping[str, np.ndarra
   Raises:
     ValueError: missing, mismatched or (without `allow_unused`) unknown variables.
   """
-  encoder = build_encoder(encoder_config_from_external(config, fmt, config_source))
+  encoder = build_encoder(
+      bert_encoder_config.encoder_config_from_external(config, fmt, config_source))
   used = restore(encoder_entries(encoder), tensors, fmt, source, optional_parts=['pooler'])
   _warn_without_pooler(encoder, used, fmt, source)
   heads = sorted(name for name in tensors if name.startswith(_HEAD_PREFIX[fmt]))
@@ -557,7 +424,7 @@ def load_pretrainer_from(config: Mapping[str, Any], tensors: Mapping[str, np.nda
                      'load_encoder')
   next_sentence = _NSP_MARKER[fmt] in tensors
   pretrainer = build_pretrainer(pretrainer_config(
-      encoder_config_from_external(config, fmt, config_source), next_sentence))
+      bert_encoder_config.encoder_config_from_external(config, fmt, config_source), next_sentence))
   used = restore(pretrainer_entries(pretrainer), tensors, fmt, source,
                  optional_parts=() if next_sentence else ['pooler'])
   _warn_without_pooler(pretrainer.encoder_network, used, fmt, source)

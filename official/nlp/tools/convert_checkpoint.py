@@ -35,13 +35,14 @@ import tensorflow as tf
 import tf_keras
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
+from official.common import cli_utils
 from official.modeling import checkpoint_compat
 from official.modeling import hyperparams
 from official.nlp.configs import bert
 from official.nlp.configs import encoders
 from official.nlp.modeling import models
 from official.nlp.modeling import networks
-from official.nlp.serving import cli_utils
+from official.nlp.modeling.networks import bert_encoder_config
 from official.nlp.tools import bert_weight_map
 from official.nlp.tools import google_bert
 from official.nlp.tools import hf_bert
@@ -152,7 +153,7 @@ def write_ours(model: Model, out_dir: str) -> str:
   if pretrainer is None:
     items = {'encoder': encoder}
     model_params = {'encoder': encoders.EncoderConfig(
-        type='bert', bert=bert_weight_map.encoder_config_of(encoder)).as_dict()}
+        type='bert', bert=bert_encoder_config.encoder_config_of(encoder)).as_dict()}
   else:
     # `model` too: the heads' logits layers are saved under it (Model Garden's keys).
     items = dict(pretrainer.checkpoint_items, model=pretrainer)

@@ -57,8 +57,8 @@ import numpy as np
 import tqdm
 from absl import flags
 
+from official.common import cli_utils
 from official.nlp.data import tokenization
-from official.nlp.serving import cli_utils
 from official.nlp.serving import inference
 from official.nlp.tools import embedding_stats
 

@@ -27,10 +27,10 @@ import tensorflow as tf
 import tf_keras
 from absl import flags
 
+from official.common import cli_utils
 from official.nlp.data import tokenization
-from official.nlp.serving import cli_utils
 from official.nlp.serving import inference
-from official.nlp.serving import serving_module
+from official.nlp.serving import serving_signatures
 
 MASK = '[MASK]'
 PROGRAM = 'fill_mask'
@@ -101,7 +101,7 @@ def fill_mask(pretrainer: Union[tf_keras.Model, inference.InferenceModel],
   if isinstance(pretrainer, inference.InferenceModel):
     pretrainer.check_seq_length(seq_length)
   else:
-    limit = serving_module.max_sequence_length(serving_module.find_encoder(pretrainer))
+    limit = serving_signatures.max_sequence_length(serving_signatures.find_encoder(pretrainer))
     if limit is not None and seq_length > limit:
       raise ValueError(f'seq_length={seq_length} exceeds the {limit} position embeddings of '
                        f'{pretrainer.name!r}; expected at most {limit}')
@@ -111,7 +111,7 @@ def fill_mask(pretrainer: Union[tf_keras.Model, inference.InferenceModel],
   else:
     logits = pretrainer({k: tf.constant(v) for k, v in inputs.items()},
                         training=False)['mlm_logits']
-    indices, probabilities = serving_module.top_k_probabilities(logits, top_k)
+    indices, probabilities = serving_signatures.top_k_probabilities(logits, top_k)
     indices, probabilities = indices.numpy(), probabilities.numpy()
   return [[[(tokenizer.vocab[int(j)], float(p)) for j, p in zip(indices[t, m], probabilities[t, m])]
            for m in range(count)] for t, count in enumerate(counts)]

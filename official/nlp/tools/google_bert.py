@@ -27,6 +27,7 @@ import tf_keras
 
 from official.nlp.modeling import models
 from official.nlp.modeling import networks
+from official.nlp.modeling.networks import bert_encoder_config
 from official.nlp.tools import bert_weight_map
 
 CONFIG_NAME = 'bert_config.json'
@@ -180,7 +181,8 @@ def export(model: tf_keras.Model, out_dir: str, vocab_file: Optional[str] = None
   """
   encoder, _ = bert_weight_map.split_model(model)
   tensors = bert_weight_map.export_tensors(bert_weight_map.export_entries(model), 'google')
-  config = bert_weight_map.external_config(bert_weight_map.encoder_config_of(encoder), 'google')
+  config = bert_encoder_config.external_config(bert_encoder_config.encoder_config_of(encoder),
+                                               'google')
   tf.io.gfile.makedirs(out_dir)
   with open(os.path.join(out_dir, CONFIG_NAME), 'w', encoding='utf-8') as f:
     json.dump(config, f, indent=2, sort_keys=True)

@@ -23,10 +23,12 @@ import shutil
 from typing import Dict, Optional, Tuple, Union
 
 import numpy as np
+from safetensors import numpy as safetensors_numpy
 import tf_keras
 
 from official.nlp.modeling import models
 from official.nlp.modeling import networks
+from official.nlp.modeling.networks import bert_encoder_config
 from official.nlp.tools import bert_weight_map
 
 CONFIG_NAME = 'config.json'
@@ -101,7 +103,6 @@ def read_tensors(model_dir: str) -> Tuple[Dict[str, np.ndarray], str]:
     ValueError: a corrupt or truncated safetensors file or index (naming it), or two tensors with
       the same normalized name.
   """
-  from safetensors import numpy as safetensors_numpy  # pylint: disable=g-import-not-at-top
   files, source = _weight_files(model_dir)
   tensors = {}
   for path in files:
@@ -201,7 +202,6 @@ def export(model: tf_keras.Model, out_dir: str, vocab_file: Optional[str] = None
     ValueError: a structure BERT cannot hold (factorized embeddings, pre-LN, other heads, an MLM
       activation different from the encoder's).
   """
-  from safetensors import numpy as safetensors_numpy  # pylint: disable=g-import-not-at-top
   encoder, pretrainer = bert_weight_map.split_model(model)
   entries = bert_weight_map.export_entries(model)
   tensors = bert_weight_map.export_tensors(entries, 'hf')
@@ -213,7 +213,8 @@ def export(model: tf_keras.Model, out_dir: str, vocab_file: Optional[str] = None
     tensors = {name if name.startswith('cls.') else f'bert.{name}': value
                for name, value in tensors.items()}
   config = dict(architectures=[architecture], model_type='bert',
-                **bert_weight_map.external_config(bert_weight_map.encoder_config_of(encoder), 'hf'))
+                **bert_encoder_config.external_config(
+                    bert_encoder_config.encoder_config_of(encoder), 'hf'))
   config['tie_word_embeddings'] = True
   os.makedirs(out_dir, exist_ok=True)
   with open(os.path.join(out_dir, CONFIG_NAME), 'w', encoding='utf-8') as f:

@@ -45,9 +45,10 @@ def plot_training_curves(model_dir: str, output_path: str,
   Returns:
     `output_path`.
   """
+  # Function-level: matplotlib is an optional dependency (the [plot] extra).
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use('Agg')
-  from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
+  from matplotlib import pyplot  # pylint: disable=g-import-not-at-top  # Function-level: as above.
 
   train = read_scalars(os.path.join(model_dir, 'train'))
   validation = read_scalars(os.path.join(model_dir, validation_subdir))

@@ -8,6 +8,7 @@ from official.modeling import hyperparams
 from official.nlp.configs import bert
 from official.nlp.configs import encoders
 from official.nlp.modeling import networks
+from official.nlp.modeling.networks import bert_encoder_config
 
 _BERT = dict(vocab_size=60, hidden_size=32, num_layers=2, num_attention_heads=4,
              intermediate_size=48, max_position_embeddings=16, type_vocab_size=3,
@@ -20,7 +21,7 @@ def _ids():
 
 
 def _expected_config(**overrides):
-  return dict(networks.BertEncoder(**encoders.encoder_kwargs(
+  return dict(networks.BertEncoder(**bert_encoder_config.encoder_kwargs(
       encoders.BertEncoderConfig(**dict(_BERT, **overrides)))).get_config(), name=None)
 
 
@@ -31,6 +32,7 @@ def _config(encoder):
 def test_encoder_config_is_importable_from_bert_configs():
   assert bert.EncoderConfig is encoders.EncoderConfig
   assert bert.BertEncoderConfig is encoders.BertEncoderConfig
+  assert encoders.BertEncoderConfig is bert_encoder_config.BertEncoderConfig
 
 
 @pytest.mark.parametrize('layout', ['encoder_config', 'bert_part'])
@@ -71,7 +73,8 @@ def test_from_config_refuses_misspelt_keys_and_other_types():
 
 
 def test_keras_config_round_trip_is_unchanged():
-  encoder = networks.BertEncoder(**encoders.encoder_kwargs(encoders.BertEncoderConfig(**_BERT)))
+  encoder = networks.BertEncoder(**bert_encoder_config.encoder_kwargs(
+      encoders.BertEncoderConfig(**_BERT)))
   assert networks.BertEncoder.from_config(encoder.get_config()).get_config() == encoder.get_config()
 
 

@@ -11,8 +11,8 @@ from official.core import exp_factory
 from official.modeling import hyperparams
 from official.nlp.configs import bert
 from official.nlp.configs import encoders
+from tests.paths import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 # The layout of a Model Garden BERT pretraining config (as in its YAML files and params.yaml dumps).
 MODEL_GARDEN_YAML = textwrap.dedent("""\

@@ -1,4 +1,4 @@
-"""Tests for official/nlp/serving/export_savedmodel.py (and serving_module.py, inference.py)."""
+"""Tests for official/nlp/serving/export_savedmodel.py (and serving_signatures.py, inference.py)."""
 
 import json
 import logging

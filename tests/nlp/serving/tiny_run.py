@@ -1,6 +1,6 @@
 """A tiny pretraining model_dir laid out by the real trainer: `params.yaml`, `ckpt-N`, `vocab.txt`.
 
-The trainer's own objects (`train_lib.Trainer`: model, optimizer with its slots, checkpoint manager)
+The trainer's own objects (`trainer_lib.Trainer`: model, optimizer with its slots, checkpoint manager)
 save a checkpoint of randomly perturbed weights: the layout of a training run without the cost of
 tracing a train step (tests/nlp/tasks/test_pretraining_end_to_end.py covers real training).
 """
@@ -13,8 +13,8 @@ import tensorflow as tf
 
 from official.common import registry_imports  # pylint: disable=unused-import
 from official.core import task_factory
-from official.core import train_lib
 from official.core import train_utils
+from official.core import trainer as trainer_lib
 
 WORDS = ['paris', 'is', 'the', 'capital', 'of', 'france', 'a', 'city', '.', 'return', 'copy',
          'list', 'new', 'object', 'file', 'default', 'none']
@@ -53,7 +53,7 @@ def make_tiny_run(model_dir: str, step: int = 2) -> Dict[str, str]:
   params = train_utils.build_params('bert/pretraining', (), overrides(train_steps=step))
   task = task_factory.get_task(params.task, logging_dir=model_dir)
   train_utils.write_params(params, model_dir)
-  trainer = train_lib.Trainer(tf.distribute.get_strategy(), task, params, model_dir, train=False)
+  trainer = trainer_lib.Trainer(tf.distribute.get_strategy(), task, params, model_dir, train=False)
   rng = np.random.default_rng(0)
   for variable in trainer.model.variables:  # away from the initializers (zero biases, unit norms)
     variable.assign(variable.numpy() + rng.normal(0, 0.05, variable.shape).astype(np.float32))

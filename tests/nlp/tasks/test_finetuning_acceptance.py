@@ -23,8 +23,8 @@ from official.core import train_lib
 from official.core import train_utils
 from official.nlp.data import create_finetuning_data
 from official.nlp.data import create_pretraining_data
+from tests.paths import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 WORDS = 8
 TOPIC_A = [f'a{i}' for i in range(WORDS)]
 TOPIC_B = [f'b{i}' for i in range(WORDS)]

@@ -1,6 +1,5 @@
 """End to end: text -> our TFRecords -> `train.py --experiment=bert/pretraining` -> checkpoint -> eval."""
 
-import os
 import subprocess
 import sys
 
@@ -9,8 +8,9 @@ import pytest
 
 from official.nlp.data import create_pretraining_data
 from official.nlp.tools import training_curves
+from tests.paths import ROOT
+from tests.processes import subprocess_env
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 WORDS = [f'w{i}' for i in range(24)]
 
 
@@ -62,7 +62,7 @@ def test_train_and_eval_from_our_records(tmp_path):
       'trainer.optimizer_config.warmup.polynomial.warmup_steps=10',
       'runtime.distribution_strategy=one_device', 'runtime.enable_xla=false',
   ])
-  env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL='2')
+  env = subprocess_env()
   result = subprocess.run(
       [sys.executable, '-m', 'official.nlp.train', '--experiment=bert/pretraining',
        f'--config_file={ROOT}/configs/pretraining/bert_tiny.yaml', '--mode=train_and_eval',

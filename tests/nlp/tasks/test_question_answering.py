@@ -14,8 +14,8 @@ from official.core import train_utils
 from official.nlp.data import create_finetuning_data
 from official.nlp.tasks import question_answering
 from official.nlp.tasks import squad_metrics
+from tests.paths import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 DATA = os.path.join(ROOT, 'tests', 'testdata', 'squad')
 V1 = os.path.join(DATA, 'tiny_squad_v1.1.json')
 V2 = os.path.join(DATA, 'tiny_squad_v2.0.json')

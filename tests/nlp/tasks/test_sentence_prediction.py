@@ -1,7 +1,6 @@
 """Tests for official/nlp/tasks/sentence_prediction.py and the registered fine-tuning experiments."""
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -21,8 +20,8 @@ from official.nlp.data import sentence_prediction_dataloader as sp_loader
 from official.nlp.tasks import finetuning_metrics
 from official.nlp.tasks import masked_lm
 from official.nlp.tasks import sentence_prediction as sp
+from tests.paths import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 ENCODER = encoders.EncoderConfig(bert=encoders.BertEncoderConfig(
     vocab_size=30, hidden_size=16, num_layers=2, num_attention_heads=2, intermediate_size=32,
@@ -258,15 +257,6 @@ def test_dummy_inputs_have_label_zero():
     features, labels = _batch(sp.SentencePredictionTask(_config(num_classes)))
     assert features['input_word_ids'].shape == (4, 8)
     np.testing.assert_array_equal(labels.numpy(), np.zeros(4))
-
-
-def test_check_vocab_size_refuses_ids_past_the_table_only():
-  meta = {'vocab_size': 40, 'metadata_path': 'ft/train.metadata.json'}
-  with pytest.raises(ValueError, match=r'vocab_size is 30 but the records were written with a '
-                     r'vocabulary of 40 tokens \(ft/train.metadata.json\); expected at most'):
-    sp.check_vocab_size(meta, 30)
-  sp.check_vocab_size(meta, 48)  # a padded table: fine
-  sp.check_vocab_size(None, 30)
 
 
 def test_failed_restore_is_one_error_without_tensorflow_warnings(tmp_path):

@@ -8,10 +8,11 @@ import tf_keras
 from official.modeling import checkpoint_compat
 from official.modeling import tf_utils
 from official.nlp.modeling import layers
+from official.nlp.modeling.networks import bert_encoder_config
 
 _INPUT_NAMES = ('input_word_ids', 'input_mask', 'input_type_ids')
 # Keys of encoder config dicts (`EncoderConfig`, `BertEncoderConfig`, BERT config.json) that
-# `get_config()` never has: `from_config` builds from those through the encoder configs.
+# `get_config()` never has: `from_config` builds from those through `bert_encoder_config`.
 _ENCODER_CONFIG_KEYS = frozenset({
     'type', 'bert', 'intermediate_size', 'hidden_activation', 'dropout_rate',
     'attention_dropout_rate', 'max_position_embeddings', 'initializer_range', 'embedding_size',
@@ -286,18 +287,18 @@ class BertEncoder(tf_keras.Model):
   def from_config(cls, config: Dict[str, Any], custom_objects=None):
     """Builds an encoder from `get_config()`'s dict, or from an encoder config dict.
 
-    Besides Keras' own config, accepts what `encoders.bert_config_from_dict` does: an
+    Besides Keras' own config, accepts what `bert_encoder_config.bert_config_from_dict` does: an
     `EncoderConfig` dict (`{'type': 'bert', 'bert': {...}}`), its `bert` part, or a BERT
-    `config.json` dict (`num_hidden_layers`, ...); those build the encoder `build_encoder` would
-    (dict outputs).
+    `config.json` dict (`num_hidden_layers`, ...); those build the encoder
+    `encoders.build_encoder` would (dict outputs).
 
     Example:
       >>> BertEncoder.from_config({'type': 'bert', 'bert': {'num_layers': 2, 'hidden_size': 64,
       ...                                                   'num_attention_heads': 2}})
     """
     if _ENCODER_CONFIG_KEYS & set(config):
-      from official.nlp.configs import encoders  # pylint: disable=g-import-not-at-top
-      return cls(**encoders.encoder_kwargs(encoders.bert_config_from_dict(config)))
+      return cls(**bert_encoder_config.encoder_kwargs(
+          bert_encoder_config.bert_config_from_dict(config)))
     return cls(**config)
 
 

@@ -1,0 +1,34 @@
+"""Tests for official/nlp/tasks/finetuning_utils.py (the helpers the fine-tuning tasks share)."""
+
+import types
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from official.nlp.tasks import finetuning_utils
+
+
+def test_check_vocab_size_refuses_ids_past_the_table_only():
+  meta = {'vocab_size': 40, 'metadata_path': 'ft/train.metadata.json'}
+  with pytest.raises(ValueError, match=r'vocab_size is 30 but the records were written with a '
+                     r'vocabulary of 40 tokens \(ft/train.metadata.json\); expected at most'):
+    finetuning_utils.check_vocab_size(meta, 30)
+  finetuning_utils.check_vocab_size(meta, 48)  # a padded table: fine
+  finetuning_utils.check_vocab_size(None, 30)
+
+
+def test_dummy_batches_are_reproducible_and_sized():
+  params = types.SimpleNamespace(global_batch_size=3, seq_length=5, is_training=False)
+  make = lambda: finetuning_utils.dummy_batches(
+      params, 7, 11, lambda features, seed, index, batch: tf.fill([batch], index))
+  batches = list(make())
+  assert len(batches) == 8  # eval: a fixed number of batches
+  features, labels = batches[2]
+  assert features['input_word_ids'].shape == (3, 5) and features['input_word_ids'].dtype == tf.int32
+  assert int(tf.reduce_max(features['input_word_ids'])) < 7
+  np.testing.assert_array_equal(features['input_mask'], np.ones((3, 5)))
+  np.testing.assert_array_equal(features['input_type_ids'], np.zeros((3, 5)))
+  np.testing.assert_array_equal(labels, [2, 2, 2])
+  again, _ = next(iter(make().skip(2)))
+  np.testing.assert_array_equal(again['input_word_ids'], features['input_word_ids'])
