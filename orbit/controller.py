@@ -17,7 +17,7 @@ Example:
 
 import logging
 import time
-from typing import Any, Callable, Dict, Iterable, List, Optional, Union
+from typing import Any, Callable, Iterable, Optional, Union
 
 import numpy as np
 import tensorflow as tf
@@ -330,11 +330,6 @@ class Controller:
         raise ValueError(f'steps_per_loop({current_step}) returned {length}; expected >= 1')
       return length
     return self._steps_per_loop
-
-  def _summary_due(self, step: int) -> bool:
-    if self.summary_interval is None:
-      return True
-    return step % self.summary_interval == 0
 
   def _train_n_steps(self, num_steps: int) -> None:
     """One `trainer.train(num_steps)` call and the bookkeeping after it."""

@@ -14,7 +14,7 @@ Example:
 """
 
 import abc
-from typing import Any, Dict, Optional, Union
+from typing import Dict, Optional, Union
 
 import numpy as np
 import tensorflow as tf
@@ -49,8 +49,3 @@ class AbstractEvaluator(tf.Module, metaclass=abc.ABCMeta):
     Returns:
       Optional metrics to log, summarize and pass to the eval actions.
     """
-
-
-def as_output(value: Any) -> Output:
-  """`value` as an output dict: None becomes `{}`; a dict is returned as it is."""
-  return {} if value is None else value

@@ -1,14 +1,12 @@
 """gin-config is optional: --gin_file/--gin_params without it, or with bad values, end in one line."""
 
-import os
 import subprocess
 import sys
 
 import pytest
 
 from official.common import gin_utils
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.paths import ROOT
 
 
 def _train(flags, hide_gin=False):

@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from official.common import quiet
+from tests.paths import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STARTUP = re.compile(r'absl::InitializeLog|oneDNN custom operations|cudart_stub|cpu_feature_guard|'
                      r'failed call to cuInit')
 NOISE_LINES = [

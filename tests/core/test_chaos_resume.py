@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from tests.nlp.tasks.test_pretraining_end_to_end import _write_corpus_and_records
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.paths import ROOT
+from tests.processes import subprocess_env
 
 
 @pytest.mark.slow
@@ -30,14 +30,13 @@ def test_killed_and_resumed_run_ends_with_the_uninterrupted_weights(tmp_path):
       'trainer.checkpoint_interval=3', 'runtime.distribution_strategy=one_device',
       'runtime.enable_xla=false', 'runtime.deterministic=true'])
   seed = random.randrange(1 << 30)
-  env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL='2')
   result = subprocess.run(
       [sys.executable, os.path.join(ROOT, 'scripts', 'chaos_train.py'), '--kills', '3',
        '--seed', str(seed), '--work_dir', str(tmp_path / 'chaos'), '--',
        sys.executable, '-m', 'official.nlp.train', '--experiment=bert/pretraining',
        f'--config_file={ROOT}/configs/pretraining/bert_tiny.yaml', '--mode=train',
        f'--params_override={overrides}'],
-      cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
+      cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=600, check=False)
   print(result.stdout)
   assert result.returncode == 0, f'seed {seed}: {result.stdout[-3000:]}'
   assert result.stdout.count('SIGKILL after step') == 3

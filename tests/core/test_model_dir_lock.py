@@ -9,8 +9,7 @@ import sys
 import pytest
 
 from official.core import model_dir_lock
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.processes import subprocess_env
 
 
 def _write_lock(model_dir, **holder):
@@ -89,7 +88,7 @@ def test_a_second_process_is_refused_while_the_first_holds_the_flock(tmp_path):
             'except m.ModelDirLocked as e:\n  print(e); sys.exit(3)\n')
     result = subprocess.run([sys.executable, '-c', code, str(tmp_path)], capture_output=True,
                             text=True, timeout=60, check=False,
-                            env=dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL='2'))
+                            env=subprocess_env())
   assert result.returncode == 3, result.stderr
   assert f'pid {os.getpid()}' in result.stdout
 

@@ -6,7 +6,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import tensorflow as tf
@@ -15,19 +14,22 @@ from official.common import distribute_utils
 from official.core import exp_factory
 from official.core import task_factory
 from official.core import train_lib
-from tests.core import toy_task  # pylint: disable=unused-import
+from tests.core import toy_task
+from tests.paths import ROOT
+from tests.processes import HANG_SECONDS
+from tests.processes import LineReader
+from tests.processes import subprocess_env
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LAUNCHER = os.path.join(ROOT, 'scripts', 'launch_local_multiworker.py')
-ENV = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL='2')
 
 
-def _launch_command(model_dir, *overrides, mode='train_and_eval'):
+def _launch_command(model_dir, *overrides, mode='train_and_eval', timeout=HANG_SECONDS):
+  """The launcher's command for two workers of the toy experiment; the launcher kills them after
+  `timeout` seconds (a hang guard: a worker waiting for a dead peer never ends)."""
   override = ','.join(overrides)
-  return [sys.executable, LAUNCHER, '--num_workers', '2', '--timeout', '150', '--',
-          sys.executable, '-m', 'official.nlp.train', '--experiment_module=tests.core.toy_task',
-          '--experiment=test/toy_regression', f'--model_dir={model_dir}', f'--mode={mode}'] + (
-              [f'--params_override={override}'] if override else [])
+  return [sys.executable, LAUNCHER, '--num_workers', '2', '--timeout', str(timeout), '--',
+          sys.executable, '-m', 'official.nlp.train', *toy_task.TOY, f'--model_dir={model_dir}',
+          f'--mode={mode}'] + ([f'--params_override={override}'] if override else [])
 
 
 def _kernel(model_dir):
@@ -38,8 +40,8 @@ def _kernel(model_dir):
 
 
 def test_two_workers_match_one_process_and_only_the_chief_writes(tmp_path):
-  result = subprocess.run(_launch_command(tmp_path / 'two'), cwd=ROOT, env=ENV,
-                          capture_output=True, text=True, timeout=180, check=False)
+  result = subprocess.run(_launch_command(tmp_path / 'two'), cwd=ROOT, env=subprocess_env(),
+                          capture_output=True, text=True, timeout=HANG_SECONDS + 60, check=False)
   assert result.returncode == 0, result.stdout[-3000:]
   evals = re.findall(r'^\[worker (\d)\] eval at step 20: validation_loss ([\d.]+), '
                      r'mean_absolute_error ([\d.]+)', result.stdout, re.M)
@@ -65,33 +67,35 @@ def test_two_workers_match_one_process_and_only_the_chief_writes(tmp_path):
 
 
 def test_sigterm_to_one_worker_saves_on_all_and_exits_0(tmp_path):
+  # The test waits for events (a step line, the exit), not for a time; the launcher's timeout
+  # (two hang guards: one to start, one to stop) only ends a hang.
   process = subprocess.Popen(
       _launch_command(tmp_path, 'trainer.train_steps=10000000', 'trainer.steps_per_loop=200',
-                      'trainer.checkpoint_interval=10000000', mode='train'),
-      cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-  lines = []
+                      'trainer.checkpoint_interval=10000000', mode='train',
+                      timeout=2 * HANG_SECONDS),
+      cwd=ROOT, env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+  lines = LineReader(process.stdout)
   try:
-    deadline = time.time() + 120
-    for line in process.stdout:
-      lines.append(line)
-      if re.match(r'\[worker 1\] .*\] step \d+/', line):
-        break
-      assert time.time() < deadline, ''.join(lines)
-    pids = re.search(r'pids (\d+), (\d+)', ''.join(lines)).groups()
+    pids = lines.wait_for(r'pids (\d+), (\d+)').groups()
+    lines.wait_for(r'\[worker 1\] .*\] step \d+/')  # both workers are training
     os.kill(int(pids[1]), signal.SIGTERM)  # the non-chief worker is preempted
-    sent = time.time()
-    rest, _ = process.communicate(timeout=90)
-    waited = time.time() - sent
+    process.wait(timeout=HANG_SECONDS)  # the launcher exits on its own once both workers did
   finally:
     if process.poll() is None:
-      process.kill()
-  output = ''.join(lines) + rest
+      # SIGTERM is passed on to the workers (a killed launcher would leave them running); a
+      # launcher still waiting for them kills them at its own timeout.
+      process.terminate()
+      try:
+        process.wait(timeout=60)
+      except subprocess.TimeoutExpired:
+        pass
+  output = lines.text()
   assert process.returncode == 0, output[-3000:]
-  assert waited < 60
   saved = re.findall(r'^\[worker (\d)\] .*\] SIGTERM \(preemption\) on a worker: all workers '
                      r'saved a checkpoint at step (\d+)', output, re.M)
   assert sorted(w for w, _ in saved) == ['0', '1'] and saved[0][1] == saved[1][1]
   step = int(saved[0][1])
+  assert step < 10000000  # the signal ended the run
   assert os.path.basename(tf.train.latest_checkpoint(str(tmp_path))) == f'ckpt-{step}'
   reader = tf.train.load_checkpoint(str(tmp_path))
   assert reader.get_tensor('global_step/.ATTRIBUTES/VARIABLE_VALUE') == step

@@ -7,8 +7,8 @@ import sys
 import numpy as np
 
 from tests.nlp.serving import tiny_run
+from tests.paths import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, 'examples'))
 
 import word_senses  # pylint: disable=g-import-not-at-top,wrong-import-position

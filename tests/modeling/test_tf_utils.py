@@ -1,6 +1,5 @@
 """Tests for official/modeling/tf_utils.py."""
 
-import os
 import subprocess
 import sys
 
@@ -10,6 +9,7 @@ import tensorflow as tf
 import tf_keras
 
 from official.modeling import tf_utils
+from tests.paths import ROOT
 
 
 def test_gelu_is_the_tanh_approximation():
@@ -208,6 +208,5 @@ def test_replica_id_and_cross_replica_concat_with_two_replicas():
   np.testing.assert_array_equal(tf_utils.cross_replica_concat(tf.ones([2, 3]), axis=0),
                                 np.ones([2, 3]))
   result = subprocess.run([sys.executable, '-c', _CONCAT_SCRIPT], capture_output=True, text=True,
-                          timeout=300, cwd=os.path.dirname(os.path.dirname(os.path.dirname(
-                              os.path.abspath(__file__)))), check=False)
+                          timeout=300, cwd=ROOT, check=False)
   assert result.returncode == 0 and result.stdout.strip().endswith('ok'), result.stderr[-2000:]

@@ -12,8 +12,8 @@ from official.nlp.tools import embed as embed_lib
 from official.nlp.tools import fill_mask as fill_mask_lib
 from tests.nlp.data import test_vocab_assets
 from tests.nlp.serving import tiny_run
+from tests.paths import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TINY_YAML = os.path.join(ROOT, 'configs', 'pretraining', 'bert_tiny.yaml')
 
 

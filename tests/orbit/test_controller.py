@@ -1,7 +1,6 @@
 """Tests for orbit/controller.py: loop lengths, intervals, checkpoints, summaries, actions."""
 
 import logging
-import os
 
 import numpy as np
 import pytest

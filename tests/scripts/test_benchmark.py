@@ -2,13 +2,11 @@
 counting against a hand count, variants, and the JSON report."""
 
 import json
-import os
 
 import pytest
 
 from official.nlp.tools import benchmark
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # 2 layers, hidden 32, 2 heads, feed-forward 64, vocab 100, seq 16, 3 predictions, batch 4,
 # a next-sentence head with inner_dim 32.

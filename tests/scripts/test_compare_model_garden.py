@@ -8,7 +8,8 @@ import pytest
 import tensorflow as tf
 import yaml
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.paths import ROOT
+
 BERT_MINI = os.path.join(ROOT, 'configs', 'pretraining', 'bert_mini.yaml')
 
 _spec = importlib.util.spec_from_file_location(

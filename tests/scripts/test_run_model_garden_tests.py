@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.paths import ROOT
+
 
 _spec = importlib.util.spec_from_file_location(
     'run_model_garden_tests', os.path.join(ROOT, 'scripts', 'run_model_garden_tests.py'))

@@ -16,8 +16,7 @@ import tf_keras
 
 from official.modeling.optimization import adamw
 from official.modeling.optimization import keras_optimizers
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from tests.paths import ROOT
 
 
 def _np_clip_by_global_norm(grads, clip):
@@ -157,10 +156,10 @@ print('RESULT ' + json.dumps(out))
 
 @pytest.fixture(scope='module')
 def distributed_results():
-  env = dict(os.environ, PYTHONPATH=_ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''),
+  env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''),
              TF_CPP_MIN_LOG_LEVEL='2')
   proc = subprocess.run([sys.executable, '-c', _DISTRIBUTED_SCRIPT], capture_output=True, text=True,
-                        env=env, cwd=_ROOT, timeout=300, check=False)
+                        env=env, cwd=ROOT, timeout=300, check=False)
   lines = [l for l in proc.stdout.splitlines() if l.startswith('RESULT ')]
   assert proc.returncode == 0 and lines, proc.stderr[-3000:]
   return json.loads(lines[-1][len('RESULT '):])

@@ -21,9 +21,8 @@ from official.nlp.tools import convert_checkpoint
 from official.nlp.tools import google_bert
 from official.nlp.tools import hf_bert
 from tests.nlp.tools import numpy_hf_bert as ref
+from tests.paths import ROOT
 
-_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
-    __file__)))))
 _SMALL_DATA = ('task.train_data.seq_length=8,task.train_data.max_predictions_per_seq=2,'
                'task.validation_data.seq_length=8,task.validation_data.max_predictions_per_seq=2')
 
@@ -172,7 +171,7 @@ def test_cli_module_exits_1_with_one_error_line(tmp_path):
   result = subprocess.run(
       [sys.executable, '-m', 'official.nlp.tools.convert_checkpoint', '--source=hf',
        '--target=ours', f'--input={tmp_path / "missing"}', f'--output={tmp_path / "out"}'],
-      cwd=_REPO, capture_output=True, text=True, timeout=120, check=False)
+      cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
   assert result.returncode == 1 and 'Traceback' not in result.stderr
   errors = [line for line in result.stderr.splitlines() if 'convert_checkpoint: ' in line]
   assert errors == [f'convert_checkpoint: error: {tmp_path / "missing"}: no config.json (a Hugging '
@@ -317,7 +316,7 @@ def test_module_corrupt_safetensors_has_no_traceback(tmp_path):
   result = subprocess.run(
       [sys.executable, '-m', 'official.nlp.tools.convert_checkpoint', '--source=hf',
        '--target=ours', f'--input={source}', f'--output={tmp_path / "out"}'],
-      cwd=_REPO, capture_output=True, text=True, timeout=120, check=False)
+      cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
   assert result.returncode == 1
   assert 'Traceback' not in result.stderr
   errors = [line for line in result.stderr.splitlines() if 'convert_checkpoint: ' in line]

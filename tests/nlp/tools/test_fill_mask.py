@@ -17,9 +17,8 @@ from official.nlp.modeling import networks
 from official.nlp.serving import inference
 from official.nlp.tools import fill_mask
 from tests.nlp.serving import tiny_run
+from tests.paths import ROOT
 
-_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
-    __file__)))))
 WORDS = ['return', 'a', 'copy', 'of', 'the', 'list', '.']
 
 
@@ -228,7 +227,7 @@ def test_module_seq_length_error_has_no_traceback(run):
   result = subprocess.run(
       [sys.executable, '-m', 'official.nlp.tools.fill_mask', f'--model_dir={run["export_dir"]}',
        '--seq_length=33', f'--text={TEXTS[0]}'],
-      cwd=_REPO, capture_output=True, text=True, timeout=120, check=False)
+      cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
   assert result.returncode == 2
   assert 'Traceback' not in result.stderr
   errors = [line for line in result.stderr.splitlines() if line.startswith('fill_mask')]
