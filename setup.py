@@ -29,6 +29,8 @@ setuptools.setup(
         'gpu': ['tensorflow[and-cuda]>=2.21,<2.22'],
     },
     entry_points={
+        # Modules that register experiments and tasks (exp_factory loads them on first lookup).
+        'mlm_garden.experiments': ['nlp = official.common.registry_imports'],
         'console_scripts': [
             'mlm-train=official.nlp.train:run',
             'mlm-create-pretraining-data=data_tools.create_pretraining_data:main',

@@ -61,6 +61,7 @@ def run_until(command: Sequence[str], kill_at_step: Optional[int], log) -> Dict[
 
 def checkpoint_values(model_dir: str) -> Dict[str, np.ndarray]:
   """Every tensor of the latest checkpoint of `model_dir` (but `IGNORED_KEYS`)."""
+  # Function-level: the supervisor process itself never loads TensorFlow (its children do).
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   path = tf.train.latest_checkpoint(model_dir)
   if path is None:

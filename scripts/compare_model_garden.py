@@ -45,6 +45,7 @@ def _split(corpus: str, out_dir: str) -> None:
 
 
 def _write_config(args: argparse.Namespace) -> None:
+  # Function-level: this script also runs under Model Garden's Python, which has its own packages.
   import yaml  # pylint: disable=g-import-not-at-top
   data = dict(seq_length=args.seq_length, max_predictions_per_seq=args.max_predictions_per_seq,
               global_batch_size=args.batch_size, use_next_sentence_label=True)
@@ -105,6 +106,7 @@ def _drop(values: Any, path: List[str]) -> None:
 
 
 def _check_config(base: str, override: str, out: str) -> None:
+  # Function-level: runs under either framework's Python, each with its own `official`.
   import yaml  # pylint: disable=g-import-not-at-top
   from official.common import registry_imports  # pylint: disable=g-import-not-at-top,unused-import
   from official.core import exp_factory  # pylint: disable=g-import-not-at-top
@@ -133,6 +135,7 @@ def _check_config(base: str, override: str, out: str) -> None:
 def _events(directory: str) -> Dict[str, List[Tuple[int, float]]]:
   """Scalar summaries of one summary directory: tag -> [(step, value)] in step order (run with the
   project's Python, where `official` is ours)."""
+  # Function-level: `official` here must be ours, not Model Garden's (see _check_config).
   from official.nlp.tools import training_curves  # pylint: disable=g-import-not-at-top
   return training_curves.read_scalars(directory)
 
@@ -201,14 +204,6 @@ def _fmt(value: Any, spec: str = '') -> str:
   return '-' if value is None else format(value, spec)
 
 
-def _flatten(values: Any, prefix: str = '') -> Dict[str, Any]:
-  if isinstance(values, dict):
-    return {k: v for key, value in values.items() for k, v in _flatten(value, f'{prefix}{key}.').items()}
-  if isinstance(values, list):
-    return {k: v for i, value in enumerate(values) for k, v in _flatten(value, f'{prefix}{i}.').items()}
-  return {prefix[:-1]: values}
-
-
 # Fields that differ between variants on purpose.
 _PER_VARIANT = ('runtime.mixed_precision_dtype', 'runtime.enable_xla', 'trainer.train_steps',
                 'trainer.checkpoint_interval', 'trainer.validation_interval')
@@ -216,11 +211,13 @@ _PER_VARIANT = ('runtime.mixed_precision_dtype', 'runtime.enable_xla', 'trainer.
 
 def _config_differences(mg_dir: str, ours_dir: str) -> List[str]:
   """Fields of the two runs' effective params.yaml that both frameworks have and that differ."""
+  # Function-level: runs with the project's Python (`official` is ours there), not Model Garden's.
   import yaml  # pylint: disable=g-import-not-at-top
+  from official.common import nested  # pylint: disable=g-import-not-at-top
   flat = []
   for run_dir in (mg_dir, ours_dir):
     with open(os.path.join(run_dir, 'model', 'params.yaml'), encoding='utf-8') as f:
-      flat.append(_flatten(yaml.safe_load(f)))
+      flat.append(nested.flatten(yaml.safe_load(f)))
   mg, ours = flat
   return [f'{key}: model_garden={mg[key]!r} mlm_garden={ours[key]!r}' for key in sorted(set(mg) & set(ours))
           if mg[key] != ours[key] and key not in _PER_VARIANT]

@@ -186,6 +186,7 @@ def default_precision(cpuinfo_path: str = '/proc/cpuinfo') -> str:
 def main(argv=None) -> int:
   """Runs the demo's steps (see the module docstring); returns the exit status."""
   args = _parse_args(argv)
+  # Function-level: the demo prints its plan before TensorFlow loads (seconds on a cold start).
   from data_tools import build_vocab  # pylint: disable=g-import-not-at-top
   from data_tools import stdlib_corpus  # pylint: disable=g-import-not-at-top
   from official.nlp.data import create_pretraining_data  # pylint: disable=g-import-not-at-top
@@ -235,6 +236,7 @@ def main(argv=None) -> int:
   print(f'({time.time() - start:.1f} s)')
 
   _step('Training curves')
+  # Function-level: the demo prints its plan before TensorFlow loads (seconds on a cold start).
   from official.nlp.tools import training_curves  # pylint: disable=g-import-not-at-top
   try:
     print(training_curves.plot_training_curves(model_dir,
@@ -296,6 +298,7 @@ def masked_lm_accuracy(model, dataset, num_batches: int) -> float:
   Returns:
     correct / counted masked positions (weight 1), 0.0 when there are none.
   """
+  # Function-level: the demo prints its plan before TensorFlow loads (seconds on a cold start).
   import numpy as np  # pylint: disable=g-import-not-at-top
   correct = total = 0.0
   for features in dataset.take(num_batches):
@@ -317,6 +320,7 @@ def _probe(model_dir: str, vocab_file: str):
     `(label, predictions, accuracy)` for before and for after; `predictions[i]` is the top-5 list of
     `SENTENCES[i]`.
   """
+  # Function-level: the demo prints its plan before TensorFlow loads (seconds on a cold start).
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import tf_keras  # pylint: disable=g-import-not-at-top
   from official.core import exp_factory  # pylint: disable=g-import-not-at-top

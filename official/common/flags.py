@@ -13,7 +13,7 @@ Example:
 from absl import flags
 
 # Every mode of `official.core.train_lib.run_experiment` (and `continuous_train_and_eval`, run by
-# `train_lib.run_continuous_finetune`).
+# `official.nlp.continuous_finetune_lib.run_continuous_finetune`).
 MODES = ('train', 'eval', 'train_and_eval', 'continuous_eval', 'continuous_train_and_eval',
          'train_and_post_eval')
 

@@ -37,6 +37,7 @@ def parse_gin_flags(gin_files: Sequence[str], gin_params: Sequence[str]) -> None
     return
   flag = '--gin_file' if gin_files else '--gin_params'
   try:
+    # Function-level: gin-config is an optional dependency (the [gin] extra).
     import gin  # pylint: disable=g-import-not-at-top
   except ImportError:
     raise GinError(f'{flag} needs gin-config, which is not installed: {INSTALL_HINT}') from None

@@ -22,7 +22,7 @@ a tool's `--help`.
 `quiet_cli` also gives every tool one log format: Python `logging` records of level INFO and above
 go to stderr with absl's prefix (`use_absl_logging`), e.g.
 
-  I1124 07:03:20.801013 139976637619072 train_lib.py:541] step 5/20 | loss 6.7534 | ...
+  I1124 07:03:20.801013 139976637619072 progress.py:121] step 5/20 | loss 6.7534 | ...
 
 Status and progress lines are logged this way; stdout carries only a tool's results.
 """
@@ -201,6 +201,7 @@ def use_absl_logging(level: int = logging.INFO, verbose: bool = False) -> None:
     >>> use_absl_logging()
     >>> logging.info('step %d', 5)  # stderr: I1124 07:03:20.801013 1399 x.py:1] step 5
   """
+  # Function-level: CLIs import this module before anything else; absl loads when asked for.
   from absl import logging as absl_logging  # pylint: disable=g-import-not-at-top
   root = logging.getLogger()
   if not any(isinstance(h, (_StderrHandler, absl_logging.ABSLHandler)) for h in root.handlers):
@@ -227,6 +228,7 @@ def define_verbose_flag(flag_values) -> None:
     >>> 'verbose' in fv
     True
   """
+  # Function-level: CLIs import this module before anything else; absl loads when asked for.
   from absl import flags  # pylint: disable=g-import-not-at-top
   if 'verbose' not in flag_values:
     flags.DEFINE_bool('verbose', False, VERBOSE_HELP, flag_values=flag_values)

@@ -1,7 +1,9 @@
 """Importing this module registers every built-in experiment and task.
 
-`official/nlp/train.py` imports it; user code that calls `exp_factory.get_exp_config` directly should
-import it too.
+It is the `mlm_garden.experiments` entry point of the package (setup.py), which
+`official.core.exp_factory` loads on the first lookup of an unknown experiment; importing it
+directly (as Model Garden's scripts do) works too. It sits at the top of the import layers
+(ARCHITECTURE.md), whatever its Model Garden path says.
 """
 
 # pylint: disable=unused-import

@@ -10,6 +10,7 @@ Example:
 """
 
 import logging
+import math
 from typing import Any, List, Optional
 
 import numpy as np
@@ -31,8 +32,11 @@ class RecoveryAction:
 
 
 class RecoveryCondition:
-  """True when the train loop's `training_loss` is NaN, or above `loss_upper_bound` from
-  `recovery_begin_steps` on; after `recovery_max_trials` such loops it raises instead.
+  """Loss-blowup recovery: whether a train loop's loss calls for restoring the latest checkpoint.
+
+  A loss calls for it when it is not finite, or, from `recovery_begin_steps` on, above
+  `loss_upper_bound`; at most `recovery_max_trials` times. The `Trainer` asks `try_recover` after
+  every loop; Model Garden's action form calls the condition with the loop's outputs.
 
   Args:
     global_step: the step counter.
@@ -42,6 +46,10 @@ class RecoveryCondition:
 
   Raises:
     RuntimeError (when called): the loss is bad once more than `recovery_max_trials` times.
+
+  Example:
+    >>> condition = RecoveryCondition(global_step, loss_upper_bound=10.0, recovery_max_trials=2)
+    >>> condition.try_recover(float('nan'), step=100)   # True (then restore the checkpoint)
   """
 
   def __init__(self, global_step: tf.Variable, loss_upper_bound: float,
@@ -52,15 +60,29 @@ class RecoveryCondition:
     self.recovery_max_trials = recovery_max_trials
     self.recover_counter = 0
 
+  def bad_loss_reason(self, loss: float, step: int) -> Optional[str]:
+    """Why `loss` after the loop ending at `step` calls for a recovery; None when it does not."""
+    if math.isnan(loss):
+      return f'The loss value is NaN after the training loop at step {step}'
+    if not math.isfinite(loss) or (step >= self.recovery_begin_steps and
+                                   loss > self.loss_upper_bound):
+      return (f'The loss value is {loss}, which is larger than the bound '
+              f'{self.loss_upper_bound}, at step {step}')
+    return None
+
+  def try_recover(self, loss: float, step: int) -> bool:
+    """Counts a recovery and returns True when `loss` calls for one and trials remain."""
+    if (self.recover_counter >= self.recovery_max_trials or
+        self.bad_loss_reason(loss, step) is None):
+      return False
+    self.recover_counter += 1
+    return True
+
   def __call__(self, outputs: orbit.runner.Output) -> bool:
     loss = float(np.asarray(orbit.utils.get_value(outputs['training_loss'])).reshape(-1)[0])
-    if np.isnan(loss):
-      reason = f'The loss value is NaN after the training loop at step {int(self.global_step)}'
-    elif (int(self.global_step) >= self.recovery_begin_steps and
-          loss > self.loss_upper_bound):
-      reason = (f'The loss value is {loss}, which is larger than the bound '
-                f'{self.loss_upper_bound}, at step {int(self.global_step)}')
-    else:
+    step = int(self.global_step)
+    reason = self.bad_loss_reason(loss, step)
+    if reason is None:
       return False
     self.recover_counter += 1
     if self.recover_counter > self.recovery_max_trials:

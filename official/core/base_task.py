@@ -3,9 +3,10 @@
 The trainer stays generic: it calls `build_model`, `create_optimizer`, `build_inputs`, `build_metrics`,
 `train_step` and `validation_step`, and `initialize` to restore `init_checkpoint`.
 
-Keras-native use works too: the model of `build_model` compiled without a loss trains the task's loss
-and reports its metrics in `fit`/`evaluate` (`attach_to_model`), and the metrics of `build_metrics`
-may be created eagerly and updated inside a `tf.function` (e.g. around `validation_step`):
+Keras-native use: a model class that lists `task_model.TaskStepsMixin` and is handed the task in
+`build_model` (`model.use_task_steps(self)`, as every NLP task does) trains the task's loss and reports
+its metrics in `fit`/`evaluate` when compiled without a loss; the metrics of `build_metrics` may be
+created eagerly and updated inside a `tf.function` (e.g. around `validation_step`):
 
   >>> model = task.build_model()
   >>> model.compile(tf_keras.optimizers.Adam(1e-4))
@@ -20,13 +21,13 @@ Example:
 """
 
 import abc
-import functools
 import logging
 from typing import Any, Dict, List, Mapping, Optional
 
 import tensorflow as tf
 import tf_keras
 
+from official.core import checkpointing
 from official.core import config_definitions as cfg
 from official.modeling import optimization
 
@@ -41,22 +42,6 @@ class Task(tf.Module, metaclass=abc.ABCMeta):
   """
 
   loss = 'loss'
-
-  def __init_subclass__(cls, **kwargs):
-    """Makes the models of every task class trainable with Keras `compile`/`fit` (`attach_to_model`)."""
-    super().__init_subclass__(**kwargs)
-    build_model = cls.__dict__.get('build_model')
-    if build_model is None or getattr(build_model, '__isabstractmethod__', False):
-      return
-
-    @functools.wraps(build_model)
-    def build_model_for_keras(self, *args, **kwargs):
-      model = build_model(self, *args, **kwargs)
-      if isinstance(model, tf_keras.Model):
-        attach_to_model(self, model)
-      return model
-
-    cls.build_model = build_model_for_keras
 
   def __init__(self, params: cfg.TaskConfig, logging_dir: Optional[str] = None,
                name: Optional[str] = None):
@@ -95,7 +80,7 @@ class Task(tf.Module, metaclass=abc.ABCMeta):
     """
     if not self.task_config.init_checkpoint:
       return
-    ckpt_path = resolve_checkpoint(self.task_config.init_checkpoint)
+    ckpt_path = checkpointing.resolve_checkpoint(self.task_config.init_checkpoint)
     if ckpt_path is None:
       return
     items = getattr(model, 'checkpoint_items', None) or {'model': model}
@@ -183,98 +168,6 @@ class Task(tf.Module, metaclass=abc.ABCMeta):
     """Turns aggregated logs into extra eval metrics (none by default)."""
     del aggregated_logs, global_step
     return {}
-
-
-def attach_to_model(task: 'Task', model: tf_keras.Model) -> tf_keras.Model:
-  """Lets `model.compile(optimizer)` + `model.fit(...)` train the task's loss and report its metrics.
-
-  Every `Task.build_model` calls it on the model it returns. When the model is compiled without a
-  `loss`, its `train_step`/`test_step` become the task's `train_step`/`validation_step` (the task's
-  `build_losses`, loss scaling and `process_metrics`), with the task's `build_metrics()` created at
-  `compile` (in the caller's distribution scope) and reported by name next to `loss` (the mean over
-  the epoch), e.g. `masked_lm_accuracy`, `lm_example_loss`. Compiled with a `loss`, the model keeps
-  Keras' own steps. The task is held in closures, not as a tracked attribute, so checkpoints and
-  SavedModels of the model are unchanged.
-
-  Args:
-    task: the task whose steps the model should use.
-    model: a model built by `task`.
-
-  Returns:
-    `model` (changed in place; a second call does nothing).
-
-  Example:
-    >>> task = MaskedLMTask(config)
-    >>> model = task.build_model()
-    >>> model.compile(tf_keras.optimizers.Adam(1e-4))
-    >>> model.fit(task.build_inputs(config.train_data), steps_per_epoch=100, epochs=3)
-  """
-  if model.__dict__.get('_task_steps_attached'):
-    return model
-  keras_compile, keras_reset_metrics = model.compile, model.reset_metrics
-  keras_train_step, keras_test_step = model.train_step, model.test_step
-  # The task's metrics once compiled without a loss: [mean loss, *task.build_metrics()].
-  state: Dict[str, List[tf_keras.metrics.Metric]] = {}
-
-  def compile(*args, **kwargs):  # pylint: disable=redefined-builtin
-    keras_compile(*args, **kwargs)
-    state.clear()
-    if not model.loss:
-      state['metrics'] = [tf_keras.metrics.Mean(name=task.loss)] + list(
-          task.build_metrics(training=True))
-
-  def reset_metrics():
-    keras_reset_metrics()
-    for metric in state.get('metrics', []):
-      metric.reset_state()
-
-  def logs(step_logs: Mapping[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
-    loss_metric, *metrics = state['metrics']
-    loss_metric.update_state(step_logs[task.loss])
-    return {metric.name: metric.result() for metric in state['metrics']}
-
-  def train_step(data):
-    if 'metrics' not in state:
-      return keras_train_step(data)
-    return logs(task.train_step(data, model, model.optimizer, metrics=state['metrics'][1:]))
-
-  def test_step(data):
-    if 'metrics' not in state:
-      return keras_test_step(data)
-    return logs(task.validation_step(data, model, metrics=state['metrics'][1:]))
-
-  # Instance attributes shadow the class methods; object.__setattr__ keeps Keras' tracking away.
-  for name, value in (('compile', compile), ('reset_metrics', reset_metrics),
-                      ('train_step', train_step), ('test_step', test_step),
-                      ('_task_steps_attached', True)):
-    object.__setattr__(model, name, value)
-  return model
-
-
-def resolve_checkpoint(path: str) -> Optional[str]:
-  """The checkpoint prefix of `path`: a directory's latest checkpoint, or `path` itself.
-
-  An existing directory that holds no checkpoint yet gives None with a warning (nothing to restore,
-  as in Model Garden, whose tests point `init_checkpoint` at an empty temporary directory).
-
-  Raises:
-    FileNotFoundError: naming `path` (as `task.init_checkpoint`) when `path` is neither a directory
-      nor a checkpoint prefix.
-
-  Example:
-    resolve_checkpoint('runs/bert_mini')  # -> 'runs/bert_mini/ckpt-1000'
-  """
-  if tf.io.gfile.isdir(path):
-    prefix = tf.train.latest_checkpoint(path)
-    if prefix is None and not tf.io.gfile.exists(f'{path.rstrip("/")}/checkpoint'):
-      logging.warning('task.init_checkpoint %r: the directory holds no checkpoint; nothing restored',
-                      path)
-      return None
-  else:
-    prefix = path
-  if not prefix or not tf.io.gfile.exists(f'{prefix}.index'):
-    raise FileNotFoundError(f'task.init_checkpoint {path!r}: no checkpoint found')
-  return prefix
 
 
 def scale_loss(loss: tf.Tensor, optimizer: Any) -> tf.Tensor:

@@ -7,21 +7,40 @@ Example:
   >>> params = get_exp_config('my/experiment')   # a fresh config on every call
 
 The built-in experiments (`bert/pretraining`, `bert/sentence_prediction`, ...) are registered on
-the first lookup of a name not registered yet: no `import official.common.registry_imports` is
-needed (it still works, as in Model Garden).
+the first lookup of a name not registered yet: installed packages name the modules that register
+theirs in the `mlm_garden.experiments` entry-point group (ours: `official.common.registry_imports`,
+see setup.py), and those modules are imported then. So `official.core` never imports the layers
+above it, and no `import official.common.registry_imports` is needed (it still works, as in Model
+Garden, and is what a source checkout that is not installed needs).
 """
 
+import importlib.metadata
+import logging
 from typing import Callable, List
 
 from official.core import config_definitions as cfg
 from official.core import registry
 
+# The entry-point group whose modules register experiments and tasks when imported.
+ENTRY_POINT_GROUP = 'mlm_garden.experiments'
+
 _EXPERIMENTS = registry.Registry('experiment')
+_entry_points_loaded = False
 
 
-def _register_builtins() -> None:
-  """Imports the modules that register the built-in experiments and tasks (once)."""
-  from official.common import registry_imports  # pylint: disable=g-import-not-at-top,unused-import
+def _load_entry_points() -> None:
+  """Imports the modules of the `mlm_garden.experiments` entry points (once)."""
+  global _entry_points_loaded
+  if _entry_points_loaded:
+    return
+  _entry_points_loaded = True
+  entry_points = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
+  if not entry_points:
+    logging.info('No %s entry points (is mlm-garden installed? `pip install -e .`); import '
+                 'official.common.registry_imports to register the built-in experiments.',
+                 ENTRY_POINT_GROUP)
+  for entry_point in entry_points:
+    entry_point.load()
 
 
 def register_config_factory(name: str) -> Callable:
@@ -36,11 +55,11 @@ def get_exp_config(name: str) -> cfg.ExperimentConfig:
     KeyError: an unknown name; the message lists the registered experiments.
   """
   if name not in _EXPERIMENTS:
-    _register_builtins()
+    _load_entry_points()
   return _EXPERIMENTS.lookup(name)()
 
 
 def registered_experiments() -> List[str]:
   """The names of all registered experiments, the built-in ones included."""
-  _register_builtins()
+  _load_entry_points()
   return _EXPERIMENTS.names()

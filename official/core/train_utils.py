@@ -14,13 +14,25 @@ import tempfile
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
+import orbit
 import tensorflow as tf
 import tf_keras
 import yaml
 
+from official.common import nested
+from official.core import best_checkpoint
+from official.core import checkpointing
 from official.core import config_definitions as cfg
 from official.core import exp_factory
 from official.modeling import hyperparams
+
+# Model Garden's names in this module, kept where they live now.
+BestCheckpointExporter = best_checkpoint.BestCheckpointExporter
+maybe_create_best_ckpt_exporter = best_checkpoint.maybe_create_best_ckpt_exporter
+get_leaf_nested_dict = nested.get_leaf_nested_dict
+cast_leaf_nested_dict = nested.cast_leaf_nested_dict
+read_global_step_from_checkpoint = checkpointing.read_global_step_from_checkpoint
+remove_ckpts = checkpointing.remove_ckpts
 
 
 def build_params(experiment: str, config_files: Sequence[str] = (),
@@ -61,6 +73,13 @@ def is_chief(strategy: Optional[tf.distribute.Strategy] = None) -> bool:
     return True
   has_chief = 'chief' in resolver.cluster_spec().as_dict()
   return task_type == 'worker' and task_id == 0 and not has_chief
+
+
+def is_multi_worker(strategy: tf.distribute.Strategy) -> bool:
+  """Whether `strategy` runs on several workers (a MultiWorkerMirroredStrategy with a cluster)."""
+  resolver = getattr(strategy, 'cluster_resolver', None)
+  return bool(resolver is not None and resolver.cluster_spec().jobs and
+              isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy))
 
 
 def check_model_dir(model_dir: str) -> None:
@@ -110,19 +129,10 @@ RESUMABLE_CHANGES = (
     'trainer.recovery_', 'trainer.skip_nonfinite_steps')
 
 
-def _flatten(tree: Any, prefix: str = '') -> Dict[str, Any]:
-  if isinstance(tree, dict):
-    flat = {}
-    for key, value in tree.items():
-      flat.update(_flatten(value, f'{prefix}{key}.'))
-    return flat
-  return {prefix[:-1]: tree}
-
-
 def config_differences(old: Dict[str, Any], new: Dict[str, Any]) -> List[str]:
   """`key: old -> new` for every key of both nested dicts whose values differ and whose change
   is not in `RESUMABLE_CHANGES`, sorted by key."""
-  old_flat, new_flat = _flatten(old), _flatten(new)
+  old_flat, new_flat = nested.flatten(old), nested.flatten(new)
   lines = []
   for key in sorted(set(old_flat) & set(new_flat)):
     if old_flat[key] != new_flat[key] and not key.startswith(RESUMABLE_CHANGES):
@@ -283,182 +293,6 @@ def parse_configuration(flags_obj: Any, lock_return: bool = True,
   return params
 
 
-# ---- nested dicts of metrics ----------------------------------------------------------------------
-def get_leaf_nested_dict(d: Dict[str, Any], keys: List[str]) -> Any:
-  """The leaf at path `keys` of the nested dict `d`.
-
-  Raises:
-    KeyError: the path does not exist ('Path not exist while traversing ...'), or ends at a dict
-      rather than a leaf ('The value extracted with keys ... is not a leaf').
-
-  Example:
-    >>> get_leaf_nested_dict({'a': {'b': 1}}, ['a', 'b'])   # 1
-  """
-  node = d
-  for i, key in enumerate(keys):
-    if not isinstance(node, dict) or key not in node:
-      raise KeyError(f'Path not exist while traversing the dictionary: {keys[:i + 1]} (of {keys}) '
-                     f'is missing in {d}')
-    node = node[key]
-  if isinstance(node, dict):
-    raise KeyError(f'The value extracted with keys {keys} is not a leaf of the dictionary: '
-                   f'{node}')
-  return node
-
-
-def cast_leaf_nested_dict(d: Dict[str, Any], cast_fn: Any) -> Dict[str, Any]:
-  """A copy of the nested dict `d` with `cast_fn` applied to every leaf.
-
-  Example:
-    >>> cast_leaf_nested_dict({'a': {'b': '1'}}, int)   # {'a': {'b': 1}}
-  """
-  return {k: cast_leaf_nested_dict(v, cast_fn) if isinstance(v, dict) else cast_fn(v)
-          for k, v in d.items()}
-
-
-def _scalar_leaves(d: Dict[str, Any]) -> Dict[str, Any]:
-  """`d` without the leaves that are not single numbers (images, vectors), as floats."""
-  kept = {}
-  for key, value in d.items():
-    if isinstance(value, dict):
-      kept[key] = _scalar_leaves(value)
-      continue
-    array = np.asarray(value.numpy() if hasattr(value, 'numpy') else value)
-    if array.size == 1 and (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
-      kept[key] = float(array.reshape(()))
-  return kept
-
-
-# ---- best checkpoint export -----------------------------------------------------------------------
-BEST_CHECKPOINT_NAME = 'best_ckpt'
-
-
-class BestCheckpointExporter:
-  """Keeps the checkpoint with the best evaluation metric in `export_dir` (`best_ckpt-N`), and
-  its evaluation logs in `export_dir/info.json` (plus `best_ckpt_global_step`).
-
-  The best value survives restarts: it is read back from `info.json`.
-
-  Args:
-    export_dir: the directory (`model_dir/<trainer.best_checkpoint_export_subdir>`).
-    metric_name: the eval log to compare; '|' separates the keys of nested logs
-      ('squad|f1').
-    metric_comp: 'higher' or 'lower' (which is better).
-
-  Raises:
-    ValueError: `metric_comp` is neither.
-
-  Example:
-    >>> exporter = BestCheckpointExporter(f'{model_dir}/best', 'accuracy', 'higher')
-    >>> exporter.maybe_export_checkpoint(checkpoint, {'accuracy': 0.9}, global_step=1000)   # True
-  """
-
-  def __init__(self, export_dir: str, metric_name: str, metric_comp: str):
-    if metric_comp not in ('higher', 'lower'):
-      raise ValueError('trainer.best_checkpoint_metric_comp: best checkpoint metric comp must be '
-                       f'one of higher, lower. Got: {metric_comp!r}')
-    if not metric_name:
-      raise ValueError('trainer.best_checkpoint_eval_metric is required with '
-                       'trainer.best_checkpoint_export_subdir')
-    self._export_dir = export_dir
-    self._metric_path = metric_name.split('|')
-    self._metric_comp = metric_comp
-    tf.io.gfile.makedirs(export_dir)
-    self._best_ckpt_logs = None
-    if tf.io.gfile.exists(self.best_ckpt_logs_path):
-      with tf.io.gfile.GFile(self.best_ckpt_logs_path, 'r') as f:
-        self._best_ckpt_logs = json.loads(f.read())
-    self._manager = None
-
-  @property
-  def export_dir(self) -> str:
-    return self._export_dir
-
-  @property
-  def best_ckpt_logs(self) -> Optional[Dict[str, Any]]:
-    """The eval logs of the best checkpoint so far (None before the first)."""
-    return self._best_ckpt_logs
-
-  @property
-  def best_ckpt_logs_path(self) -> str:
-    return os.path.join(self._export_dir, 'info.json')
-
-  @property
-  def best_ckpt_path(self) -> Optional[str]:
-    """The best checkpoint's path, or None when none was exported yet."""
-    return tf.train.latest_checkpoint(self._export_dir)
-
-  def metric_value(self, eval_logs: Dict[str, Any]) -> float:
-    """The compared metric of `eval_logs` as a float.
-
-    Raises:
-      KeyError: the logs have no such metric (naming the configured name).
-    """
-    try:
-      value = get_leaf_nested_dict(eval_logs, self._metric_path)
-    except KeyError as e:
-      raise KeyError(f'trainer.best_checkpoint_eval_metric={"|".join(self._metric_path)!r}: '
-                     f'not among the eval logs {sorted(eval_logs)} ({e.args[0]})') from None
-    return float(np.asarray(value.numpy() if hasattr(value, 'numpy') else value).reshape(-1)[0])
-
-  def _is_better(self, eval_logs: Dict[str, Any]) -> bool:
-    if self._best_ckpt_logs is None:
-      return True
-    old, new = self.metric_value(self._best_ckpt_logs), self.metric_value(eval_logs)
-    return new > old if self._metric_comp == 'higher' else new < old
-
-  def maybe_export_checkpoint(self, checkpoint: tf.train.Checkpoint, eval_logs: Dict[str, Any],
-                              global_step: int, write_logs: bool = True) -> bool:
-    """Saves `checkpoint` as the best one when `eval_logs` beat the best so far.
-
-    Args:
-      checkpoint: the checkpoint to save.
-      eval_logs: the evaluation's logs (nested dicts allowed).
-      global_step: the step evaluated (recorded in `info.json`).
-      write_logs: write `info.json`.
-
-    Returns:
-      Whether the checkpoint was exported (never when its variables hold NaN or Inf).
-    """
-    if not self._is_better(eval_logs):
-      return False
-    if not checkpoint_is_finite(checkpoint):
-      logging.warning('step %d: the weights hold NaN or Inf; not exported as the best checkpoint '
-                      'to %s', int(global_step), self._export_dir)
-      return False
-    self._best_ckpt_logs = eval_logs
-    if write_logs:
-      self.export_best_eval_metric(eval_logs, global_step)
-    if self._manager is None or self._manager.checkpoint is not checkpoint:
-      self._manager = tf.train.CheckpointManager(checkpoint, directory=self._export_dir,
-                                                 max_to_keep=1,
-                                                 checkpoint_name=BEST_CHECKPOINT_NAME)
-    path = self._manager.save()
-    logging.info('new best %s = %g at step %d: saved %s', '|'.join(self._metric_path),
-                 self.metric_value(eval_logs), int(global_step), path)
-    return True
-
-  def export_best_eval_metric(self, eval_logs: Dict[str, Any], global_step: int) -> None:
-    """Writes the scalar eval logs and `best_ckpt_global_step` to `info.json`."""
-    logs = _scalar_leaves(eval_logs)
-    logs['best_ckpt_global_step'] = float(global_step)
-    with tf.io.gfile.GFile(self.best_ckpt_logs_path, 'w') as f:
-      f.write(json.dumps(logs, indent=2) + '\n')
-
-
-def maybe_create_best_ckpt_exporter(params: cfg.ExperimentConfig, data_dir: str
-                                    ) -> Optional[BestCheckpointExporter]:
-  """A `BestCheckpointExporter` in `data_dir/<trainer.best_checkpoint_export_subdir>` when the
-  trainer config asks for one (subdir and metric set), else None."""
-  trainer = params.trainer
-  if not (data_dir and trainer.best_checkpoint_export_subdir and
-          trainer.best_checkpoint_eval_metric):
-    return None
-  return BestCheckpointExporter(os.path.join(data_dir, trainer.best_checkpoint_export_subdir),
-                                trainer.best_checkpoint_eval_metric,
-                                trainer.best_checkpoint_metric_comp)
-
-
 # ---- models and checkpoints -----------------------------------------------------------------------
 def write_model_params(model: Union[tf.Module, tf_keras.Model], output_path: str) -> None:
   """Writes one line `name [shape]` per model variable, then `Total params: N`.
@@ -486,104 +320,25 @@ def try_count_params(model: Union[tf.Module, tf_keras.Model],
     return None
 
 
-def read_global_step_from_checkpoint(ckpt_file_path: str) -> int:
-  """The `global_step` saved in a checkpoint (a prefix or a directory: its latest).
-
-  Raises:
-    ValueError: no checkpoint there, or it has no global_step.
-  """
-  path = ckpt_file_path
-  if tf.io.gfile.isdir(path):
-    path = tf.train.latest_checkpoint(path)
-    if path is None:
-      raise ValueError(f'no checkpoint in {ckpt_file_path}')
-  reader = tf.train.load_checkpoint(path)
-  for key in reader.get_variable_to_shape_map():
-    if key.startswith('global_step/'):
-      return int(reader.get_tensor(key))
-  raise ValueError(f'checkpoint {path} has no global_step')
-
-
 def write_json_summary(log_dir: str, global_step: int, eval_metrics: Dict[str, Any]) -> str:
   """Writes the scalar eval metrics to `log_dir/metrics-<global_step>.json`; returns the path."""
   tf.io.gfile.makedirs(log_dir)
   path = os.path.join(log_dir, f'metrics-{int(global_step)}.json')
   with tf.io.gfile.GFile(path, 'w') as f:
-    f.write(json.dumps(_scalar_leaves(eval_metrics), indent=2) + '\n')
+    f.write(json.dumps(nested.scalar_leaves(eval_metrics), indent=2) + '\n')
   return path
 
 
-# ---- finite checkpoints ---------------------------------------------------------------------------
-@tf.function
-def _all_finite(variables: List[tf.Variable]) -> tf.Tensor:
-  return tf.reduce_all(tf.stack([tf.reduce_all(tf.math.is_finite(v)) for v in variables]))
-
-
-def checkpoint_variables(checkpoint: tf.train.Checkpoint) -> List[tf.Variable]:
-  """The floating-point variables `checkpoint` saves (model weights, optimizer slots, ...).
+def write_scalar_summaries(writer: tf.summary.SummaryWriter, logs: Dict[str, Any],
+                           step: int) -> None:
+  """Writes the scalar values of `logs` at `step` with `writer` (TensorBoard's scalar format).
 
   Example:
-    >>> checkpoint_variables(tf.train.Checkpoint(model=model, optimizer=optimizer))
+    >>> write_scalar_summaries(tf.summary.create_file_writer('/tmp/run/eval'), {'loss': 0.5}, 100)
   """
-  variables, seen = [], set()
-  for trackable in tf.train.TrackableView(checkpoint).descendants():
-    if isinstance(trackable, tf.Variable) and trackable.dtype.is_floating and (
-        id(trackable) not in seen):
-      seen.add(id(trackable))
-      variables.append(trackable)
-  return variables
+  with writer.as_default(step=step):
+    for name, value in logs.items():
+      if np.ndim(value) == 0:
+        orbit.utils.scalar_summary(name, value, step=step)
+  writer.flush()
 
-
-def variables_are_finite(variables: Sequence[tf.Variable]) -> bool:
-  """Whether every element of `variables` is finite (no NaN, no Inf): one fused reduction on the
-  devices, one boolean to the host; integer variables are skipped.
-
-  Example:
-    >>> variables_are_finite(model.variables)   # False after a NaN update
-  """
-  floats = [v for v in variables if v.dtype.is_floating]
-  if not floats:
-    return True
-  return bool(_all_finite(floats).numpy())
-
-
-def checkpoint_is_finite(checkpoint: tf.train.Checkpoint) -> bool:
-  """Whether the variables `checkpoint` would save are all finite (check before saving).
-
-  Example:
-    >>> if checkpoint_is_finite(checkpoint): manager.save()
-  """
-  return variables_are_finite(checkpoint_variables(checkpoint))
-
-
-def checkpoint_file_is_finite(path: str) -> bool:
-  """Whether every floating-point tensor of the saved checkpoint `path` (a prefix) is finite.
-
-  Reads the whole checkpoint: meant for a few checkpoints when a run stops, not per step.
-
-  Raises:
-    tf.errors.OpError: the checkpoint cannot be read.
-
-  Example:
-    >>> checkpoint_file_is_finite('/tmp/run/ckpt-100')
-  """
-  reader = tf.train.load_checkpoint(path)
-  dtypes = reader.get_variable_to_dtype_map()
-  for name, dtype in dtypes.items():
-    if not dtype.is_floating:
-      continue
-    values = np.asarray(reader.get_tensor(name))
-    if values.dtype.kind != 'f':  # bfloat16 (ml_dtypes)
-      values = values.astype(np.float32)
-    if not np.all(np.isfinite(values)):
-      return False
-  return True
-
-
-def remove_ckpts(model_dir: str) -> None:
-  """Removes the checkpoints (`ckpt-*` and the `checkpoint` state file) of `model_dir`."""
-  for path in tf.io.gfile.glob(os.path.join(model_dir, 'ckpt-*')):
-    tf.io.gfile.remove(path)
-  state = os.path.join(model_dir, 'checkpoint')
-  if tf.io.gfile.exists(state):
-    tf.io.gfile.remove(state)

@@ -20,6 +20,9 @@ from absl import app
 from absl import flags
 
 from official.common import flags as tfm_flags
+from official.common import gin_utils
+from official.core import model_dir_lock
+from official.modeling import hyperparams
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
@@ -48,16 +51,16 @@ def _fail(message: str) -> None:
 
 def _build_params():
   """Imports registrations and builds the validated params; exits 1 with a message on bad input."""
+  # Function-level: keeps TensorFlow out of mlm-train's start-up.
+  from official.common import registry_imports  # pylint: disable=g-import-not-at-top,unused-import
+  from official.core import exp_factory  # pylint: disable=g-import-not-at-top
   from official.core import train_utils  # pylint: disable=g-import-not-at-top
-  from official.modeling import hyperparams  # pylint: disable=g-import-not-at-top
-  importlib.import_module('official.common.registry_imports')
   for module in FLAGS.experiment_module:
     try:
       importlib.import_module(module)
     except ImportError as e:
       _fail(f'--experiment_module={module}: cannot import it: {e}')
   if not FLAGS.experiment:
-    from official.core import exp_factory  # pylint: disable=g-import-not-at-top
     _fail('--experiment is required; registered experiments: '
           f'{", ".join(exp_factory.registered_experiments())}')
   if FLAGS.tf_data_service:
@@ -80,7 +83,6 @@ def main(argv) -> None:
   for name in ('tensorflow', 'absl'):  # no per-save checkpoint chatter
     logging.getLogger(name).setLevel(logging.WARNING)
   if FLAGS.gin_file or FLAGS.gin_params:
-    from official.common import gin_utils  # pylint: disable=g-import-not-at-top
     try:
       gin_utils.parse_gin_flags(FLAGS.gin_file, FLAGS.gin_params)
     except gin_utils.GinError as e:
@@ -89,11 +91,13 @@ def main(argv) -> None:
   params = _build_params()
   if not FLAGS.model_dir:
     _fail('--model_dir is required')
+  # Function-level: keeps TensorFlow out of mlm-train's start-up.
   from official.common import distribute_utils  # pylint: disable=g-import-not-at-top
-  from official.core import model_dir_lock  # pylint: disable=g-import-not-at-top
+  from official.core import checkpointing  # pylint: disable=g-import-not-at-top
   from official.core import task_factory  # pylint: disable=g-import-not-at-top
   from official.core import train_lib  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from official.nlp import continuous_finetune_lib  # pylint: disable=g-import-not-at-top
   from official.nlp.data import pretrain_dataloader  # pylint: disable=g-import-not-at-top
   runtime = params.runtime
   if runtime.run_eagerly:
@@ -113,15 +117,15 @@ def main(argv) -> None:
     _fail(str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e))
   try:
     if FLAGS.mode == 'continuous_train_and_eval':
-      train_lib.run_continuous_finetune(FLAGS.mode, params, FLAGS.model_dir,
-                                        pretrain_steps=FLAGS.pretrain_steps,
-                                        distribution_strategy=strategy)
+      continuous_finetune_lib.run_continuous_finetune(FLAGS.mode, params, FLAGS.model_dir,
+                                                      pretrain_steps=FLAGS.pretrain_steps,
+                                                      distribution_strategy=strategy)
       return
     train_lib.run_experiment(strategy, task, FLAGS.mode, params, FLAGS.model_dir,
                              allow_config_change=FLAGS.allow_config_change,
                              enable_async_checkpointing=FLAGS.enable_async_checkpointing)
   except (ValueError, FileNotFoundError, KeyError, model_dir_lock.ModelDirLocked,
-          train_lib.TrainingStopped, train_lib.CheckpointWriteError) as e:
+          checkpointing.TrainingStopped, checkpointing.CheckpointWriteError) as e:
     # Bad data or checkpoint paths, data that does not match the config (found while building
     # inputs), a model_dir in use or not writable, a run that cannot go on (non-finite loss or
     # weights; the message names the newest finite checkpoint), a checkpoint that cannot be

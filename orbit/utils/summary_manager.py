@@ -58,6 +58,7 @@ def scalar_summary(name: str, data: Any, step: Optional[Any] = None,
 def _install_scalar_fallback() -> None:
   """Makes `tf.summary.scalar` usable when TensorBoard is not installed."""
   try:
+    # Function-level: probes for TensorBoard, an optional dependency.
     import tensorboard  # pylint: disable=g-import-not-at-top,unused-import
     return
   except ImportError:

@@ -1,6 +1,5 @@
-"""Tests of `trainer.gradient_accumulation_steps` (official/core/train_lib.py)."""
+"""Tests of `trainer.gradient_accumulation_steps` (official/core/trainer.py, step_functions.py)."""
 
-import os
 import subprocess
 import sys
 
@@ -12,10 +11,11 @@ from official.common import distribute_utils
 from official.core import exp_factory
 from official.core import task_factory
 from official.core import train_lib
+from official.core import trainer as trainer_lib
 from official.modeling import hyperparams
 from tests.core import toy_task  # pylint: disable=unused-import
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.paths import ROOT
+from tests.processes import subprocess_env
 
 
 def _train(model_dir, batch_size, accumulation_steps, train_steps=6, strategy=None, xla=False):
@@ -79,9 +79,8 @@ assert strategy.num_replicas_in_sync == 2
 model, _ = t._train({str(tmp_path / 'two')!r}, 4, 2, strategy=strategy)
 np.save({str(tmp_path / 'two.npy')!r}, model.get_weights()[0])
 """
-  env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL='2')
-  result = subprocess.run([sys.executable, '-c', code], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=240, check=False)
+  result = subprocess.run([sys.executable, '-c', code], cwd=ROOT, env=subprocess_env(),
+                          capture_output=True, text=True, timeout=240, check=False)
   assert result.returncode == 0, result.stderr[-2000:]
   big, _ = _train(tmp_path / 'big', batch_size=8, accumulation_steps=1)
   np.testing.assert_allclose(np.load(tmp_path / 'two.npy'), big.get_weights()[0], rtol=1e-5)
@@ -115,7 +114,7 @@ def test_float16_loss_scaling_is_refused_in_one_line(tmp_path):
     task = task_factory.get_task(params.task)
   with pytest.raises(ValueError, match=r'^trainer.gradient_accumulation_steps: expected 1 with '
                                        r'float16 loss scaling, found 2'):
-    train_lib.Trainer(strategy, task, params, str(tmp_path))
+    trainer_lib.Trainer(strategy, task, params, str(tmp_path))
 
 
 def test_a_nonfinite_micro_batch_skips_its_update_once(tmp_path):

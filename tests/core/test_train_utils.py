@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 import yaml
 
+from official.core import checkpointing
 from official.core import train_utils
 from official.modeling import hyperparams
 from tests.core import toy_task  # pylint: disable=unused-import
@@ -73,15 +74,15 @@ def test_only_the_chief_writes_into_model_dir(tmp_path):
 def test_finite_checks_of_variables_checkpoints_and_files(tmp_path):
   weights = tf.Variable([1.0, 2.0])
   checkpoint = tf.train.Checkpoint(weights=weights, step=tf.Variable(3, dtype=tf.int64))
-  assert train_utils.checkpoint_is_finite(checkpoint)
-  assert [v.name for v in train_utils.checkpoint_variables(checkpoint)] == [weights.name]
+  assert checkpointing.checkpoint_is_finite(checkpoint)
+  assert [v.name for v in checkpointing.checkpoint_variables(checkpoint)] == [weights.name]
   path = checkpoint.write(str(tmp_path / 'good'))
-  assert train_utils.checkpoint_file_is_finite(path)
+  assert checkpointing.checkpoint_file_is_finite(path)
   weights.assign([1.0, float('inf')])
-  assert not train_utils.checkpoint_is_finite(checkpoint)
-  assert not train_utils.variables_are_finite([weights])
+  assert not checkpointing.checkpoint_is_finite(checkpoint)
+  assert not checkpointing.variables_are_finite([weights])
   path = checkpoint.write(str(tmp_path / 'bad'))
-  assert not train_utils.checkpoint_file_is_finite(path)
+  assert not checkpointing.checkpoint_file_is_finite(path)
 
 
 def test_best_checkpoint_exporter_refuses_non_finite_weights(tmp_path, caplog):

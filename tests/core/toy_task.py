@@ -1,22 +1,39 @@
 """A tiny registered experiment for trainer tests: linear regression `y = x . w` on synthetic data.
 
-Register it in train.py with `--experiment_module=tests.core.toy_task --experiment=test/toy_regression`.
+Register it in train.py with `--experiment_module=tests.core.toy_task
+--experiment=test/toy_regression` (`TOY`); `train_py` and `run_in_process` run it,
+`checkpoint_steps` lists the checkpoints a run kept.
+
+Example:
+  >>> result = train_py(*TOY, f'--model_dir={tmp_path}', '--mode=train')
+  >>> checkpoint_steps(tmp_path)
+  [5, 10, 15, 20]
 """
 
 import dataclasses
+import subprocess
+import sys
+from typing import List
 
 import numpy as np
 import tensorflow as tf
 import tf_keras
 
+from official.common import distribute_utils
 from official.core import base_task
 from official.core import config_definitions as cfg
 from official.core import exp_factory
 from official.core import task_factory
+from official.core import task_model
+from official.core import train_lib
 from official.modeling import hyperparams
 from official.modeling import optimization
+from tests.paths import ROOT
+from tests.processes import subprocess_env
 
 TRUE_WEIGHTS = np.array([1.0, -2.0, 0.5, 3.0], np.float32)
+# The train.py flags of the toy experiment.
+TOY = ['--experiment_module=tests.core.toy_task', '--experiment=test/toy_regression']
 
 
 @dataclasses.dataclass
@@ -37,16 +54,19 @@ class ToyTaskConfig(cfg.TaskConfig):
   nan_batches: int = 0
 
 
+class ToyModel(task_model.TaskStepsMixin, tf_keras.Sequential):
+  """A Sequential model that `fit` trains with its task's steps when compiled without a loss."""
+
+
 @task_factory.register_task_cls(ToyTaskConfig)
 class ToyRegressionTask(base_task.Task):
   """Learns the weights of a linear function; the loss is the mean squared error."""
 
   def build_model(self) -> tf_keras.Model:
     width = self.task_config.model.width
-    model = tf_keras.Sequential([tf_keras.layers.Dense(1, use_bias=False,
-                                                       kernel_initializer='zeros')])
+    model = ToyModel([tf_keras.layers.Dense(1, use_bias=False, kernel_initializer='zeros')])
     model.build([None, width])
-    return model
+    return model.use_task_steps(self)
 
   def build_inputs(self, params, input_context=None) -> tf.data.Dataset:
     width = self.task_config.model.width
@@ -89,3 +109,30 @@ def toy_regression() -> cfg.ExperimentConfig:
                   'initial_learning_rate': 0.1, 'decay_steps': 20, 'end_learning_rate': 0.01}},
           })),
       runtime=cfg.RuntimeConfig(distribution_strategy='one_device'))
+
+
+def train_py(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+  """Runs `python -m official.nlp.train *args` in the repository; its output is captured."""
+  return subprocess.run([sys.executable, '-m', 'official.nlp.train', *args], cwd=ROOT,
+                        env=subprocess_env(), capture_output=True, text=True, timeout=timeout,
+                        check=False)
+
+
+def run_in_process(model_dir, mode: str = 'train', allow_config_change: bool = False,
+                   run_post_eval: bool = False, **trainer_overrides):
+  """Runs the toy experiment in this process on one device (`train_lib.run_experiment`), with
+  `trainer_overrides` (e.g. `train_steps=10`); returns its (model, logs)."""
+  params = exp_factory.get_exp_config('test/toy_regression')
+  params.override({'trainer': trainer_overrides})
+  strategy = distribute_utils.get_distribution_strategy('one_device')
+  with strategy.scope():
+    task = task_factory.get_task(params.task, logging_dir=str(model_dir))
+  return train_lib.run_experiment(strategy, task, mode, params, str(model_dir),
+                                  allow_config_change=allow_config_change,
+                                  run_post_eval=run_post_eval)
+
+
+def checkpoint_steps(model_dir) -> List[int]:
+  """The steps of the checkpoints `model_dir` keeps (its checkpoint state), in order."""
+  state = tf.train.get_checkpoint_state(str(model_dir))
+  return sorted(int(p.rsplit('-', 1)[1]) for p in state.all_model_checkpoint_paths)

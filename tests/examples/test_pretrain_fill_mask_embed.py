@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.paths import ROOT
 
 
 @pytest.mark.slow
@@ -32,5 +32,5 @@ def test_example_runs_end_to_end(tmp_path):
       open(tmp_path / 'model' / 'vocab.txt', 'rb') as g:
     assert f.read() == g.read()
   assert 'oneDNN' not in result.stderr  # quiet: TensorFlow's start-up lines are hidden
-  assert re.search(r'^I\d{4} [\d:.]+ +\d+ train_lib.py:\d+\] step 20/20 \| loss ', result.stderr,
+  assert re.search(r'^I\d{4} [\d:.]+ +\d+ progress.py:\d+\] step 20/20 \| loss ', result.stderr,
                    re.M), result.stderr[-2000:]  # the progress line, absl format

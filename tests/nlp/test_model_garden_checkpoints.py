@@ -18,6 +18,7 @@ import official.common.registry_imports  # pylint: disable=unused-import
 from official.core import task_factory
 from official.core import train_lib
 from official.core import train_utils
+from official.core import trainer as trainer_lib
 from official.nlp.configs import encoders
 from official.nlp.data import sentence_prediction_dataloader as sp_loader
 from official.nlp.data import tagging_dataloader
@@ -99,7 +100,7 @@ def _params_and_task(model_dir):
 
 def _trainer(model_dir):
   params, task = _params_and_task(model_dir)
-  return train_lib.Trainer(tf.distribute.get_strategy(), task, params, model_dir)
+  return trainer_lib.Trainer(tf.distribute.get_strategy(), task, params, model_dir)
 
 
 @pytest.fixture()

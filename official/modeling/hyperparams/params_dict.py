@@ -18,7 +18,7 @@ Example:
 import copy
 import os
 import re
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import yaml
 
@@ -328,6 +328,7 @@ def read_yaml(file_path: str) -> Dict[str, Any]:
 
   `1e-4` is read as a float (YAML 1.1 would give a string).
   """
+  # Function-level: keeps TensorFlow out of config parsing (the CLIs' start-up).
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if not tf.io.gfile.exists(file_path):
     raise FileNotFoundError(f'config file not found: {file_path}')
@@ -356,6 +357,7 @@ def _yaml_ready(value: Any) -> Any:
 
 def save_yaml(data: Mapping[str, Any], file_path: str) -> None:
   """Writes a mapping as YAML (tuples as lists), creating parent directories; works with `gs://`."""
+  # Function-level: keeps TensorFlow out of config parsing (the CLIs' start-up).
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   directory = os.path.dirname(file_path)
   if directory:

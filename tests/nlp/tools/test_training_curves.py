@@ -4,7 +4,7 @@ import os
 
 import tensorflow as tf
 
-from official.core import train_lib
+from official.core import train_utils
 from official.nlp.tools import training_curves
 
 
@@ -12,7 +12,7 @@ def test_read_and_plot(tmp_path):
   for subdir, tag in (('train', 'training_loss'), ('validation', 'validation_loss')):
     writer = tf.summary.create_file_writer(str(tmp_path / subdir))
     for step in (10, 20, 30):
-      train_lib._write_summaries(writer, {tag: 1.0 / step, 'masked_lm_accuracy': step / 100},  # pylint: disable=protected-access
+      train_utils.write_scalar_summaries(writer, {tag: 1.0 / step, 'masked_lm_accuracy': step / 100},  # pylint: disable=protected-access
                                  step)
   scalars = training_curves.read_scalars(str(tmp_path / 'train'))
   assert [s for s, _ in scalars['training_loss']] == [10, 20, 30]

@@ -1,6 +1,6 @@
 """Classification heads over one token of the sequence output (e.g. next-sentence prediction)."""
 
-from typing import Any, Dict, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 import tensorflow as tf
 import tf_keras

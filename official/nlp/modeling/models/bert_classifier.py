@@ -5,6 +5,7 @@ from typing import Any, Dict, Optional
 import tensorflow as tf
 import tf_keras
 
+from official.core import task_model
 from official.modeling import tf_utils
 from official.nlp.modeling import layers
 
@@ -29,7 +30,7 @@ def _hidden_size(network: tf_keras.Model) -> int:
 
 
 @tf_keras.utils.register_keras_serializable(package='mlm_garden')
-class BertClassifier(tf_keras.Model):
+class BertClassifier(task_model.TaskStepsMixin, tf_keras.Model):
   """Sentence (or sentence-pair) classifier on a BERT encoder (Model Garden's constructor).
 
   With `use_encoder_pooler` the head is dropout + a dense `num_classes` layer on the encoder's

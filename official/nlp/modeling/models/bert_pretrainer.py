@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 import tensorflow as tf
 import tf_keras
 
+from official.core import task_model
 from official.modeling import tf_utils
 from official.nlp.modeling import layers
 from official.nlp.modeling.networks import bert_encoder
@@ -16,7 +17,7 @@ _ENCODER_INPUT_NAMES = ('input_word_ids', 'input_mask', 'input_type_ids')
 
 
 @tf_keras.utils.register_keras_serializable(package='mlm_garden')
-class BertPretrainerV2(tf_keras.Model):
+class BertPretrainerV2(task_model.TaskStepsMixin, tf_keras.Model):
   """BERT pretraining model (Model Garden's constructor and outputs).
 
   Args:
@@ -174,7 +175,7 @@ class BertPretrainerV2(tf_keras.Model):
 
 
 @tf_keras.utils.register_keras_serializable(package='mlm_garden')
-class BertPretrainer(tf_keras.Model):
+class BertPretrainer(task_model.TaskStepsMixin, tf_keras.Model):
   """Model Garden's first BERT pretraining model (prefer `BertPretrainerV2`).
 
   A masked-LM head `cls/predictions` tied to the network's embedding table, and a dense

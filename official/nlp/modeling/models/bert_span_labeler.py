@@ -5,13 +5,14 @@ from typing import Any, Dict, List
 import tensorflow as tf
 import tf_keras
 
+from official.core import task_model
 from official.modeling import tf_utils
 from official.nlp.modeling.models.bert_classifier import _encoder_outputs
 from official.nlp.modeling.networks.span_labeling import SpanLabeling
 
 
 @tf_keras.utils.register_keras_serializable(package='mlm_garden')
-class BertSpanLabeler(tf_keras.Model):
+class BertSpanLabeler(task_model.TaskStepsMixin, tf_keras.Model):
   """Answer-span scorer on a BERT encoder (Model Garden's constructor and outputs).
 
   The encoder's `sequence_output` goes through a `SpanLabeling` head (layer `span_labeling`, a

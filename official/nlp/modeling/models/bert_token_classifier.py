@@ -5,6 +5,7 @@ from typing import Any, Dict
 import tensorflow as tf
 import tf_keras
 
+from official.core import task_model
 from official.modeling import tf_utils
 from official.nlp.modeling.models.bert_classifier import _encoder_outputs
 
@@ -12,7 +13,7 @@ _OUTPUTS = ('logits', 'predictions')
 
 
 @tf_keras.utils.register_keras_serializable(package='mlm_garden')
-class BertTokenClassifier(tf_keras.Model):
+class BertTokenClassifier(task_model.TaskStepsMixin, tf_keras.Model):
   """Token classifier on a BERT encoder (Model Garden's constructor).
 
   The encoder's `sequence_output` goes through dropout and a dense `num_classes` layer named
