@@ -1,6 +1,7 @@
 """Dataclass configs with YAML I/O, strict overrides and validation (Model Garden's `hyperparams`)."""
 
 from official.modeling.hyperparams import base_config
+from official.modeling.hyperparams import flat_oneof
 from official.modeling.hyperparams import oneof
 from official.modeling.hyperparams import params_dict
 from official.modeling.hyperparams.base_config import bind
@@ -8,6 +9,8 @@ from official.modeling.hyperparams.base_config import Config
 from official.modeling.hyperparams.base_config import field
 from official.modeling.hyperparams.base_config import OneOfConfig
 from official.modeling.hyperparams.base_config import unsupported
+from official.modeling.hyperparams.flat_oneof import FlatOneOfConfig
+from official.modeling.hyperparams.flat_oneof import nest_flat_fields
 from official.modeling.hyperparams.params_dict import ConfigError
 from official.modeling.hyperparams.params_dict import ConfigKeyError
 from official.modeling.hyperparams.params_dict import ConfigTypeError

@@ -25,9 +25,17 @@ from official.nlp.modeling.networks import bert_encoder_config
 from official.nlp.modeling.networks.bert_encoder_config import BertEncoderConfig
 
 
-@dataclasses.dataclass
-class EncoderConfig(hyperparams.OneOfConfig):
-  """The encoder one-of; mlm-garden implements `bert`."""
+@dataclasses.dataclass(init=False)
+class EncoderConfig(hyperparams.FlatOneOfConfig):
+  """The encoder one-of; mlm-garden implements `bert`.
+
+  Model Garden's nested form (`EncoderConfig(type='bert', bert=BertEncoderConfig(...))`,
+  `{'type': 'bert', 'bert': {...}}`) and the flat form of how-tos (the member's fields beside
+  `type`, also under their Hugging Face / Google names: `EncoderConfig(vocab_size=30522,
+  num_hidden_layers=12)`, `{'type': 'bert', 'hidden_size': 768}`) build the same config, from
+  keywords, dicts, YAML and `--params_override`. A name that fits no field of the member is
+  refused with its path (`hyperparams.flat_oneof`).
+  """
   type: Optional[str] = 'bert'
   bert: BertEncoderConfig = dataclasses.field(default_factory=BertEncoderConfig)
 

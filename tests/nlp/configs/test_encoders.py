@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from official.core import exp_factory
+from official.core import train_utils
 from official.modeling import hyperparams
 from official.nlp.configs import bert
 from official.nlp.configs import encoders
@@ -84,3 +86,70 @@ def test_attention_scores_and_word_embeddings_are_configurable():
   outputs = encoders.build_encoder(config)(_ids())
   assert len(outputs['attention_scores']) == 2 and outputs['attention_scores'][0].shape == (2, 4, 6, 6)
   assert outputs['word_embeddings'].shape == (2, 6, 32)
+
+
+# ---- the flat form of how-tos: the member's fields beside `type` -------------------------------
+_FLAT_HF = dict(vocab_size=60, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                intermediate_size=48, max_position_embeddings=16, type_vocab_size=3,
+                hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, initializer_range=0.05)
+
+
+@pytest.mark.parametrize('names', ['ours', 'hugging_face'])
+def test_flat_forms_build_the_nested_config(names):
+  flat = dict(_BERT) if names == 'ours' else dict(_FLAT_HF)
+  nested = encoders.EncoderConfig(type='bert', bert=encoders.BertEncoderConfig(**_BERT))
+  assert bert.EncoderConfig(**flat) == nested                         # keywords
+  assert encoders.EncoderConfig(dict(flat, type='bert')) == nested    # a dict (Model Garden's form)
+  assert encoders.EncoderConfig.from_dict(dict(flat, type='bert')) == nested
+  overridden = encoders.EncoderConfig()
+  overridden.override(flat)                                            # YAML / params_override
+  assert overridden == nested and overridden.as_dict() == nested.as_dict()
+  encoder = networks.BertEncoder.from_config(dict(flat, type='bert'))  # from_config
+  assert _config(encoder) == _expected_config()
+
+
+def test_flat_form_defaults_vocab_size_and_keeps_the_nested_form():
+  config = bert.EncoderConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=2)
+  assert (config.type, config.bert.vocab_size, config.bert.num_layers) == ('bert', 30522, 2)
+  encoder = networks.BertEncoder.from_config({'type': 'bert', 'hidden_size': 64,
+                                              'num_hidden_layers': 1, 'num_attention_heads': 2,
+                                              'intermediate_size': 128})
+  assert encoder.get_embedding_table().shape == (30522, 64)
+  # Model Garden's nested form is untouched, and a nested member merges with flat fields.
+  nested = encoders.EncoderConfig({'type': 'bert', 'bert': {'num_layers': 3},
+                                   'hidden_size': 64})
+  assert (nested.bert.num_layers, nested.bert.hidden_size) == (3, 64)
+
+
+def test_flat_form_in_an_experiment_yaml_and_params_override(tmp_path):
+  path = tmp_path / 'flat.yaml'
+  path.write_text('task:\n  model:\n    encoder:\n      type: bert\n      hidden_size: 96\n'
+                  '      num_hidden_layers: 3\n')
+  params = train_utils.build_params('bert/pretraining', [str(path)],
+                                    'task.model.encoder.intermediate_size=200')
+  encoder = params.task.model.encoder
+  assert (encoder.bert.hidden_size, encoder.bert.num_layers, encoder.bert.intermediate_size) == (
+      96, 3, 200)
+  assert 'hidden_size' not in params.as_dict()['task']['model']['encoder']   # saved nested
+
+
+@pytest.mark.parametrize('make', [
+    lambda: bert.EncoderConfig(hidden_sizee=3),
+    lambda: encoders.EncoderConfig({'type': 'bert', 'hidden_sizee': 3}),
+    lambda: networks.BertEncoder.from_config({'type': 'bert', 'hidden_sizee': 3}),
+])
+def test_flat_form_refuses_a_name_that_fits_no_field(make):
+  with pytest.raises(hyperparams.ConfigKeyError,
+                     match=r"^hidden_sizee: not a field of the 'bert' member .*'num_hidden_layers'"):
+    make()
+
+
+def test_flat_form_errors_name_the_path():
+  params = encoders.EncoderConfig()
+  with pytest.raises(hyperparams.ConfigKeyError, match='^num_hidden_layers: .* given twice'):
+    params.override({'num_layers': 2, 'num_hidden_layers': 3})
+  experiment = exp_factory.get_exp_config('bert/pretraining')
+  with pytest.raises(hyperparams.ConfigKeyError, match=r'^task\.model\.encoder\.hidden_sizee: '):
+    experiment.override({'task': {'model': {'encoder': {'hidden_sizee': 3}}}})
+  with pytest.raises(hyperparams.ConfigError, match=r"^type: the fields \['hidden_size'\] need"):
+    encoders.EncoderConfig({'type': 'albert', 'hidden_size': 3})

@@ -14,7 +14,7 @@ Example:
 
 import dataclasses
 import logging
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, ClassVar, Dict, Mapping, Optional
 
 import numpy as np
 import tf_keras
@@ -50,7 +50,17 @@ class BertEncoderConfig(hyperparams.Config):
     return_attention_scores: add every layer's attention probabilities (`attention_scores`).
     return_word_embeddings: add the looked-up word embeddings (`word_embeddings`).
     norm_first: pre-LayerNorm transformer blocks (False: original post-LN BERT).
+
+  Flat encoder configs (`{'type': 'bert', 'num_hidden_layers': 12, ...}`) may name the fields as
+  Hugging Face's `config.json` / Google's `bert_config.json` do (`FIELD_ALIASES`); the values are
+  ours (`hidden_act: gelu` is our 'gelu', the tanh approximation, as in Google's BERT).
   """
+  # External names -> our fields (the names both share, e.g. hidden_size, need no alias).
+  FIELD_ALIASES: ClassVar[Dict[str, str]] = {
+      'num_hidden_layers': 'num_layers', 'hidden_act': 'hidden_activation',
+      'hidden_dropout_prob': 'dropout_rate',
+      'attention_probs_dropout_prob': 'attention_dropout_rate'}
+
   vocab_size: int = hyperparams.field(30522, ge=1)
   hidden_size: int = hyperparams.field(768, ge=1)
   num_layers: int = hyperparams.field(12, ge=1)
@@ -292,10 +302,12 @@ def bert_config_from_dict(config: Mapping[str, Any]) -> BertEncoderConfig:
   """A `BertEncoderConfig` from a plain dict in any of the layouts how-tos use.
 
   Accepted: an `EncoderConfig` dict (`{'type': 'bert', 'bert': {...}}`, e.g.
-  `EncoderConfig(...).as_dict()`), its `bert` part alone (`BertEncoderConfig` field names), or
-  a BERT `bert_config.json` / Hugging Face `config.json` dict (`num_hidden_layers`, `hidden_act`,
-  `hidden_dropout_prob`, ...). `BertEncoderConfig` names are checked strictly: a misspelt key
-  raises, naming it.
+  `EncoderConfig(...).as_dict()`), the flat form with `type` beside the fields (our names or
+  `BertEncoderConfig.FIELD_ALIASES`: `{'type': 'bert', 'num_hidden_layers': 12}`; missing fields
+  take their defaults, `vocab_size` 30522), the `bert` part alone (`BertEncoderConfig` field
+  names), or a complete BERT `bert_config.json` / Hugging Face `config.json` dict
+  (`num_hidden_layers`, `hidden_act`, `hidden_dropout_prob`, ...). `BertEncoderConfig` names are
+  checked strictly: a misspelt key raises, naming it.
 
   Args:
     config: the dict.
@@ -306,13 +318,13 @@ def bert_config_from_dict(config: Mapping[str, Any]) -> BertEncoderConfig:
   Example:
     >>> bert_config_from_dict({'type': 'bert', 'bert': {'num_layers': 2}}).num_layers
     2
+    >>> bert_config_from_dict({'type': 'bert', 'num_hidden_layers': 2}).num_layers
+    2
   """
   config = dict(config)
   if 'type' in config or 'bert' in config:
     check_encoder_type(config.get('type') or 'bert')
-    extra = sorted(set(config) - {'type', 'bert'})
-    if extra:
-      raise hyperparams.ConfigError(extra[0], "an encoder config holds only 'type' and 'bert'")
+    config = hyperparams.nest_flat_fields(config, {'bert': BertEncoderConfig}, 'bert')
     config = dict(config.get('bert') or {})
   if _EXTERNAL_KEYS & set(config):
     fmt = 'hf' if _HF_KEYS & set(config) else 'google'
