@@ -54,11 +54,11 @@ class TaskStepsMixin:
           [tf_keras.metrics.Mean(name=steps.task.loss)] +
           list(steps.task.build_metrics(training=True)))
 
-  def reset_metrics(self):  # pylint: disable=missing-function-docstring
-    super().reset_metrics()
+  @property
+  def metrics(self):  # pylint: disable=missing-function-docstring
+    # Keras resets these each epoch and its progress bar shows them as they are (running means).
     steps = self._steps()
-    for metric in steps.metrics if steps else []:
-      metric.reset_state()
+    return super().metrics + (list(steps.metrics) if steps else [])
 
   def _task_logs(self, steps: _TaskSteps, step_logs: Mapping[str, tf.Tensor]
                  ) -> Dict[str, tf.Tensor]:

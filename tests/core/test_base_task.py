@@ -1,5 +1,7 @@
 """Tests for official/core/base_task.py (through the toy regression task)."""
 
+import re
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -134,6 +136,18 @@ def test_keras_fit_trains_the_task_loss_and_reports_its_metrics():
   error = model(x).numpy() - y.numpy()
   np.testing.assert_allclose(result['loss'], np.mean(error ** 2), rtol=1e-5)
   np.testing.assert_allclose(result['mean_absolute_error'], np.mean(np.abs(error)), rtol=1e-5)
+
+
+def test_keras_fit_progress_shows_the_epoch_means(capsys):
+  task, params = _task()
+  model = task.build_model()
+  model.compile(tf_keras.optimizers.SGD(0.05))
+  assert [m.name for m in model.metrics] == ['loss', 'mean_absolute_error']
+  history = model.fit(task.build_inputs(params.task.train_data), steps_per_epoch=5, epochs=2,
+                      verbose=2)
+  # Keras prints the task's running means as they are (not an average of them).
+  shown = [float(v) for v in re.findall(r' - loss: ([\d.]+)', capsys.readouterr().out)]
+  np.testing.assert_allclose(shown, history.history['loss'], atol=1e-4)
 
 
 def test_keras_fit_with_a_compiled_loss_keeps_keras_steps():

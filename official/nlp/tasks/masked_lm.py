@@ -1,10 +1,16 @@
 """The masked-LM pretraining task: model, inputs, loss and metrics of `bert/pretraining`.
 
-Loss: the masked-LM cross-entropy summed over positions weighted by `masked_lm_weights` and divided by
-the sum of weights, plus the mean next-sentence cross-entropy when a `next_sentence` head exists.
+Loss: the masked-LM cross-entropy summed over positions weighted by `masked_lm_weights` and divided
+by the sum of weights, plus the mean next-sentence cross-entropy when a `next_sentence` head exists.
+
+`cfg` is `official.nlp.data.pretrain_config_definitions`: Model Garden's `config_definitions`
+whose `cfg.DataConfig(...)` given pretraining fields (`seq_length`, `max_predictions_per_seq`, ...)
+is a `BertPretrainDataConfig` (the generic `DataConfig` stays strict everywhere else).
 
 Example:
-  >>> config = MaskedLMConfig(model=bert.PretrainerConfig(...), train_data=...)
+  >>> config = MaskedLMConfig(model=bert.PretrainerConfig(...), train_data=cfg.DataConfig(
+  ...     input_path='train.tfrecord', global_batch_size=32, seq_length=128,
+  ...     max_predictions_per_seq=20))
   >>> task = MaskedLMTask(config)
   >>> model = task.build_model()
   >>> dataset = task.build_inputs(config.train_data)
@@ -19,13 +25,13 @@ import tf_keras
 
 from official.core import base_task
 from official.core import checkpointing
-from official.core import config_definitions as cfg
 from official.core import task_factory
 from official.modeling import checkpoint_compat
 from official.modeling import hyperparams
 from official.modeling import tf_utils
 from official.nlp.configs import bert
 from official.nlp.configs import encoders
+from official.nlp.data import pretrain_config_definitions as cfg
 from official.nlp.data import pretrain_dataloader
 from official.nlp.data import pretrain_dynamic_dataloader
 from official.nlp.data import vocab_assets
@@ -103,6 +109,14 @@ def masked_lm_loss(labels: tf.Tensor, logits: tf.Tensor, weights: tf.Tensor) -> 
   return tf_utils.sparse_softmax_cross_entropy(labels, logits)
 
 
+class _MetricsInFunctions:
+  """The metrics `build_metrics` returns inside `tf.function`s, by `training` (a plain object:
+  `tf.Module` does not collect its variables)."""
+
+  def __init__(self):
+    self.metrics: Dict[bool, List[tf_keras.metrics.Metric]] = {}
+
+
 @task_factory.register_task_cls(MaskedLMConfig)
 class MaskedLMTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
   """Masked-LM (+ optional next-sentence) pretraining of a `BertPretrainerV2`."""
@@ -123,7 +137,8 @@ class MaskedLMTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
         mlm_initializer=tf_keras.initializers.TruncatedNormal(stddev=config.mlm_initializer_range),
         classification_heads=heads)
     # Create the variables now (the trainer checkpoints and builds optimizer slots before step 0).
-    # Any length builds the same variables; without a task config (`MaskedLMTask(None)`) a short one.
+    # Any length builds the same variables; without a task config (`MaskedLMTask(None)`), a short
+    # one.
     data = self.task_config.train_data if self.task_config is not None else None
     seq_length = min(data.seq_length if data else 8,
                      getattr(config.encoder.get(), 'max_position_embeddings', None) or 8)
@@ -140,6 +155,12 @@ class MaskedLMTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
     A `BertPretrainDynamicDataConfig` reads unmasked records and masks them on the fly; a
     `pretrain_dynamic_dataloader.BertPretrainBucketedDataConfig` batches static masks by length.
     """
+    if not isinstance(params, pretrain_dataloader.BertPretrainDataConfig):
+      raise TypeError(
+          'MaskedLMTask.build_inputs needs a BertPretrainDataConfig, found '
+          f'{type(params).__name__}: give masked_lm.cfg.DataConfig its pretraining fields '
+          '(seq_length, max_predictions_per_seq, ...), or use '
+          'pretrain_dataloader.BertPretrainDataConfig')
     vocab_size = self.task_config.model.encoder.get().vocab_size
     if params.input_path == 'dummy':
       return pretrain_dataloader.dummy_dataset(params, vocab_size, input_context)
@@ -152,8 +173,31 @@ class MaskedLMTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
     return loader.load(input_context)
 
   def build_metrics(self, training: Optional[bool] = None) -> List[tf_keras.metrics.Metric]:
-    """`masked_lm_accuracy`, `lm_example_loss`, `masked_lm_perplexity` (+ next-sentence metrics)."""
-    del training
+    """`masked_lm_accuracy`, `lm_example_loss`, `masked_lm_perplexity` (+ next-sentence metrics).
+
+    Called eagerly it returns new metrics each time (Model Garden). Called inside a `tf.function`
+    (a step function that builds its own metrics, as a how-to does) it returns the same metrics
+    on every call and trace, created once outside the function: Keras metrics own variables, and
+    a `tf.function` may create variables on its first trace only. They accumulate until reset.
+
+    Example:
+      >>> @tf.function
+      ... def train_step(batch):
+      ...   return task.train_step(batch, model, optimizer, task.build_metrics(training=True))
+    """
+    if not tf.inside_function():
+      return self._new_metrics()
+    cache = self.__dict__.get('_function_metrics')
+    if cache is None:
+      cache = _MetricsInFunctions()
+      object.__setattr__(self, '_function_metrics', cache)  # untracked: not the task's variables
+    key = bool(training)
+    if key not in cache.metrics:
+      with tf.init_scope():
+        cache.metrics[key] = self._new_metrics()
+    return cache.metrics[key]
+
+  def _new_metrics(self) -> List[tf_keras.metrics.Metric]:
     metrics = [tf_keras.metrics.SparseCategoricalAccuracy(name='masked_lm_accuracy'),
                tf_keras.metrics.Mean(name='lm_example_loss'),
                MaskedLMPerplexity()]

@@ -1,10 +1,14 @@
 """Tests for official/nlp/tasks/masked_lm.py."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import tensorflow as tf
 import tf_keras
 
+from official.core import config_definitions
+from official.modeling import hyperparams
 from official.nlp.configs import bert
 from official.nlp.configs import encoders
 from official.nlp.data import pretrain_dataloader
@@ -124,7 +128,8 @@ def test_initialize_restores_encoder_and_skips_mismatched_head(tmp_path):
   source = source_task.build_model()
   batch = next(iter(source_task.build_inputs(source_task.task_config.train_data)))
   source(batch)
-  prefix = tf.train.Checkpoint(**source.checkpoint_items).save(str(tmp_path / 'pretrained' / 'ckpt'))
+  prefix = tf.train.Checkpoint(**source.checkpoint_items).save(
+      str(tmp_path / 'pretrained' / 'ckpt'))
 
   config = _tiny_config(num_classes=3)
   config.init_checkpoint = str(tmp_path / 'pretrained')
@@ -201,8 +206,8 @@ def test_keras_compile_fit_trains_the_masked_lm_loss():
   # One batch: the reported loss is the task's total (masked LM + next sentence) of that batch.
   batch = next(iter(task.build_inputs(config.validation_data)))
   result = model.evaluate(tf.data.Dataset.from_tensors(batch), return_dict=True, verbose=0)
-  np.testing.assert_allclose(result['loss'], result['lm_example_loss'] + result['next_sentence_loss'],
-                             rtol=1e-5)
+  np.testing.assert_allclose(result['loss'],
+                             result['lm_example_loss'] + result['next_sentence_loss'], rtol=1e-5)
   outputs = {k: v.numpy() for k, v in model(batch, training=False).items()
              if k in ('mlm_logits', 'next_sentence')}
   labels = {k: v.numpy() for k, v in batch.items()}
@@ -233,15 +238,124 @@ def test_metrics_built_outside_update_inside_tf_function():
   weights = labels['masked_lm_weights']
   accuracy = ((predicted == labels['masked_lm_ids']) * weights).sum() / weights.sum()
   np.testing.assert_allclose(results['masked_lm_accuracy'], accuracy, rtol=1e-6)
-  np.testing.assert_allclose([results['lm_example_loss'], results['next_sentence_loss']], [mlm, nsp],
-                             rtol=1e-4)
+  np.testing.assert_allclose([results['lm_example_loss'], results['next_sentence_loss']],
+                             [mlm, nsp], rtol=1e-4)
   assert float(metrics[1].count) == 2  # two updates, inside the function
 
 
 def test_build_model_without_a_task_config():
   # Model Garden builds pretrainers as `MaskedLMTask(None).build_model(pretrainer_config)`.
   model = masked_lm.MaskedLMTask(None).build_model(_tiny_config().model)
-  outputs = model({'input_word_ids': tf.ones([2, 8], tf.int32), 'input_mask': tf.ones([2, 8], tf.int32),
+  outputs = model({'input_word_ids': tf.ones([2, 8], tf.int32),
+                   'input_mask': tf.ones([2, 8], tf.int32),
                    'input_type_ids': tf.zeros([2, 8], tf.int32),
                    'masked_lm_positions': tf.zeros([2, 3], tf.int32)})
   assert outputs['mlm_logits'].shape == (2, 3, VOCAB)
+
+
+# -- masked_lm.cfg: Model Garden's config definitions, DataConfig with pretraining fields ---------
+
+
+def test_cfg_data_config_with_pretraining_fields_is_a_pretraining_data_config():
+  data = masked_lm.cfg.DataConfig(input_path='train.tfrecord', global_batch_size=32,
+                                  seq_length=128, max_predictions_per_seq=20)
+  assert type(data) is pretrain_dataloader.BertPretrainDataConfig
+  assert (data.input_path, data.global_batch_size, data.seq_length,
+          data.max_predictions_per_seq) == ('train.tfrecord', 32, 128, 20)
+  assert data.is_training and data.use_next_sentence_label  # BertPretrainDataConfig's defaults
+  assert isinstance(data, masked_lm.cfg.DataConfig)
+  assert isinstance(data, config_definitions.DataConfig)
+  assert issubclass(pretrain_dataloader.BertPretrainDataConfig, masked_lm.cfg.DataConfig)
+  # Any one pretraining field routes; so do the keys of `default_params` and `from_dict`.
+  assert type(masked_lm.cfg.DataConfig(use_v2_feature_names=True)).__name__ == (
+      'BertPretrainDataConfig')
+  assert masked_lm.cfg.DataConfig({'seq_length': 64}).seq_length == 64
+  assert masked_lm.cfg.DataConfig.from_dict({'seq_length': 64}).seq_length == 64
+
+
+def test_cfg_data_config_without_pretraining_fields_is_the_generic_one():
+  data = masked_lm.cfg.DataConfig(input_path='train.tfrecord', global_batch_size=32)
+  assert type(data) is config_definitions.DataConfig
+  assert data == config_definitions.DataConfig(input_path='train.tfrecord', global_batch_size=32)
+  assert isinstance(data, masked_lm.cfg.DataConfig)
+  assert type(masked_lm.cfg.DataConfig.from_dict({'input_path': 'a'})) is (
+      config_definitions.DataConfig)
+  # Model Garden's other names are the core ones.
+  for name in ('TaskConfig', 'ExperimentConfig', 'TrainerConfig', 'RuntimeConfig',
+               'OptimizationConfig', 'hyperparams'):
+    assert getattr(masked_lm.cfg, name) is getattr(config_definitions, name)
+  assert masked_lm.MaskedLMConfig.__mro__[1] is config_definitions.TaskConfig
+
+
+def test_cfg_data_config_refuses_a_misspelt_field_naming_it():
+  with pytest.raises(TypeError, match=r"'seq_lenght'; did you mean 'seq_length'\?"):
+    masked_lm.cfg.DataConfig(input_path='x', seq_lenght=128)
+  with pytest.raises(TypeError, match=r"BertPretrainDataConfig.*'max_predictions_per_sq'; did "
+                     r"you mean 'max_predictions_per_seq'\?"):
+    masked_lm.cfg.DataConfig(seq_length=128, max_predictions_per_sq=20)
+  with pytest.raises(hyperparams.ConfigKeyError, match='masked_positions'):
+    masked_lm.cfg.DataConfig({'seq_length': 128, 'masked_positions': 20})
+
+
+def test_generic_data_config_and_config_files_stay_strict():
+  with pytest.raises(TypeError, match='seq_length'):
+    config_definitions.DataConfig(seq_length=1)
+  with pytest.raises(hyperparams.ConfigKeyError, match='seq_length'):
+    config_definitions.DataConfig.from_dict({'seq_length': 1})
+  with pytest.raises(hyperparams.ConfigKeyError, match='seq_length'):
+    config_definitions.TaskConfig().override({'train_data': {'seq_length': 1}})
+  # The task's own fields are BertPretrainDataConfig: a misspelt key is refused with its path.
+  config = _tiny_config()
+  with pytest.raises(hyperparams.ConfigKeyError, match=r'train_data\.seq_lenght'):
+    config.override({'train_data': {'seq_lenght': 32}})
+
+
+def test_a_subclass_of_cfg_data_config_is_an_ordinary_config():
+
+  @dataclasses.dataclass
+  class MyDataConfig(masked_lm.cfg.DataConfig):
+    extra: int = 1
+
+  data = MyDataConfig(input_path='x', extra=3)
+  assert type(data) is MyDataConfig and data.extra == 3
+  assert isinstance(data, masked_lm.cfg.DataConfig)
+  assert not isinstance(config_definitions.DataConfig(), MyDataConfig)
+  assert MyDataConfig.from_dict({'extra': 5}).extra == 5
+  with pytest.raises(TypeError):
+    MyDataConfig(seq_length=3)
+
+
+def test_task_trains_on_cfg_data_config_and_refuses_generic_data(tmp_path):
+  data = dict(input_path='dummy', global_batch_size=8, seq_length=16, max_predictions_per_seq=4)
+  config = _tiny_config()
+  config.train_data = masked_lm.cfg.DataConfig(**data)
+  config.validate()
+  task = masked_lm.MaskedLMTask(config)
+  batch = next(iter(task.build_inputs(config.train_data)))
+  assert batch['masked_lm_positions'].shape == (8, 4)
+  with pytest.raises(TypeError, match=r'needs a BertPretrainDataConfig, found DataConfig: give '
+                     r'masked_lm.cfg.DataConfig its pretraining fields'):
+    task.build_inputs(masked_lm.cfg.DataConfig(input_path='dummy', global_batch_size=8))
+
+
+def test_metrics_built_inside_tf_function_are_created_once():
+  # A how-to's step builds its metrics inside the function: a tf.function may create variables
+  # on its first trace only, so the task hands every trace the same metrics.
+  config = _tiny_config()
+  task = masked_lm.MaskedLMTask(config)
+  model = task.build_model()
+  optimizer = tf_keras.optimizers.Adam(1e-2)
+
+  @tf.function
+  def train_step(batch):
+    metrics = task.build_metrics(training=True)
+    return task.train_step(batch, model, optimizer, metrics)
+
+  dataset = task.build_inputs(config.train_data)
+  losses = [float(train_step(batch)['loss']) for batch in dataset.take(20)]
+  assert losses[-1] < losses[0]
+  metrics = task.build_metrics(training=True)  # eagerly: new metrics, as in Model Garden
+  assert float(metrics[1].count) == 0
+  in_function = task._function_metrics.metrics[True]  # pylint: disable=protected-access
+  assert float(in_function[1].count) == 20  # lm_example_loss: one update per step
+  assert not task.trainable_variables and not task.variables  # not the task's variables
