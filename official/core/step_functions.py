@@ -1,4 +1,4 @@
-"""The replica train step of a `Trainer`: plain, compiled with XLA, or with gradient accumulation.
+"""The optimizer and replica train step of a `Trainer`: plain, XLA, or with gradient accumulation.
 
 Two stand-ins for the optimizer let the task's own `train_step` serve every variant unchanged:
 `GradientRecorder` (records the gradients of an XLA-compiled forward and backward pass, which are
@@ -18,6 +18,28 @@ import tensorflow as tf
 import tf_keras
 
 from official.core import config_definitions as cfg
+
+
+def build_optimizer(task: Any, params: cfg.ExperimentConfig) -> tf_keras.optimizers.Optimizer:
+  """The task's optimizer (`task.create_optimizer`); with `trainer.skip_nonfinite_steps` wrapped
+  to skip the update of a step whose gradients are not finite.
+
+  Raises:
+    ValueError: gradient accumulation with float16 loss scaling (naming the field).
+  """
+  trainer = params.trainer
+  optimizer = task.create_optimizer(trainer.optimizer_config, params.runtime)
+  loss_scaled = isinstance(optimizer, tf_keras.mixed_precision.LossScaleOptimizer)
+  if trainer.gradient_accumulation_steps > 1 and loss_scaled:
+    raise ValueError('trainer.gradient_accumulation_steps: expected 1 with float16 loss '
+                     f'scaling, found {trainer.gradient_accumulation_steps} (use bfloat16 or '
+                     'float32)')
+  if trainer.skip_nonfinite_steps and not loss_scaled:
+    # A dynamic loss scale never goes below 1: with scale 1 and no growth, the wrapper changes
+    # nothing but skipping the update of a step whose gradients are not finite.
+    optimizer = tf_keras.mixed_precision.LossScaleOptimizer(
+        optimizer, initial_scale=1.0, dynamic_growth_steps=2**31 - 1)
+  return optimizer
 
 
 def use_xla(runtime: cfg.RuntimeConfig, strategy: tf.distribute.Strategy) -> bool:

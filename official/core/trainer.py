@@ -94,7 +94,7 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
     self.stopped_by: Optional[str] = None  # the signal that ended training early, if any
     with strategy.scope():
       self.model = task.build_model()
-      self.optimizer = self._build_optimizer()
+      self.optimizer = step_functions.build_optimizer(task, params)
       self.train_metrics = task.build_metrics(training=True)
       self.eval_metrics = task.build_metrics(training=False)
       self.training_loss = tf_keras.metrics.Mean('training_loss')
@@ -146,22 +146,6 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
     self.evaluations = 0
     self.last_eval: Optional[Tuple[int, float]] = None  # (steps, seconds) of the last evaluation
     self.last_loop_loss: Optional[float] = None
-
-  def _build_optimizer(self) -> tf_keras.optimizers.Optimizer:
-    """The task's optimizer; wrapped to skip non-finite updates with `skip_nonfinite_steps`."""
-    trainer = self.params.trainer
-    optimizer = self.task.create_optimizer(trainer.optimizer_config, self.params.runtime)
-    loss_scaled = isinstance(optimizer, tf_keras.mixed_precision.LossScaleOptimizer)
-    if trainer.gradient_accumulation_steps > 1 and loss_scaled:
-      raise ValueError('trainer.gradient_accumulation_steps: expected 1 with float16 loss '
-                       f'scaling, found {trainer.gradient_accumulation_steps} (use bfloat16 or '
-                       'float32)')
-    if trainer.skip_nonfinite_steps and not loss_scaled:
-      # A dynamic loss scale never goes below 1: with scale 1 and no growth, the wrapper changes
-      # nothing but skipping the update of a step whose gradients are not finite.
-      optimizer = tf_keras.mixed_precision.LossScaleOptimizer(
-          optimizer, initial_scale=1.0, dynamic_growth_steps=2**31 - 1)
-    return optimizer
 
   @property
   def progress_seconds(self) -> float:

@@ -1,5 +1,6 @@
 """`BertEncoder`: embeddings + a stack of transformer blocks + a pooler (Model Garden's constructor)."""
 
+import logging
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import tensorflow as tf
@@ -100,6 +101,11 @@ class BertEncoder(tf_keras.Model):
                dict_outputs: bool = False, return_all_encoder_outputs: bool = False,
                return_attention_scores: bool = False, return_word_embeddings: bool = False,
                **kwargs):
+    legacy = _legacy_arguments(kwargs)
+    inner_dim = legacy.get('inner_dim', inner_dim)
+    inner_activation = legacy.get('inner_activation', inner_activation)
+    output_dropout = legacy.get('output_dropout', output_dropout)
+    attention_dropout = legacy.get('attention_dropout', attention_dropout)
     super().__init__(**kwargs)
     if not 0 < num_attention_heads <= hidden_size:
       # Model Garden allows a hidden size that heads do not divide: each head is
@@ -300,6 +306,36 @@ class BertEncoder(tf_keras.Model):
       return cls(**bert_encoder_config.encoder_kwargs(
           bert_encoder_config.bert_config_from_dict(config)))
     return cls(**config)
+
+
+# Model Garden's older `BertEncoder` argument names -> today's (None: accepted and ignored).
+_LEGACY_ARGUMENTS = {'intermediate_size': 'inner_dim', 'activation': 'inner_activation',
+                     'dropout_rate': 'output_dropout',
+                     'attention_dropout_rate': 'attention_dropout', 'sequence_length': None}
+_warned_legacy = set()
+
+
+def _legacy_arguments(kwargs: Dict[str, Any]) -> Dict[str, Any]:
+  """Pops Model Garden's legacy `BertEncoder` keywords from `kwargs`; returns them under today's
+  names (`sequence_length`, which Model Garden ignores, is dropped). Each name is logged once.
+
+  Example:
+    >>> _legacy_arguments({'intermediate_size': 64, 'name': 'x'})   # kwargs keeps 'name'
+    {'inner_dim': 64}
+  """
+  renamed = {}
+  for old, new in _LEGACY_ARGUMENTS.items():
+    if old not in kwargs:
+      continue
+    value = kwargs.pop(old)
+    if old not in _warned_legacy:
+      _warned_legacy.add(old)
+      logging.warning('BertEncoder(%s=...): a legacy argument; %s', old,
+                      f'use {new}=' if new else 'it has no effect (the position table holds '
+                      'max_sequence_length positions)')
+    if new:
+      renamed[new] = value
+  return renamed
 
 
 @tf_keras.utils.register_keras_serializable(package='mlm_garden')

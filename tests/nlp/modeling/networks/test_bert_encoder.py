@@ -6,6 +6,7 @@ import tensorflow as tf
 import tf_keras
 
 from official.nlp.modeling import networks
+from official.nlp.modeling.networks import bert_encoder
 from tests import testing
 from tests.nlp.modeling import numpy_bert
 
@@ -308,3 +309,17 @@ def test_word_embeddings_can_replace_word_ids():
   outputs = encoder(dict(input_word_embeddings=embeddings, input_mask=mask,
                          input_type_ids=type_ids))
   np.testing.assert_allclose(outputs['sequence_output'], expected['sequence_output'], atol=1e-6)
+
+
+def test_model_garden_legacy_keywords_are_accepted():
+  legacy = networks.BertEncoder(vocab_size=50, hidden_size=16, num_layers=1, num_attention_heads=2,
+                                intermediate_size=24, activation='relu', dropout_rate=0.0,
+                                attention_dropout_rate=0.2, sequence_length=8)
+  config = legacy.get_config()
+  assert (config['inner_dim'], config['inner_activation'], config['output_dropout'],
+          config['attention_dropout']) == (24, 'relu', 0.0, 0.2)
+  # Each legacy name is logged once per process.
+  assert set(bert_encoder._LEGACY_ARGUMENTS) <= bert_encoder._warned_legacy  # pylint: disable=protected-access
+  with pytest.raises(TypeError, match='nope'):
+    networks.BertEncoder(vocab_size=50, hidden_size=16, num_layers=1, num_attention_heads=2,
+                         nope=1)
