@@ -34,17 +34,10 @@ from official.nlp.configs import bert  # pylint: disable=wrong-import-position
 from official.nlp.tasks import masked_lm  # pylint: disable=wrong-import-position
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-  parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-  howto_common.add_size_flags(parser)
-  howto_common.add_data_flags(parser)
-  parser.add_argument('--steps', type=int, default=40, help='training steps')
-  parser.add_argument('--learning_rate', type=float, default=1e-3)
-  args = parser.parse_args(argv)
-  howto_common.resolve_records(args)
-
-  # --- the how-to's code (sizes and paths from the flags) ---
-  config = masked_lm.MaskedLMConfig(
+def build_config(args: argparse.Namespace) -> masked_lm.MaskedLMConfig:
+  """The how-to's task config (sizes and paths from the flags); example 3 uses it too."""
+  # The how-to's config, as printed:
+  return masked_lm.MaskedLMConfig(
       model=bert.PretrainerConfig(
           encoder=bert.EncoderConfig(
               vocab_size=args.vocab_size,
@@ -64,6 +57,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
           global_batch_size=args.global_batch_size,
           seq_length=args.seq_length,
           max_predictions_per_seq=args.max_predictions_per_seq))
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  howto_common.add_size_flags(parser)
+  howto_common.add_data_flags(parser)
+  parser.add_argument('--steps', type=int, default=40, help='training steps')
+  parser.add_argument('--learning_rate', type=float, default=1e-3)
+  args = parser.parse_args(argv)
+  howto_common.resolve_records(args)
+
+  # --- the how-to's code (sizes and paths from the flags) ---
+  config = build_config(args)
 
   task = task_factory.get_task(masked_lm.MaskedLMTask, config)
   model = task.build_model()

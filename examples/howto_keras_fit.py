@@ -28,8 +28,8 @@ quiet.quiet_cli(__name__)  # hides TensorFlow's start-up lines (--verbose keeps 
 import tf_keras  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 from examples import howto_common  # pylint: disable=wrong-import-position
+from examples import howto_custom_loop  # pylint: disable=wrong-import-position
 from official.core import task_factory  # pylint: disable=wrong-import-position
-from official.nlp.configs import bert  # pylint: disable=wrong-import-position
 from official.nlp.tasks import masked_lm  # pylint: disable=wrong-import-position
 
 
@@ -45,26 +45,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   howto_common.resolve_records(args)
 
   # --- the how-to's code (sizes and paths from the flags) ---
-  config = masked_lm.MaskedLMConfig(
-      model=bert.PretrainerConfig(
-          encoder=bert.EncoderConfig(
-              vocab_size=args.vocab_size,
-              hidden_size=args.hidden_size,
-              num_hidden_layers=args.num_layers,
-              num_attention_heads=args.num_heads,
-              intermediate_size=args.intermediate_size),
-          mlm_activation='gelu',
-          mlm_initializer_range=0.02),
-      train_data=masked_lm.cfg.DataConfig(
-          input_path=args.train_path,
-          global_batch_size=args.global_batch_size,
-          seq_length=args.seq_length,
-          max_predictions_per_seq=args.max_predictions_per_seq),
-      validation_data=masked_lm.cfg.DataConfig(
-          input_path=args.validation_path,
-          global_batch_size=args.global_batch_size,
-          seq_length=args.seq_length,
-          max_predictions_per_seq=args.max_predictions_per_seq))
+  config = howto_custom_loop.build_config(args)  # the same config as example 2
 
   task = task_factory.get_task(masked_lm.MaskedLMTask, config)
   model = task.build_model()

@@ -22,7 +22,7 @@ Example:
 
 import abc
 import logging
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import tensorflow as tf
 import tf_keras
@@ -143,15 +143,26 @@ class Task(tf.Module, metaclass=abc.ABCMeta):
       self.process_metrics(metrics, labels, outputs)
     return {self.loss: loss}
 
-  def validation_step(self, inputs: Any, model: tf_keras.Model,
-                      metrics: Optional[List[tf_keras.metrics.Metric]] = None
-                      ) -> Dict[str, tf.Tensor]:
-    """Forward pass and metric updates on one eval batch."""
+  def eval_forward(self, inputs: Any, model: tf_keras.Model,
+                   metrics: Optional[List[tf_keras.metrics.Metric]] = None
+                   ) -> Tuple[Any, Any, tf.Tensor]:
+    """`(labels, model outputs, loss)` of one eval batch (`inference_step`); updates `metrics`.
+
+    Example:
+      >>> labels, outputs, loss = task.eval_forward((features, labels), model, metrics)
+    """
     features, labels = self._split(inputs)
     outputs = self.inference_step(features, model)
     loss = self.build_losses(labels, outputs, aux_losses=model.losses)
     if metrics:
       self.process_metrics(metrics, labels, outputs)
+    return labels, outputs, loss
+
+  def validation_step(self, inputs: Any, model: tf_keras.Model,
+                      metrics: Optional[List[tf_keras.metrics.Metric]] = None
+                      ) -> Dict[str, tf.Tensor]:
+    """Forward pass and metric updates on one eval batch (`eval_forward`)."""
+    _, _, loss = self.eval_forward(inputs, model, metrics)
     return {self.loss: loss}
 
   def inference_step(self, inputs: Any, model: tf_keras.Model) -> Any:

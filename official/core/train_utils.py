@@ -19,6 +19,7 @@ import tensorflow as tf
 import tf_keras
 import yaml
 
+from official.common import file_utils
 from official.common import nested
 from official.core import best_checkpoint
 from official.core import checkpointing
@@ -92,7 +93,7 @@ def check_model_dir(model_dir: str) -> None:
   Example:
     >>> check_model_dir('/tmp/run')
   """
-  if '://' in model_dir:  # remote file systems: their own errors
+  if file_utils.is_remote(model_dir):  # remote file systems: their own errors
     tf.io.gfile.makedirs(model_dir)
     return
   if os.path.exists(model_dir) and not os.path.isdir(model_dir):

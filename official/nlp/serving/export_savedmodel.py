@@ -38,6 +38,7 @@ import yaml
 from absl import flags
 
 from official.common import cli_utils
+from official.common import file_utils
 from official.core import task_factory
 from official.modeling import hyperparams
 from official.nlp.data import tokenization
@@ -122,7 +123,7 @@ def _save(module: tf.Module, export_dir: str, config: Dict[str, Any],
   # Tracing the signatures and writing the variables is the slow part of an export.
   logging.info('saving the signatures %s to %s', ', '.join(config['signatures']), export_dir)
   try:
-    if '://' in export_dir:  # object stores cannot rename directories: written in place
+    if file_utils.is_remote(export_dir):  # object stores cannot rename directories: written in place
       if replace:
         tf.io.gfile.rmtree(export_dir)
       _write_export(module, export_dir, config, vocab_file)

@@ -110,26 +110,15 @@ def dummy_batches(params: Any, vocab_size: int, salt: int,
 
 
 class FinetuningEvalMixin:
-  """The eval steps of the fine-tuning tasks: one forward pass (`eval_forward`), and
-  `aggregate_logs`, which collects the arrays `validation_step` returns under `EVAL_LOG_KEYS` for
-  `reduce_aggregated_logs`.
+  """The eval logs of the fine-tuning tasks: `aggregate_logs` collects the arrays
+  `validation_step` returns under `EVAL_LOG_KEYS` for `reduce_aggregated_logs` (the forward pass is
+  `Task.eval_forward`).
 
   Example:
     >>> class MyTask(FinetuningEvalMixin, base_task.Task):
     ...   EVAL_LOG_KEYS = ('predict_ids', 'label_ids')
   """
   EVAL_LOG_KEYS: Tuple[str, ...] = ()
-
-  def eval_forward(self, inputs: Any, model: tf_keras.Model,
-                   metrics: Optional[List[tf_keras.metrics.Metric]] = None
-                   ) -> Tuple[Any, Any, tf.Tensor]:
-    """`(labels, model outputs, loss)` of one eval batch `(features, labels)`; updates `metrics`."""
-    features, labels = self._split(inputs)
-    outputs = model(features, training=False)
-    loss = self.build_losses(labels, outputs, aux_losses=model.losses)
-    if metrics:
-      self.process_metrics(metrics, labels, outputs)
-    return labels, outputs, loss
 
   def aggregate_logs(self, state: Any = None, step_outputs: Optional[Mapping[str, Any]] = None,
                      step_logs: Optional[Mapping[str, Any]] = None) -> Dict[str, List[np.ndarray]]:

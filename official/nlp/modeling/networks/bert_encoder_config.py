@@ -160,8 +160,7 @@ _ACTIVATION_ALIASES = {
     'google': {},
 }
 # Field names only a BERT `bert_config.json` / `config.json` has, and those only Hugging Face's.
-_EXTERNAL_KEYS = frozenset({'num_hidden_layers', 'hidden_act', 'hidden_dropout_prob',
-                            'attention_probs_dropout_prob'})
+_EXTERNAL_KEYS = frozenset(BertEncoderConfig.FIELD_ALIASES)
 _HF_KEYS = frozenset({'model_type', 'architectures', 'layer_norm_eps', 'transformers_version'})
 
 
