@@ -19,13 +19,18 @@ setuptools.setup(
     description='Lean, fast TensorFlow/Keras framework for BERT-style masked-LM pretraining',
     long_description=open('README.md', encoding='utf-8').read(),
     long_description_content_type='text/markdown',
-    packages=setuptools.find_packages(include=['official', 'official.*', 'orbit', 'orbit.*', 'data_tools']),
+    packages=setuptools.find_packages(include=[
+        'official', 'official.*', 'orbit', 'orbit.*', 'data_tools', 'tensorflow_models', 'tensorflow_models.*']),
     python_requires='>=3.10',
     install_requires=RUNTIME_REQUIREMENTS,
     extras_require={
-        'test': ['pytest>=7', 'matplotlib', 'gin-config'],
+        'test': ['pytest>=7', 'matplotlib', 'gin-config',
+                 'tensorflow-text>=2.21,<2.22',  # the text layers' tests
+                 'sentencepiece',  # test-only: trains the SentencePiece models of the tests
+                 'portpicker'],  # test-only: Model Garden's base_trainer_test starts a local cluster
         'gin': ['gin-config'],  # --gin_file / --gin_params
         'plot': ['matplotlib'],
+        'text': ['tensorflow-text>=2.21,<2.22'],  # in-graph tokenization: text_layers, serve_text
         'gpu': ['tensorflow[and-cuda]>=2.21,<2.22'],
     },
     entry_points={

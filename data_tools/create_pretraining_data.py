@@ -63,6 +63,10 @@ def _define_flags() -> flags.FlagValues:
   flags.DEFINE_bool('no_next_sentence', False,
                     'Single full-length segments without NSP (RoBERTa style).', **define)
   flags.DEFINE_bool(
+      'sentence_order', False, 'Sentence-order prediction (ALBERT): next_sentence_labels is 1 '
+      'where two consecutive segments of a document are swapped, instead of NSP\'s random '
+      'segment.', **define)
+  flags.DEFINE_bool(
       'dynamic', False, 'Write only token ids, mask and segments (+ NSP label) for masking '
       'while training (bert/pretraining_dynamic).', **define)
   flags.mark_flags_as_required(['input_file', 'output_file'], flag_values=fv)
@@ -87,7 +91,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         short_seq_prob=fv.short_seq_prob, gzip_compress=fv.gzip_compress,
         use_v2_feature_names=fv.use_v2_feature_names, num_workers=fv.num_workers,
         num_output_shards=fv.num_output_shards, no_next_sentence=fv.no_next_sentence,
-        dynamic=fv.dynamic, show_progress=True)
+        sentence_order=fv.sentence_order, dynamic=fv.dynamic, show_progress=True)
   except (ValueError, FileNotFoundError) as e:
     print(f'create_pretraining_data: error: {e}', file=sys.stderr)
     return 1

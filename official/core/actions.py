@@ -1,4 +1,5 @@
-"""Orbit actions for Model Garden style trainers: loss-blowup recovery and the default lists.
+"""Orbit actions for Model Garden style trainers: loss-blowup recovery, checkpoints of the moving
+averages of the weights (EMA), and the default lists.
 
 `train_lib` builds its own actions (preemption, best checkpoint); these are Model Garden's
 names for code that assembles a controller itself.
@@ -11,13 +12,65 @@ Example:
 
 import logging
 import math
+import os
 from typing import Any, List, Optional
 
 import numpy as np
 import orbit
 import tensorflow as tf
+import tf_keras
 
 from official.core import config_definitions as cfg
+from official.modeling.optimization import ema_optimizer
+
+
+class EMACheckpointing:
+  """Eval action: saves a checkpoint holding the moving averages as the model's weights.
+
+  Each call swaps the averages into the model, saves `checkpoint` as
+  `<export_dir>/ema_checkpoints/average_weights-<optimizer step>`, and swaps back.
+
+  Args:
+    export_dir: the directory under which `ema_checkpoints` is written (usually `model_dir`).
+    optimizer: the `ExponentialMovingAverage` of the run (or a `LossScaleOptimizer` wrapping it),
+      with its averages created (`shadow_copy`).
+    checkpoint: the checkpoint to save (holding the model).
+    max_to_keep: checkpoints kept in `ema_checkpoints`.
+
+  Raises:
+    ValueError: `optimizer` holds no `ExponentialMovingAverage`.
+
+  Example:
+    >>> action = EMACheckpointing(model_dir, trainer.optimizer, trainer.checkpoint)
+    >>> controller = orbit.Controller(..., eval_actions=[action])
+  """
+
+  def __init__(self, export_dir: str, optimizer: tf_keras.optimizers.Optimizer,
+               checkpoint: tf.train.Checkpoint, max_to_keep: int = 1):
+    ema = ema_optimizer.find_moving_average(optimizer)
+    if ema is None:
+      raise ValueError(f'Optimizer has to be instance of optimization.ExponentialMovingAverage '
+                       f'(or wrap one) for the EMACheckpointing action, found '
+                       f'{type(optimizer).__name__}')
+    self._optimizer = ema
+    self._checkpoint = checkpoint
+    directory = os.path.join(export_dir, 'ema_checkpoints')
+    self._checkpoint_manager = tf.train.CheckpointManager(
+        checkpoint, directory=directory, max_to_keep=max_to_keep,
+        checkpoint_name='average_weights')
+
+  @property
+  def checkpoint_manager(self) -> tf.train.CheckpointManager:
+    """The manager of `<export_dir>/ema_checkpoints`."""
+    return self._checkpoint_manager
+
+  def __call__(self, output: orbit.runner.Output) -> None:
+    del output
+    self._optimizer.swap_weights()
+    try:
+      self._checkpoint_manager.save(checkpoint_number=self._optimizer.iterations)
+    finally:
+      self._optimizer.swap_weights()
 
 
 class RecoveryAction:
@@ -93,10 +146,14 @@ class RecoveryCondition:
 
 def get_eval_actions(params: cfg.ExperimentConfig, trainer: Any, model_dir: str
                      ) -> List[orbit.Action]:
-  """The default eval actions: none in mlm-garden (no EMA optimizer; the best checkpoint is
-  exported by `train_lib`)."""
-  del params, trainer, model_dir
-  return []
+  """The default eval actions: with a moving-average optimizer (`optimizer_config.ema`),
+  `EMACheckpointing` into `model_dir/ema_checkpoints` (keeping `trainer.max_to_keep`); else none
+  (the best checkpoint is exported by `train_lib`)."""
+  ema = ema_optimizer.find_moving_average(getattr(trainer, 'optimizer', None))
+  if ema is None:
+    return []
+  return [EMACheckpointing(model_dir, ema, trainer.checkpoint,
+                           max_to_keep=params.trainer.max_to_keep)]
 
 
 def get_train_actions(params: cfg.ExperimentConfig, trainer: Any, model_dir: str,

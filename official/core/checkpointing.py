@@ -197,6 +197,9 @@ class FiniteCheckpointManager(tf.train.CheckpointManager):
 
   def __init__(self, *args, **kwargs):
     super().__init__(*args, **kwargs)
+    if not hasattr(self, '_step_counter'):  # the base class keeps them with an interval only
+      self._step_counter = None
+      self._last_checkpoint_step = None
     self.verified = set()
     self.save_seconds = 0.0
     self.saves = 0

@@ -20,15 +20,19 @@ import tf_keras
 from official.core import config_definitions as cfg
 
 
-def build_optimizer(task: Any, params: cfg.ExperimentConfig) -> tf_keras.optimizers.Optimizer:
-  """The task's optimizer (`task.create_optimizer`); with `trainer.skip_nonfinite_steps` wrapped
-  to skip the update of a step whose gradients are not finite.
+def build_optimizer(task: Any, params: cfg.ExperimentConfig,
+                    optimizer: Optional[tf_keras.optimizers.Optimizer] = None
+                    ) -> tf_keras.optimizers.Optimizer:
+  """The task's optimizer (`task.create_optimizer`, or `optimizer` when given); with
+  `trainer.skip_nonfinite_steps` wrapped to skip the update of a step whose gradients are not
+  finite.
 
   Raises:
     ValueError: gradient accumulation with float16 loss scaling (naming the field).
   """
   trainer = params.trainer
-  optimizer = task.create_optimizer(trainer.optimizer_config, params.runtime)
+  if optimizer is None:
+    optimizer = task.create_optimizer(trainer.optimizer_config, params.runtime)
   loss_scaled = isinstance(optimizer, tf_keras.mixed_precision.LossScaleOptimizer)
   if trainer.gradient_accumulation_steps > 1 and loss_scaled:
     raise ValueError('trainer.gradient_accumulation_steps: expected 1 with float16 loss '

@@ -22,6 +22,7 @@ import orbit
 import tensorflow as tf
 import tf_keras
 
+from official.core import actions as actions_lib
 from official.core import base_task
 from official.core import best_checkpoint
 from official.core import config_definitions as cfg
@@ -196,6 +197,8 @@ class OrbitExperimentRunner:
       if exporter is not None:
         actions.append(lambda logs: exporter.maybe_export_checkpoint(
             trainer.checkpoint, logs, int(trainer.global_step.numpy())))
+      # With `optimizer_config.ema`: the averaged weights into model_dir/ema_checkpoints.
+      actions.extend(actions_lib.get_eval_actions(self.params, trainer, self.model_dir))
     if self._mode in ('train_and_eval', 'train_and_post_eval') or self._run_post_eval:
       # A result: stdout (the controller's own eval lines are DEBUG here).
       actions.append(lambda logs: print(

@@ -32,6 +32,7 @@ from official.core import preemption
 from official.core import progress
 from official.core import step_functions
 from official.core import train_utils
+from official.modeling.optimization import ema_optimizer
 
 
 class StopRequested(Exception):
@@ -72,29 +73,43 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
     strategy: the distribution strategy (everything is built in its scope).
     task: the task.
     params: the experiment config.
-    model_dir: where checkpoints and summaries go.
+    model_dir: where checkpoints and summaries go; None: no checkpoint manager (`manager` is
+      None, nothing is restored or saved by the trainer).
     train: build the training input (False for evaluation-only runs).
+    model: the model (default: `task.build_model()`).
+    optimizer: the optimizer (default: `task.create_optimizer`); wrapped as a built one would be
+      (`step_functions.build_optimizer`).
+    train_dataset: a dataset or distributed dataset to train on instead of the task's
+      `params.task.train_data` input (its iterator is not checkpointed).
+    validation_dataset: likewise for evaluation (`params.task.validation_data`).
 
   Attributes:
     progress_seconds: seconds of work between progress lines inside a train loop or an
       evaluation (`progress.PROGRESS_SECONDS`; `math.inf`: one line per loop and none inside an
       evaluation).
+    ema: the optimizer's `ExponentialMovingAverage` (`optimizer_config.ema`), else None; its
+      averages are created here (or at the first step of a model built by it) and swapped into
+      the model for each evaluation.
     train_seconds, train_steps_run: the time inside the train loop function and the steps it ran
       (this process); checkpoint saves (`manager.save_seconds`) and evaluations
       (`eval_seconds`, `evaluations`, `last_eval` = (steps, seconds)) are timed apart.
   """
 
   def __init__(self, strategy: tf.distribute.Strategy, task: base_task.Task,
-               params: cfg.ExperimentConfig, model_dir: str, train: bool = True):
+               params: cfg.ExperimentConfig, model_dir: Optional[str], train: bool = True, *,
+               model: Optional[tf_keras.Model] = None,
+               optimizer: Optional[tf_keras.optimizers.Optimizer] = None,
+               train_dataset: Any = None, validation_dataset: Any = None):
     tf.Module.__init__(self, name='trainer')
     self.strategy, self.task, self.params, self.model_dir = strategy, task, params, model_dir
     trainer = params.trainer
     # SIGTERM/SIGINT set `stop.requested`, which the train loop reads before every step.
     self.stop = preemption.StopSignal()
     self.stopped_by: Optional[str] = None  # the signal that ended training early, if any
+    self._train_dataset, self._validation_dataset = train_dataset, validation_dataset
     with strategy.scope():
-      self.model = task.build_model()
-      self.optimizer = step_functions.build_optimizer(task, params)
+      self.model = model if model is not None else task.build_model()
+      self.optimizer = step_functions.build_optimizer(task, params, optimizer)
       self.train_metrics = task.build_metrics(training=True)
       self.eval_metrics = task.build_metrics(training=False)
       self.training_loss = tf_keras.metrics.Mean('training_loss')
@@ -105,6 +120,10 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
       if self.model.built and self.model.trainable_variables:
         inner = getattr(self.optimizer, 'inner_optimizer', self.optimizer)
         inner.build(self.model.trainable_variables)
+      # With `optimizer_config.ema`: the moving averages (evaluated instead of the weights).
+      self.ema = ema_optimizer.find_moving_average(self.optimizer)
+      if self.ema is not None and not self.ema.has_shadow_copy:
+        self.ema.shadow_copy(self.model)
       self.global_step = tf.Variable(0, dtype=tf.int64, trainable=False, name='global_step',
                                      aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
       # Steps whose update was skipped (skip_nonfinite_steps) in this process; not checkpointed.
@@ -123,14 +142,17 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
     self.train_iterator = None
     if train and strategy.num_replicas_in_sync == 1:
       self.train_iterator = self._make_train_iterator()
-      items['train_iterator'] = self.train_iterator
+      if train_dataset is None:
+        items['train_iterator'] = self.train_iterator
     self.checkpoint = tf.train.Checkpoint(global_step=self.global_step, model=self.model,
                                           optimizer=self.optimizer, **items)
-    self.write_dir = train_utils.writable_dir(model_dir, strategy)
-    self.manager = checkpointing.FiniteCheckpointManager(
-        self.checkpoint, self.write_dir, max_to_keep=trainer.max_to_keep,
-        step_counter=self.global_step, checkpoint_interval=trainer.checkpoint_interval,
-        init_fn=self.initialize)
+    self.write_dir = train_utils.writable_dir(model_dir, strategy) if model_dir else None
+    self.manager = None
+    if self.write_dir:
+      self.manager = checkpointing.FiniteCheckpointManager(
+          self.checkpoint, self.write_dir, max_to_keep=trainer.max_to_keep,
+          step_counter=self.global_step, checkpoint_interval=trainer.checkpoint_interval,
+          init_fn=self.initialize)
     self.recovery = actions.RecoveryCondition(self.global_step, trainer.loss_upper_bound,
                                               trainer.recovery_begin_steps,
                                               trainer.recovery_max_trials)
@@ -139,6 +161,7 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
                                          single_call=train_utils.is_multi_worker(strategy))
     self._train_loop = None
     self._eval_step = None
+    self._eval_reports_loss = True  # whether the task's validation logs hold its loss
     self._window_start: Optional[int] = None  # first step of the summary window
     self.train_seconds = 0.0
     self.train_steps_run = 0
@@ -163,6 +186,8 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
         batches those steps consumed, so a resumed run continues where the checkpoint left off,
         provided the input is deterministic (`runtime.deterministic`, or no shuffling).
     """
+    if self._train_dataset is not None:
+      return iter(self._train_dataset)
     task, data = self.task, self.params.task.train_data
     if self.strategy.num_replicas_in_sync == 1:
       # A plain iterator is checkpointable (tf.distribute iterators are not): a resumed run neither
@@ -193,12 +218,15 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
     Returns:
       The restored checkpoint's path, or None when the model was initialized.
     """
-    path = checkpointing.restore_latest(self.checkpoint, self.model_dir)
+    path = None
+    if self.model_dir:
+      path = checkpointing.restore_latest(self.checkpoint, self.model_dir)
     if path is None:
       self.task.initialize(self.model)
     else:
       logging.info('Restored %s at step %d', path, int(self.global_step.numpy()))
-    self.manager.count_interval_from(int(self.global_step.numpy()))
+    if self.manager is not None:
+      self.manager.count_interval_from(int(self.global_step.numpy()))
     return path
 
   # Model Garden's trainers name it `initialize` (the checkpoint manager's `init_fn`).
@@ -266,7 +294,9 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
     if self._eval_step is None:
       def replica_step(inputs):
         logs = self.task.validation_step(inputs, self.model, metrics=self.eval_metrics)
-        self.validation_loss.update_state(logs[self.task.loss])
+        self._eval_reports_loss = self.task.loss in logs  # (a task may leave its loss out)
+        if self._eval_reports_loss:
+          self.validation_loss.update_state(logs[self.task.loss])
         return {k: v for k, v in logs.items() if k != self.task.loss}
 
       if self.use_xla and self.strategy.num_replicas_in_sync == 1:
@@ -368,6 +398,8 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
     return int(self.global_step.numpy())
 
   def _newest_finite_checkpoint(self) -> str:
+    if self.manager is None:
+      return 'No model_dir: the trainer wrote no checkpoint.'
     return checkpointing.newest_finite_checkpoint(self.write_dir, self.manager.verified)
 
   def _run_loop(self, num_steps: int) -> None:
@@ -399,15 +431,30 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
   def evaluate(self, num_steps: Optional[Any] = None) -> Dict[str, float]:
     """Runs one evaluation; returns the metric results (`orbit.AbstractEvaluator.evaluate`).
 
+    With moving averages (`self.ema`), the model holds them during the evaluation, then its
+    trained weights again.
+
     Args:
       num_steps: eval steps, an int or a scalar tensor (-1: the whole dataset; None:
         `trainer.validation_steps`).
     """
+    swap = self.ema is not None and self.ema.has_shadow_copy
+    if swap:
+      self.ema.swap_weights()
+    try:
+      return self._evaluate(num_steps)
+    finally:
+      if swap:
+        self.ema.swap_weights()
+
+  def _evaluate(self, num_steps: Optional[Any]) -> Dict[str, float]:
     steps = self.params.trainer.validation_steps if num_steps is None else int(num_steps)
     for metric in self.eval_metrics + [self.validation_loss]:
       metric.reset_states()
-    dataset = self.strategy.distribute_datasets_from_function(
-        lambda ctx: build_inputs(self.task, self.params.task.validation_data, ctx))
+    dataset = self._validation_dataset
+    if dataset is None:
+      dataset = self.strategy.distribute_datasets_from_function(
+          lambda ctx: build_inputs(self.task, self.params.task.validation_data, ctx))
     step_fn = self.eval_step_fn()
     state = None
     start = last_line = progress.now()
@@ -424,7 +471,9 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
       if progress.now() - last_line >= self.progress_seconds:
         last_line = progress.now()
         progress.log_eval_progress(int(self.global_step.numpy()), done, steps, last_line - start)
-    logs = {self.validation_loss.name: float(self.validation_loss.result())}
+    logs = {}
+    if self._eval_reports_loss:
+      logs[self.validation_loss.name] = float(self.validation_loss.result())
     logs.update({m.name: _scalar(m.result()) for m in self.eval_metrics})
     logs.update(self.task.reduce_aggregated_logs(state, global_step=self.global_step))
     seconds = progress.now() - start
@@ -444,5 +493,5 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
     """The run summary line (`progress.run_summary`) of this process's training."""
     return progress.run_summary(
         int(self.global_step.numpy()), progress.now() - self.progress.run_start_time,
-        self.train_steps_run, self.train_seconds, self.manager.saves, self.manager.save_seconds,
-        self.evaluations, self.eval_seconds)
+        self.train_steps_run, self.train_seconds, self.manager.saves if self.manager else 0,
+        self.manager.save_seconds if self.manager else 0.0, self.evaluations, self.eval_seconds)

@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from official.common import distribute_utils
 from official.common import nested
+from official.core import best_checkpoint
 from official.core import checkpointing
 from official.core import config_definitions as cfg
 from official.core import model_dir_lock
@@ -35,7 +36,8 @@ def run_continuous_finetune(mode: str, params: cfg.ExperimentConfig, model_dir: 
   `task.init_checkpoint` names the pretraining run's directory. For each new checkpoint there
   (step S), the checkpoints of `model_dir` are removed, the task is fine-tuned from it in
   `train_and_eval` mode (without TensorBoard summaries of its own; the best checkpoint, when
-  configured, goes to `<best_checkpoint_export_subdir>_S`), its final evaluation is written to
+  configured, goes to `<best_checkpoint_export_subdir>_S` and the evaluation logs get
+  `best_<best_checkpoint_eval_metric>`), its final evaluation is written to
   `model_dir/metrics-S.json` and as summaries `<model_dir name>_<task name>/<metric>` at step S in
   `model_dir/eval`. It ends when no new checkpoint comes within
   `trainer.continuous_eval_timeout` seconds and the pretraining run reached `pretrain_steps`
@@ -108,6 +110,11 @@ def _continuous_finetune(params: cfg.ExperimentConfig, model_dir: str, pretrain_
     _, eval_logs = train_lib.run_experiment(strategy, task, 'train_and_eval', run_params,
                                             model_dir, run_post_eval=True, save_summary=False,
                                             allow_config_change=True)
+    exporter = best_checkpoint.maybe_create_best_ckpt_exporter(run_params, model_dir)
+    if exporter is not None and exporter.best_ckpt_logs is not None:
+      # As Model Garden's trainer reports it: the best value of this fine-tuning run so far.
+      metric = params.trainer.best_checkpoint_eval_metric
+      eval_logs = {**eval_logs, f'best_{metric}': exporter.metric_value(exporter.best_ckpt_logs)}
     train_utils.write_json_summary(model_dir, pretrain_step, eval_logs)
     group = f'{os.path.basename(os.path.normpath(model_dir))}_{task.name}'
     scalars = {f'{group}/{k}': float(np.asarray(v).reshape(-1)[0])

@@ -3,10 +3,12 @@
 import numpy as np
 import pytest
 import tensorflow as tf
+import tf_keras
 
 import orbit
 from official.core import actions
 from official.core import exp_factory
+from official.modeling import optimization
 from tests.core import toy_task  # pylint: disable=unused-import
 
 
@@ -56,3 +58,45 @@ def test_default_action_lists():
 
   assert actions.get_eval_actions(params, Trainer(), '/tmp/unused') == []
   assert actions.get_train_actions(params, Trainer(), '/tmp/unused', None) == []
+
+
+def _ema_model_and_optimizer():
+  model = tf_keras.Sequential([tf_keras.layers.Dense(1, kernel_initializer='ones')])
+  model.build([None, 2])
+  optimizer = optimization.ExponentialMovingAverage(optimization.SGD(0.1))
+  optimizer.shadow_copy(model)  # averages start at zero
+  return model, optimizer
+
+
+def test_ema_checkpointing_saves_the_averages_as_the_weights(tmp_path):
+  model, optimizer = _ema_model_and_optimizer()
+  optimizer.iterations.assign(7)
+  checkpoint = tf.train.Checkpoint(model=model)
+  action = actions.EMACheckpointing(str(tmp_path), optimizer, checkpoint, max_to_keep=2)
+  action({})
+  path = tf.train.latest_checkpoint(str(tmp_path / 'ema_checkpoints'))
+  assert path.endswith('average_weights-7')
+  np.testing.assert_array_equal(model.get_weights()[0], np.ones((2, 1)))  # swapped back
+  checkpoint.read(path).assert_existing_objects_matched()
+  np.testing.assert_array_equal(model.get_weights()[0], np.zeros((2, 1)))
+
+
+def test_ema_checkpointing_refuses_a_plain_optimizer(tmp_path):
+  with pytest.raises(ValueError, match='Optimizer has to be instance of .*found SGD'):
+    actions.EMACheckpointing(str(tmp_path), optimization.SGD(), tf.train.Checkpoint())
+
+
+def test_eval_actions_hold_ema_checkpointing_for_an_ema_optimizer(tmp_path):
+  params = exp_factory.get_exp_config('test/toy_regression')
+  model, optimizer = _ema_model_and_optimizer()
+
+  class Trainer:
+    checkpoint = tf.train.Checkpoint(model=model)
+
+  Trainer.optimizer = tf_keras.mixed_precision.LossScaleOptimizer(optimizer)  # found inside
+  eval_actions = actions.get_eval_actions(params, Trainer(), str(tmp_path))
+  assert [type(a) for a in eval_actions] == [actions.EMACheckpointing]
+  manager = eval_actions[0].checkpoint_manager
+  assert manager._max_to_keep == params.trainer.max_to_keep  # pylint: disable=protected-access
+  eval_actions[0]({})
+  assert tf.train.latest_checkpoint(str(tmp_path / 'ema_checkpoints')).endswith('-0')

@@ -2,8 +2,6 @@
 
 import tensorflow as tf
 
-from official.modeling.activations import sigmoid
-
 
 def simple_swish(features) -> tf.Tensor:
   """x * sigmoid(x) element-wise (SiLU).
@@ -36,7 +34,7 @@ def hard_swish(features) -> tf.Tensor:
     array([-0.,  4.], dtype=float32)
   """
   features = tf.convert_to_tensor(features)
-  return features * sigmoid.hard_sigmoid(features)
+  return features * tf.nn.relu6(features + 3.0) * (1.0 / 6.0)
 
 
 def identity(features) -> tf.Tensor:

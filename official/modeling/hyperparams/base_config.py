@@ -53,6 +53,8 @@ _BOUNDS = {'ge': ('>=', lambda v, b: v >= b), 'gt': ('>', lambda v, b: v > b),
            'le': ('<=', lambda v, b: v <= b), 'lt': ('<', lambda v, b: v < b)}
 
 _join = params_dict._join  # pylint: disable=protected-access
+# (config class name, key) pairs already logged as extra keys of a lenient constructor.
+_warned_extra_keys = set()
 
 def field(default: Any = dataclasses.MISSING, *, default_factory: Any = dataclasses.MISSING,
           ge: Optional[float] = None, gt: Optional[float] = None, le: Optional[float] = None,
@@ -323,8 +325,12 @@ class Config(params_dict.ParamsDict):
   As in Model Garden, the first two positional arguments of every config are `default_params` (a
   dict applied with `override`) and `restrictions` (relations checked by `validate`, e.g.
   `['e.a < c']`); fields are passed by keyword. The bare `Config({'a': 1, 'b': {'c': 2}})` has no
-  schema: it holds whatever keys it is given (nested dicts become `Config`s). A config with declared
-  fields applies `default_params` strictly: a misspelt key raises, naming it.
+  schema: it holds whatever keys it is given (nested dicts become `Config`s). As Model Garden's, a
+  config with declared fields applies `default_params` leniently: a key it does not declare is kept
+  as an extra attribute that nothing reads, and logged once per class and key (e.g. a Google
+  `bert_config.json` key); a name in the class' `FIELD_ALIASES` sets its field. Strictness lives in
+  `from_dict`, `from_yaml` and `override` (the YAML files and `--params_override`): there a
+  misspelt key raises, naming it.
 
   Example:
     >>> cfg = ExperimentConfig.from_yaml('configs/pretraining/bert_tiny.yaml')
@@ -359,7 +365,7 @@ class Config(params_dict.ParamsDict):
     if not isinstance(default_params, (Mapping, params_dict.ParamsDict)):
       raise TypeError(f'{type(self).__name__}: the first positional argument is `default_params` (a '
                       f'dict of values), found {default_params!r}; pass fields by keyword')
-    self.override(default_params, is_strict=bool(_field_types(type(self))))
+    self.override(default_params, is_strict=False)
 
   def __eq__(self, other: Any) -> bool:
     # Subclasses get the dataclass __eq__ (declared fields); the schema-less Config compares its keys.
@@ -459,8 +465,14 @@ class Config(params_dict.ParamsDict):
     if not isinstance(overrides, Mapping):
       raise ConfigError(path, f'expected a mapping for {type(self).__name__}, found {_describe(overrides)}')
     types_ = _field_types(type(self))
+    aliases = getattr(type(self), 'FIELD_ALIASES', {})
     for key, value in overrides.items():
       key_path = _join(path, str(key))
+      if key not in types_ and aliases.get(key) in types_:
+        if aliases[key] in overrides:
+          raise ConfigKeyError(key_path, f'{aliases[key]!r} is given twice (as {aliases[key]!r} '
+                               f'and as {key!r})')
+        key = aliases[key]
       if key in self.RESERVED_ATTR:
         raise ConfigKeyError(key_path, params_dict._reserved_key_message(key))  # pylint: disable=protected-access
       if key in types_:
@@ -475,9 +487,12 @@ class Config(params_dict.ParamsDict):
       elif is_strict or not isinstance(key, str) or key.startswith('_'):
         raise ConfigKeyError(key_path, params_dict._unknown_key_message(key, self))  # pylint: disable=protected-access
       else:
-        if types_:
-          logging.warning('Adding %s: a key %s does not declare (non-strict override)', key_path,
-                          type(self).__name__)
+        if types_ and (type(self).__name__, key) not in _warned_extra_keys:
+          _warned_extra_keys.add((type(self).__name__, key))
+          logging.warning('%s: %s is not one of its fields; kept as an extra key that nothing '
+                          'reads (a non-strict override, e.g. the constructor\'s dict, as in '
+                          'Model Garden; YAML and --params_override refuse it)',
+                          type(self).__name__, key_path)
         object.__setattr__(self, key, _import_value(value, key_path))
 
   # -- export ----------------------------------------------------------------------------------

@@ -31,11 +31,13 @@ from official.modeling.optimization.configs.optimizer_config import AdagradConfi
 from official.modeling.optimization.configs.optimizer_config import AdamConfig
 from official.modeling.optimization.configs.optimizer_config import AdamWeightDecayConfig
 from official.modeling.optimization.configs.optimizer_config import BaseOptimizerConfig
+from official.modeling.optimization.configs.optimizer_config import EMAConfig
 from official.modeling.optimization.configs.optimizer_config import LAMBConfig
 from official.modeling.optimization.configs.optimizer_config import LARSConfig
 from official.modeling.optimization.configs.optimizer_config import OptimizerConfig
 from official.modeling.optimization.configs.optimizer_config import RMSPropConfig
 from official.modeling.optimization.configs.optimizer_config import SGDConfig
+from official.modeling.optimization.ema_optimizer import ExponentialMovingAverage
 from official.modeling.optimization.keras_optimizers import Adagrad
 from official.modeling.optimization.keras_optimizers import Adam
 from official.modeling.optimization.keras_optimizers import RMSprop

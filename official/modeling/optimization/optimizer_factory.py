@@ -3,7 +3,9 @@
 Optimizer classes are looked up by `optimizer.type` in `LEGACY_OPTIMIZERS_CLS` (the default,
 `use_legacy_optimizer=True`) or `NEW_OPTIMIZERS_CLS`. mlm-garden ships no legacy (`tf_keras.optimizers.
 legacy`) optimizers: both tables hold our `tf_keras.optimizers.Optimizer` subclasses, which clip the
-cross-replica summed gradients (`gradient_clipping`). `register_optimizer_cls` adds a type.
+cross-replica summed gradients (`gradient_clipping`). `register_optimizer_cls` adds a type. With
+`ema` set, the optimizer is wrapped in `ema_optimizer.ExponentialMovingAverage` (from either table:
+Model Garden allows only its legacy optimizers there).
 
 Example:
   >>> factory = OptimizerFactory(params.trainer.optimizer_config)
@@ -18,6 +20,7 @@ import tf_keras
 
 from official.modeling import hyperparams
 from official.modeling.optimization import adamw
+from official.modeling.optimization import ema_optimizer
 from official.modeling.optimization import gradient_clipping
 from official.modeling.optimization import keras_optimizers
 from official.modeling.optimization import lamb
@@ -133,6 +136,8 @@ class OptimizerFactory:
     self._lr_type = _require_type(config.learning_rate, 'learning_rate',
                                   ['constant', 'linear'] + list(LR_CLS))
     self._warmup_type = config.warmup.type
+    self._use_ema = config.ema is not None
+    self._ema_config = config.ema
     if self._warmup_type is not None and self._warmup_type not in WARMUP_CLS:
       raise hyperparams.ConfigError('warmup.type', f'expected one of {list(WARMUP_CLS)} or None, '
                                     f'found {self._warmup_type!r}')
@@ -172,14 +177,16 @@ class OptimizerFactory:
         of (gradient, variable).
       gradient_transformers: callables on the list of (gradient, variable), applied after the
         cross-replica sum and clipping.
-      postprocessor: maps the built optimizer to the returned one (e.g. a wrapper).
+      postprocessor: maps the built optimizer (after the `ema` wrapper, if any) to the returned
+        one (e.g. a wrapper).
       use_legacy_optimizer: look the class up in `LEGACY_OPTIMIZERS_CLS` (True, the default) or
         `NEW_OPTIMIZERS_CLS`.
       global_batch_size: accepted for Model Garden compatibility; unused by these optimizers.
 
     Returns:
-      A `tf_keras.optimizers.Optimizer` (or what `postprocessor` returns, which must be an
-      optimizer too).
+      A `tf_keras.optimizers.Optimizer`: with `ema` set an `ExponentialMovingAverage` wrapping
+      it (call its `shadow_copy(model)` before training); or what `postprocessor` returns, which
+      must be an optimizer too.
 
     Raises:
       TypeError: `postprocessor` returned something that is not an optimizer.
@@ -200,6 +207,12 @@ class OptimizerFactory:
     if gradient_transformers is not None:
       kwargs['gradient_transformers'] = gradient_transformers
     optimizer = table[self._optimizer_type](learning_rate=lr, **kwargs)
+    if self._use_ema:
+      ema = self._ema_config
+      optimizer = ema_optimizer.ExponentialMovingAverage(
+          optimizer, trainable_weights_only=ema.trainable_weights_only,
+          average_decay=ema.average_decay, start_step=ema.start_step,
+          dynamic_decay=ema.dynamic_decay, name=ema.name)
     if postprocessor is not None:
       optimizer = postprocessor(optimizer)
     if not _is_optimizer(optimizer):

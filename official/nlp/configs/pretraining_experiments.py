@@ -1,5 +1,7 @@
 """Registered pretraining experiments: `bert/pretraining` (static masks) and `bert/pretraining_dynamic`.
 
+Also `electra/pretraining` (ELECTRA's generator and discriminator on the same records).
+
 Example:
   >>> from official.core import exp_factory
   >>> params = exp_factory.get_exp_config('bert/pretraining')
@@ -12,6 +14,7 @@ from official.core import exp_factory
 from official.modeling import optimization
 from official.nlp.data import pretrain_dataloader
 from official.nlp.data import pretrain_dynamic_dataloader
+from official.nlp.tasks import electra_task
 from official.nlp.tasks import masked_lm
 
 
@@ -49,3 +52,17 @@ def bert_pretraining_dynamic() -> cfg.ExperimentConfig:
   params.task.validation_data = pretrain_dynamic_dataloader.BertPretrainDynamicDataConfig(
       is_training=False)
   return params
+
+
+@exp_factory.register_config_factory('electra/pretraining')
+@exp_factory.register_config_factory('electra/electra_pretraining')
+def electra_pretraining() -> cfg.ExperimentConfig:
+  """ELECTRA pretraining (generator + discriminator) from static-mask TFRecords (Model Garden's
+  `electra/pretraining`; also registered as `electra/electra_pretraining`)."""
+  return cfg.ExperimentConfig(
+      task=electra_task.ElectraPretrainConfig(
+          train_data=pretrain_dataloader.BertPretrainDataConfig(),
+          validation_data=pretrain_dataloader.BertPretrainDataConfig(is_training=False)),
+      trainer=cfg.TrainerConfig(train_steps=1_000_000,
+                                optimizer_config=bert_pretraining_optimization()),
+      runtime=cfg.RuntimeConfig(enable_xla=True))

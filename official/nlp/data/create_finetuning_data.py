@@ -224,11 +224,54 @@ def _labels_from_file(label_map_file: str) -> List[str]:
   return list(metadata['label_list'])
 
 
-def _pad(rows: Sequence[Sequence[int]], width: int, value: int = 0) -> np.ndarray:
+def pad_rows(rows: Sequence[Sequence[int]], width: int, value: int = 0) -> np.ndarray:
+  """int64 [len(rows), width]: each row padded with `value` (no row may be longer than `width`).
+
+  Example:
+    >>> pad_rows([[1, 2], [3]], 3, -1)
+    array([[ 1,  2, -1],
+           [ 3, -1, -1]])
+  """
   out = np.full((len(rows), width), value, np.int64)
   for i, row in enumerate(rows):
     out[i, :len(row)] = row
   return out
+
+
+def pack_pair(tokens_a: Sequence[Any], tokens_b: Optional[Sequence[Any]], max_seq_length: int,
+              cls: Any, sep: Any) -> Tuple[List[Any], List[int], bool]:
+  """`[CLS] a [SEP]` or `[CLS] a [SEP] b [SEP]` and its segment ids, cut to `max_seq_length`.
+
+  A single text loses its end; of a pair, the longer text loses its last token until both fit.
+  Works on token strings and on ids alike (no padding).
+
+  Args:
+    tokens_a: the first text's tokens.
+    tokens_b: the second text's tokens, or None for a single text.
+    max_seq_length: the longest result, with the special tokens (>= 3 for a pair, 2 otherwise).
+    cls: the `[CLS]` token (or id).
+    sep: the `[SEP]` token (or id).
+
+  Returns:
+    `(tokens, segment ids: 0 up to the first [SEP], 1 after, truncated?)`.
+
+  Example:
+    >>> pack_pair(['a', 'b', 'c'], ['d'], 6, '[CLS]', '[SEP]')
+    (['[CLS]', 'a', 'b', '[SEP]', 'd', '[SEP]'], [0, 0, 0, 0, 1, 1], True)
+  """
+  tokens_a = list(tokens_a)
+  if tokens_b is None:
+    budget = max_seq_length - 2
+    truncated = len(tokens_a) > budget
+    row = [cls] + tokens_a[:budget] + [sep]
+    return row, [0] * len(row), truncated
+  tokens_b = list(tokens_b)
+  budget = max_seq_length - 3
+  truncated = len(tokens_a) + len(tokens_b) > budget
+  while len(tokens_a) + len(tokens_b) > budget:
+    (tokens_a if len(tokens_a) > len(tokens_b) else tokens_b).pop()
+  row = [cls] + tokens_a + [sep] + tokens_b + [sep]
+  return row, [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1), truncated
 
 
 def encode_sentence_examples(examples: Sequence[SentenceExample], tokenizer: WordPieceTokenizer,
@@ -257,26 +300,13 @@ def encode_sentence_examples(examples: Sequence[SentenceExample], tokenizer: Wor
   texts_b = dict(zip(pair_rows, tokenizer.encode_batch([examples[i].text_b for i in pair_rows])))
   ids, segments, truncated = [], [], 0
   for i, tokens_a in enumerate(texts_a):
-    tokens_a = list(tokens_a)
-    tokens_b = list(texts_b[i]) if i in texts_b else None
-    budget = max_seq_length - (3 if tokens_b is not None else 2)
-    if tokens_b is None:
-      if len(tokens_a) > budget:
-        tokens_a, truncated = tokens_a[:budget], truncated + 1
-      row = [cls_id] + tokens_a + [sep_id]
-      segment = [0] * len(row)
-    else:
-      if len(tokens_a) + len(tokens_b) > budget:
-        truncated += 1
-        while len(tokens_a) + len(tokens_b) > budget:
-          (tokens_a if len(tokens_a) > len(tokens_b) else tokens_b).pop()
-      row = [cls_id] + tokens_a + [sep_id] + tokens_b + [sep_id]
-      segment = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
+    row, segment, cut = pack_pair(tokens_a, texts_b.get(i), max_seq_length, cls_id, sep_id)
     ids.append(row)
     segments.append(segment)
-  int_features = {'input_ids': _pad(ids, max_seq_length),
-                  'input_mask': _pad([[1] * len(r) for r in ids], max_seq_length),
-                  'segment_ids': _pad(segments, max_seq_length)}
+    truncated += cut
+  int_features = {'input_ids': pad_rows(ids, max_seq_length),
+                  'input_mask': pad_rows([[1] * len(r) for r in ids], max_seq_length),
+                  'segment_ids': pad_rows(segments, max_seq_length)}
   float_features = {}
   if label_type == 'float':
     values = []
@@ -312,38 +342,78 @@ def encode_tagged_sentences(sentences: Sequence[TaggedSentence], tokenizer: Word
   if ignore_label_id in range(len(label_list)):
     raise ValueError(f'ignore_label_id {ignore_label_id} is a tag id (0..{len(label_list) - 1}); '
                      'use a negative id')
-  cls_id, sep_id, unk_id = tokenizer.convert_tokens_to_ids([CLS_TOKEN, SEP_TOKEN, UNK_TOKEN])
   index = {name: i for i, name in enumerate(label_list)}
-  flat_words = [w for s in sentences for w in s.words]
-  pieces = tokenizer.encode_batch(flat_words)
-  budget = max_seq_length - 2
-  ids, labels, sentence_ids, sub_ids, num_split = [], [], [], [], 0
-  cursor = 0
-  for number, sentence in enumerate(sentences):
-    chunks: List[Tuple[List[int], List[int]]] = [([], [])]
+  for sentence in sentences:
     for offset, (word, tag) in enumerate(zip(sentence.words, sentence.tags)):
       if tag not in index:
         raise ValueError(f'{source}:{sentence.line + offset}: tag {tag!r} of word {word!r} is not '
                          f'in the label list {label_list}')
+  return encode_word_labels([(s.words, [index[t] for t in s.tags]) for s in sentences], tokenizer,
+                            max_seq_length, ignore_label_id)
+
+
+def encode_word_labels(sentences: Sequence[Tuple[Sequence[str], Sequence[int]]], tokenizer: Any,
+                       max_seq_length: int, ignore_label_id: int = -1,
+                       sentence_ids: Optional[Sequence[int]] = None,
+                       long_word: str = 'truncate') -> Tuple[Dict[str, np.ndarray], int]:
+  """Token ids and first-sub-word labels of pre-split sentences with label ids.
+
+  Each word is tokenized on its own; its label goes to its first sub-word, `ignore_label_id` to
+  every other position. A sentence longer than `max_seq_length - 2` sub-words becomes several
+  examples, split at word boundaries (`sub_sentence_id` 0, 1, ...).
+
+  Args:
+    sentences: `(words, label ids)` per sentence.
+    tokenizer: has `encode_batch(texts) -> id lists` and `convert_tokens_to_ids(tokens)` (e.g. our
+      `WordPieceTokenizer`).
+    max_seq_length: sequence length, with [CLS] and [SEP].
+    ignore_label_id: the label of positions without a loss.
+    sentence_ids: the `sentence_id` of each sentence (default: its index).
+    long_word: a word of more sub-words than fit in a sequence: 'truncate' keeps its start, 'unk'
+      writes it as one [UNK] (Model Garden's tagging_data_lib).
+
+  Returns:
+    `(int features [examples, width]: input_ids, input_mask, segment_ids, label_ids, sentence_id,
+    sub_sentence_id; number of sentences that were split)`.
+
+  Example:
+    >>> features, _ = encode_word_labels([(['the', 'playing'], [0, 1])], tokenizer, 6)
+    >>> features['label_ids']  # 'playing' -> 'play', '##ing'
+    array([[-1,  0,  1, -1, -1, -1]])
+  """
+  if long_word not in ('truncate', 'unk'):
+    raise ValueError(f"long_word must be 'truncate' or 'unk', found {long_word!r}")
+  if sentence_ids is not None and len(sentence_ids) != len(sentences):
+    raise ValueError(f'sentence_ids has {len(sentence_ids)} ids for {len(sentences)} sentences')
+  cls_id, sep_id, unk_id = tokenizer.convert_tokens_to_ids([CLS_TOKEN, SEP_TOKEN, UNK_TOKEN])
+  flat_words = [w for words, _ in sentences for w in words]
+  pieces = tokenizer.encode_batch(flat_words) if flat_words else []
+  budget = max_seq_length - 2
+  ids, labels, out_sentence_ids, sub_ids, num_split = [], [], [], [], 0
+  cursor = 0
+  for number, (words, word_labels) in enumerate(sentences):
+    chunks: List[Tuple[List[int], List[int]]] = [([], [])]
+    for offset, label in enumerate(word_labels):
       word_pieces = list(pieces[cursor + offset]) or [unk_id]
-      word_pieces = word_pieces[:budget]  # a single word longer than a sequence keeps its start
+      if len(word_pieces) > budget:  # a single word longer than a sequence
+        word_pieces = [unk_id] if long_word == 'unk' else word_pieces[:budget]
       if len(chunks[-1][0]) + len(word_pieces) > budget:
         chunks.append(([], []))
       chunks[-1][0].extend(word_pieces)
-      chunks[-1][1].extend([index[tag]] + [ignore_label_id] * (len(word_pieces) - 1))
-    cursor += len(sentence.words)
+      chunks[-1][1].extend([label] + [ignore_label_id] * (len(word_pieces) - 1))
+    cursor += len(words)
     num_split += len(chunks) > 1
     for sub, (chunk_ids, chunk_labels) in enumerate(chunks):
       ids.append([cls_id] + chunk_ids + [sep_id])
       labels.append([ignore_label_id] + chunk_labels + [ignore_label_id])
-      sentence_ids.append(number)
+      out_sentence_ids.append(number if sentence_ids is None else sentence_ids[number])
       sub_ids.append(sub)
-  features = {'input_ids': _pad(ids, max_seq_length),
-              'input_mask': _pad([[1] * len(r) for r in ids], max_seq_length),
+  features = {'input_ids': pad_rows(ids, max_seq_length),
+              'input_mask': pad_rows([[1] * len(r) for r in ids], max_seq_length),
               'segment_ids': np.zeros((len(ids), max_seq_length), np.int64),
-              'label_ids': _pad(labels, max_seq_length, ignore_label_id),
-              'sentence_id': np.asarray(sentence_ids, np.int64)[:, None],
-              'sub_sentence_id': np.asarray(sub_ids, np.int64)[:, None]}
+              'label_ids': pad_rows(labels, max_seq_length, ignore_label_id),
+              'sentence_id': np.asarray(out_sentence_ids, np.int64).reshape(-1, 1),
+              'sub_sentence_id': np.asarray(sub_ids, np.int64).reshape(-1, 1)}
   return features, num_split
 
 
@@ -372,20 +442,24 @@ def encode_words(words: Sequence[str], tokenizer: WordPieceTokenizer, max_seq_le
     word_ids += [index] * len(pieces)
   ids.append(sep_id)
   word_ids.append(-1)
-  return {'input_ids': _pad([ids], max_seq_length)[0],
-          'input_mask': _pad([[1] * len(ids)], max_seq_length)[0],
+  return {'input_ids': pad_rows([ids], max_seq_length)[0],
+          'input_mask': pad_rows([[1] * len(ids)], max_seq_length)[0],
           'segment_ids': np.zeros(max_seq_length, np.int64),
-          'word_ids': _pad([word_ids], max_seq_length, -1)[0]}
+          'word_ids': pad_rows([word_ids], max_seq_length, -1)[0]}
 
 
 def write_examples(path: str, int_features: Dict[str, np.ndarray],
                    float_features: Optional[Dict[str, np.ndarray]] = None,
                    gzip_compress: bool = False) -> None:
-  """Writes one `tf.train.Example` per row of the feature arrays to a TFRecord file."""
-  data, lengths = tfrecord_writer.encode_examples(int_features, float_features or {})
-  framed, _ = tfrecord_writer.frame_records(data, lengths)
+  """Writes one `tf.train.Example` per row of the feature arrays to a TFRecord file (no rows: an
+  empty file)."""
+  arrays = list(int_features.values()) + list((float_features or {}).values())
+  rows = arrays[0].shape[0] if arrays else 0
   with tfrecord_writer.AtomicRecordFile(path, gzip_compress=gzip_compress) as f:
-    f.write(framed.tobytes())
+    if rows:
+      data, lengths = tfrecord_writer.encode_examples(int_features, float_features or {})
+      framed, _ = tfrecord_writer.frame_records(data, lengths)
+      f.write(framed.tobytes())
 
 
 def create_finetuning_data(task: str, input_file: str, output_file: str,

@@ -9,6 +9,9 @@ Output: TFRecords of `tf.train.Example` with the Google BERT schema:
   first three and `next_sentence_labels` (masks are drawn while training). `no_next_sentence=True`
   writes single segments `[CLS] tokens [SEP]` with segment ids 0 and `next_sentence_labels` 0 (the
   feature is kept so the schema does not change; metadata says `next_sentence: false`).
+  `sentence_order=True` (ALBERT's sentence-order prediction) writes pairs of consecutive segments
+  of one document instead, `next_sentence_labels` 1 where A and B were swapped (metadata:
+  `sentence_order: true`; `num_random_next` then counts the swapped pairs).
 Plus a metadata JSON next to the records (`data_metadata.metadata_path`, e.g.
 `out/train.metadata.json`), read back with `load_metadata(path_or_glob)`.
 
@@ -236,7 +239,8 @@ def create_instances_from_document(all_documents: Sequence[Sequence[Sequence[str
                                    vocab_words: Sequence[str], rng: random.Random,
                                    do_whole_word_mask: bool = False,
                                    max_ngram_size: Optional[int] = None,
-                                   no_next_sentence: bool = False) -> List[TrainingInstance]:
+                                   no_next_sentence: bool = False,
+                                   sentence_order: bool = False) -> List[TrainingInstance]:
   """Instances of one document (Google BERT packing, see `pretraining_instances.pack_documents`).
 
   Args:
@@ -247,6 +251,8 @@ def create_instances_from_document(all_documents: Sequence[Sequence[Sequence[str
       do_whole_word_mask, max_ngram_size: as in `create_masked_lm_predictions` / the module
         docstring.
     no_next_sentence: single segments `[CLS] tokens [SEP]` (RoBERTa style), `is_random_next` False.
+    sentence_order: consecutive segments of the document, `is_random_next` True where they are
+      swapped (ALBERT's sentence-order prediction).
 
   Returns:
     The `TrainingInstance`s.
@@ -255,7 +261,7 @@ def create_instances_from_document(all_documents: Sequence[Sequence[Sequence[str
   packed = pi.pack_documents(np.array([document_index]), sentence_starts, document_starts,
                              max_seq_length, short_seq_prob,
                              np.random.default_rng(rng.getrandbits(64)),
-                             next_sentence=not no_next_sentence)
+                             next_sentence=not no_next_sentence, sentence_order=sentence_order)
   return _instances_from_packed(all_documents, packed, sentence_starts, document_starts,
                                 masked_lm_prob, max_predictions_per_seq, vocab_words, rng,
                                 do_whole_word_mask, max_ngram_size, no_next_sentence)
@@ -267,7 +273,8 @@ def create_training_instances(input_files: Sequence[str], tokenizer: WordPieceTo
                               masked_lm_prob: float, max_predictions_per_seq: int,
                               rng: random.Random, do_whole_word_mask: bool = False,
                               max_ngram_size: Optional[int] = None,
-                              no_next_sentence: bool = False) -> List[TrainingInstance]:
+                              no_next_sentence: bool = False,
+                              sentence_order: bool = False) -> List[TrainingInstance]:
   """All instances of the input files, in memory, shuffled (Model Garden's function; small data).
 
   Args:
@@ -296,7 +303,7 @@ def create_training_instances(input_files: Sequence[str], tokenizer: WordPieceTo
     packed = pi.pack_documents(np.arange(len(all_documents)), sentence_starts, document_starts,
                                max_seq_length, short_seq_prob,
                                np.random.default_rng(rng.getrandbits(64)),
-                               next_sentence=not no_next_sentence)
+                               next_sentence=not no_next_sentence, sentence_order=sentence_order)
     instances.extend(
         _instances_from_packed(all_documents, packed, sentence_starts, document_starts,
                                masked_lm_prob, max_predictions_per_seq, vocab, rng,
@@ -367,7 +374,7 @@ def _build_unit(unit: Tuple[int, int]) -> _UnitResult:
   documents = shared['chunk_documents'][chunk]
   packed = pi.pack_documents(documents, corpus.sentence_starts, corpus.document_starts,
                              options.max_seq_length, options.short_seq_prob, rng,
-                             options.next_sentence)
+                             options.next_sentence, options.sentence_order)
   if not len(packed):
     return _UnitResult(b'', np.zeros(0, np.int64), documents.size, 0, 0, 0, 0)
   arrays = pi.build_instance_arrays(corpus.token_ids, packed, options, shared['special'], rng)
@@ -414,7 +421,10 @@ def _output_paths(output_file: Union[str, Sequence[str]],
 
 def _check_options(max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob,
                    dupe_factor, max_ngram_size, random_seed, num_workers, no_next_sentence,
-                   dynamic) -> None:
+                   dynamic, sentence_order=False) -> None:
+  if sentence_order and no_next_sentence:
+    raise ValueError('sentence_order needs segment pairs; it cannot be combined with '
+                     'no_next_sentence (single segments)')
   min_length = 3 if no_next_sentence else 5
   checks = [
       ('max_seq_length', max_seq_length, max_seq_length >= min_length, f'>= {min_length}'),
@@ -462,7 +472,7 @@ def create_pretraining_data(input_file: Union[str, Sequence[str]],
                             short_seq_prob: float = 0.1, gzip_compress: bool = False,
                             use_v2_feature_names: bool = False, num_workers: Optional[int] = None,
                             num_output_shards: Optional[int] = None, no_next_sentence: bool = False,
-                            dynamic: bool = False,
+                            dynamic: bool = False, sentence_order: bool = False,
                             processor_text_fn: Optional[Callable[[str], str]] = None,
                             show_progress: bool = False) -> Dict[str, Any]:
   """Writes pretraining TFRecords and their metadata file from text files (module docstring).
@@ -488,6 +498,8 @@ def create_pretraining_data(input_file: Union[str, Sequence[str]],
     num_output_shards: split a single `output_file` into `<output_file>-0000i-of-0000n` shards.
     no_next_sentence: single segments without NSP (RoBERTa style).
     dynamic: no masks stored (for on-the-fly masking with `MaskedLMMaskGenerator`).
+    sentence_order: ALBERT's sentence-order prediction: `next_sentence_labels` is 1 where the two
+      consecutive segments were swapped (instead of NSP's random segment from another document).
     processor_text_fn: optional function applied to each line before tokenizing.
     show_progress: progress bars (documents/s, ETA) and a summary on stderr.
 
@@ -503,7 +515,8 @@ def create_pretraining_data(input_file: Union[str, Sequence[str]],
   if num_workers is None:
     num_workers = cpus
   _check_options(max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob,
-                 dupe_factor, max_ngram_size, random_seed, num_workers, no_next_sentence, dynamic)
+                 dupe_factor, max_ngram_size, random_seed, num_workers, no_next_sentence, dynamic,
+                 sentence_order)
   if num_workers > cpus:
     logger.warning(
         'num_workers=%d is more than the %d CPU(s) available: using %d (the output does not '
@@ -518,13 +531,15 @@ def create_pretraining_data(input_file: Union[str, Sequence[str]],
     return _create(input_files, output_paths, staging, tokenizer, started, do_whole_word_mask,
                    max_ngram_size, max_seq_length, max_predictions_per_seq, random_seed,
                    dupe_factor, masked_lm_prob, short_seq_prob, gzip_compress, use_v2_feature_names,
-                   num_workers, no_next_sentence, dynamic, processor_text_fn, show_progress)
+                   num_workers, no_next_sentence, dynamic, processor_text_fn, show_progress,
+                   sentence_order)
 
 
 def _create(input_files, output_paths, staging, tokenizer, started, do_whole_word_mask,
             max_ngram_size, max_seq_length, max_predictions_per_seq, random_seed, dupe_factor,
             masked_lm_prob, short_seq_prob, gzip_compress, use_v2_feature_names, num_workers,
-            no_next_sentence, dynamic, processor_text_fn, show_progress) -> Dict[str, Any]:
+            no_next_sentence, dynamic, processor_text_fn, show_progress,
+            sentence_order=False) -> Dict[str, Any]:
   """The body of `create_pretraining_data`: writes into `staging`, then commits the set."""
 
   total_bytes = sum(os.path.getsize(f) for f in input_files)
@@ -535,7 +550,7 @@ def _create(input_files, output_paths, staging, tokenizer, started, do_whole_wor
                                                            num_workers)
   if corpus.num_documents == 0:
     raise _no_text_error(input_files, stats)
-  if corpus.num_documents == 1 and not no_next_sentence:
+  if corpus.num_documents == 1 and not no_next_sentence and not sentence_order:
     logger.warning(
         'the input has a single document (no blank line between documents): random next segments '
         'come from the same document')
@@ -548,7 +563,7 @@ def _create(input_files, output_paths, staging, tokenizer, started, do_whole_wor
       is_continuation=np.array([t.startswith(CONTINUATION_PREFIX) for t in vocab], bool))
   options = pi.InstanceOptions(max_seq_length, max_predictions_per_seq, masked_lm_prob,
                                short_seq_prob, do_whole_word_mask, max_ngram_size,
-                               not no_next_sentence, dynamic)
+                               not no_next_sentence, dynamic, sentence_order)
   chunk_documents = _chunk_documents(corpus)
   units = [(d, c) for d in range(dupe_factor) for c in range(len(chunk_documents))]
   unit_rng = np.random.default_rng(np.random.SeedSequence([random_seed, 1 << 20]))
@@ -598,6 +613,7 @@ def _create(input_files, output_paths, staging, tokenizer, started, do_whole_wor
       'use_v2_feature_names': use_v2_feature_names,
       'dynamic': dynamic,
       'next_sentence': not no_next_sentence,
+      'sentence_order': sentence_order,
       **tokenizer.metadata_fields(),
       'special_token_ids': {t: tokenizer.token_to_id[t] for t in SPECIAL_TOKENS},
       'do_whole_word_mask': do_whole_word_mask,
@@ -647,7 +663,10 @@ def _summary(metadata, stats, elapsed, read_seconds, num_workers) -> str:
   if not metadata['dynamic']:
     lines.append(f"  masked: {metadata['num_masked_tokens']} tokens, mask rate "
                  f"{metadata['num_masked_tokens'] / max(metadata['num_tokens'], 1):.4f}")
-  if metadata['next_sentence']:
+  if metadata.get('sentence_order'):
+    lines.append(f"  swapped segments (sentence order): "
+                 f"{metadata['num_random_next'] / max(instances, 1):.3f}")
+  elif metadata['next_sentence']:
     lines.append(f"  random next segments: {metadata['num_random_next'] / max(instances, 1):.3f}")
   return '\n'.join(lines)
 

@@ -147,7 +147,8 @@ def check_features(files: Sequence[str], spec: Dict[str, tf.io.FixedLenFeature],
       raise ValueError(f'{path}: holds no records')
     features = tf.train.Example.FromString(records[0].numpy()).features.feature
     for name, fixed in spec.items():
-      expected_kind = 'float_list' if fixed.dtype == tf.float32 else 'int64_list'
+      expected_kind = {tf.float32: 'float_list', tf.string: 'bytes_list'}.get(fixed.dtype,
+                                                                             'int64_list')
       expected = f'{fixed.dtype.name}{list(fixed.shape)}'
       if name not in features:
         raise ValueError(f'{path}: missing feature {name!r} (expected {expected}); the record has '
@@ -155,7 +156,8 @@ def check_features(files: Sequence[str], spec: Dict[str, tf.io.FixedLenFeature],
       kind = features[name].WhichOneof('kind')
       length = len(getattr(features[name], kind).value) if kind else 0
       if kind != expected_kind or length != fixed.shape[0]:
-        found_dtype = {'int64_list': 'int64', 'float_list': 'float32'}.get(kind, kind)
+        found_dtype = {'int64_list': 'int64', 'float_list': 'float32',
+                       'bytes_list': 'string'}.get(kind, kind)
         raise ValueError(f'{path}: feature {name!r} is {found_dtype}[{length}], expected {expected}'
                          f'{shape_hint}')
 

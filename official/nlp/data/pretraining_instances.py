@@ -19,6 +19,10 @@ Semantics (Google BERT `create_pretraining_data.py`, with its known flaws fixed)
     chunk are put back). The pair is truncated to `max_seq_length - 3` by trimming the longer
     segment, each removed token coming from the front or the back with probability 0.5 (drawn as one
     binomial per segment).
+  * `sentence_order=True` (ALBERT's sentence-order prediction): B is always the rest of the chunk
+    (a one-sentence chunk is cut at a random token), and with probability 0.5 (when both segments
+    are non-empty) A and B are swapped after truncation; the label is 1 for a swapped pair. No
+    segment comes from another document.
   * `next_sentence=False` (RoBERTa style): the document is cut greedily at sentence boundaries into
     single segments of up to `max_seq_length - 2` tokens (a sentence longer than that is split), no
     NSP.
@@ -49,8 +53,8 @@ class PackedInstances:
 
   Instance i is `[CLS] tokens[a_start:a_end] [SEP] tokens[b_start:b_end] [SEP]` (without
   next-sentence prediction B is empty and the layout is `[CLS] A [SEP]`). `document` is the document
-  A comes from, `b_document` the one B comes from; `is_random_next` is 1 where B is a random
-  segment.
+  A comes from, `b_document` the one B comes from; `is_random_next` is the label: 1 where B is a
+  random segment (next-sentence prediction) or where A and B are swapped (sentence order).
   """
   document: np.ndarray
   a_start: np.ndarray
@@ -75,7 +79,7 @@ def _truncation_counts(len_a: np.ndarray, len_b: np.ndarray, max_num_tokens: int
 
 def pack_documents(documents: np.ndarray, sentence_starts: np.ndarray, document_starts: np.ndarray,
                    max_seq_length: int, short_seq_prob: float, rng: np.random.Generator,
-                   next_sentence: bool = True) -> PackedInstances:
+                   next_sentence: bool = True, sentence_order: bool = False) -> PackedInstances:
   """Cuts documents into instances (token ranges), Google BERT style, vectorized over documents.
 
   Each round takes the next chunk of every unfinished document at once, so the cost is a few numpy
@@ -90,6 +94,8 @@ def pack_documents(documents: np.ndarray, sentence_starts: np.ndarray, document_
     short_seq_prob: probability of a random shorter target length for a document.
     rng: the random source.
     next_sentence: sentence pairs with NSP labels; False gives single segments (RoBERTa style).
+    sentence_order: sentence pairs with sentence-order labels (ALBERT) instead of NSP's random
+      segments; needs `next_sentence`.
 
   Returns:
     `PackedInstances`.
@@ -98,6 +104,8 @@ def pack_documents(documents: np.ndarray, sentence_starts: np.ndarray, document_
     pack_documents(np.arange(2), np.array([0, 5, 9, 20]), np.array([0, 2, 3]), 128, 0.1,
                    np.random.default_rng(0))
   """
+  if sentence_order and not next_sentence:
+    raise ValueError('sentence_order=True needs segment pairs (next_sentence=True)')
   documents = np.asarray(documents, np.int64)
   num_documents = document_starts.size - 1
   max_num_tokens = max_seq_length - (3 if next_sentence else 2)
@@ -112,7 +120,13 @@ def pack_documents(documents: np.ndarray, sentence_starts: np.ndarray, document_
   parts = []
   active = np.nonzero(position < (ends if next_sentence else sentence_starts[ends]))[0]
   while active.size:
-    if next_sentence:
+    if sentence_order:
+      part, position[active] = _ordered_pairs(documents[active], position[active], ends[active],
+                                              targets[active], sentence_starts, max_num_tokens,
+                                              rng)
+      parts.append(part)
+      active = active[position[active] < ends[active]]
+    elif next_sentence:
       part, position[active] = _next_pairs(documents[active], position[active], ends[active],
                                            targets[active], sentence_starts, document_starts,
                                            num_documents, max_num_tokens, rng)
@@ -169,6 +183,36 @@ def _next_pairs(documents, first, ends, targets, sentence_starts, document_start
   part = PackedInstances(documents, a_start + front_a, a_end - (cut_a - front_a), b_document,
                          b_start + front_b, b_end - (cut_b - front_b), is_random.astype(np.int64))
   return part, next_first
+
+
+def _ordered_pairs(documents, first, ends, targets, sentence_starts, max_num_tokens,
+                   rng: np.random.Generator):
+  """One sentence-order instance per document from its chunk starting at sentence `first`: A and
+  B are consecutive text of the chunk, swapped (label 1) with probability 0.5."""
+  count = documents.size
+  chunk_start = sentence_starts[first]
+  last = np.clip(
+      np.searchsorted(sentence_starts, chunk_start + targets, 'left') - 1, first, ends - 1)
+  chunk_size = last - first + 1
+  chunk_end = sentence_starts[last + 1]
+  a_sentences = np.where(chunk_size >= 2,
+                         1 + (rng.random(count) * (chunk_size - 1)).astype(np.int64), 1)
+  # A one-sentence chunk is cut at a random token (B is empty for a one-token sentence).
+  length = chunk_end - chunk_start
+  token_cut = chunk_start + np.where(
+      length >= 2, 1 + (rng.random(count) * (length - 1)).astype(np.int64), length)
+  a_end = np.where(chunk_size >= 2, sentence_starts[first + a_sentences], token_cut)
+  a_start, b_start, b_end = chunk_start, a_end, chunk_end
+  cut_a, cut_b = _truncation_counts(a_end - a_start, b_end - b_start, max_num_tokens)
+  front_a, front_b = rng.binomial(cut_a, 0.5), rng.binomial(cut_b, 0.5)  # each from a random end
+  a_start, a_end = a_start + front_a, a_end - (cut_a - front_a)
+  b_start, b_end = b_start + front_b, b_end - (cut_b - front_b)
+  swapped = (rng.random(count) < 0.5) & (a_end > a_start) & (b_end > b_start)
+  part = PackedInstances(documents, np.where(swapped, b_start, a_start),
+                         np.where(swapped, b_end, a_end), documents,
+                         np.where(swapped, a_start, b_start), np.where(swapped, a_end, b_end),
+                         swapped.astype(np.int64))
+  return part, last + 1
 
 
 @dataclasses.dataclass
@@ -331,6 +375,7 @@ class InstanceOptions:
   max_ngram_size: Optional[int] = None
   next_sentence: bool = True
   dynamic: bool = False  # no masking: only token ids, segments and NSP labels
+  sentence_order: bool = False  # sentence-order labels (ALBERT) instead of NSP's
 
 
 @dataclasses.dataclass
@@ -341,7 +386,8 @@ class InstanceBatch:
     input_ids, input_mask, segment_ids: `[batch, max_seq_length]` int64 (0-padded).
     masked_lm_positions, masked_lm_ids: `[batch, max_predictions]` int64; masked_lm_weights float32.
       None in dynamic mode.
-    next_sentence_labels: `[batch]` int64 (1 = B is random; 0 without next-sentence prediction).
+    next_sentence_labels: `[batch]` int64 (1 = B is random, or with sentence order A and B are
+      swapped; 0 without next-sentence prediction).
   """
   input_ids: np.ndarray
   input_mask: np.ndarray

@@ -47,6 +47,7 @@ from official.nlp.serving import inference
 from official.nlp.serving import serving_modules
 from official.nlp.serving import serving_signatures
 from official.nlp.tasks import masked_lm
+from official.nlp.tasks import question_answering
 from official.nlp.tasks import sentence_prediction
 from official.nlp.tasks import tagging
 
@@ -260,6 +261,7 @@ def export_from_model_dir(model_dir: str, export_dir: str, checkpoint: Optional[
 # Task class -> its export module class of Model Garden's serving API (`serving_modules`).
 _EXPORT_MODULES = {masked_lm.MaskedLMTask: serving_modules.MaskedLM,
                    sentence_prediction.SentencePredictionTask: serving_modules.SentencePrediction,
+                   question_answering.QuestionAnsweringTask: serving_modules.QuestionAnswering,
                    tagging.TaggingTask: serving_modules.Tagging}
 
 

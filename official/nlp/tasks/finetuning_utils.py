@@ -75,9 +75,9 @@ def restore_encoder(init_checkpoint: str, model: tf_keras.Model,
 
 def dummy_batches(params: Any, vocab_size: int, salt: int,
                   make_labels: Callable[[Dict[str, tf.Tensor], tf.Tensor, tf.Tensor, int], Any],
-                  input_context: Optional[tf.distribute.InputContext] = None) -> tf.data.Dataset:
-  """Synthetic `(features, labels)` batches for `input_path: dummy` (smoke tests, benchmarks) of the
-  fine-tuning tasks.
+                  input_context: Optional[tf.distribute.InputContext] = None,
+                  label_key: Optional[str] = None) -> tf.data.Dataset:
+  """Synthetic batches for `input_path: dummy` (smoke tests, benchmarks) of the fine-tuning tasks.
 
   Batch `index` has random token ids (stateless, seed `(index, salt)`), a full `input_mask` and
   `input_type_ids` 0, each int32 [batch, seq_length]; endless for training, 8 batches otherwise.
@@ -88,9 +88,13 @@ def dummy_batches(params: Any, vocab_size: int, salt: int,
     salt: the second seed component, one per task.
     make_labels: `(features, seed, index, batch) -> labels`; may add features.
     input_context: per-replica batch size under a distribution strategy.
+    label_key: None: the batches are `(features, labels)`; a key: one dict per batch, the labels
+      under this key (the layout of the sentence-prediction loader).
 
   Example:
     >>> dataset = dummy_batches(params, 30, 11, lambda f, seed, i, b: tf.zeros([b], tf.int32))
+    >>> dataset = dummy_batches(params, 30, 11, lambda f, seed, i, b: tf.zeros([b], tf.int32),
+    ...                         label_key='label_ids')  # {'input_word_ids': ..., 'label_ids': ...}
   """
   batch = params.global_batch_size
   if input_context:
@@ -103,6 +107,8 @@ def dummy_batches(params: Any, vocab_size: int, salt: int,
     features = {'input_word_ids': ids, 'input_mask': tf.ones_like(ids),
                 'input_type_ids': tf.zeros_like(ids)}
     labels = make_labels(features, seed, index, batch)
+    if label_key is not None:
+      return {**features, label_key: labels}
     return features, labels
 
   dataset = tf.data.Dataset.range(1_000_000_000 if params.is_training else 8)

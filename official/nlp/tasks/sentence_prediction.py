@@ -7,6 +7,10 @@ eval set, `accuracy`, `f1` (binary: class 1; multiclass: macro), `matthews_corrc
 `mean_squared_error` and, over the whole eval set, `pearson`, `spearman`, `pearson_spearman_corr`.
 The whole-set metrics are gathered with `aggregate_logs` / `reduce_aggregated_logs`.
 
+Batches are dicts, as the loader yields them (Model Garden's layout): the model inputs and the
+label under `train_data.label_field` (`label_ids`); `build_losses` and `process_metrics` take that
+dict as `labels`. A `(features, labels)` pair is accepted too.
+
 Example:
   >>> config = SentencePredictionConfig(
   ...     init_checkpoint='runs/tiny', model=ModelConfig(num_classes=2, encoder=...),
@@ -17,7 +21,7 @@ Example:
 """
 
 import dataclasses
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -30,6 +34,7 @@ from official.core import task_factory
 from official.modeling import checkpoint_compat
 from official.modeling import hyperparams
 from official.nlp.configs import encoders
+from official.nlp.data import data_loader_factory
 from official.nlp.data import sentence_prediction_dataloader as sp_loader
 from official.nlp.data import vocab_assets
 from official.nlp.modeling import models
@@ -112,6 +117,41 @@ class SentencePredictionTask(finetuning_utils.FinetuningEvalMixin, vocab_assets.
   """Fine-tunes a `BertClassifier` on sentence(-pair) classification or regression."""
   EVAL_LOG_KEYS = (_HEAD_NAME, 'labels')
 
+  def __init__(self, params: SentencePredictionConfig, logging_dir: Optional[str] = None,
+               name: Optional[str] = None):
+    super().__init__(params, logging_dir, name=name)
+    # The batch key of the label (Model Garden's attribute name).
+    self.label_field: str = (getattr(getattr(params, 'train_data', None), 'label_field', None)
+                             or 'label_ids')
+    self.metric_type: str = getattr(params, 'metric_type', 'accuracy')
+
+  def _split(self, inputs: Any) -> Tuple[Any, Mapping[str, tf.Tensor]]:
+    """`(model inputs, labels dict)` of a batch dict (or of a `(features, labels)` pair)."""
+    if isinstance(inputs, (tuple, list)) and len(inputs) == 2:
+      features, labels = inputs
+      if not isinstance(labels, Mapping):
+        labels = {self.label_field: labels}
+      return features, labels
+    if not isinstance(inputs, Mapping):
+      raise ValueError(f'{type(self).__name__}: expected a batch dict with {self.label_field!r} '
+                       f'(or a (features, labels) pair), found {type(inputs).__name__}')
+    not_inputs = {self.label_field, 'example_id'}
+    for data in (self.task_config.train_data, self.task_config.validation_data):
+      label_name = getattr(data, 'label_name', None)
+      if label_name:
+        not_inputs.add(label_name[1])
+    features = {key: value for key, value in inputs.items() if key not in not_inputs}
+    return features, inputs
+
+  def _label_ids(self, labels: Any) -> tf.Tensor:
+    """The label tensor [batch] of a labels dict (a bare tensor passes through)."""
+    if not isinstance(labels, Mapping):
+      return labels
+    if self.label_field not in labels:
+      raise ValueError(f'the batch has no label {self.label_field!r} (train_data.label_field); '
+                       f'found keys {sorted(labels)}')
+    return labels[self.label_field]
+
   @property
   def _regression(self) -> bool:
     return self.task_config.model.num_classes == 1
@@ -155,7 +195,7 @@ class SentencePredictionTask(finetuning_utils.FinetuningEvalMixin, vocab_assets.
 
   def build_inputs(self, params: sp_loader.SentencePredictionDataConfig,
                    input_context: Optional[tf.distribute.InputContext] = None) -> tf.data.Dataset:
-    """`(features, labels)` batches of the records (`input_path: dummy`: synthetic).
+    """Batch dicts of the records (`input_path: dummy`: synthetic), see the loader.
 
     Raises:
       ValueError: the records' metadata disagrees with `model.num_classes`.
@@ -166,10 +206,12 @@ class SentencePredictionTask(finetuning_utils.FinetuningEvalMixin, vocab_assets.
       dtype = tf.float32 if params.label_type == 'float' or model.num_classes == 1 else tf.int32
       return finetuning_utils.dummy_batches(
           params, model.encoder.get().vocab_size, 11,
-          lambda features, seed, index, batch: tf.zeros([batch], dtype), input_context)
-    loader = sp_loader.SentencePredictionDataLoader(params)
+          lambda features, seed, index, batch: tf.zeros([batch], dtype), input_context,
+          label_key=getattr(params, 'label_field', None) or self.label_field)
+    # The loader registered for the config: records of ids, or raw text tokenized while reading.
+    loader = data_loader_factory.get_data_loader(params)
     dataset = loader.load(input_context)
-    metadata = loader.metadata
+    metadata = getattr(loader, 'metadata', None)
     finetuning_utils.check_vocab_size(metadata, model.encoder.get().vocab_size)
     if metadata and metadata.get('num_classes') not in (None, model.num_classes):
       raise ValueError(f'task.model.num_classes is {model.num_classes} but the records have '
@@ -177,9 +219,19 @@ class SentencePredictionTask(finetuning_utils.FinetuningEvalMixin, vocab_assets.
                        f'{metadata["metadata_path"]})')
     return dataset
 
-  def build_losses(self, labels: tf.Tensor, model_outputs: tf.Tensor,
+  def build_losses(self, labels: Mapping[str, tf.Tensor], model_outputs: tf.Tensor,
                    aux_losses: Optional[List[tf.Tensor]] = None) -> tf.Tensor:
-    """Mean cross-entropy of logits [batch, classes] (regression: mean squared error)."""
+    """Mean cross-entropy of logits [batch, classes] (regression: mean squared error).
+
+    Args:
+      labels: the batch dict; its `label_field` entry [batch] is read (a bare tensor works too).
+      model_outputs: logits [batch, num_classes].
+      aux_losses: added to the loss (e.g. `model.losses`).
+
+    Example:
+      >>> task.build_losses({'label_ids': tf.constant([1, 0])}, logits)
+    """
+    labels = tf.reshape(self._label_ids(labels), [-1])
     logits = tf.cast(model_outputs, tf.float32)
     if self._regression:
       loss = tf.reduce_mean(tf.square(logits[:, 0] - tf.cast(labels, tf.float32)))
@@ -197,9 +249,12 @@ class SentencePredictionTask(finetuning_utils.FinetuningEvalMixin, vocab_assets.
       return [tf_keras.metrics.MeanSquaredError(name='mean_squared_error')]
     return [tf_keras.metrics.SparseCategoricalAccuracy(name='cls_accuracy')]
 
-  def process_metrics(self, metrics: List[tf_keras.metrics.Metric], labels: tf.Tensor,
-                      model_outputs: tf.Tensor, **kwargs) -> None:
+  def process_metrics(self, metrics: List[tf_keras.metrics.Metric],
+                      labels: Mapping[str, tf.Tensor], model_outputs: tf.Tensor,
+                      **kwargs) -> None:
+    """Updates `metrics` with the batch's labels (its `label_field`) and the logits."""
     del kwargs
+    labels = tf.reshape(self._label_ids(labels), [-1])
     for metric in metrics:
       if self._regression:
         metric.update_state(tf.cast(labels, tf.float32), model_outputs[:, 0])
@@ -218,7 +273,8 @@ class SentencePredictionTask(finetuning_utils.FinetuningEvalMixin, vocab_assets.
     predictions = outputs
     if self.task_config.metric_type == 'matthews_corrcoef':
       predictions = tf.expand_dims(tf.argmax(outputs, axis=1), axis=1)
-    return {self.loss: loss, _HEAD_NAME: predictions, 'labels': labels}
+    return {self.loss: loss, _HEAD_NAME: predictions,
+            'labels': tf.reshape(self._label_ids(labels), [-1])}
 
   def reduce_aggregated_logs(self, aggregated_logs: Any,
                              global_step: Optional[tf.Tensor] = None) -> Dict[str, float]:
@@ -256,17 +312,17 @@ def predict(task: SentencePredictionTask, params: sp_loader.SentencePredictionDa
   regression = task.task_config.model.num_classes == 1
 
   @tf.function
-  def step(features):
-    features = dict(features)
-    example_ids = features.pop('example_id')
+  def step(inputs):
+    features, labels = task._split(inputs)  # pylint: disable=protected-access
+    example_ids = labels['example_id'] if 'example_id' in labels else features['example_id']
+    features = {key: value for key, value in features.items() if key != 'example_id'}
     outputs = tf.cast(task.inference_step(features, model), tf.float32)
     predictions = outputs[:, 0] if regression else tf.argmax(outputs, axis=-1)
     return example_ids, predictions
 
   pairs = []
   for inputs in task.build_inputs(params):
-    features, _ = task._split(inputs)  # pylint: disable=protected-access
-    example_ids, predictions = step(features)
+    example_ids, predictions = step(inputs)
     pairs.extend(zip(example_ids.numpy().tolist(), tf.unstack(predictions)))
   pairs.sort(key=lambda pair: pair[0])
   return [prediction for _, prediction in pairs]

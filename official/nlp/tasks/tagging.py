@@ -132,13 +132,21 @@ def word_level_tags(predict_ids: np.ndarray, label_ids: np.ndarray, class_names:
   return predicted, gold
 
 
+def _logits(model_outputs: Any) -> tf.Tensor:
+  """The tag logits of a tagger's outputs: `BertTokenClassifier`'s dict (`logits`, or
+  `predictions`, log-probabilities with the same argmax), or a plain tensor."""
+  if isinstance(model_outputs, dict):
+    return model_outputs['logits'] if 'logits' in model_outputs else model_outputs['predictions']
+  return model_outputs
+
+
 class _MaskedAccuracy(tf_keras.metrics.Mean):
   """Accuracy over the labelled positions (label >= 0)."""
 
   def update_state(self, labels, logits, sample_weight=None):
     del sample_weight
     weights = tf.cast(labels >= 0, tf.float32)
-    correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32),
+    correct = tf.cast(tf.equal(tf.argmax(_logits(logits), axis=-1, output_type=tf.int32),
                                tf.cast(labels, tf.int32)), tf.float32)
     return super().update_state(correct, sample_weight=weights)
 
@@ -189,12 +197,13 @@ class TaggingTask(finetuning_utils.FinetuningEvalMixin, vocab_assets.ModelDirVoc
                        'in this order')
     return dataset
 
-  def build_losses(self, labels: tf.Tensor, model_outputs: tf.Tensor,
+  def build_losses(self, labels: tf.Tensor, model_outputs: Any,
                    aux_losses: Optional[List[tf.Tensor]] = None) -> tf.Tensor:
-    """Mean cross-entropy over the labelled positions (label >= 0) of logits [batch, seq, tags]."""
+    """Mean cross-entropy over the labelled positions (label >= 0) of the logits [batch, seq, tags]
+    (the model's `logits` output, or the outputs themselves when they are a tensor)."""
     weights = tf.cast(labels >= 0, tf.float32)
     per_position = tf_keras.losses.sparse_categorical_crossentropy(
-        tf.maximum(labels, 0), tf.cast(model_outputs, tf.float32), from_logits=True)
+        tf.maximum(labels, 0), tf.cast(_logits(model_outputs), tf.float32), from_logits=True)
     loss = tf.math.divide_no_nan(tf.reduce_sum(per_position * weights), tf.reduce_sum(weights))
     if aux_losses:
       loss += tf.add_n([tf.cast(l, tf.float32) for l in aux_losses])
@@ -210,7 +219,8 @@ class TaggingTask(finetuning_utils.FinetuningEvalMixin, vocab_assets.ModelDirVoc
                       ) -> Dict[str, tf.Tensor]:
     """Loss and metrics of one batch; returns `predict_ids` and `label_ids` for `aggregate_logs`."""
     labels, outputs, loss = self.eval_forward(inputs, model, metrics)
-    return {self.loss: loss, 'predict_ids': tf.argmax(outputs, axis=-1, output_type=tf.int32),
+    return {self.loss: loss,
+            'predict_ids': tf.argmax(_logits(outputs), axis=-1, output_type=tf.int32),
             'label_ids': labels}
 
   def reduce_aggregated_logs(self, aggregated_logs: Any,
@@ -268,7 +278,7 @@ def predict(task: TaggingTask, params: tagging_dataloader.TaggingDataConfig,
   def step(features):
     features = dict(features)
     ids = (features.pop('sentence_id'), features.pop('sub_sentence_id'))
-    logits = task.inference_step(features, model)
+    logits = _logits(task.inference_step(features, model))
     return ids, tf.argmax(logits, axis=-1, output_type=tf.int32)
 
   results = []

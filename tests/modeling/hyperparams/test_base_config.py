@@ -1,6 +1,7 @@
 """Tests for official/modeling/hyperparams/base_config.py."""
 
 import dataclasses
+import logging
 from typing import Dict, List, Optional, Tuple, Union
 
 import pytest
@@ -262,12 +263,19 @@ def test_from_yaml_errors_name_the_file(tmp_path):
 # Model Garden compatibility: positional dicts, schema-less configs, restrictions, locking, bind.
 
 
-def test_positional_default_params_are_applied_strictly_for_typed_configs():
+def test_positional_default_params_are_lenient_and_from_dict_is_strict(caplog):
   cfg = _Task({'train_data': {'global_batch_size': 8}, 'encoder': {'type': 'albert'}})
   assert cfg.train_data.global_batch_size == 8
   assert cfg.encoder.type == 'albert'
+  # As Model Garden's constructor: an undeclared key is kept (nothing reads it), logged once.
+  with caplog.at_level(logging.WARNING):
+    for _ in range(2):
+      cfg = _Task({'train_data': {'global_batch_size': 8, 'global_batch_sise': 4}})
+  assert cfg.train_data.global_batch_sise == 4 and cfg.train_data.global_batch_size == 8
+  warnings = [r.getMessage() for r in caplog.records if 'global_batch_sise' in r.getMessage()]
+  assert len(warnings) == 1 and 'train_data.global_batch_sise is not one of its fields' in warnings[0]
   with pytest.raises(hyperparams.ConfigError) as e:
-    _Task({'train_data': {'global_batch_sise': 8}})
+    _Task.from_dict({'train_data': {'global_batch_sise': 8}})
   assert e.value.path == 'train_data.global_batch_sise'
   assert isinstance(e.value, KeyError)  # Model Garden raises KeyError for unknown keys.
   assert "The key 'global_batch_sise' does not exist" in str(e.value)

@@ -135,7 +135,7 @@ def test_flat_form_in_an_experiment_yaml_and_params_override(tmp_path):
 
 @pytest.mark.parametrize('make', [
     lambda: bert.EncoderConfig(hidden_sizee=3),
-    lambda: encoders.EncoderConfig({'type': 'bert', 'hidden_sizee': 3}),
+    lambda: encoders.EncoderConfig.from_dict({'type': 'bert', 'hidden_sizee': 3}),
     lambda: networks.BertEncoder.from_config({'type': 'bert', 'hidden_sizee': 3}),
 ])
 def test_flat_form_refuses_a_name_that_fits_no_field(make):
@@ -151,5 +151,20 @@ def test_flat_form_errors_name_the_path():
   experiment = exp_factory.get_exp_config('bert/pretraining')
   with pytest.raises(hyperparams.ConfigKeyError, match=r'^task\.model\.encoder\.hidden_sizee: '):
     experiment.override({'task': {'model': {'encoder': {'hidden_sizee': 3}}}})
-  with pytest.raises(hyperparams.ConfigError, match=r"^type: the fields \['hidden_size'\] need"):
-    encoders.EncoderConfig({'type': 'albert', 'hidden_size': 3})
+  with pytest.raises(hyperparams.ConfigError, match=r"^type: unknown encoder type 'roberta'"):
+    encoders.EncoderConfig({'type': 'roberta', 'hidden_size': 3})
+
+
+def test_constructor_dicts_are_lenient_as_model_garden():
+  # A Google bert_config.json: its names set our fields; keys with no field are kept as extras
+  # (as Model Garden's constructor keeps them) and logged once.
+  google = {'attention_probs_dropout_prob': 0.2, 'hidden_act': 'relu', 'hidden_size': 64,
+            'directionality': 'bidi', 'pooler_fc_size': 768}
+  config = encoders.BertEncoderConfig(google)
+  assert (config.attention_dropout_rate, config.hidden_activation, config.hidden_size) == (
+      0.2, 'relu', 64)
+  assert config.directionality == 'bidi'
+  nested = encoders.EncoderConfig({'type': 'bert', 'bert': google, 'hidden_sizee': 3})
+  assert nested.bert.hidden_size == 64 and nested.hidden_sizee == 3
+  with pytest.raises(hyperparams.ConfigKeyError, match=r'^bert\.directionality: '):
+    encoders.EncoderConfig.from_dict({'type': 'bert', 'bert': google})

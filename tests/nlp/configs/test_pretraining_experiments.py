@@ -192,8 +192,9 @@ def test_shipped_sizes():
 
 
 def test_encoder_config_errors():
-  with pytest.raises(hyperparams.ConfigError, match=r"^type: 'albert' is not one of \['bert'\]"):
-    encoders.EncoderConfig.from_dict({'type': 'albert'})
+  with pytest.raises(hyperparams.ConfigError, match=r"^type: 'mobilebert' is a Model Garden "
+                     r"encoder type that mlm-garden does not implement"):
+    encoders.EncoderConfig.from_dict({'type': 'mobilebert'})
   # Heads need not divide the hidden size (as in Model Garden), but cannot outnumber it.
   encoders.EncoderConfig.from_dict({'bert': {'hidden_size': 30, 'num_attention_heads': 4}}).validate()
   config = encoders.EncoderConfig.from_dict({'bert': {'hidden_size': 30, 'num_attention_heads': 40}})

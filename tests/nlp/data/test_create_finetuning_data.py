@@ -176,7 +176,8 @@ def test_records_round_trip_through_the_loaders(tmp_path, vocab_file):
   params = sp_loader.SentencePredictionDataConfig(
       input_path=str(tmp_path / 'a.tfrecord'), seq_length=8, global_batch_size=2,
       is_training=False, include_example_id=True)
-  features, labels = next(iter(sp_loader.SentencePredictionDataLoader(params).load()))
+  features = next(iter(sp_loader.SentencePredictionDataLoader(params).load()))
+  labels = features['label_ids']
   expected = cfd.encode_sentence_examples(
       cfd.read_sentence_examples(str(tmp_path / 'a.tsv')),
       cfd.WordPieceTokenizer.from_vocab_file(vocab_file), 8, meta['label_list'])[0]
@@ -230,3 +231,28 @@ def test_encode_words_maps_predictions_back_to_words(vocab_file):
   padded = cfd.encode_words(['cat'], tokenizer, max_seq_length=5)
   assert padded['word_ids'].tolist() == [-1, 0, -1, -1, -1]
   assert padded['input_mask'].tolist() == [1, 1, 1, 0, 0]
+
+
+def test_pack_pair_cuts_the_longer_text_first():
+  assert cfd.pack_pair(['a', 'b', 'c'], ['d'], 6, '[CLS]', '[SEP]') == (
+      ['[CLS]', 'a', 'b', '[SEP]', 'd', '[SEP]'], [0, 0, 0, 0, 1, 1], True)
+  assert cfd.pack_pair([5, 6, 7], None, 4, 2, 3) == ([2, 5, 6, 3], [0, 0, 0, 0], True)
+  assert cfd.pack_pair([5], [6], 8, 2, 3) == ([2, 5, 3, 6, 3], [0, 0, 0, 1, 1], False)
+
+
+def test_encode_word_labels_long_words_and_sentence_ids(vocab_file):
+  tokenizer = cfd.WordPieceTokenizer.from_vocab_file(vocab_file)
+  sentences = [(['playing', 'cat'], [1, 0])]
+  # One sub-word per sequence: 'playing' keeps its start, or becomes [UNK].
+  truncated, num_split = cfd.encode_word_labels(sentences, tokenizer, 3, sentence_ids=[9])
+  assert truncated['input_ids'].tolist() == [_ids('[CLS]', 'play', '[SEP]'),
+                                             _ids('[CLS]', 'cat', '[SEP]')]
+  assert truncated['sentence_id'].tolist() == [[9], [9]] and num_split == 1
+  assert truncated['sub_sentence_id'].tolist() == [[0], [1]]
+  unk, _ = cfd.encode_word_labels(sentences, tokenizer, 3, long_word='unk')
+  assert unk['input_ids'][0].tolist() == _ids('[CLS]', '[UNK]', '[SEP]')
+  assert unk['label_ids'].tolist() == [[-1, 1, -1], [-1, 0, -1]]
+  with pytest.raises(ValueError, match=r"long_word must be 'truncate' or 'unk', found 'x'"):
+    cfd.encode_word_labels(sentences, tokenizer, 3, long_word='x')
+  with pytest.raises(ValueError, match='sentence_ids has 2 ids for 1 sentences'):
+    cfd.encode_word_labels(sentences, tokenizer, 3, sentence_ids=[1, 2])

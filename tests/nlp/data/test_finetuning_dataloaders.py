@@ -41,18 +41,46 @@ def test_sentence_loader_reads_int_and_float_labels(tmp_path):
       input_path=str(tmp_path / 'a.tfrecord'), seq_length=6, global_batch_size=4, is_training=False,
       drop_remainder=False, include_example_id=True)
   batches = list(sp_loader.SentencePredictionDataLoader(params).load())
-  features, labels = batches[0]
+  batch = batches[0]
+  assert sorted(batch) == ['example_id', 'input_mask', 'input_type_ids', 'input_word_ids',
+                           'label_ids']
+  labels = batch['label_ids']
   assert labels.dtype == tf.int32 and labels.numpy().tolist() == [0, 1, 2, 0]
-  np.testing.assert_array_equal(features['input_word_ids'][1],
+  np.testing.assert_array_equal(batch['input_word_ids'][1],
                                 rows[1]['input_ids'].int64_list.value)
-  assert features['input_word_ids'].dtype == tf.int32
-  assert [b[1].shape[0] for b in batches] == [4, 1]
-  np.testing.assert_array_equal(batches[1][0]['example_id'], [4])
+  np.testing.assert_array_equal(batch['input_type_ids'], np.zeros((4, 6)))
+  assert batch['input_word_ids'].dtype == tf.int32 and batch['example_id'].dtype == tf.int32
+  assert [b['label_ids'].shape[0] for b in batches] == [4, 1]
+  np.testing.assert_array_equal(batches[1]['example_id'], [4])
 
   _write(tmp_path / 'f.tfrecord', _sentence_rows(2, float_labels=True))
-  params = params.replace(input_path=str(tmp_path / 'f.tfrecord'), label_type='float')
-  _, labels = next(iter(sp_loader.SentencePredictionDataLoader(params).load()))
+  params = params.replace(input_path=str(tmp_path / 'f.tfrecord'), label_type='float',
+                          include_example_id=False)
+  batch = next(iter(sp_loader.SentencePredictionDataLoader(params).load()))
+  assert 'example_id' not in batch
+  labels = batch['label_ids']
   assert labels.dtype == tf.float32 and labels.numpy().tolist() == [0.0, 0.5]
+
+
+def test_sentence_loader_label_field_and_label_name(tmp_path):
+  rows = _sentence_rows(3)
+  for row in rows:
+    row['label'] = row.pop('label_ids')
+  _write(tmp_path / 'a.tfrecord', rows)
+  params = sp_loader.SentencePredictionDataConfig(
+      input_path=str(tmp_path / 'a.tfrecord'), seq_length=6, global_batch_size=3,
+      is_training=False, label_field='label', label_name=('label', 'next_sentence_labels'))
+  batch = next(iter(sp_loader.SentencePredictionDataLoader(params).load()))
+  assert sorted(batch) == ['input_mask', 'input_type_ids', 'input_word_ids', 'label',
+                           'next_sentence_labels']
+  assert batch['label'].numpy().tolist() == [0, 1, 2]
+  assert batch['next_sentence_labels'].numpy().tolist() == [0, 1, 2]
+  with pytest.raises(ValueError, match=r"label_name must be \(label_field, other_key\) = "
+                     r"\('label', ...\), found \('label_ids', 'x'\)"):
+    sp_loader.SentencePredictionDataLoader(params.replace(label_name=('label_ids', 'x')))
+  with pytest.raises(ValueError, match=r"missing feature 'label_ids'"):
+    sp_loader.SentencePredictionDataLoader(params.replace(label_field='label_ids',
+                                                          label_name=None)).load()
 
 
 def test_sentence_loader_schema_errors_name_file_and_feature(tmp_path):
@@ -115,4 +143,51 @@ def test_training_pipeline_repeats(tmp_path):
   params = sp_loader.SentencePredictionDataConfig(
       input_path=str(tmp_path / 'a.tfrecord'), seq_length=6, global_batch_size=2, seed=1)
   batches = list(sp_loader.SentencePredictionDataLoader(params).load().take(5))
-  assert len(batches) == 5 and all(b[1].shape == (2,) for b in batches)
+  assert len(batches) == 5 and all(b['label_ids'].shape == (2,) for b in batches)
+
+
+def _bytes(values):
+  return tf.train.Feature(bytes_list=tf.train.BytesList(value=list(values)))
+
+
+def test_text_loader_tokenizes_in_the_pipeline(tmp_path):
+  pytest.importorskip('tensorflow_text')
+  vocab = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', 'the', 'cat', 'sat', 'play', '##ing']
+  (tmp_path / 'vocab.txt').write_text('\n'.join(vocab) + '\n')
+  _write(tmp_path / 'raw.tfrecord', [
+      {'q': _bytes([b'The cat']), 'a': _bytes([b'playing']), 'label': _int([1]),
+       'example_id': _int([4])},
+      {'q': _bytes([b'sat']), 'a': _bytes([b'the dog']), 'label': _int([0]),
+       'example_id': _int([5])}])
+  params = sp_loader.SentencePredictionTextDataConfig(
+      input_path=str(tmp_path / 'raw.tfrecord'), text_fields=['q', 'a'], seq_length=8,
+      global_batch_size=2, is_training=False, vocab_file=str(tmp_path / 'vocab.txt'),
+      include_example_id=True)
+  batch = next(iter(sp_loader.SentencePredictionTextDataLoader(params).load()))
+  assert sorted(batch) == ['example_id', 'input_mask', 'input_type_ids', 'input_word_ids', 'label']
+  ids = {token: i for i, token in enumerate(vocab)}
+  expected = [[ids[t] for t in ('[CLS]', 'the', 'cat', '[SEP]', 'play', '##ing', '[SEP]')] + [0],
+              [ids[t] for t in ('[CLS]', 'sat', '[SEP]', 'the', '[UNK]', '[SEP]')] + [0, 0]]
+  np.testing.assert_array_equal(batch['input_word_ids'], expected)
+  np.testing.assert_array_equal(batch['input_type_ids'], [[0] * 4 + [1] * 3 + [0],
+                                                          [0] * 3 + [1] * 3 + [0, 0]])
+  np.testing.assert_array_equal(batch['input_mask'], [[1] * 7 + [0], [1] * 6 + [0, 0]])
+  np.testing.assert_array_equal(batch['label'], [1, 0])
+  np.testing.assert_array_equal(batch['example_id'], [4, 5])
+  with pytest.raises(ValueError, match=r"missing feature 'text'"):
+    sp_loader.SentencePredictionTextDataLoader(params.replace(text_fields=['text'])).load()
+
+
+def test_text_loader_config_errors(tmp_path):
+  params = sp_loader.SentencePredictionTextDataConfig(input_path='x.tfrecord', text_fields=['q'],
+                                                      vocab_file='vocab.txt')
+  with pytest.raises(ValueError, match=r"tfds_name='glue/mrpc': TFDS input is not supported"):
+    sp_loader.SentencePredictionTextDataLoader(sp_loader.SentencePredictionTextDataConfig(
+        tfds_name='glue/mrpc', tfds_split='train', text_fields=['q'], vocab_file='vocab.txt'))
+  with pytest.raises(ValueError, match=r'text_fields: expected the names of the text features'):
+    sp_loader.SentencePredictionTextDataLoader(params.replace(text_fields=None))
+  with pytest.raises(ValueError, match=r'vocab_file: expected the WordPiece vocabulary'):
+    sp_loader.SentencePredictionTextDataLoader(params.replace(vocab_file=''))
+  with pytest.raises(ValueError, match=r'TF Hub preprocessing models are not supported'):
+    sp_loader.SentencePredictionTextDataLoader(sp_loader.SentencePredictionTextDataConfig(
+        input_path='x.tfrecord', text_fields=['q'], preprocessing_hub_module_url='https://x'))

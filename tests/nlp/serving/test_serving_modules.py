@@ -9,14 +9,17 @@ import tensorflow as tf
 
 from official.nlp.configs import bert
 from official.nlp.configs import encoders
+from official.nlp.data import question_answering_dataloader as qa_loader
 from official.nlp.data import sentence_prediction_dataloader as sp_loader
 from official.nlp.data import tagging_dataloader
 from official.nlp.serving import export_savedmodel
 from official.nlp.serving import export_savedmodel_util
 from official.nlp.serving import serving_modules
 from official.nlp.tasks import masked_lm
+from official.nlp.tasks import question_answering
 from official.nlp.tasks import sentence_prediction
 from official.nlp.tasks import tagging
+from official.nlp.tools import tokenization
 
 SEQ = 8
 
@@ -119,7 +122,7 @@ def test_masked_lm_and_tagging_signatures(tmp_path):
                       tag_model)
   signatures = module.get_inference_signatures({'serve': 'a', 'serve_examples': 'b'})
   outputs = signatures['a'](**{k: tf.constant(v) for k, v in _inputs().items()})
-  np.testing.assert_allclose(outputs['logits'].numpy(), tag_model(_inputs(), training=False).numpy(),
+  np.testing.assert_allclose(outputs['logits'].numpy(), tag_model(_inputs(), training=False)['logits'].numpy(),
                              rtol=1e-5, atol=1e-6)
   assert outputs['encoder_outputs'].shape == (2, 5, 16)
   inputs = _inputs()
@@ -154,3 +157,157 @@ def test_create_export_module_builds_the_model_on_first_use(tmp_path):
   assert module.name == 'sentence_prediction' and module.params.parse_sequence_length == 10
   assert module._model is None  # pylint: disable=protected-access
   assert module.model.checkpoint_items['encoder'].get_embedding_table().shape == (40, 16)
+
+
+# ---- Raw text in the graph (tensorflow-text, the [text] extra) and Model Garden's other modules.
+
+TEXT_VOCAB = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', 'hello', 'world', ',', '!', 'good',
+              '##bye']
+
+
+def _python_packed(tokenizer, texts, seq=SEQ):
+  """BERT inputs of one example (a list of segments) tokenized in Python: the reference."""
+  ids, types = [2], [0]
+  for index, text in enumerate(texts):
+    pieces = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(text)) + [3]
+    ids += pieces
+    types += [index] * len(pieces)
+  pad = seq - len(ids)
+  return {'input_word_ids': np.array([ids + [0] * pad], np.int32),
+          'input_mask': np.array([[1] * len(ids) + [0] * pad], np.int32),
+          'input_type_ids': np.array([types + [0] * pad], np.int32)}
+
+
+def test_export_with_a_raw_string_signature(tmp_path):
+  """vocab.txt -> BertTokenizer + BertPackInputs in the graph; the reloaded SavedModel gives the
+  model's logits on the ids that the Python tokenizer makes of the same text."""
+  vocab_file = tmp_path / 'vocab.txt'
+  vocab_file.write_text('\n'.join(TEXT_VOCAB) + '\n')
+  model = _classifier_task().build_model()
+  params = serving_modules.SentencePrediction.Params(
+      parse_sequence_length=SEQ, vocab_file=str(vocab_file), lower_case=True)
+  module = serving_modules.SentencePrediction(params, model=model)
+  export_dir = export_savedmodel_util.export(
+      module, {'serve_text': 'serving_default', 'serve': 'ids'}, str(tmp_path / 'export'),
+      timestamped=False)
+  vocab_file.rename(tmp_path / 'moved.txt')  # the export carries its own copy of the vocabulary
+  loaded = tf.saved_model.load(export_dir)
+  signature = loaded.signatures['serving_default']
+  assert list(signature.structured_input_signature[1]) == ['text']
+  outputs = signature(text=tf.constant(['hello world', 'Hello, GOODBYE!']))['outputs'].numpy()
+
+  tokenizer = tokenization.FullTokenizer(str(tmp_path / 'moved.txt'), do_lower_case=True)
+  for row, text in enumerate(['hello world', 'Hello, GOODBYE!']):
+    inputs = _python_packed(tokenizer, [text])
+    expected = model(inputs, training=False).numpy()
+    np.testing.assert_allclose(outputs[row:row + 1], expected, rtol=1e-5, atol=1e-6)
+  assert _python_packed(tokenizer, ['hello world'])['input_word_ids'].tolist() == [
+      [2, 5, 6, 3, 0, 0, 0, 0]]
+  by_ids = loaded.signatures['ids'](input_word_ids=tf.constant([[2, 5, 6, 3, 0, 0, 0, 0]]))
+  np.testing.assert_allclose(by_ids['outputs'].numpy(), outputs[:1], rtol=1e-5, atol=1e-6)
+
+
+def test_text_pairs_from_strings_and_from_examples(tmp_path):
+  vocab_file = tmp_path / 'vocab.txt'
+  vocab_file.write_text('\n'.join(TEXT_VOCAB) + '\n')
+  model = _classifier_task().build_model()
+  params = serving_modules.SentencePrediction.Params(
+      inputs_only=False, parse_sequence_length=SEQ, vocab_file=str(vocab_file),
+      text_fields=['premise', 'hypothesis'])
+  module = serving_modules.SentencePrediction(params, model=model)
+  signatures = module.get_inference_signatures({'serve_text': 'text',
+                                                'serve_text_examples': 'examples'})
+  specs = signatures['text'].structured_input_signature[0]  # one string input per text field
+  assert [spec.name for spec in specs] == ['premise', 'hypothesis']
+  from_text = signatures['text'](premise=tf.constant(['hello world']),
+                                 hypothesis=tf.constant(['goodbye']))['outputs'].numpy()
+  tokenizer = tokenization.FullTokenizer(str(vocab_file))
+  inputs = _python_packed(tokenizer, ['hello world', 'goodbye'])
+  assert inputs['input_type_ids'].tolist() == [[0, 0, 0, 0, 1, 1, 1, 0]]
+  np.testing.assert_allclose(from_text, model(inputs, training=False).numpy(), rtol=1e-5,
+                             atol=1e-6)
+  example = tf.train.Example(features=tf.train.Features(feature={
+      name: tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
+      for name, value in (('premise', b'hello world'), ('hypothesis', b'goodbye'))}))
+  from_examples = signatures['examples'](tf.constant([example.SerializeToString()]))
+  np.testing.assert_allclose(from_examples['outputs'].numpy(), from_text, rtol=1e-5, atol=1e-6)
+
+
+def test_text_function_errors(tmp_path):
+  model = _classifier_task().build_model()
+  module = serving_modules.SentencePrediction(
+      serving_modules.SentencePrediction.Params(parse_sequence_length=SEQ), model=model)
+  with pytest.raises(ValueError, match='the text functions need params.vocab_file'):
+    module.get_inference_signatures({'serve_text': 'x'})
+  vocab_file = tmp_path / 'vocab.txt'
+  vocab_file.write_text('\n'.join(TEXT_VOCAB) + '\n')
+  with pytest.raises(ValueError, match='need params.parse_sequence_length'):
+    serving_modules.SentencePrediction(serving_modules.SentencePrediction.Params(
+        vocab_file=str(vocab_file), text_fields=['a']), model=model)
+  with pytest.raises(ValueError, match='TF Hub preprocessing models are not supported'):
+    serving_modules.SentencePrediction(serving_modules.SentencePrediction.Params(
+        parse_sequence_length=SEQ, preprocessing_hub_module_url='https://tfhub.dev/x',
+        text_fields=['a']), model=model)
+
+
+def test_inputs_only_examples_need_word_ids_alone_and_v1_names():
+  model = _classifier_task().build_model()
+  module = serving_modules.SentencePrediction(serving_modules.SentencePrediction.Params(
+      inputs_only=True, parse_sequence_length=5, use_v2_feature_names=False), model=model)
+  function = module.get_inference_signatures({'serve_examples': 'x'})['x']
+  inputs = _inputs()
+  examples = [_example({'input_ids': inputs['input_word_ids'][i]}) for i in range(2)]
+  np.testing.assert_allclose(function(tf.constant(examples))['outputs'].numpy(),
+                             model(inputs, training=False).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_question_answering_module(tmp_path):
+  task = question_answering.QuestionAnsweringTask(question_answering.QuestionAnsweringConfig(
+      model=question_answering.ModelConfig(encoder=_encoder()), validation_data=None,
+      train_data=qa_loader.QADataConfig(seq_length=SEQ)))
+  model = task.build_model()
+  module_cls = export_savedmodel.lookup_export_module(task)
+  assert module_cls is serving_modules.QuestionAnswering
+  module = module_cls(module_cls.Params(parse_sequence_length=5, use_v2_feature_names=False),
+                      model)
+  export_dir = export_savedmodel_util.export(
+      module, {'serve': 'serving_default', 'serve_examples': 'examples'}, str(tmp_path / 'qa'),
+      timestamped=False)
+  loaded = tf.saved_model.load(export_dir)
+  inputs = _inputs()
+  outputs = loaded.signatures['serving_default'](**{k: tf.constant(v) for k, v in inputs.items()})
+  start, end = model(inputs, training=False)
+  np.testing.assert_allclose(outputs['start_logits'].numpy(), start.numpy(), rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(outputs['end_logits'].numpy(), end.numpy(), rtol=1e-5, atol=1e-6)
+  examples = [_example({'input_ids': inputs['input_word_ids'][i],
+                        'input_mask': inputs['input_mask'][i],
+                        'segment_ids': inputs['input_type_ids'][i]}) for i in range(2)]
+  from_examples = loaded.signatures['examples'](tf.constant(examples))
+  np.testing.assert_allclose(from_examples['end_logits'].numpy(), end.numpy(), rtol=1e-5,
+                             atol=1e-6)
+
+
+def test_inference_step_gets_the_model_and_v1_tagging_input_names():
+  tag_config = tagging.TaggingConfig(
+      model=tagging.ModelConfig(encoder=_encoder()), class_names=['O', 'B-X'],
+      train_data=tagging_dataloader.TaggingDataConfig(input_path='dummy', seq_length=SEQ))
+  model = tagging.TaggingTask(tag_config).build_model()
+  calls = []
+
+  def doubled(inputs, model):
+    calls.append(model)
+    return {'logits': 2.0 * model(inputs, training=False)['logits']}
+
+  preprocessor = tf.Module(name='pre')
+  module = serving_modules.Tagging(
+      serving_modules.Tagging.Params(use_v2_feature_names=False), model, doubled,
+      preprocessor=preprocessor)
+  assert module.preprocessor is preprocessor and module.postprocessor is None
+  function = module.get_inference_signatures({'serve': 'x'})['x']
+  assert [spec.name for spec in function.structured_input_signature[0]] == [
+      'input_ids', 'input_mask', 'segment_ids']  # the SavedModel's input names
+  inputs = _inputs()
+  outputs = function(**{k: tf.constant(v) for k, v in inputs.items()})
+  assert calls and calls[0] is model
+  np.testing.assert_allclose(outputs['logits'].numpy(),
+                             2.0 * model(inputs, training=False)['logits'].numpy(), rtol=1e-5, atol=1e-6)

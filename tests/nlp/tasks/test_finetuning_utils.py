@@ -32,3 +32,16 @@ def test_dummy_batches_are_reproducible_and_sized():
   np.testing.assert_array_equal(labels, [2, 2, 2])
   again, _ = next(iter(make().skip(2)))
   np.testing.assert_array_equal(again['input_word_ids'], features['input_word_ids'])
+
+
+def test_dummy_batches_with_label_key_are_one_dict():
+  params = types.SimpleNamespace(global_batch_size=2, seq_length=4, is_training=False)
+  pairs = finetuning_utils.dummy_batches(
+      params, 7, 11, lambda features, seed, index, batch: tf.fill([batch], index))
+  dicts = finetuning_utils.dummy_batches(
+      params, 7, 11, lambda features, seed, index, batch: tf.fill([batch], index),
+      label_key='label_ids')
+  (features, labels), batch = next(iter(pairs.skip(1))), next(iter(dicts.skip(1)))
+  assert sorted(batch) == ['input_mask', 'input_type_ids', 'input_word_ids', 'label_ids']
+  np.testing.assert_array_equal(batch['label_ids'], labels)
+  np.testing.assert_array_equal(batch['input_word_ids'], features['input_word_ids'])

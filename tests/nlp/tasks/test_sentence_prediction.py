@@ -55,12 +55,37 @@ def test_classification_and_regression_losses_match_numpy():
   labels = np.array([1, 0])
   log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
   expected = -np.mean(log_probs[np.arange(2), labels])
+  loss = task.build_losses({'label_ids': tf.constant(labels)}, tf.constant(logits))
+  assert float(loss) == pytest.approx(expected, rel=1e-5)
   assert float(task.build_losses(tf.constant(labels), tf.constant(logits))) == pytest.approx(
-      expected, rel=1e-5)
+      expected, rel=1e-5)  # a bare label tensor works too
   task = sp.SentencePredictionTask(_config(1))
-  loss = task.build_losses(tf.constant([0.5, 2.0]), tf.constant([[1.0], [1.0]]),
+  loss = task.build_losses({'label_ids': tf.constant([0.5, 2.0])}, tf.constant([[1.0], [1.0]]),
                            aux_losses=[tf.constant(0.25)])
   assert float(loss) == pytest.approx((0.25 + 1.0) / 2 + 0.25)
+  with pytest.raises(ValueError, match=r"the batch has no label 'label_ids' "
+                     r"\(train_data.label_field\); found keys \['label'\]"):
+    task.build_losses({'label': tf.constant([0.5])}, tf.constant([[1.0]]))
+
+
+def test_batches_are_dicts_and_label_field_is_followed():
+  config = _config(3)
+  config.train_data.label_field = 'label'
+  task = sp.SentencePredictionTask(config)
+  assert task.label_field == 'label'
+  batch = _batch(task)
+  assert sorted(batch) == ['input_mask', 'input_type_ids', 'input_word_ids', 'label']
+  features, labels = task._split({**batch, 'example_id': tf.constant([0, 1, 2, 3])})
+  assert sorted(features) == ['input_mask', 'input_type_ids', 'input_word_ids']
+  assert labels['label'] is batch['label']
+  model = task.build_model()
+  # Dropout is off in ENCODER and the head: the step's loss is the loss before the update.
+  expected = float(task.build_losses(batch['label'], model(features, training=False)))
+  logs = task.train_step(batch, model, _optimizer(), metrics=task.build_metrics())
+  assert float(logs['loss']) == pytest.approx(expected, rel=1e-5)
+  # The old (features, labels) pair still works.
+  logs = task.validation_step((features, batch['label']), model)
+  np.testing.assert_array_equal(logs['labels'], batch['label'])
 
 
 def _pretraining_checkpoint(tmp_path):
@@ -153,7 +178,7 @@ def test_whole_set_metrics_through_aggregate_logs():
   logs = task.validation_step(batch, model, task.build_metrics())
   result = task.reduce_aggregated_logs(task.aggregate_logs(None, {k: [v.numpy()] for k, v in
                                                                   logs.items()}))
-  expected = finetuning_metrics.regression_metrics(batch[1].numpy(),
+  expected = finetuning_metrics.regression_metrics(batch['label_ids'].numpy(),
                                                    logs['sentence_prediction'].numpy()[:, 0])
   assert result == pytest.approx(expected)
 
@@ -225,11 +250,12 @@ def test_predict_returns_one_prediction_per_example_in_id_order(tmp_path, num_cl
       label_type='float' if num_classes == 1 else 'int')
   predictions = sp.predict(task, params, model)
   assert len(predictions) == 10
-  features, _ = next(iter(task.build_inputs(params.replace(global_batch_size=10))))
-  features = {k: v for k, v in features.items() if k != 'example_id'}
+  batch = next(iter(task.build_inputs(params.replace(global_batch_size=10))))
+  np.testing.assert_array_equal(batch['example_id'], np.arange(10))
+  features = {k: batch[k] for k in ('input_word_ids', 'input_mask', 'input_type_ids')}
   logits = model(features, training=False).numpy()
   expected = logits[:, 0] if num_classes == 1 else logits.argmax(-1)
-  np.testing.assert_allclose([p.numpy() for p in predictions], expected, rtol=1e-5)
+  np.testing.assert_allclose([p.numpy() for p in predictions], expected, rtol=1e-5, atol=1e-7)
   assert predictions[0].dtype == (tf.float32 if num_classes == 1 else tf.int64)
   with pytest.raises(ValueError, match='include_example_id'):
     sp.predict(task, params.replace(include_example_id=False), model)
@@ -243,20 +269,21 @@ def test_matthews_metric_type_aggregates_class_ids():
   batch = _batch(task)
   logs = task.validation_step(batch, model)
   assert logs['sentence_prediction'].shape == (4, 1)  # predicted ids, as in Model Garden
-  logits = model(batch[0], training=False).numpy()
+  logits = model(task._split(batch)[0], training=False).numpy()
   np.testing.assert_array_equal(logs['sentence_prediction'].numpy()[:, 0], logits.argmax(-1))
   state = task.aggregate_logs(step_outputs={k: (v,) for k, v in logs.items()})
   state = task.aggregate_logs(state, step_logs=logs)
-  labels = np.concatenate([batch[1].numpy()] * 2)
+  labels = np.concatenate([batch['label_ids'].numpy()] * 2)
   expected = finetuning_metrics.classification_metrics(labels, np.concatenate([logits] * 2))
   assert task.reduce_aggregated_logs(state) == pytest.approx(expected)
 
 
 def test_dummy_inputs_have_label_zero():
   for num_classes in (3, 1):
-    features, labels = _batch(sp.SentencePredictionTask(_config(num_classes)))
-    assert features['input_word_ids'].shape == (4, 8)
-    np.testing.assert_array_equal(labels.numpy(), np.zeros(4))
+    batch = _batch(sp.SentencePredictionTask(_config(num_classes)))
+    assert batch['input_word_ids'].shape == (4, 8)
+    assert batch['label_ids'].dtype == (tf.float32 if num_classes == 1 else tf.int32)
+    np.testing.assert_array_equal(batch['label_ids'].numpy(), np.zeros(4))
 
 
 def test_failed_restore_is_one_error_without_tensorflow_warnings(tmp_path):
@@ -284,3 +311,26 @@ except ValueError as e:
   assert '(40, 16)' in result.stdout
   assert 'could not be found' not in result.stderr, result.stderr[-1000:]
   assert 'unrestored values' not in result.stderr
+
+
+def test_build_inputs_reads_raw_text_records_with_the_text_loader(tmp_path):
+  pytest.importorskip('tensorflow_text')
+  (tmp_path / 'vocab.txt').write_text('\n'.join(['[PAD]', '[UNK]', '[CLS]', '[SEP]', 'a', 'b']))
+  with tf.io.TFRecordWriter(str(tmp_path / 'raw.tfrecord')) as writer:
+    for text, label in ((b'a b', 1), (b'b', 0)):
+      feature = {'sentence': tf.train.Feature(bytes_list=tf.train.BytesList(value=[text])),
+                 'label': tf.train.Feature(int64_list=tf.train.Int64List(value=[label]))}
+      example = tf.train.Example(features=tf.train.Features(feature=feature))
+      writer.write(example.SerializeToString())
+  config = _config(2)
+  config.train_data.label_field = 'label'
+  task = sp.SentencePredictionTask(config)
+  params = sp_loader.SentencePredictionTextDataConfig(
+      input_path=str(tmp_path / 'raw.tfrecord'), text_fields=['sentence'], seq_length=8,
+      global_batch_size=2, is_training=False, vocab_file=str(tmp_path / 'vocab.txt'))
+  batch = next(iter(task.build_inputs(params)))
+  np.testing.assert_array_equal(batch['input_word_ids'], [[2, 4, 5, 3, 0, 0, 0, 0],
+                                                          [2, 5, 3, 0, 0, 0, 0, 0]])
+  model = task.build_model()
+  logs = task.validation_step(batch, model, task.build_metrics())
+  np.testing.assert_array_equal(logs['labels'], [1, 0])

@@ -81,7 +81,7 @@ def test_validation_step_returns_ids_for_aggregation():
   assert isinstance(model, models.BertTokenClassifier)
   features, labels = _batch()
   logs = task.validation_step((features, labels), model, task.build_metrics())
-  logits = model(features, training=False).numpy()
+  logits = model(features, training=False)['logits'].numpy()
   np.testing.assert_array_equal(logs['predict_ids'], logits.argmax(-1))
   np.testing.assert_array_equal(logs['label_ids'], labels)
 
@@ -169,7 +169,7 @@ def test_dummy_inputs_and_predict(tmp_path):
   assert [r[:2] for r in results] == [(i, 0) for i in range(5)]
   features, _ = next(iter(task.build_inputs(params.replace(global_batch_size=5))))
   features = {k: v for k, v in features.items() if k not in ('sentence_id', 'sub_sentence_id')}
-  predicted = model(features, training=False).numpy().argmax(-1)
+  predicted = model(features, training=False)['logits'].numpy().argmax(-1)
   for record, labels in enumerate(all_labels):  # record i has sentence id 4 - i
     assert results[4 - record][2] == predicted[record][labels >= 0].tolist()
   with pytest.raises(ValueError, match='include_sentence_id'):

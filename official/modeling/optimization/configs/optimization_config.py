@@ -10,7 +10,7 @@ Example (the `trainer.optimizer_config` block of a Model Garden YAML file):
 """
 
 import dataclasses
-from typing import Any, Dict, Optional
+from typing import Optional
 
 from official.modeling import hyperparams
 from official.modeling.optimization.configs import learning_rate_config
@@ -23,15 +23,15 @@ class OptimizationConfig(hyperparams.Config):
 
   Attributes:
     optimizer: the optimizer one-of (`sgd`, `adam`, `adamw`, `lamb`, `rmsprop`, `lars`, `adagrad`).
-    ema: Model Garden's moving average of weights; parsed but not supported (must stay None).
+    ema: moving averages of the weights (`EMAConfig`), evaluated instead of the trained ones;
+      None (the default) disables them.
     learning_rate: the schedule one-of (`constant`, `stepwise`, `exponential`, `polynomial`, `linear`,
       `cosine`, `power`, `power_linear`, `power_with_offset`, `step_cosine_with_offset`).
     warmup: the warmup one-of (`linear`, `polynomial`); None type means no warmup.
   """
   optimizer: optimizer_config.OptimizerConfig = dataclasses.field(
       default_factory=optimizer_config.OptimizerConfig)
-  ema: Optional[Dict[str, Any]] = hyperparams.unsupported(
-      None, 'exponential moving averages of weights (ema) are not supported by mlm-garden')
+  ema: Optional[optimizer_config.EMAConfig] = None
   learning_rate: learning_rate_config.LrConfig = dataclasses.field(
       default_factory=learning_rate_config.LrConfig)
   warmup: learning_rate_config.WarmupConfig = dataclasses.field(

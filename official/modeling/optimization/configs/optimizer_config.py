@@ -113,6 +113,34 @@ class AdagradConfig(BaseOptimizerConfig):
 
 
 @dataclasses.dataclass
+class EMAConfig(BaseOptimizerConfig):
+  """Moving averages of the weights (`ema_optimizer.ExponentialMovingAverage`), evaluated instead
+  of the trained weights; the `ema` field of `OptimizationConfig` (None disables).
+
+  Attributes:
+    trainable_weights_only: average the trainable variables only (False: all floating-point
+      variables, e.g. batch-norm statistics too).
+    average_decay: the decay of the averages.
+    start_step: before this optimizer step the averages copy the weights.
+    dynamic_decay: ramp the decay up as (1 + s) / (10 + s), s = steps since `start_step`, capped
+      at `average_decay`.
+    clipnorm, clipvalue, global_clipnorm: must stay None (clip in the `optimizer` member).
+  """
+  name: str = 'ExponentialMovingAverage'
+  trainable_weights_only: bool = True
+  average_decay: float = hyperparams.field(0.99, ge=0.0, le=1.0)
+  start_step: int = hyperparams.field(0, ge=0)
+  dynamic_decay: bool = True
+
+  def validate(self) -> None:
+    super().validate()
+    for key in ('clipnorm', 'clipvalue', 'global_clipnorm'):
+      if getattr(self, key) is not None:
+        raise hyperparams.ConfigError(key, f'expected None (the moving average clips nothing; set '
+                                      f'it in the optimizer member), found {getattr(self, key)}')
+
+
+@dataclasses.dataclass
 class LARSConfig(BaseOptimizerConfig):
   """LARS: momentum SGD with a per-variable trust ratio `eeta * ||w|| / ||g||` (large batches).
 

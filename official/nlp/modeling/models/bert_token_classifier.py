@@ -25,17 +25,19 @@ class BertTokenClassifier(task_model.TaskStepsMixin, tf_keras.Model):
     initializer: initializer of the output kernel.
     output: 'logits', or 'predictions' for log-probabilities (log-softmax).
     dropout_rate: dropout before the output layer.
-    output_encoder_outputs: return a dict with `logits` and `encoder_outputs` (the sequence output).
+    output_encoder_outputs: also return `encoder_outputs` (the sequence output).
 
   Call args:
     inputs: dict with `input_word_ids`, `input_mask`, `input_type_ids` int [batch, seq].
 
   Returns:
-    float32 [batch, seq, num_classes] (or the dict above).
+    As Model Garden's, a dict: `logits` (or `predictions` with `output='predictions'`) float32
+    [batch, seq, num_classes], plus `encoder_outputs` [batch, seq, hidden] with
+    `output_encoder_outputs`.
 
   Example:
     >>> tagger = BertTokenClassifier(encoder, num_classes=5)
-    >>> tagger(dict(input_word_ids=ids, input_mask=ids, input_type_ids=0 * ids)).shape
+    >>> tagger(dict(input_word_ids=ids, input_mask=ids, input_type_ids=0 * ids))['logits'].shape
     TensorShape([2, 8, 5])
   """
 
@@ -63,11 +65,11 @@ class BertTokenClassifier(task_model.TaskStepsMixin, tf_keras.Model):
     sequence_output = _encoder_outputs(self.encoder, inputs, training=training)['sequence_output']
     logits = tf.cast(self.classifier(self.dropout(sequence_output, training=training)),
                      tf.float32)
-    if self._output == 'predictions':
-      logits = tf.nn.log_softmax(logits, axis=-1)
+    outputs = {self._output: tf.nn.log_softmax(logits, axis=-1)
+               if self._output == 'predictions' else logits}
     if self._output_encoder_outputs:
-      return {'logits': logits, 'encoder_outputs': sequence_output}
-    return logits
+      outputs['encoder_outputs'] = sequence_output
+    return outputs
 
   @property
   def checkpoint_items(self) -> Dict[str, tf.Module]:

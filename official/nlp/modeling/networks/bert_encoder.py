@@ -12,6 +12,8 @@ from official.nlp.modeling import layers
 from official.nlp.modeling.networks import bert_encoder_config
 
 _INPUT_NAMES = ('input_word_ids', 'input_mask', 'input_type_ids')
+# Extra inputs of an encoder `with_dense_inputs` (Model Garden's BertEncoderV2 option).
+_DENSE_INPUT_NAMES = ('dense_inputs', 'dense_mask', 'dense_type_ids')
 # Keys of encoder config dicts (`EncoderConfig`, `BertEncoderConfig`, BERT config.json) that
 # `get_config()` never has: `from_config` builds from those through `bert_encoder_config`.
 _ENCODER_CONFIG_KEYS = frozenset({
@@ -31,8 +33,8 @@ class BertEncoder(tf_keras.Model):
   `embedding_projection`, `transformer/layer_%d`, `final_layer_norm` (pre-LN only), `pooler_transform`;
   held as Model Garden's attributes `_embedding_layer`, `_position_embedding_layer`,
   `_type_embedding_layer`, `_embedding_norm_layer`, `_embedding_projection`, `_transformer_layers`,
-  `_pooler_layer` (the object-checkpoint keys). The variables are created on the first call (or, for
-  the word embeddings, by `get_embedding_table()`).
+  `_pooler_layer` (the object-checkpoint keys). As in Model Garden, the variables exist once the
+  encoder is constructed, so a checkpoint restores (and its shapes are checked) at once.
 
   Mixed precision: matmuls run in the policy's compute dtype; LayerNorms and the attention softmax
   in float32; variables stay float32. XLA: every shape is static given the input shapes.
@@ -61,6 +63,10 @@ class BertEncoder(tf_keras.Model):
       probabilities [batch, heads, seq, seq] (float32).
     return_word_embeddings: with dict outputs, add `word_embeddings` [batch, seq, embedding_width]
       (the looked-up rows, before position/type embeddings).
+    with_dense_inputs: the inputs also hold `dense_inputs` [batch, dense_seq, embedding_width]
+      (float), `dense_mask` and `dense_type_ids` [batch, dense_seq]: features appended after the
+      word embeddings (the outputs cover seq + dense_seq positions). Dense features in the input
+      dict are used either way; this adds them to `inputs` and to the build.
 
   Call args:
     inputs: a dict with `input_word_ids`, `input_mask`, `input_type_ids` (int [batch, seq]; other
@@ -100,7 +106,7 @@ class BertEncoder(tf_keras.Model):
                embedding_layer: Optional[tf_keras.layers.Layer] = None, norm_first: bool = False,
                dict_outputs: bool = False, return_all_encoder_outputs: bool = False,
                return_attention_scores: bool = False, return_word_embeddings: bool = False,
-               **kwargs):
+               with_dense_inputs: bool = False, **kwargs):
     legacy = _legacy_arguments(kwargs)
     inner_dim = legacy.get('inner_dim', inner_dim)
     inner_activation = legacy.get('inner_activation', inner_activation)
@@ -126,7 +132,7 @@ class BertEncoder(tf_keras.Model):
         embedding_width=embedding_width, norm_first=norm_first, dict_outputs=dict_outputs,
         return_all_encoder_outputs=return_all_encoder_outputs,
         return_attention_scores=return_attention_scores,
-        return_word_embeddings=return_word_embeddings)
+        return_word_embeddings=return_word_embeddings, with_dense_inputs=with_dense_inputs)
     clone = lambda: tf_utils.clone_initializer(initializer)
     self._embedding_layer = embedding_layer or layers.OnDeviceEmbedding(
         vocab_size, embedding_width, initializer=clone(), name='word_embeddings')
@@ -160,8 +166,12 @@ class BertEncoder(tf_keras.Model):
                                                name='pooler_transform')
     # Symbolic inputs (Model Garden's `inputs`). Set without Keras' attribute tracking, so they
     # add nothing to checkpoints; the save spec lets `save()` work before the first call.
-    object.__setattr__(self, 'inputs', symbolic_inputs())
+    object.__setattr__(self, 'inputs',
+                       symbolic_inputs(embedding_width if with_dense_inputs else None))
     self._set_save_spec(self.inputs)
+    # Model Garden's encoder has its variables once constructed, so that a checkpoint restores
+    # (and checks shapes) at once rather than deferred to the first call.
+    self.build()
 
   @staticmethod
   def _unpack(inputs: Union[Mapping[str, tf.Tensor], Sequence[tf.Tensor]]):
@@ -182,6 +192,21 @@ class BertEncoder(tf_keras.Model):
                        f'of those three tensors, found {inputs!r}')
     return (*inputs, None)
 
+  @staticmethod
+  def _dense_inputs(inputs) -> Optional[Sequence[tf.Tensor]]:
+    """(dense_inputs, dense_mask, dense_type_ids) when the input dict has `dense_inputs`, else None.
+
+    As in Model Garden, dense features given in the dict are used whether or not the encoder was
+    built `with_dense_inputs` (which only adds them to `inputs` and to the build).
+    """
+    if not isinstance(inputs, Mapping) or 'dense_inputs' not in inputs:
+      return None
+    missing = [name for name in _DENSE_INPUT_NAMES if name not in inputs]
+    if missing:
+      raise ValueError(f'BertEncoder inputs have dense_inputs but lack {missing}; expected '
+                       f'{list(_DENSE_INPUT_NAMES)} together')
+    return [inputs[name] for name in _DENSE_INPUT_NAMES]
+
   def call(self, inputs, training=None):
     word_ids, mask, type_ids, word_embeddings = self._unpack(inputs)
     return_scores = self._config['return_attention_scores']
@@ -189,6 +214,15 @@ class BertEncoder(tf_keras.Model):
       word_embeddings = self._embedding_layer(word_ids)
     else:
       word_embeddings = tf.cast(word_embeddings, self.compute_dtype)
+    dense = self._dense_inputs(inputs)
+    if dense is not None:
+      # Dense features [batch, dense_seq, embedding_width] follow the word embeddings; positions
+      # and type embeddings then cover both parts.
+      dense_inputs, dense_mask, dense_type_ids = dense
+      word_embeddings = tf.concat([word_embeddings, tf.cast(dense_inputs, word_embeddings.dtype)],
+                                  axis=1)
+      mask = tf.concat([mask, tf.cast(dense_mask, mask.dtype)], axis=1)
+      type_ids = tf.concat([type_ids, tf.cast(dense_type_ids, type_ids.dtype)], axis=1)
     # The position rows [1, seq, width] broadcast in the add (not materialized per batch).
     positions = self._position_embedding_layer(word_embeddings, broadcast=False)
     embeddings = word_embeddings + positions + self._type_embedding_layer(type_ids)
@@ -226,30 +260,25 @@ class BertEncoder(tf_keras.Model):
     return outputs
 
   def build(self, input_shape=None):
-    """Creates every variable now, by calling the encoder once on a [1, 2] batch of zeros.
+    """Creates every variable (the constructor does; Keras' `build(shapes)` then does nothing).
 
-    Keras builds the encoder on its first call anyway; this serves an explicit
-    `encoder.build(...)` (whose argument, shapes or symbolic inputs, is not needed: the
-    variables' shapes follow from the constructor) and reloading a saved model.
+    Runs the layers once on a [1, 2] batch of zeros outside the encoder's name scope, so that the
+    variables are named as Model Garden's functional encoder names them
+    (`word_embeddings/embeddings:0`, `transformer/layer_0/...`).
     """
     if self.built:
       return
     with tf.init_scope():
       zeros = tf.zeros([1, 2], tf.int32)
-      self(dict(input_word_ids=zeros, input_mask=zeros + 1, input_type_ids=zeros),
-           training=False)
-
-  # Keras calls a subclass' own `build` before the first call; the first call builds the layers
-  # itself, so this marks `build` as Keras' default to skip that (an explicit call still runs).
-  build._is_default = True  # pylint: disable=protected-access
+      inputs = dict(input_word_ids=zeros, input_mask=zeros + 1, input_type_ids=zeros)
+      if self._config['with_dense_inputs']:
+        inputs.update(dense_inputs=tf.zeros([1, 1, self._config['embedding_width']]),
+                      dense_mask=zeros[:, :1] + 1, dense_type_ids=zeros[:, :1])
+      self.call(inputs, training=False)
+    self.built = True
 
   def get_embedding_table(self) -> tf.Variable:
-    """The word-embedding variable [vocab_size, embedding_width] (built on first use)."""
-    if not self._embedding_layer.built:
-      # Built by a dummy lookup under the encoder's scope so that the variable is named
-      # `<encoder>/word_embeddings/embeddings` as when built by the first call.
-      with tf.name_scope(self.name):
-        self._embedding_layer(tf.zeros([1, 1], tf.int32))
+    """The word-embedding variable [vocab_size, embedding_width]."""
     return self._embedding_layer.embeddings
 
   def get_embedding_layer(self) -> tf_keras.layers.Layer:
@@ -360,14 +389,24 @@ class BertEncoderV2(BertEncoder):
     return tf_keras.Model._trackable_children(self, save_type, **kwargs)  # pylint: disable=protected-access
 
 
-def symbolic_inputs() -> Dict[str, tf_keras.Input]:
+def symbolic_inputs(dense_width: Optional[int] = None) -> Dict[str, tf_keras.Input]:
   """Fresh `tf_keras.Input`s int32 [batch, seq] named like the encoder's inputs.
+
+  Args:
+    dense_width: also `dense_inputs` float32 [batch, dense_seq, dense_width], `dense_mask` and
+      `dense_type_ids` int32 [batch, dense_seq] (an encoder `with_dense_inputs`).
 
   Example:
     >>> sorted(symbolic_inputs())
     ['input_mask', 'input_type_ids', 'input_word_ids']
   """
-  return {name: tf_keras.Input(shape=(None,), dtype=tf.int32, name=name) for name in _INPUT_NAMES}
+  inputs = {name: tf_keras.Input(shape=(None,), dtype=tf.int32, name=name) for name in _INPUT_NAMES}
+  if dense_width:
+    inputs['dense_inputs'] = tf_keras.Input(shape=(None, dense_width), dtype=tf.float32,
+                                            name='dense_inputs')
+    for name in _DENSE_INPUT_NAMES[1:]:
+      inputs[name] = tf_keras.Input(shape=(None,), dtype=tf.int32, name=name)
+  return inputs
 
 
 def _plain(value: Any) -> Any:

@@ -105,7 +105,9 @@ def test_bad_values_name_the_full_key_path(override, path):
     ({'optimizer': {'type': 'adam', 'adam': {'clipnorm': 1.0, 'global_clipnorm': 1.0}}},
      'optimizer.adam.clipnorm'),
     ({'optimizer': {'type': 'sgd', 'sgd': {'decay': 0.1}}}, 'optimizer.sgd.decay'),
-    ({'ema': {'average_decay': 0.9999}}, 'ema'),
+    ({'ema': {'average_decay': 1.5}}, 'ema.average_decay'),
+    ({'ema': {'start_step': -1}}, 'ema.start_step'),
+    ({'ema': {'clipnorm': 1.0}}, 'ema.clipnorm'),
 ])
 def test_missing_or_inconsistent_values_name_the_full_key_path(override, path):
   with pytest.raises(hyperparams.ConfigError) as e:

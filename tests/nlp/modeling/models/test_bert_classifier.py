@@ -62,3 +62,29 @@ def test_classifier_rejects_zero_classes():
   with pytest.raises(ValueError, match='num_classes must be >= 1, found 0'):
     models.BertClassifier(_encoder(), num_classes=0)
 
+
+
+def test_restoring_a_checkpoint_of_another_hidden_size_fails_at_once(tmp_path):
+  # The encoder has its variables once constructed (as Model Garden's), so a restore through
+  # `checkpoint_items` is checked at once instead of being deferred to the first call and
+  # silently leaving random weights.
+  source = networks.BertEncoder(vocab_size=40, hidden_size=8, num_layers=2, num_attention_heads=2,
+                                inner_dim=32, max_sequence_length=16)
+  path = tf.train.Checkpoint(encoder=source).save(str(tmp_path / 'ckpt'))
+  model = models.BertClassifier(_encoder(), num_classes=2)
+  assert model.checkpoint_items['encoder'].weights, 'the encoder has no variables yet'
+  # Model Garden's error, word for word (its encoder gives the same message).
+  with pytest.raises(ValueError, match=r'Received incompatible tensor with shape \(40, 8\) when '
+                     r'attempting to restore variable with shape \(40, 16\) and name '
+                     r'word_embeddings/embeddings:0'):
+    status = tf.train.Checkpoint(**model.checkpoint_items).read(path)
+    status.expect_partial().assert_existing_objects_matched()
+
+
+def test_restoring_a_matching_checkpoint_into_a_fresh_classifier_is_immediate(tmp_path):
+  source = _encoder()
+  path = tf.train.Checkpoint(encoder=source).save(str(tmp_path / 'ckpt'))
+  model = models.BertClassifier(_encoder(), num_classes=2)
+  tf.train.Checkpoint(**model.checkpoint_items).read(path).assert_existing_objects_matched()
+  for restored, saved in zip(model.checkpoint_items['encoder'].weights, source.weights):
+    np.testing.assert_array_equal(restored.numpy(), saved.numpy())

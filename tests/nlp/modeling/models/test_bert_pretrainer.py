@@ -107,8 +107,8 @@ def test_variable_names_follow_model_garden():
                       'bert/cls/predictions/output_bias/bias:0': (50,),
                       'bert/next_sentence/pooler_dense/kernel:0': (16, 16),
                       'bert/next_sentence/logits/kernel:0': (16, 3),
-                      'bert/bert_encoder/transformer/layer_1/output/kernel:0': (32, 16),
-                      'bert/bert_encoder/pooler_transform/bias:0': (16,)}.items():
+                      'transformer/layer_1/output/kernel:0': (32, 16),
+                      'pooler_transform/bias:0': (16,)}.items():
     assert shapes.get(name) == shape, (name, sorted(shapes))
 
 
@@ -158,11 +158,11 @@ def test_list_output_encoder_is_accepted():
   np.testing.assert_array_equal(outputs['sequence_output'], outputs['encoder_outputs'][-1])
 
 
-def test_word_embedding_variable_keeps_its_scoped_name():
+def test_word_embedding_variable_is_named_as_model_garden_names_it():
   pretrainer = _pretrainer()
   pretrainer(_inputs())
   name = pretrainer.encoder_network.get_embedding_table().name
-  assert name == 'bert/bert_encoder/word_embeddings/embeddings:0', name
+  assert name == 'word_embeddings/embeddings:0', name
 
 
 def test_inputs_and_outputs_make_a_functional_model_with_the_same_weights():

@@ -12,7 +12,9 @@ from tests.nlp.modeling.models.test_bert_classifier import _dense, _encoder, _in
 def test_token_classifier_logits_and_predictions():
   encoder = _encoder()
   model = models.BertTokenClassifier(encoder, num_classes=5)
-  logits = model(_inputs(), training=False).numpy()
+  outputs = model(_inputs(), training=False)
+  assert set(outputs) == {'logits'}  # a dict, as Model Garden's
+  logits = outputs['logits'].numpy()
   sequence = encoder(_inputs(), training=False)['sequence_output'].numpy()
   np.testing.assert_allclose(logits, _dense(model.classifier, sequence), atol=1e-5)
   assert model.classifier.name == 'predictions/transform/logits'
@@ -20,7 +22,7 @@ def test_token_classifier_logits_and_predictions():
 
   log_probs = models.BertTokenClassifier(encoder, num_classes=5, output='predictions')
   log_probs.classifier = model.classifier  # same head weights
-  out = log_probs(_inputs(), training=False).numpy()
+  out = log_probs(_inputs(), training=False)['predictions'].numpy()
   expected = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
   np.testing.assert_allclose(out, expected, atol=1e-5)
 
@@ -38,4 +40,5 @@ def test_token_classifier_rejects_unknown_output():
 def test_token_classifier_config_round_trip():
   testing.run_layer_test(models.BertTokenClassifier,
                          dict(network=_encoder(), num_classes=3, output='predictions'),
-                         [_inputs()], (3, 8, 3), expected_output_dtype=tf.float32)
+                         [_inputs()], {'predictions': (3, 8, 3)},
+                         expected_output_dtype=tf.float32)

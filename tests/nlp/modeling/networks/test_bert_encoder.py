@@ -96,18 +96,18 @@ def test_variable_names_follow_model_garden():
   encoder(dict(input_word_ids=word_ids, input_mask=mask, input_type_ids=type_ids))
   shapes = {v.name: tuple(v.shape) for v in encoder.variables}
   expected = {
-      'bert_encoder/word_embeddings/embeddings:0': (VOCAB, HIDDEN),
-      'bert_encoder/position_embedding/embeddings:0': (16, HIDDEN),
-      'bert_encoder/type_embeddings/embeddings:0': (2, HIDDEN),
-      'bert_encoder/embeddings/layer_norm/gamma:0': (HIDDEN,),
-      'bert_encoder/transformer/layer_0/self_attention/query/kernel:0': (HIDDEN, 2, 8),
-      'bert_encoder/transformer/layer_0/self_attention/query/bias:0': (2, 8),
-      'bert_encoder/transformer/layer_1/self_attention/attention_output/kernel:0': (2, 8, HIDDEN),
-      'bert_encoder/transformer/layer_0/self_attention_layer_norm/gamma:0': (HIDDEN,),
-      'bert_encoder/transformer/layer_0/intermediate/kernel:0': (HIDDEN, 32),
-      'bert_encoder/transformer/layer_0/output/kernel:0': (32, HIDDEN),
-      'bert_encoder/transformer/layer_1/output_layer_norm/beta:0': (HIDDEN,),
-      'bert_encoder/pooler_transform/kernel:0': (HIDDEN, HIDDEN)}
+      'word_embeddings/embeddings:0': (VOCAB, HIDDEN),
+      'position_embedding/embeddings:0': (16, HIDDEN),
+      'type_embeddings/embeddings:0': (2, HIDDEN),
+      'embeddings/layer_norm/gamma:0': (HIDDEN,),
+      'transformer/layer_0/self_attention/query/kernel:0': (HIDDEN, 2, 8),
+      'transformer/layer_0/self_attention/query/bias:0': (2, 8),
+      'transformer/layer_1/self_attention/attention_output/kernel:0': (2, 8, HIDDEN),
+      'transformer/layer_0/self_attention_layer_norm/gamma:0': (HIDDEN,),
+      'transformer/layer_0/intermediate/kernel:0': (HIDDEN, 32),
+      'transformer/layer_0/output/kernel:0': (32, HIDDEN),
+      'transformer/layer_1/output_layer_norm/beta:0': (HIDDEN,),
+      'pooler_transform/kernel:0': (HIDDEN, HIDDEN)}
   for name, shape in expected.items():
     assert shapes.get(name) == shape, (name, shapes.get(name))
   assert len(shapes) == 5 + 2 * 16 + 2
@@ -290,11 +290,11 @@ def test_symbolic_inputs_make_a_functional_model_with_the_same_outputs(tmp_path)
 def test_build_creates_the_variables_and_list_outputs_add_attention_scores():
   encoder = _encoder(dict_outputs=False, return_attention_scores=True, name='enc')
   encoder.build(dict(input_word_ids=(None, SEQ), input_mask=(None, SEQ), input_type_ids=(None, SEQ)))
-  # Every variable exists, named as when built by a first call.
+  # Every variable exists, named as Model Garden's (no encoder scope).
   assert encoder.built and len(encoder.weights) == 5 + 2 * 16 + 2
   names = {v.name for v in encoder.weights}
-  assert {'enc/word_embeddings/embeddings:0', 'enc/pooler_transform/kernel:0',
-          'enc/transformer/layer_1/self_attention/query/kernel:0'} <= names, sorted(names)
+  assert {'word_embeddings/embeddings:0', 'pooler_transform/kernel:0',
+          'transformer/layer_1/self_attention/query/kernel:0'} <= names, sorted(names)
   word_ids, mask, type_ids = _inputs()
   sequence, pooled, scores = encoder([word_ids, mask, type_ids])
   assert sequence.shape == (3, SEQ, HIDDEN) and pooled.shape == (3, HIDDEN)
@@ -323,3 +323,27 @@ def test_model_garden_legacy_keywords_are_accepted():
   with pytest.raises(TypeError, match='nope'):
     networks.BertEncoder(vocab_size=50, hidden_size=16, num_layers=1, num_attention_heads=2,
                          nope=1)
+
+
+def test_dense_inputs_follow_the_word_embeddings():
+  encoder = _encoder(with_dense_inputs=True)
+  assert sorted(encoder.inputs) == ['dense_inputs', 'dense_mask', 'dense_type_ids',
+                                    'input_mask', 'input_type_ids', 'input_word_ids']
+  word_ids, mask, type_ids = _inputs()
+  rng = np.random.default_rng(1)
+  dense = rng.normal(size=(3, 4, HIDDEN)).astype(np.float32)
+  dense_mask = np.array([[1, 1, 1, 0]] * 3, np.int32)
+  dense_types = np.ones((3, 4), np.int32)
+  outputs = encoder(dict(input_word_ids=word_ids, input_mask=mask, input_type_ids=type_ids,
+                         dense_inputs=dense, dense_mask=dense_mask, dense_type_ids=dense_types))
+  assert outputs['sequence_output'].shape == (3, SEQ + 4, HIDDEN)
+  # The same as giving the concatenated embeddings, masks and types directly.
+  rows = tf.gather(encoder.get_embedding_table(), word_ids).numpy()
+  expected = encoder(dict(input_word_embeddings=np.concatenate([rows, dense], 1),
+                          input_mask=np.concatenate([mask, dense_mask], 1),
+                          input_type_ids=np.concatenate([type_ids, dense_types], 1)))
+  np.testing.assert_allclose(outputs['sequence_output'], expected['sequence_output'], atol=1e-6)
+  with pytest.raises(ValueError, match=r"lack \['dense_mask'\]"):
+    encoder(dict(input_word_ids=word_ids, input_mask=mask, input_type_ids=type_ids,
+                 dense_inputs=dense, dense_type_ids=dense_types))
+  assert networks.BertEncoder.from_config(encoder.get_config()).get_config()['with_dense_inputs']

@@ -1,0 +1,1 @@
+"""Model Garden's reusable absl flags for training scripts (`core`)."""

@@ -1,0 +1,1 @@
+"""Small helpers for model scripts: stop thresholds, synthetic data (`model_helpers`)."""

@@ -1,0 +1,1 @@
+"""Examples of Orbit trainers and evaluators."""

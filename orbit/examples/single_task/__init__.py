@@ -1,0 +1,1 @@
+"""A single-task Orbit example: `SingleTaskTrainer` and `SingleTaskEvaluator`."""
