@@ -30,6 +30,7 @@ from official.nlp.modeling.layers.position_embedding import RelativePositionBias
 from official.nlp.modeling.layers.position_embedding import RelativePositionEmbedding
 from official.nlp.modeling.layers.reversible_embedding import ReversibleEmbedding
 from official.nlp.modeling.layers.rezero_transformer import ReZeroTransformer
+from official.nlp.modeling.layers.rotary_embedding import RotaryEmbedding
 from official.nlp.modeling.layers.self_attention import MultiHeadSelfAttention
 from official.nlp.modeling.layers.self_attention_mask import SelfAttentionMask
 from official.nlp.modeling.layers.self_attention_mask import get_mask

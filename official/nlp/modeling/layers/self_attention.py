@@ -8,6 +8,7 @@ import tf_keras
 from official.modeling import fused_ops
 from official.modeling import tf_utils
 from official.nlp.modeling.layers import dropout as dropout_lib
+from official.nlp.modeling.layers import rotary_embedding
 
 # Added to the scores of padded keys: its exp() underflows to exactly 0 in float32.
 _MASK_ADDER = -1e9
@@ -29,13 +30,21 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
     key_dim: size of each head.
     dropout: dropout on the attention probabilities.
     kernel_initializer: initializer of the kernels (biases start at zero).
+    use_bias: biases in the four projections (False: no bias variables).
+    rotary_theta: rotary position embeddings (`rotary_embedding`, HF's rotate-half layout) with
+      this base, applied to the queries and keys after their projection (None: none).
+    attention_window: local attention: query i attends to keys j with |i - j| <=
+      attention_window // 2 only (HF ModernBERT's `local_attention`, e.g. 128), on top of the
+      attention mask (None: global attention).
 
   Call args:
     inputs: [batch, seq, hidden].
     attention_mask: optional [batch, seq] (1 = token, 0 = padding) or [batch, seq, seq] (sliced like
-      the queries when `query_length` is set).
+      the queries when `query_length` is set; e.g. padding and document boundaries of packed rows).
     query_length: attend from the first `query_length` positions only (`output_range`).
     return_attention_scores: also return the float32 probabilities [batch, heads, query, seq].
+    position_ids: int [batch, seq] positions of the rotary embeddings (default 0..seq - 1; packed
+      rows restart them per document); only with `rotary_theta`.
 
   Returns:
     [batch, query_length or seq, hidden] (and the probabilities when asked).
@@ -47,17 +56,26 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
   """
 
   def __init__(self, num_heads: int, key_dim: int, dropout: float = 0.0,
-               kernel_initializer: Any = 'glorot_uniform', **kwargs):
+               kernel_initializer: Any = 'glorot_uniform', use_bias: bool = True,
+               rotary_theta: Optional[float] = None, attention_window: Optional[int] = None,
+               **kwargs):
     super().__init__(**kwargs)
+    if rotary_theta is not None and key_dim % 2:
+      raise ValueError(f'rotary_theta needs an even head size, found key_dim={key_dim}')
+    if attention_window is not None and attention_window < 1:
+      raise ValueError(f'attention_window must be a positive int or None, found {attention_window}')
     self.num_heads = num_heads
     self.key_dim = key_dim
     self.dropout = dropout
     self.kernel_initializer = tf_keras.initializers.get(kernel_initializer)
+    self.use_bias = use_bias
+    self.rotary_theta = float(rotary_theta) if rotary_theta is not None else None
+    self.attention_window = attention_window
     self._dropout_layer = dropout_lib.Dropout(dropout)
 
   def _einsum_dense(self, equation: str, output_shape, bias_axes: str, name: str):
     return tf_keras.layers.EinsumDense(
-        equation, output_shape=output_shape, bias_axes=bias_axes,
+        equation, output_shape=output_shape, bias_axes=bias_axes if self.use_bias else None,
         kernel_initializer=tf_utils.clone_initializer(self.kernel_initializer), name=name)
 
   def build(self, input_shape):
@@ -87,10 +105,13 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
     hidden = int(inputs.shape[-1])
     width = self.num_heads * self.key_dim
     kernels = [tf.reshape(tf.cast(layer.kernel, dtype), [hidden, width]) for layer in layers]
-    biases = [tf.reshape(tf.cast(layer.bias, dtype), [width]) for layer in layers]
     kernel = kernels[0] if len(kernels) == 1 else tf.concat(kernels, axis=1)
+    projected = tf.matmul(tf.reshape(inputs, [-1, hidden]), kernel)
+    if not self.use_bias:
+      return projected
+    biases = [tf.reshape(tf.cast(layer.bias, dtype), [width]) for layer in layers]
     bias = biases[0] if len(biases) == 1 else tf.concat(biases, axis=0)
-    return tf_utils.bias_add(tf.matmul(tf.reshape(inputs, [-1, hidden]), kernel), bias)
+    return tf_utils.bias_add(projected, bias)
 
   def _heads(self, projected, batch, length, count: int):
     """[batch * length, count * heads * dim] -> `count` tensors [batch, heads, length, dim]."""
@@ -98,7 +119,7 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
     return tf.unstack(tf.transpose(split, [2, 0, 3, 1, 4]), num=count)
 
   def call(self, inputs, attention_mask=None, query_length: Optional[int] = None,
-           return_attention_scores: bool = False, training=None):
+           return_attention_scores: bool = False, training=None, position_ids=None):
     # Q, K and V come from one matmul against the three kernels side by side (the variables stay
     # separate, [hidden, heads, head_dim] each), and the heads are laid out [batch, heads, seq, dim]
     # once, so that scores and the weighted sum are plain batched matmuls. Faster on CPU than
@@ -116,10 +137,19 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
                              batch, query_length, 1)
       key, value = self._heads(self._projection([self._key_dense, self._value_dense], inputs),
                                batch, length, 2)
+    if self.rotary_theta is not None:
+      query, key = self._rotate(query, key, position_ids, length, query_len)
+    elif position_ids is not None:
+      raise ValueError(f'{self.name}: position_ids were given but rotary_theta is None (no '
+                       'position-dependent attention)')
     # The 1/sqrt(head size) scale is applied by the softmax kernel (in float32, at no extra pass).
     scale = self.key_dim ** -0.5
     scores = tf.matmul(query, key, transpose_b=True)
     mask_adder = _mask_adder(attention_mask, query_length)
+    if self.attention_window is not None:
+      window = (1.0 - local_attention_mask(length, self.attention_window, query_length)) * (
+          _MASK_ADDER)
+      mask_adder = window[None, None] if mask_adder is None else mask_adder + window
     training = dropout_lib.resolve_training(training)
     if isinstance(training, bool):
       # Mask, float32 softmax and dropout as one XLA kernel each way (fused_ops).
@@ -136,18 +166,61 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
     width = self.num_heads * self.key_dim
     hidden = int(inputs.shape[-1])
     kernel = tf.reshape(tf.cast(self._output_dense.kernel, dtype), [width, hidden])
-    output = tf_utils.bias_add(tf.matmul(tf.reshape(context, [-1, width]), kernel),
-                               tf.cast(self._output_dense.bias, dtype))
+    output = tf.matmul(tf.reshape(context, [-1, width]), kernel)
+    if self.use_bias:
+      output = tf_utils.bias_add(output, tf.cast(self._output_dense.bias, dtype))
     output = tf.reshape(output, [batch, query_len, hidden])
     if return_attention_scores:
       return output, probs
     return output
 
+  def _rotate(self, query, key, position_ids, length, query_len):
+    """Queries and keys [batch, heads, len, dim] rotated by their positions (RoPE)."""
+    if position_ids is None:
+      position_ids = tf.range(length)[None, :]
+    position_ids = tf.convert_to_tensor(position_ids)
+    if position_ids.shape.rank != 2:
+      raise ValueError(f'{self.name}: position_ids must be [batch, seq], found shape '
+                       f'{position_ids.shape}')
+    cos, sin = rotary_embedding.rotary_cos_sin(position_ids, self.key_dim, self.rotary_theta,
+                                               query.dtype)
+    cos, sin = cos[:, None], sin[:, None]  # the heads axis
+    key = rotary_embedding.apply_rotary(key, cos, sin)
+    query = rotary_embedding.apply_rotary(query, cos[:, :, :query_len], sin[:, :, :query_len])
+    return query, key
+
   def get_config(self) -> Dict[str, Any]:
     config = super().get_config()
     config.update(num_heads=self.num_heads, key_dim=self.key_dim, dropout=self.dropout,
-                  kernel_initializer=tf_keras.initializers.serialize(self.kernel_initializer))
+                  kernel_initializer=tf_keras.initializers.serialize(self.kernel_initializer),
+                  use_bias=self.use_bias, rotary_theta=self.rotary_theta,
+                  attention_window=self.attention_window)
     return config
+
+
+def local_attention_mask(length, window: int, query_length=None) -> tf.Tensor:
+  """float32 [query_length or length, length]: 1 where |i - j| <= window // 2, else 0.
+
+  The band of sliding-window (local) attention as HF ModernBERT defines it: `window` is the total
+  width, e.g. 128 lets each token see 64 positions on either side. Built from two ranges (static
+  shapes when the lengths are), so it compiles with XLA; multiply it into a padding or
+  per-document mask to combine them.
+
+  Args:
+    length: the number of keys (int or scalar tensor).
+    window: the total window width.
+    query_length: the number of queries, the first positions (default `length`).
+
+  Example:
+    >>> local_attention_mask(4, 2).numpy()
+    array([[1., 1., 0., 0.],
+           [1., 1., 1., 0.],
+           [0., 1., 1., 1.],
+           [0., 0., 1., 1.]], dtype=float32)
+  """
+  queries = tf.range(length if query_length is None else query_length)
+  distance = tf.abs(queries[:, None] - tf.range(length)[None, :])
+  return tf.cast(distance <= window // 2, tf.float32)
 
 
 def _mask_adder(attention_mask, query_length: Optional[int]) -> Optional[tf.Tensor]:

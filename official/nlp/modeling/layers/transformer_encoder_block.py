@@ -1,4 +1,4 @@
-"""The BERT transformer block: self-attention and feed-forward, post-LN (BERT) or pre-LN."""
+"""The transformer encoder block: BERT (post-LN), pre-LN, and ModernBERT's options."""
 
 from typing import Any, Dict, Optional, Sequence
 
@@ -10,41 +10,10 @@ from official.modeling import tf_utils
 from official.nlp.modeling.layers import efficient_attention
 from official.nlp.modeling.layers import self_attention
 from official.nlp.modeling.layers import dropout as dropout_lib
+from official.nlp.modeling.layers.rms_norm import RMSNorm  # also re-exported from here
 
 # Activations computed by `fused_ops.gelu` (value: its `approximate`).
 _FUSED_GELU = {'gelu': True, 'exact_gelu': False}
-
-
-@tf_keras.utils.register_keras_serializable(package='mlm_garden')
-class RMSNorm(tf_keras.layers.Layer):
-  """Root-mean-square normalization: x / sqrt(mean(x^2) + epsilon) * scale, in float32.
-
-  Args:
-    epsilon: added to the mean square.
-
-  Example:
-    >>> RMSNorm()(tf.constant([[3.0, 4.0]])).numpy()   # rms 3.5355
-    array([[0.8485281, 1.1313709]], dtype=float32)
-  """
-
-  def __init__(self, epsilon: float = 1e-6, **kwargs):
-    kwargs.setdefault('dtype', tf.float32)
-    super().__init__(**kwargs)
-    self.epsilon = epsilon
-
-  def build(self, input_shape):
-    self.scale = self.add_weight('scale', shape=[int(input_shape[-1])], initializer='ones')
-    super().build(input_shape)
-
-  def call(self, inputs):
-    x = tf.cast(inputs, tf.float32)
-    return x * tf.math.rsqrt(tf.reduce_mean(tf.square(x), -1, keepdims=True) + self.epsilon) * (
-        self.scale)
-
-  def get_config(self) -> Dict[str, Any]:
-    config = super().get_config()
-    config.update(epsilon=self.epsilon)
-    return config
 
 
 @tf_keras.utils.register_keras_serializable(package='mlm_garden')
@@ -60,11 +29,12 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
   work runs as fused XLA kernels (`official.modeling.fused_ops`): GELU, and in post-LN with a known
   `training` flag dropout + residual add + LayerNorm; the matmuls are 2-D with the bias add fused.
 
-  Model Garden's other options (`key_dim`, `value_dim`, `output_last_dim`, `use_bias=False`,
-  `use_query_residual=False`, `attention_axes`, `diff_q_kv_att_layer_norm`, separate query and
-  key/value inputs, inputs of rank other than 3) are computed by a plain Keras path
-  (`tf_keras.layers.MultiHeadAttention`, Dense and LayerNorm layers, no fused kernels) with the
-  same sub-layer names; BERT's configuration always takes the fused path.
+  Model Garden's other options (`key_dim`, `value_dim`, `output_last_dim`,
+  `use_query_residual=False`, `attention_axes`, `diff_q_kv_att_layer_norm`, the efficient-attention
+  options, separate query and key/value inputs, inputs of rank other than 3) are computed by a
+  plain Keras attention (`tf_keras.layers.MultiHeadAttention`) with the same sub-layer names;
+  BERT's configuration always takes the fused path. The ModernBERT options (`rotary_theta`,
+  `attention_window`) need the fused path.
 
   Args:
     num_attention_heads: attention heads, each hidden_size // num_attention_heads wide (or
@@ -91,17 +61,29 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
       (`self_attention_layer_norm_kv`), for query and key/value of different widths.
     return_attention_scores: return `(output, attention probabilities)` from every call.
     use_rms_norm: RMSNorm (`RMSNorm`, no centering, no bias) instead of LayerNorm.
+    norm_use_bias: the LayerNorms have an offset (`beta`); False: scale only (`center=False`,
+      ModernBERT's `norm_bias=False`).
     num_kv_heads, src_block_size, tgt_block_size, use_sigmoid_attn, sigmoid_attn_bias,
       linformer_dim, linformer_shared_kv_projection: grouped key/value heads, block-diagonal,
       sigmoid and Linformer attention (`efficient_attention.EfficientAttention`).
+    rotary_theta: rotary position embeddings with this base on the queries and keys
+      (`MultiHeadSelfAttention`; ModernBERT: 160000 global, 10000 local layers); None: none.
+    attention_window: sliding-window attention, each token sees |i - j| <= attention_window // 2
+      (ModernBERT's local layers: 128), combined with the attention mask; None: global.
+    gated_inner: a gated feed-forward layer (GLU; GeGLU with a GELU, ModernBERT's MLP):
+      `intermediate` projects to 2 * inner_dim, split into input and gate halves (in that
+      order), `activation(input) * gate` goes to `output`.
 
   Call args:
     inputs: [batch, seq, hidden]; or Model Garden's lists `[inputs, attention_mask]` and
       `[query, key_value, attention_mask]`.
-    attention_mask: [batch, seq] (1 = token) or [batch, query, seq].
+    attention_mask: [batch, seq] (1 = token) or [batch, query, seq] (e.g. padding and the
+      document boundaries of packed rows).
     return_attention_scores: also return the attention probabilities [batch, heads, q, seq]
       (default: the constructor's).
     output_range: overrides the constructor's `output_range` for this call.
+    position_ids: int [batch, seq] positions of the rotary embeddings (default 0..seq - 1;
+      packed rows restart them per document); only with `rotary_theta`.
 
   Returns:
     [batch, output_range or seq, hidden] (and the probabilities when asked).
@@ -125,7 +107,9 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
                num_kv_heads: Optional[int] = None, src_block_size: Optional[int] = None,
                tgt_block_size: Optional[int] = None, use_sigmoid_attn: bool = False,
                sigmoid_attn_bias: Optional[float] = None, linformer_dim: Optional[int] = None,
-               linformer_shared_kv_projection: bool = True, **kwargs):
+               linformer_shared_kv_projection: bool = True,
+               rotary_theta: Optional[float] = None, attention_window: Optional[int] = None,
+               gated_inner: bool = False, norm_use_bias: bool = True, **kwargs):
     super().__init__(**kwargs)
     if diff_q_kv_att_layer_norm and not norm_first:
       raise ValueError('diff_q_kv_att_layer_norm=True needs norm_first=True (a separate '
@@ -151,6 +135,10 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
     self.diff_q_kv_att_layer_norm = diff_q_kv_att_layer_norm
     self.return_attention_scores = return_attention_scores
     self.use_rms_norm = use_rms_norm
+    self.rotary_theta = float(rotary_theta) if rotary_theta is not None else None
+    self.attention_window = attention_window
+    self.gated_inner = gated_inner
+    self.norm_use_bias = norm_use_bias
     self._attention_options = dict(
         num_kv_heads=num_kv_heads, src_block_size=src_block_size, tgt_block_size=tgt_block_size,
         use_sigmoid_attn=use_sigmoid_attn, sigmoid_attn_bias=sigmoid_attn_bias,
@@ -158,11 +146,15 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
         linformer_shared_kv_projection=linformer_shared_kv_projection)
     efficient = (num_kv_heads is not None or src_block_size is not None or use_sigmoid_attn
                  or linformer_dim is not None)
-    # Options only the plain Keras path computes (BERT's configuration has none of them).
-    self._general = bool(not use_bias or attention_axes is not None or not use_query_residual
-                         or key_dim is not None or value_dim is not None
-                         or output_last_dim is not None or diff_q_kv_att_layer_norm
-                         or use_rms_norm or efficient)
+    # Options only the plain Keras attention computes (BERT's configuration has none of them),
+    # as one string (a list attribute would be tracked: a new checkpoint key).
+    self._general_reason = ', '.join(name for name, used in (
+        ('attention_axes', attention_axes is not None),
+        ('use_query_residual=False', not use_query_residual), ('key_dim', key_dim is not None),
+        ('value_dim', value_dim is not None), ('output_last_dim', output_last_dim is not None),
+        ('diff_q_kv_att_layer_norm', diff_q_kv_att_layer_norm),
+        ('the efficient-attention options', efficient)) if used)
+    self._general = bool(self._general_reason)
     self._efficient_attention = efficient
 
   def build(self, input_shape):
@@ -173,6 +165,7 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
       input_shape = shapes[0]
       if len(shapes) == 3:
         self._general = True
+        self._general_reason = _join(self._general_reason, 'a separate key/value input')
         key_value_shape = shapes[1]
       else:
         key_value_shape = input_shape
@@ -181,7 +174,11 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
       key_value_shape = input_shape
     if input_shape.rank != 3:
       self._general = True
+      self._general_reason = _join(self._general_reason, f'inputs of rank {input_shape.rank}')
     if self._general:
+      if self.rotary_theta is not None or self.attention_window is not None:
+        raise ValueError(f'{self.name}: rotary_theta and attention_window need self-attention '
+                         f'on [batch, seq, hidden] inputs; found {self._general_reason}')
       self._build_general(input_shape, key_value_shape)
       return
     hidden = int(input_shape[-1])
@@ -190,33 +187,15 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
                        f'found {self.num_attention_heads}')
     # A hidden size the heads do not divide is allowed (as in Model Garden): each head is
     # hidden // heads wide and the attention output projects back to `hidden`.
-    init = lambda: tf_utils.clone_initializer(self.kernel_initializer)
     # Attribute names follow Model Garden's block, so object-checkpoint keys match too.
     self._attention_layer = self_attention.MultiHeadSelfAttention(
         self.num_attention_heads, hidden // self.num_attention_heads, self.attention_dropout,
         kernel_initializer=tf_utils.clone_initializer(
-            self.attention_initializer or self.kernel_initializer), name='self_attention')
-    self._attention_layer_norm = tf_keras.layers.LayerNormalization(
-        epsilon=self.norm_epsilon, dtype=tf.float32, name='self_attention_layer_norm')
-    # The activation is applied by `_feed_forward` (GELU as a fused kernel).
-    self._intermediate_dense = tf_keras.layers.Dense(
-        self.inner_dim, kernel_initializer=init(), name='intermediate')
-    self._output_dense = tf_keras.layers.Dense(hidden, kernel_initializer=init(), name='output')
-    self._output_layer_norm = tf_keras.layers.LayerNormalization(
-        epsilon=self.norm_epsilon, dtype=tf.float32, name='output_layer_norm')
-    # As Model Garden: the attention output is dropped at `attention_dropout`'s rate.
-    self._attention_dropout = dropout_lib.Dropout(self.attention_dropout)
-    self._inner_dropout_layer = dropout_lib.Dropout(self.inner_dropout)
-    self._output_dropout = dropout_lib.Dropout(self.output_dropout)
-    # Built here, in their own name scopes (variables `.../intermediate/kernel` etc.), because
-    # `call` computes with their variables directly.
+            self.attention_initializer or self.kernel_initializer), use_bias=self.use_bias,
+        rotary_theta=self.rotary_theta, attention_window=self.attention_window,
+        name='self_attention')
     sequence_shape = tf.TensorShape([None] * (len(input_shape) - 1) + [hidden])
-    for layer, shape in ((self._attention_layer_norm, sequence_shape),
-                         (self._intermediate_dense, [None, hidden]),
-                         (self._output_dense, [None, self.inner_dim]),
-                         (self._output_layer_norm, sequence_shape)):
-      with tf.name_scope(layer.name):
-        layer.build(tf.TensorShape(shape))
+    self._build_sublayers(hidden, build_norms_for=sequence_shape)
     # The fused kernels take seeds from the dropout layers without calling them: building them
     # creates their random generators now, so a deterministic run's checkpoint includes them.
     for layer in (self._attention_dropout, self._output_dropout):
@@ -224,6 +203,46 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
     if self.inner_dropout:
       self._inner_dropout_layer.build(tf.TensorShape([None, self.inner_dim]))
     super().build(input_shape)
+
+  def _make_norm(self, name: str):
+    if self.use_rms_norm:
+      return RMSNorm(epsilon=self.norm_epsilon, name=name)
+    return tf_keras.layers.LayerNormalization(epsilon=self.norm_epsilon,
+                                              center=self.norm_use_bias, dtype=tf.float32,
+                                              name=name)
+
+  def _build_sublayers(self, width: int, build_norms_for: Optional[tf.TensorShape] = None):
+    """The norms, the feed-forward layers (on `width` features) and the dropout layers.
+
+    The dense layers are built here, in their own name scopes (variables
+    `.../intermediate/kernel` etc.), because `_feed_forward` computes with their variables
+    directly; so are the norms when `build_norms_for` is given.
+    """
+    init = lambda: tf_utils.clone_initializer(self.kernel_initializer)
+    self._attention_layer_norm = self._make_norm('self_attention_layer_norm')
+    if self._general:  # (an attribute in the general path only: a checkpoint key)
+      self._attention_layer_norm_kv = self._attention_layer_norm
+      if self.diff_q_kv_att_layer_norm:
+        self._attention_layer_norm_kv = self._make_norm('self_attention_layer_norm_kv')
+    # The activation (and gate) is applied by `_feed_forward` (GELU as a fused kernel).
+    inner_width = self.inner_dim * (2 if self.gated_inner else 1)
+    self._intermediate_dense = tf_keras.layers.Dense(
+        inner_width, use_bias=self.use_bias, kernel_initializer=init(), name='intermediate')
+    self._output_dense = tf_keras.layers.Dense(
+        width, use_bias=self.use_bias, kernel_initializer=init(), name='output')
+    self._output_layer_norm = self._make_norm('output_layer_norm')
+    # As Model Garden: the attention output is dropped at `attention_dropout`'s rate.
+    self._attention_dropout = dropout_lib.Dropout(self.attention_dropout)
+    self._inner_dropout_layer = dropout_lib.Dropout(self.inner_dropout)
+    self._output_dropout = dropout_lib.Dropout(self.output_dropout)
+    built = [(self._intermediate_dense, [None, width]),
+             (self._output_dense, [None, self.inner_dim])]
+    if build_norms_for is not None:
+      built += [(self._attention_layer_norm, build_norms_for),
+                (self._output_layer_norm, build_norms_for)]
+    for layer, shape in built:
+      with tf.name_scope(layer.name):
+        layer.build(tf.TensorShape(shape))
 
   @staticmethod
   def _norm(layer, x):
@@ -234,7 +253,6 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
     """The sub-layers of the plain Keras path (Model Garden's names and options)."""
     hidden = int(query_shape[-1])
     key_dim = self.key_dim or max(hidden // self.num_attention_heads, 1)
-    init = lambda: tf_utils.clone_initializer(self.kernel_initializer)
     attention_initializer = tf_utils.clone_initializer(
         self.attention_initializer or self.kernel_initializer)
     if self._efficient_attention:
@@ -249,24 +267,7 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
           dropout=self.attention_dropout, use_bias=self.use_bias,
           kernel_initializer=attention_initializer, attention_axes=self.attention_axes,
           output_shape=self.output_last_dim, name='self_attention')
-    if self.use_rms_norm:
-      norm = lambda name: RMSNorm(epsilon=self.norm_epsilon, name=name)
-    else:
-      norm = lambda name: tf_keras.layers.LayerNormalization(
-          epsilon=self.norm_epsilon, dtype=tf.float32, name=name)
-    self._attention_layer_norm = norm('self_attention_layer_norm')
-    self._attention_layer_norm_kv = self._attention_layer_norm
-    if self.diff_q_kv_att_layer_norm:
-      self._attention_layer_norm_kv = norm('self_attention_layer_norm_kv')
-    output_width = self.output_last_dim or hidden
-    self._intermediate_dense = tf_keras.layers.Dense(
-        self.inner_dim, use_bias=self.use_bias, kernel_initializer=init(), name='intermediate')
-    self._output_dense = tf_keras.layers.Dense(
-        output_width, use_bias=self.use_bias, kernel_initializer=init(), name='output')
-    self._output_layer_norm = norm('output_layer_norm')
-    self._attention_dropout = dropout_lib.Dropout(self.attention_dropout)
-    self._inner_dropout_layer = dropout_lib.Dropout(self.inner_dropout)
-    self._output_dropout = dropout_lib.Dropout(self.output_dropout)
+    self._build_sublayers(self.output_last_dim or hidden)
     super().build(query_shape)
 
   def _general_call(self, query, key_value, attention_mask, output_range, return_scores,
@@ -274,6 +275,8 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
     """Model Garden's block with plain Keras layers (any option, rank or query/key-value pair)."""
     if key_value is None:
       key_value = query
+    if attention_mask is not None:
+      attention_mask = tf.convert_to_tensor(attention_mask)
     if output_range:
       query = query[:, :output_range]
       if attention_mask is not None and attention_mask.shape.rank == 3:
@@ -296,24 +299,30 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
     else:
       x = self._norm(self._attention_layer_norm, attention)
       ffn_input = x
-    inner = tf_utils.get_activation(self.inner_activation)(self._intermediate_dense(ffn_input))
-    inner = self._inner_dropout_layer(inner, training=training)
-    ffn = self._output_dropout(self._output_dense(inner), training=training)
+    ffn = self._output_dropout(self._feed_forward(ffn_input, training), training=training)
     output = x + ffn if self.norm_first else self._norm(self._output_layer_norm, x + ffn)
     return (output, scores) if return_scores else output
 
   def _feed_forward(self, x, training=None):
-    """dense -> activation -> dense on [..., hidden], as 2-D matmuls with the bias add fused."""
+    """dense -> activation (* gate) -> dense on [..., width], as 2-D matmuls, bias adds fused."""
     dtype = x.dtype
     rows = tf.reshape(x, [-1, int(x.shape[-1])])
     for layer, activate in ((self._intermediate_dense, True), (self._output_dense, False)):
-      rows = tf_utils.bias_add(tf.matmul(rows, tf.cast(layer.kernel, dtype)),
-                               tf.cast(layer.bias, dtype))
+      rows = tf.matmul(rows, tf.cast(layer.kernel, dtype))
+      if layer.use_bias:
+        rows = tf_utils.bias_add(rows, tf.cast(layer.bias, dtype))
       if activate:
-        rows = self._activation(rows)
+        if self.gated_inner:  # HF's `input, gate = Wi(x).chunk(2)`: the input half comes first
+          inner, gate = tf.split(rows, 2, axis=-1)
+          rows = self._activation(inner) * gate
+        else:
+          rows = self._activation(rows)
         if self.inner_dropout:
           rows = self._inner_dropout_layer(rows, training=training)
-    return tf.reshape(rows, tf.shape(x))
+    width = self._output_dense.units
+    shape = (tf.shape(x) if width == x.shape[-1]
+             else tf.concat([tf.shape(x)[:-1], [width]], axis=0))
+    return tf.reshape(rows, shape)
 
   def _activation(self, x):
     if self.inner_activation in _FUSED_GELU:
@@ -324,11 +333,12 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
     """norm(residual + dropout(branch)) as one fused kernel (post-LN)."""
     drop = training and dropout.rate > 0
     seed = dropout.dropout_seed() if drop else None
-    return fused_ops.dropout_add_layer_norm(residual, branch, norm.gamma, norm.beta, seed,
+    beta = norm.beta if norm.beta is not None else tf.zeros_like(norm.gamma)  # center=False
+    return fused_ops.dropout_add_layer_norm(residual, branch, norm.gamma, beta, seed,
                                             dropout.rate if drop else 0.0, norm.epsilon)
 
   def call(self, inputs, attention_mask=None, return_attention_scores: Optional[bool] = None,
-           training=None, output_range: Optional[int] = None):
+           training=None, output_range: Optional[int] = None, position_ids=None):
     key_value = None
     if isinstance(inputs, (list, tuple)):  # Model Garden's [x, mask] / [query, key_value, mask]
       if len(inputs) == 3:
@@ -343,6 +353,9 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
       output_range = self.output_range
     training = dropout_lib.resolve_training(training)
     if self._general:
+      if position_ids is not None:
+        raise ValueError(f'{self.name}: position_ids need rotary_theta (self-attention on '
+                         f'[batch, seq, hidden] inputs); found {self._general_reason}')
       return self._general_call(inputs, key_value, attention_mask, output_range,
                                 return_attention_scores, training)
     if key_value is not None:
@@ -353,10 +366,11 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
     attention_input = self._norm(self._attention_layer_norm, x) if self.norm_first else x
     attention = self._attention_layer(
         attention_input, attention_mask, query_length=output_range,
-        return_attention_scores=return_attention_scores, training=training)
+        return_attention_scores=return_attention_scores, training=training,
+        position_ids=position_ids)
     if return_attention_scores:
       attention, scores = attention
-    if not self.norm_first and isinstance(training, bool):
+    if not self.norm_first and isinstance(training, bool) and not self.use_rms_norm:
       # BERT's post-LN: dropout, residual add and LayerNorm as one fused kernel each way.
       x = self._dropout_add_norm(residual, attention, self._attention_dropout,
                                  self._attention_layer_norm, training)
@@ -392,5 +406,11 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
                   value_dim=self.value_dim, output_last_dim=self.output_last_dim,
                   diff_q_kv_att_layer_norm=self.diff_q_kv_att_layer_norm,
                   return_attention_scores=self.return_attention_scores,
-                  use_rms_norm=self.use_rms_norm, **self._attention_options)
+                  use_rms_norm=self.use_rms_norm, **self._attention_options,
+                  rotary_theta=self.rotary_theta, attention_window=self.attention_window,
+                  gated_inner=self.gated_inner, norm_use_bias=self.norm_use_bias)
     return config
+
+
+def _join(reasons: str, reason: str) -> str:
+  return f'{reasons}, {reason}' if reasons else reason

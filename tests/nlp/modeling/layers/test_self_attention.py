@@ -1,12 +1,15 @@
 """Tests for official/nlp/modeling/layers/self_attention.py."""
 
 import numpy as np
+import pytest
 import tensorflow as tf
 import tf_keras
 
 from official.nlp.modeling import layers
+from official.nlp.modeling.layers import self_attention
 from tests import testing
 from tests.nlp.modeling import numpy_bert
+from tests.nlp.modeling import numpy_modernbert
 
 
 def _layer(**kwargs):
@@ -122,3 +125,64 @@ def test_fused_projection_gradients_match_separate_einsums():
     assert got.shape == expected.shape
     # float32 rounding of two summation orders, relative to the largest gradient (~20 here).
     np.testing.assert_allclose(got, expected, atol=1e-4, rtol=1e-5)
+
+
+def _weights(layer):
+  return {v.name.split('/', 1)[1].split(':')[0]: v.numpy() for v in layer.weights}
+
+
+@pytest.mark.parametrize('rotary_theta,window', [(None, None), (10000.0, None), (None, 4),
+                                                 (160000.0, 4)])
+def test_bias_free_rotary_and_local_attention_match_numpy(rotary_theta, window):
+  rng = np.random.default_rng(8)
+  x = rng.normal(size=(2, 9, 8)).astype(np.float32)
+  mask = np.array([[1] * 9, [1] * 7 + [0] * 2], np.float32)
+  positions = np.array([list(range(9)), [0, 1, 2, 3, 0, 1, 2, 0, 0]])
+  layer = _layer(use_bias=False, rotary_theta=rotary_theta, attention_window=window,
+                 name='attention')
+  kwargs = dict(position_ids=tf.constant(positions)) if rotary_theta else {}
+  out = layer(x, mask, **kwargs).numpy()
+  assert not any('bias' in v.name for v in layer.weights) and len(layer.weights) == 4
+  expected = numpy_modernbert.attention(x, mask, _weights(layer), rotary_theta, positions, window)
+  np.testing.assert_allclose(out, expected, atol=2e-5)
+  # query_length (output_range) takes the first rows, with their positions.
+  np.testing.assert_allclose(layer(x, mask, query_length=3, **kwargs), expected[:, :3], atol=2e-5)
+
+
+def test_rotary_outputs_are_invariant_to_shifting_all_positions():
+  x = tf.random.normal([2, 6, 8], seed=9)
+  layer = _layer(rotary_theta=10000.0)
+  positions = tf.constant([[0, 1, 2, 3, 4, 5], [0, 1, 2, 0, 1, 2]])
+  np.testing.assert_allclose(layer(x, position_ids=positions),
+                             layer(x, position_ids=positions + 37), atol=1e-4)
+  assert not np.allclose(layer(x, position_ids=positions), layer(x), atol=1e-3)
+
+
+def test_local_window_probabilities_and_mask():
+  np.testing.assert_array_equal(self_attention.local_attention_mask(4, 2), [
+      [1, 1, 0, 0], [1, 1, 1, 0], [0, 1, 1, 1], [0, 0, 1, 1]])
+  np.testing.assert_array_equal(self_attention.local_attention_mask(5, 4, query_length=2), [
+      [1, 1, 1, 0, 0], [1, 1, 1, 1, 0]])
+  # Two documents packed in a row (a [batch, seq, seq] mask), then local attention on top.
+  segments = np.array([[0, 0, 0, 0, 1, 1, 1, 1]])
+  document_mask = (segments[:, :, None] == segments[:, None, :]).astype(np.float32)
+  _, probs = _layer(attention_window=4)(tf.random.normal([1, 8, 8], seed=10), document_mask,
+                                        return_attention_scores=True)
+  index = np.arange(8)
+  allowed = document_mask[:, None] * (np.abs(index[:, None] - index[None]) <= 2)
+  np.testing.assert_array_equal(probs.numpy() > 0, np.broadcast_to(allowed > 0, probs.shape))
+  np.testing.assert_allclose(tf.reduce_sum(probs, -1), np.ones([1, 2, 8]), atol=1e-6)
+
+
+def test_options_round_trip_and_errors():
+  testing.run_layer_test(
+      layers.MultiHeadSelfAttention,
+      dict(num_heads=2, key_dim=4, use_bias=False, rotary_theta=160000.0, attention_window=4),
+      [tf.random.normal([2, 5, 8]), tf.ones([2, 5])], (2, 5, 8),
+      call_kwargs=dict(position_ids=tf.constant([[0, 1, 2, 3, 4], [0, 1, 0, 1, 2]])))
+  with pytest.raises(ValueError, match='rotary_theta needs an even head size, found key_dim=3'):
+    layers.MultiHeadSelfAttention(num_heads=2, key_dim=3, rotary_theta=10000.0)
+  with pytest.raises(ValueError, match='attention_window must be a positive int or None, found 0'):
+    layers.MultiHeadSelfAttention(num_heads=2, key_dim=4, attention_window=0)
+  with pytest.raises(ValueError, match='position_ids were given but rotary_theta is None'):
+    _layer()(tf.zeros([1, 3, 8]), position_ids=tf.constant([[0, 1, 2]]))

@@ -8,6 +8,7 @@ import tf_keras
 from official.nlp.modeling import layers
 from tests import testing
 from tests.nlp.modeling import numpy_bert
+from tests.nlp.modeling import numpy_modernbert
 
 
 def _block(**kwargs):
@@ -205,3 +206,209 @@ def test_rms_norm_blocks():
   assert isinstance(block._output_layer_norm, transformer_encoder_block.RMSNorm)  # pylint: disable=protected-access
   testing.run_layer_test(transformer_encoder_block.RMSNorm, dict(epsilon=1e-5), [tf.constant(x)],
                          (2, 3, 4))
+
+
+# ---- ModernBERT options: rotary_theta, attention_window, gated_inner, norm_use_bias ------------
+_MODERNBERT = dict(norm_first=True, use_bias=False, norm_use_bias=False, gated_inner=True,
+                   inner_activation='exact_gelu', norm_epsilon=1e-5, rotary_theta=10000.0,
+                   attention_window=4)
+
+
+def _modern_block(**overrides):
+  options = dict(_MODERNBERT, **overrides)
+  return layers.TransformerEncoderBlock(
+      num_attention_heads=2, inner_dim=12,
+      kernel_initializer=tf_keras.initializers.RandomNormal(stddev=0.3, seed=2), **options)
+
+
+def _perturb(block):
+  rng = np.random.default_rng(7)
+  for v in block.weights:  # non-trivial LayerNorm scales (and biases where there are some)
+    v.assign(v + rng.normal(scale=0.1, size=v.shape).astype(np.float32))
+
+
+def test_default_block_variables_and_outputs_are_unchanged():
+  """The checkpoint layout and numbers of the default block, recorded before the new options."""
+  x = np.random.default_rng(0).normal(size=(2, 4, 6)).astype(np.float32)
+  mask = np.array([[1, 1, 1, 1], [1, 1, 1, 0]], np.float32)
+  expected_rows = {  # out[1, :, :3] for post-LN and pre-LN
+      False: [[0.37209, 1.03954, 0.89213], [0.0838, 0.9759, 0.89628], [0.22255, 0.95064, 0.89814],
+              [0.31145, 0.98317, 0.89976]],
+      True: [[0.11781, 1.33154, -0.88056], [-1.74628, 0.88857, -0.29521],
+             [-1.28939, 0.90605, 0.86391], [0.4911, 2.00763, 0.20156]]}
+  for norm_first, rows in expected_rows.items():
+    block = layers.TransformerEncoderBlock(num_attention_heads=2, inner_dim=8,
+                                           inner_activation='gelu', norm_first=norm_first,
+                                           name='layer_0')
+    block(x, mask)
+    assert [(v.name, tuple(v.shape)) for v in block.weights] == [
+        ('layer_0/self_attention/query/kernel:0', (6, 2, 3)),
+        ('layer_0/self_attention/query/bias:0', (2, 3)),
+        ('layer_0/self_attention/key/kernel:0', (6, 2, 3)),
+        ('layer_0/self_attention/key/bias:0', (2, 3)),
+        ('layer_0/self_attention/value/kernel:0', (6, 2, 3)),
+        ('layer_0/self_attention/value/bias:0', (2, 3)),
+        ('layer_0/self_attention/attention_output/kernel:0', (2, 3, 6)),
+        ('layer_0/self_attention/attention_output/bias:0', (6,)),
+        ('layer_0/self_attention_layer_norm/gamma:0', (6,)),
+        ('layer_0/self_attention_layer_norm/beta:0', (6,)),
+        ('layer_0/intermediate/kernel:0', (6, 8)), ('layer_0/intermediate/bias:0', (8,)),
+        ('layer_0/output/kernel:0', (8, 6)), ('layer_0/output/bias:0', (6,)),
+        ('layer_0/output_layer_norm/gamma:0', (6,)), ('layer_0/output_layer_norm/beta:0', (6,))]
+    # The object-checkpoint keys (Model Garden's attribute names).
+    assert sorted(block._trackable_children()) == [  # pylint: disable=protected-access
+        '_attention_dropout', '_attention_layer', '_attention_layer_norm', '_attention_options',
+        '_inner_dropout_layer', '_intermediate_dense', '_output_dense', '_output_dropout',
+        '_output_layer_norm']
+    rng = np.random.default_rng(1)
+    for v in block.weights:
+      v.assign(rng.normal(scale=0.5, size=v.shape).astype(np.float32))
+    for training in (False, tf.constant(False)):  # the fused and the plain-ops paths
+      np.testing.assert_allclose(block(x, mask, training=training)[1, :, :3], rows, atol=1e-4)
+    config = block.get_config()
+    assert (config['rotary_theta'], config['attention_window'], config['gated_inner'],
+            config['norm_use_bias']) == (None, None, False, True)
+
+
+@pytest.mark.parametrize('norm_first', [True, False])
+@pytest.mark.parametrize('window', [None, 4])
+def test_modernbert_options_match_numpy(norm_first, window):
+  rng = np.random.default_rng(3)
+  x = rng.normal(size=(2, 9, 16)).astype(np.float32)
+  mask = np.array([[1] * 9, [1] * 6 + [0] * 3], np.float32)
+  positions = np.array([list(range(9)), [0, 1, 2, 0, 1, 2, 3, 0, 0]])
+  block = _modern_block(norm_first=norm_first, attention_window=window, name='layer_0')
+  block(x, mask)
+  _perturb(block)
+  expected = numpy_modernbert.encoder_layer(
+      x, mask, numpy_modernbert.weights(block), norm_first, rotary_theta=10000.0,
+      positions=positions, window=window)
+  # Padded queries may see no key at all in a window (their rows are garbage in float32): compare
+  # the tokens.
+  tokens = mask.astype(bool)
+  for training in (False, tf.constant(False)):  # the fused and the plain-ops paths
+    out = block(x, mask, training=training, position_ids=tf.constant(positions))
+    np.testing.assert_allclose(out.numpy()[tokens], expected[tokens], atol=5e-5)
+
+
+def test_modernbert_option_variables():
+  block = _modern_block(name='layer_0')
+  block(tf.zeros([1, 5, 16]), tf.ones([1, 5]))
+  assert [(v.name, tuple(v.shape)) for v in block.weights] == [
+      ('layer_0/self_attention/query/kernel:0', (16, 2, 8)),
+      ('layer_0/self_attention/key/kernel:0', (16, 2, 8)),
+      ('layer_0/self_attention/value/kernel:0', (16, 2, 8)),
+      ('layer_0/self_attention/attention_output/kernel:0', (2, 8, 16)),
+      ('layer_0/self_attention_layer_norm/gamma:0', (16,)),
+      ('layer_0/intermediate/kernel:0', (16, 24)),  # [input | gate] halves
+      ('layer_0/output/kernel:0', (12, 16)),
+      ('layer_0/output_layer_norm/gamma:0', (16,))]
+
+
+def test_gated_and_bias_free_options_alone_match_numpy():
+  x = np.random.default_rng(4).normal(size=(2, 5, 16)).astype(np.float32)
+  mask = np.array([[1] * 5, [1, 1, 1, 0, 0]], np.float32)
+  block = _modern_block(rotary_theta=None, attention_window=None, use_bias=True,
+                        norm_use_bias=True)
+  block(x, mask)
+  _perturb(block)
+  w = numpy_modernbert.weights(block)
+  assert 'intermediate/bias' in w and 'output_layer_norm/beta' in w
+  expected = numpy_modernbert.encoder_layer(x, mask, w, norm_first=True)
+  np.testing.assert_allclose(block(x, mask), expected, atol=5e-5)
+  # use_bias=False alone now takes the fused path too (with the plain path's numbers).
+  plain = layers.TransformerEncoderBlock(num_attention_heads=2, inner_dim=8, use_bias=False,
+                                         norm_use_bias=False)
+  out = plain(tf.constant(x), tf.constant(mask))
+  assert out.shape == (2, 5, 16)
+  assert not any('bias' in v.name or 'beta' in v.name for v in plain.weights)
+
+
+def test_local_window_limits_what_a_token_sees():
+  x = tf.random.normal([1, 10, 16], seed=11)
+  block = _modern_block(rotary_theta=None)  # window 4: |i - j| <= 2
+  base = block(x)
+  # (Not a constant vector: the LayerNorm would remove it.)
+  change = tf.random.normal([1, 16], seed=17)
+  changed = block(tf.tensor_scatter_nd_add(x, [[0, 7]], change))
+  delta = np.abs(changed - base).max(-1)[0]
+  np.testing.assert_array_equal(delta[:5], np.zeros(5))  # positions 0..4 are > 2 away from 7
+  assert (delta[5:] > 1e-3).all()  # 5..9 see position 7 (and 7 itself changed)
+  # A per-document [batch, seq, seq] mask on top: 6 and 8 are in the window but in another
+  # document (positions 0..6 | 7..9), so only 7..9 change.
+  segments = np.array([[0] * 7 + [1] * 3])
+  documents = tf.constant(segments[:, :, None] == segments[:, None, :], tf.float32)
+  delta = np.abs(block(tf.tensor_scatter_nd_add(x, [[0, 7]], change), documents)
+                 - block(x, documents)).max(-1)[0]
+  np.testing.assert_array_equal(delta[:7], np.zeros(7))
+  assert (delta[7:] > 1e-3).all()
+
+
+def test_modernbert_options_round_trip():
+  x = tf.random.normal([2, 6, 16], seed=12)
+  positions = tf.constant([[0, 1, 2, 3, 4, 5], [0, 1, 2, 0, 1, 2]])
+  testing.run_layer_test(layers.TransformerEncoderBlock,
+                         dict(num_attention_heads=2, inner_dim=12, **_MODERNBERT),
+                         [x, tf.ones([2, 6])], (2, 6, 16),
+                         call_kwargs=dict(position_ids=positions))
+
+
+def test_modernbert_options_jit_compile_forward():
+  x = tf.random.normal([2, 8, 16], seed=13)
+  mask = tf.constant([[1] * 8, [1] * 5 + [0] * 3], tf.float32)
+  positions = tf.constant([list(range(8)), [0, 1, 2, 0, 1, 2, 3, 4]])
+  block = _modern_block(norm_first=False)  # also the fused post-LN kernels, with no beta
+  eager = block(x, mask, position_ids=positions, training=False)
+  compiled = tf.function(
+      lambda *args: block(args[0], args[1], position_ids=args[2], training=False),
+      jit_compile=True)
+  np.testing.assert_allclose(compiled(x, mask, positions), eager, atol=1e-5)
+
+
+def test_modernbert_options_mixed_bfloat16():
+  x = tf.random.normal([2, 8, 16], seed=14)
+  mask = tf.constant([[1] * 8, [1] * 5 + [0] * 3], tf.float32)
+  reference = _modern_block()
+  expected = reference(x, mask)
+  tf_keras.mixed_precision.set_global_policy('mixed_bfloat16')
+  try:
+    block = _modern_block()
+    block(x, mask)
+    block.set_weights(reference.get_weights())
+    out = block(x, mask)
+  finally:
+    tf_keras.mixed_precision.set_global_policy('float32')
+  assert out.dtype == tf.bfloat16
+  assert all(v.dtype == tf.float32 for v in block.weights)
+  np.testing.assert_allclose(tf.cast(out, tf.float32), expected, atol=0.1)
+
+
+def test_modernbert_fused_path_gradients_match_plain_ops():
+  """Python and tensor `training` flags (fused and plain ops) agree on outputs and gradients."""
+  x = tf.random.normal([2, 6, 16], seed=15)
+  mask = tf.constant([[1] * 6, [1] * 4 + [0] * 2], tf.float32)
+  block = _modern_block(norm_first=False)
+  block(x, mask)
+  _perturb(block)
+  upstream = tf.random.normal([2, 6, 16], seed=16)
+  results = []
+  for training in (True, tf.constant(True)):
+    with tf.GradientTape() as tape:
+      tape.watch(x)
+      total = tf.reduce_sum(block(x, mask, training=training) * upstream)
+    results.append([total] + tape.gradient(total, [x] + block.trainable_weights))
+  for fused, plain in zip(*results):
+    np.testing.assert_allclose(fused, plain, atol=1e-4, rtol=1e-4)
+
+
+def test_modernbert_option_errors():
+  with pytest.raises(ValueError, match='need self-attention on .* found key_dim'):
+    _modern_block(key_dim=4)(tf.zeros([1, 3, 16]))
+  with pytest.raises(ValueError, match='found a separate key/value input'):
+    _modern_block()([tf.zeros([1, 3, 16]), tf.zeros([1, 3, 16]), tf.ones([1, 3, 3])])
+  with pytest.raises(ValueError, match='position_ids were given but rotary_theta is None'):
+    _modern_block(rotary_theta=None)(tf.zeros([1, 3, 16]), position_ids=tf.constant([[0, 1, 2]]))
+  with pytest.raises(ValueError, match='position_ids need rotary_theta'):
+    _block(key_dim=4)(tf.zeros([1, 3, 16]), position_ids=tf.constant([[0, 1, 2]]))
+  with pytest.raises(ValueError, match='rotary_theta needs an even head size, found key_dim=5'):
+    layers.TransformerEncoderBlock(2, 8, rotary_theta=1e4)(tf.zeros([1, 3, 10]))
