@@ -21,7 +21,7 @@ from official.nlp.modeling.networks import bert_encoder_config
 
 
 @dataclasses.dataclass
-class AlbertEncoderConfig(hyperparams.Config):
+class AlbertEncoderConfig(bert_encoder_config.EncoderConfigChecks, hyperparams.Config):
   """ALBERT encoder sizes and regularization (Model Garden field names and defaults).
 
   Attributes:
@@ -41,6 +41,7 @@ class AlbertEncoderConfig(hyperparams.Config):
   Flat encoder configs (`{'type': 'albert', 'num_hidden_layers': 12}`) may name the fields as
   Google's `albert_config.json` does (`FIELD_ALIASES`).
   """
+  MEMBER_NAME: ClassVar[str] = 'albert'
   FIELD_ALIASES: ClassVar[Dict[str, str]] = dict(
       bert_encoder_config.BertEncoderConfig.FIELD_ALIASES, embedding_size='embedding_width')
 
@@ -57,23 +58,6 @@ class AlbertEncoderConfig(hyperparams.Config):
   type_vocab_size: int = hyperparams.field(2, ge=1)
   initializer_range: float = hyperparams.field(0.02, gt=0.0)
 
-  def validate(self) -> None:
-    super().validate()
-    if self.num_attention_heads > self.hidden_size:
-      raise hyperparams.ConfigError(
-          'num_attention_heads', f'must be at most hidden_size {self.hidden_size}, found '
-          f'{self.num_attention_heads}')
-    try:
-      tf_utils.get_activation(self.hidden_activation)
-    except (ValueError, KeyError) as e:
-      raise hyperparams.ConfigError('hidden_activation', str(e)) from None
-
-  def check_seq_length(self, field: str, seq_length: int) -> None:
-    """Raises a ConfigError naming `field` when `seq_length` exceeds max_position_embeddings."""
-    if seq_length > self.max_position_embeddings:
-      raise hyperparams.ConfigError(
-          field, f'{seq_length} exceeds model.encoder.albert.'
-          f'max_position_embeddings={self.max_position_embeddings}')
 
 
 def encoder_kwargs(config: AlbertEncoderConfig) -> Dict[str, Any]:

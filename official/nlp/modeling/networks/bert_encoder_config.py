@@ -28,8 +28,37 @@ FORMATS = ('hf', 'google')
 LAYER_NORM_EPSILON = 1e-12
 
 
+class EncoderConfigChecks:
+  """The checks every transformer encoder config shares (BERT's, ALBERT's): heads at most the
+  width, a known activation, and `check_seq_length` against `max_position_embeddings`.
+
+  A config class lists it before `hyperparams.Config` and names its `EncoderConfig` member in
+  `MEMBER_NAME` (for the error paths).
+  """
+  MEMBER_NAME: ClassVar[str] = 'bert'
+
+  def validate(self) -> None:
+    super().validate()
+    if self.num_attention_heads > self.hidden_size:
+      # A hidden size the heads do not divide is allowed (as in Model Garden).
+      raise hyperparams.ConfigError(
+          'num_attention_heads', f'must be at most hidden_size {self.hidden_size}, found '
+          f'{self.num_attention_heads}')
+    try:
+      tf_utils.get_activation(self.hidden_activation)
+    except (ValueError, KeyError) as e:
+      raise hyperparams.ConfigError('hidden_activation', str(e)) from None
+
+  def check_seq_length(self, field: str, seq_length: int) -> None:
+    """Raises a ConfigError naming `field` when `seq_length` exceeds max_position_embeddings."""
+    if seq_length > self.max_position_embeddings:
+      raise hyperparams.ConfigError(
+          field, f'{seq_length} exceeds model.encoder.{self.MEMBER_NAME}.'
+          f'max_position_embeddings={self.max_position_embeddings}')
+
+
 @dataclasses.dataclass
-class BertEncoderConfig(hyperparams.Config):
+class BertEncoderConfig(EncoderConfigChecks, hyperparams.Config):
   """BERT encoder sizes and regularization (Model Garden field names and defaults).
 
   Attributes:
@@ -79,24 +108,6 @@ class BertEncoderConfig(hyperparams.Config):
   return_word_embeddings: bool = False
   norm_first: bool = False
 
-  def validate(self) -> None:
-    super().validate()
-    if self.num_attention_heads > self.hidden_size:
-      # A hidden size the heads do not divide is allowed (as in Model Garden).
-      raise hyperparams.ConfigError(
-          'num_attention_heads', f'must be at most hidden_size {self.hidden_size}, found '
-          f'{self.num_attention_heads}')
-    try:
-      tf_utils.get_activation(self.hidden_activation)
-    except (ValueError, KeyError) as e:
-      raise hyperparams.ConfigError('hidden_activation', str(e)) from None
-
-  def check_seq_length(self, field: str, seq_length: int) -> None:
-    """Raises a ConfigError naming `field` when `seq_length` exceeds max_position_embeddings."""
-    if seq_length > self.max_position_embeddings:
-      raise hyperparams.ConfigError(
-          field, f'{seq_length} exceeds model.encoder.bert.'
-          f'max_position_embeddings={self.max_position_embeddings}')
 
 
 # ---- BertEncoder arguments -------------------------------------------------------------------
