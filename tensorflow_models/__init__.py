@@ -1,10 +1,10 @@
 """Model Garden's public entry point, `import tensorflow_models as tfm`, over mlm-garden's packages.
 
-The same namespace layout as `tf-models-official`'s `tensorflow_models`: `tfm.nlp` (layers, networks,
-models, losses, ops, tasks, encoders, serving_modules), `tfm.core`, `tfm.hyperparams`,
+The same namespace layout as `tf-models-official`'s `tensorflow_models`: `tfm.nlp` (layers,
+networks, models, losses, ops, tasks, encoders, serving_modules), `tfm.core`, `tfm.hyperparams`,
 `tfm.optimization` and `tfm.utils` (Model Garden's `official.modeling.tf_utils`). Model Garden's
-`tfm.vision` and `tfm.uplift` are out of mlm-garden's scope (BERT-family NLP): reading them raises an
-AttributeError that says so.
+`tfm.vision` and `tfm.uplift` are out of mlm-garden's scope (BERT-family NLP): reading them
+raises an AttributeError that says so.
 
 Example:
   >>> import tensorflow_models as tfm
@@ -26,9 +26,9 @@ _OUT_OF_SCOPE = ('vision', 'uplift')
 def __getattr__(name: str):
   if name in _OUT_OF_SCOPE:
     raise AttributeError(
-        f'tensorflow_models.{name} is not part of mlm-garden (it covers the BERT-family NLP part of '
-        f"Model Garden: {', '.join(n for n in __all__ if n != 'utils')} and utils); install "
-        f'tf-models-official in its own environment for {name}')
+        f'tensorflow_models.{name} is not part of mlm-garden (it covers the BERT-family NLP '
+        f"part of Model Garden: {', '.join(__all__)}); install tf-models-official in its own "
+        f'environment for {name}')
   raise AttributeError(f'module tensorflow_models has no attribute {name!r}')
 
 

@@ -10,9 +10,10 @@ Example:
 """
 
 _MESSAGE = ('official.nlp.tasks.translation.{name}: translation (seq2seq, WMT, T5) is out of '
-            "mlm-garden's scope, which covers BERT-family encoders (bert, bert_v2, albert, ELECTRA) "
-            'with the masked_lm, electra, sentence_prediction, tagging, question_answering and '
-            'dual_encoder tasks; use tf-models-official in its own environment for translation')
+            "mlm-garden's scope, which covers BERT-family encoders (bert, bert_v2, albert, "
+            'ELECTRA) with the masked_lm, electra, sentence_prediction, tagging, '
+            'question_answering and dual_encoder tasks; use tf-models-official in its own '
+            'environment for translation')
 
 
 def __getattr__(name: str):
