@@ -25,9 +25,11 @@ from official.modeling import hyperparams
 from official.nlp.modeling import networks
 from official.nlp.modeling.networks import albert_encoder_config
 from official.nlp.modeling.networks import bert_encoder_config
+from official.nlp.modeling.networks import modernbert_encoder_config
 # Model Garden's paths of the member configs; each is defined beside its encoder.
 from official.nlp.modeling.networks.albert_encoder_config import AlbertEncoderConfig
 from official.nlp.modeling.networks.bert_encoder_config import BertEncoderConfig
+from official.nlp.modeling.networks.modernbert_encoder_config import ModernBertEncoderConfig
 
 # Encoder types of Model Garden's `EncoderConfig` that mlm-garden does not implement: selecting
 # one fails at once, naming it.
@@ -37,7 +39,7 @@ MODEL_GARDEN_ONLY_TYPES = ('any', 'bigbird', 'fnet', 'funnel', 'kernel', 'mobile
 
 @dataclasses.dataclass(init=False)
 class EncoderConfig(hyperparams.FlatOneOfConfig):
-  """The encoder one-of: `albert`, `bert` and `bert_v2` (a `BertEncoderV2`).
+  """The encoder one-of: `albert`, `bert`, `bert_v2` (a `BertEncoderV2`) and `modernbert`.
 
   Model Garden's nested form (`EncoderConfig(type='bert', bert=BertEncoderConfig(...))`,
   `{'type': 'bert', 'bert': {...}}`) and the flat form of how-tos (the member's fields beside
@@ -52,6 +54,7 @@ class EncoderConfig(hyperparams.FlatOneOfConfig):
   albert: AlbertEncoderConfig = dataclasses.field(default_factory=AlbertEncoderConfig)
   bert: BertEncoderConfig = dataclasses.field(default_factory=BertEncoderConfig)
   bert_v2: BertEncoderConfig = dataclasses.field(default_factory=BertEncoderConfig)
+  modernbert: ModernBertEncoderConfig = dataclasses.field(default_factory=ModernBertEncoderConfig)
 
   def __setattr__(self, key: str, value: Any) -> None:
     if key == 'type':
@@ -81,21 +84,24 @@ class EncoderConfig(hyperparams.FlatOneOfConfig):
     raise hyperparams.ConfigError(f'{path}.type' if path else 'type', message)
 
 
-def build_encoder(config: Union[EncoderConfig, BertEncoderConfig, AlbertEncoderConfig],
+def build_encoder(config: Union[EncoderConfig, BertEncoderConfig, AlbertEncoderConfig,
+                                ModernBertEncoderConfig],
                   embedding_layer: Optional[tf_keras.layers.Layer] = None) -> tf_keras.Model:
   """Builds the encoder network selected by `config.type` (dict outputs).
 
   Args:
-    config: an `EncoderConfig`, or a bare `BertEncoderConfig` / `AlbertEncoderConfig`.
+    config: an `EncoderConfig`, or a bare `BertEncoderConfig` / `AlbertEncoderConfig` /
+      `ModernBertEncoderConfig`.
     embedding_layer: an optional word-embedding layer to share (`bert` and `bert_v2` only).
 
   Returns:
-    `type` 'bert': a `BertEncoder`; 'bert_v2': a `BertEncoderV2`; 'albert': an `AlbertEncoder`.
+    `type` 'bert': a `BertEncoder`; 'bert_v2': a `BertEncoderV2`; 'albert': an `AlbertEncoder`;
+    'modernbert': a `ModernBertEncoder`.
     Their outputs: `sequence_output`, `pooled_output`, `encoder_outputs`.
 
   Raises:
     ConfigError: no encoder type selected.
-    ValueError: `embedding_layer` given for an ALBERT encoder.
+    ValueError: `embedding_layer` given for an ALBERT or ModernBERT encoder.
 
   Example:
     >>> build_encoder(EncoderConfig(type='albert', albert=AlbertEncoderConfig(num_layers=2)))
@@ -104,11 +110,19 @@ def build_encoder(config: Union[EncoderConfig, BertEncoderConfig, AlbertEncoderC
     config = EncoderConfig(type='bert', bert=config)
   elif isinstance(config, AlbertEncoderConfig):
     config = EncoderConfig(type='albert', albert=config)
+  elif isinstance(config, ModernBertEncoderConfig):
+    config = EncoderConfig(type='modernbert', modernbert=config)
   if config.type == 'albert':
     if embedding_layer is not None:
       raise ValueError('build_encoder: embedding_layer is not supported by the albert encoder '
                        '(AlbertEncoder builds its own factorized embeddings)')
     return networks.AlbertEncoder(**albert_encoder_config.encoder_kwargs(config.albert))
+  if config.type == 'modernbert':
+    if embedding_layer is not None:
+      raise ValueError('build_encoder: embedding_layer is not supported by the modernbert '
+                       'encoder (ModernBertEncoder builds its own word embeddings)')
+    return networks.ModernBertEncoder(
+        **modernbert_encoder_config.encoder_kwargs(config.modernbert))
   if config.type == 'bert':
     return networks.BertEncoder(embedding_layer=embedding_layer,
                                 **bert_encoder_config.encoder_kwargs(config.bert))

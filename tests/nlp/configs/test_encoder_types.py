@@ -21,7 +21,7 @@ TINY_ALBERT = dict(vocab_size=30, embedding_width=8, hidden_size=16, num_layers=
                    num_attention_heads=2, intermediate_size=32, max_position_embeddings=12)
 TINY_BERT = dict(vocab_size=30, hidden_size=16, num_layers=1, num_attention_heads=2,
                  intermediate_size=32)
-SUPPORTED = "['albert', 'bert', 'bert_v2']"
+SUPPORTED = "['albert', 'bert', 'bert_v2', 'modernbert']"
 # The encoder types of Model Garden's EncoderConfig that mlm-garden does not implement.
 MODEL_GARDEN_ONLY = ['mobilebert', 'funnel', 'fnet', 'bigbird', 'kernel', 'sparse_mixer', 'reuse',
                      'query_bert', 'xlnet', 'teams']
