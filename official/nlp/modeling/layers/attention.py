@@ -22,6 +22,28 @@ _DEFAULTS = dict(kernel_initializer='glorot_uniform', bias_initializer='zeros',
                  kernel_constraint=None, bias_constraint=None)
 
 
+def split_block_inputs(layer: tf_keras.layers.Layer, inputs: Any
+                       ) -> Tuple[tf.Tensor, Optional[tf.Tensor], Optional[tf.Tensor]]:
+  """`(x, key_value, attention_mask)` of a transformer block's Model Garden inputs: `x`,
+  `[x, attention_mask]` or `[x, key_value, attention_mask]` (missing parts are None).
+
+  Raises:
+    ValueError: a list of another length, naming `layer`.
+
+  Example:
+    >>> split_block_inputs(block, [x, mask])
+    (x, None, mask)
+  """
+  if not isinstance(inputs, (list, tuple)):
+    return inputs, None, None
+  if len(inputs) == 2:
+    return inputs[0], None, inputs[1]
+  if len(inputs) == 3:
+    return tuple(inputs)
+  raise ValueError(f'{layer.name} takes x, [x, attention_mask] or [x, key_value, attention_mask], '
+                   f'found a list of {len(inputs)}')
+
+
 class DenseOptions:
   """The seven initializer/regularizer/constraint arguments of Keras' dense and attention layers.
 

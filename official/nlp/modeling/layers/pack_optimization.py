@@ -17,11 +17,12 @@ Example:
   TensorShape([2, 2, 16])
 """
 
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Dict, Optional, Union
 
 import tensorflow as tf
 import tf_keras
 
+from official.nlp.modeling.layers import attention
 from official.nlp.modeling.layers import rezero_transformer
 from official.nlp.modeling.layers import self_attention_mask
 from official.nlp.modeling.layers import transformer_encoder_block
@@ -88,19 +89,6 @@ class PackBertEmbeddings(tf_keras.layers.Layer):
     return config
 
 
-def _split_inputs(layer: tf_keras.layers.Layer, inputs: Any
-                  ) -> Tuple[tf.Tensor, Optional[tf.Tensor], Optional[tf.Tensor]]:
-  """`(x, key_value, attention_mask)` of `x`, `[x, mask]` or `[x, key_value, mask]`."""
-  if not isinstance(inputs, (list, tuple)):
-    return inputs, None, None
-  if len(inputs) == 2:
-    return inputs[0], None, inputs[1]
-  if len(inputs) == 3:
-    return tuple(inputs)
-  raise ValueError(f'{layer.name} takes x, [x, attention_mask] or [x, key_value, attention_mask], '
-                   f'found a list of {len(inputs)}')
-
-
 def _strided(x: tf.Tensor, stride: Stride) -> tf.Tensor:
   return x[:, ::stride]
 
@@ -151,7 +139,7 @@ class StridedTransformerEncoderBlock(transformer_encoder_block.TransformerEncode
     self._general = True
 
   def call(self, inputs, stride: Stride, training=None):
-    x, key_value, mask = _split_inputs(self, inputs)
+    x, key_value, mask = attention.split_block_inputs(self, inputs)
     return super().call([_strided(x, stride), x if key_value is None else key_value,
                          _strided_mask(mask, stride)], training=training)
 
@@ -181,7 +169,7 @@ class StridedReZeroTransformer(rezero_transformer.ReZeroTransformer):
     _reject(self, self._output_range, self._src_block_size)
 
   def call(self, inputs, stride: Stride, training=None):
-    x, key_value, mask = _split_inputs(self, inputs)
+    x, key_value, mask = attention.split_block_inputs(self, inputs)
     return super().call([_strided(x, stride), x if key_value is None else key_value,
                          _strided_mask(mask, stride)], training=training)
 
@@ -207,6 +195,6 @@ class StridedTransformerScaffold(transformer_scaffold.TransformerScaffold):
   """
 
   def call(self, inputs, stride: Stride, training=None):
-    x, key_value, mask = _split_inputs(self, inputs)
+    x, key_value, mask = attention.split_block_inputs(self, inputs)
     return super().call([_strided(x, stride), x if key_value is None else key_value,
                          _strided_mask(mask, stride)], training=training)

@@ -163,15 +163,7 @@ class ReZeroTransformer(tf_keras.layers.Layer):
       self._rezero_a_ffn.assign(0.0)
 
   def call(self, inputs, output_range: Optional[int] = None, training=None):
-    key_value, attention_mask = None, None
-    if isinstance(inputs, (list, tuple)):
-      if len(inputs) == 2:
-        inputs, attention_mask = inputs
-      elif len(inputs) == 3:
-        inputs, key_value, attention_mask = inputs
-      else:
-        raise ValueError(f'{self.name} takes [inputs, mask] or [query, key_value, mask], found a '
-                         f'list of {len(inputs)}')
+    inputs, key_value, attention_mask = attention.split_block_inputs(self, inputs)
     if key_value is None:
       key_value = inputs
     if output_range is None:

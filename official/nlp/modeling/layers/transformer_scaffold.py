@@ -192,15 +192,7 @@ class TransformerScaffold(tf_keras.layers.Layer):
     return cls_or_layer(**(config if config is not None else default_config()))
 
   def call(self, inputs, training=None):
-    key_value, attention_mask = None, None
-    if isinstance(inputs, (list, tuple)):
-      if len(inputs) == 2:
-        inputs, attention_mask = inputs
-      elif len(inputs) == 3:
-        inputs, key_value, attention_mask = inputs
-      else:
-        raise ValueError(f'{self.name} takes [inputs, mask] or [query, key_value, mask], found a '
-                         f'list of {len(inputs)}')
+    inputs, key_value, attention_mask = attention.split_block_inputs(self, inputs)
     residual = inputs
     query = self._attention_layer_norm(inputs) if self._norm_first else inputs
     attended = self._attention_layer(
