@@ -1,6 +1,6 @@
 """Multi-head self-attention with Keras' kernel layout ([hidden, heads, head_dim])."""
 
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
 import tensorflow as tf
 import tf_keras
@@ -35,7 +35,9 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
       this base, applied to the queries and keys after their projection (None: none).
     attention_window: local attention: query i attends to keys j with |i - j| <=
       attention_window // 2 only (HF ModernBERT's `local_attention`, e.g. 128), on top of the
-      attention mask (None: global attention).
+      attention mask (None: global attention). With a static sequence length of more than
+      3 * (attention_window // 2) it is computed block by block (`blocked_local_attention`):
+      cost and memory grow linearly with the length instead of quadratically.
 
   Call args:
     inputs: [batch, seq, hidden].
@@ -45,6 +47,9 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
     return_attention_scores: also return the float32 probabilities [batch, heads, query, seq].
     position_ids: int [batch, seq] positions of the rotary embeddings (default 0..seq - 1; packed
       rows restart them per document); only with `rotary_theta`.
+    document_ids: int [batch, seq]: query i attends to key j only where
+      `document_ids[i] == document_ids[j]` (packed rows: one id per document), on top of the
+      attention mask and the window.
 
   Returns:
     [batch, query_length or seq, hidden] (and the probabilities when asked).
@@ -119,7 +124,8 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
     return tf.unstack(tf.transpose(split, [2, 0, 3, 1, 4]), num=count)
 
   def call(self, inputs, attention_mask=None, query_length: Optional[int] = None,
-           return_attention_scores: bool = False, training=None, position_ids=None):
+           return_attention_scores: bool = False, training=None, position_ids=None,
+           document_ids=None):
     # Q, K and V come from one matmul against the three kernels side by side (the variables stay
     # separate, [hidden, heads, head_dim] each), and the heads are laid out [batch, heads, seq, dim]
     # once, so that scores and the weighted sum are plain batched matmuls. Faster on CPU than
@@ -143,26 +149,31 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
       raise ValueError(f'{self.name}: position_ids were given but rotary_theta is None (no '
                        'position-dependent attention)')
     # The 1/sqrt(head size) scale is applied by the softmax kernel (in float32, at no extra pass).
-    scale = self.key_dim ** -0.5
-    scores = tf.matmul(query, key, transpose_b=True)
-    mask_adder = _mask_adder(attention_mask, query_length)
-    if self.attention_window is not None:
-      window = (1.0 - local_attention_mask(length, self.attention_window, query_length)) * (
-          _MASK_ADDER)
-      mask_adder = window[None, None] if mask_adder is None else mask_adder + window
     training = dropout_lib.resolve_training(training)
-    if isinstance(training, bool):
-      # Mask, float32 softmax and dropout as one XLA kernel each way (fused_ops).
-      drop = training and self.dropout > 0
-      seed = self._dropout_layer.dropout_seed() if drop else None
-      dropped = fused_ops.masked_softmax_dropout(scores, mask_adder, seed,
-                                                 self.dropout if drop else 0.0, dtype, scale)
-      probs = (fused_ops.masked_softmax(scores, mask_adder, scale) if return_attention_scores
-               else None)
-    else:  # a symbolic training flag: plain ops
-      probs = fused_ops.masked_softmax(scores, mask_adder, scale)
-      dropped = self._dropout_layer(tf.cast(probs, dtype), training=training)
-    context = tf.transpose(tf.matmul(dropped, value), [0, 2, 1, 3])  # [batch, query, heads, dim]
+    block = self._local_block_size(length, query_length, return_attention_scores,
+                                   attention_mask)
+    if block:
+      context = blocked_local_attention(
+          query, key, value, block, self.attention_window // 2,
+          lambda scores, adder: self._softmax_dropout(scores, adder, training, dtype, False)[0],
+          attention_mask, document_ids)
+      probs = None
+    else:
+      scores = tf.matmul(query, key, transpose_b=True)
+      mask_adder = _mask_adder(attention_mask, query_length)
+      allowed = None
+      if self.attention_window is not None:
+        allowed = local_attention_mask(length, self.attention_window, query_length)[None]
+      if document_ids is not None:
+        same = _same_document(document_ids, query_length)
+        allowed = same if allowed is None else allowed * same
+      if allowed is not None:
+        extra = (1.0 - allowed[:, None]) * _MASK_ADDER  # [batch or 1, 1, query, seq]
+        mask_adder = extra if mask_adder is None else mask_adder + extra
+      dropped, probs = self._softmax_dropout(scores, mask_adder, training, dtype,
+                                             return_attention_scores)
+      context = tf.matmul(dropped, value)
+    context = tf.transpose(context, [0, 2, 1, 3])  # [batch, query, heads, dim]
     width = self.num_heads * self.key_dim
     hidden = int(inputs.shape[-1])
     kernel = tf.reshape(tf.cast(self._output_dense.kernel, dtype), [width, hidden])
@@ -173,6 +184,38 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
     if return_attention_scores:
       return output, probs
     return output
+
+  def _local_block_size(self, length, query_length, return_attention_scores,
+                        attention_mask) -> Optional[int]:
+    """The block size of the blocked sliding-window path, or None for the full score matrix.
+
+    Blocked when the window is set, the length is static and longer than three blocks (below
+    that the full matrix is smaller), and neither `query_length`, a [batch, seq, seq] mask nor
+    the probabilities (which are [query, seq]) are given or asked for.
+    """
+    mask_rank = None if attention_mask is None else tf.convert_to_tensor(attention_mask).shape.rank
+    if (self.attention_window is None or query_length is not None or return_attention_scores
+        or not isinstance(length, int) or mask_rank not in (None, 2)):
+      return None
+    block = max(self.attention_window // 2, 1)
+    return block if length > 3 * block else None
+
+  def _softmax_dropout(self, scores, mask_adder, training, dtype, want_probs: bool):
+    """(dropout(softmax(scores * scale + mask_adder)) in `dtype`, float32 probabilities or None).
+
+    Mask, float32 softmax and dropout run as one XLA kernel each way (`fused_ops`) when
+    `training` is a Python bool; a symbolic flag takes plain ops.
+    """
+    scale = self.key_dim ** -0.5
+    if isinstance(training, bool):
+      drop = training and self.dropout > 0
+      seed = self._dropout_layer.dropout_seed() if drop else None
+      dropped = fused_ops.masked_softmax_dropout(scores, mask_adder, seed,
+                                                 self.dropout if drop else 0.0, dtype, scale)
+      probs = fused_ops.masked_softmax(scores, mask_adder, scale) if want_probs else None
+      return dropped, probs
+    probs = fused_ops.masked_softmax(scores, mask_adder, scale)
+    return self._dropout_layer(tf.cast(probs, dtype), training=training), probs
 
   def _rotate(self, query, key, position_ids, length, query_len):
     """Queries and keys [batch, heads, len, dim] rotated by their positions (RoPE)."""
@@ -221,6 +264,90 @@ def local_attention_mask(length, window: int, query_length=None) -> tf.Tensor:
   queries = tf.range(length if query_length is None else query_length)
   distance = tf.abs(queries[:, None] - tf.range(length)[None, :])
   return tf.cast(distance <= window // 2, tf.float32)
+
+
+def blocked_local_attention(query: tf.Tensor, key: tf.Tensor, value: tf.Tensor, block: int,
+                            half_window: int, softmax: Callable[[tf.Tensor, tf.Tensor], tf.Tensor],
+                            attention_mask: Optional[tf.Tensor] = None,
+                            document_ids: Optional[tf.Tensor] = None) -> tf.Tensor:
+  """Sliding-window attention computed block by block: linear in the sequence length.
+
+  The sequence is cut into blocks of `block` queries; block k attends to the keys of blocks
+  k - 1, k and k + 1 (3 * block keys), which hold every key within `half_window <= block` of its
+  queries; a static band mask keeps |i - j| <= half_window. Scores are
+  [batch, heads, blocks, block, 3 * block] instead of [batch, heads, seq, seq]. The same result
+  as the full score matrix with the band mask (up to float rounding).
+
+  Args:
+    query, key, value: [batch, heads, seq, dim] (static seq).
+    block: queries per block (>= half_window).
+    half_window: query i sees keys j with |i - j| <= half_window.
+    softmax: `(scores [..., keys], float32 mask adder broadcastable to them) -> probabilities`
+      in the compute dtype (scaled, masked, dropped out).
+    attention_mask: optional [batch, seq] (1 = token) padding mask; a [batch, seq, seq] mask is
+      refused (its blocks would cost the quadratic memory this path avoids).
+    document_ids: optional int [batch, seq]; keys of other documents are masked.
+
+  Returns:
+    The context [batch, heads, seq, dim].
+
+  Example:
+    >>> q = tf.random.normal([1, 2, 10, 4])
+    >>> blocked_local_attention(q, q, q, 2, 2, lambda s, a: tf.nn.softmax(s + a)).shape
+    TensorShape([1, 2, 10, 4])
+  """
+  if half_window > block:
+    raise ValueError(f'blocked_local_attention: half_window {half_window} exceeds block {block}')
+  length = int(query.shape[2])
+  blocks = -(-length // block)
+  padded = blocks * block
+  batch = tf.shape(query)[0]
+
+  def pad_sequence(x, before, after, value=0):
+    paddings = [[0, 0]] * x.shape.rank
+    paddings[2 if x.shape.rank == 4 else 1] = [before, after]
+    return tf.pad(x, paddings, constant_values=value)
+
+  def windows(x):
+    """[batch, (heads,) seq, ...] -> [batch, (heads,) blocks, 3 * block, ...]: each block's keys."""
+    axis = 2 if x.shape.rank == 4 else 1
+    x = pad_sequence(x, block, padded - length + block, -1 if x.dtype.is_integer else 0)
+    shape = tf.concat([tf.shape(x)[:axis], [blocks + 2, block], tf.shape(x)[axis + 1:]], 0)
+    x = tf.reshape(x, shape)
+    parts = [x[:, :, i:i + blocks] if axis == 2 else x[:, i:i + blocks] for i in range(3)]
+    return tf.concat(parts, axis=axis + 1)
+
+  queries = tf.reshape(pad_sequence(query, 0, padded - length),
+                       tf.concat([tf.shape(query)[:2], [blocks, block, query.shape[-1]]], 0))
+  scores = tf.matmul(queries, windows(key), transpose_b=True)  # [b, h, blocks, block, 3 block]
+  # The band: query r of a block (index kB + r) and key t of its window (index kB - B + t).
+  offsets = tf.range(block)[:, None] + block - tf.range(3 * block)[None, :]
+  allowed = tf.cast(tf.abs(offsets) <= half_window, tf.float32)[None, None]  # [1, 1, B, 3B]
+  if attention_mask is not None:
+    attention_mask = tf.convert_to_tensor(attention_mask)
+    if attention_mask.shape.rank != 2:
+      raise ValueError('blocked_local_attention takes a [batch, seq] attention mask, found shape '
+                       f'{attention_mask.shape}; give packed documents as document_ids')
+  keys_valid = tf.ones([batch, length], tf.float32) if attention_mask is None else tf.cast(
+      attention_mask, tf.float32)
+  allowed = allowed * windows(keys_valid)[:, :, None, :]  # padding and keys beyond the ends
+  if document_ids is not None:
+    document_ids = tf.cast(document_ids, tf.int32)
+    query_documents = tf.reshape(pad_sequence(document_ids, 0, padded - length, -2),
+                                 [batch, blocks, block])
+    same = tf.equal(query_documents[..., None], windows(document_ids)[:, :, None, :])
+    allowed = allowed * tf.cast(same, tf.float32)
+  probs = softmax(scores, (1.0 - allowed[:, None]) * _MASK_ADDER)
+  context = tf.matmul(probs, windows(value))  # [b, h, blocks, block, dim]
+  context = tf.reshape(context, tf.concat([tf.shape(query)[:2], [padded, query.shape[-1]]], 0))
+  return context[:, :, :length]
+
+
+def _same_document(document_ids, query_length: Optional[int]) -> tf.Tensor:
+  """float32 [batch, query, seq]: 1 where the query's and the key's documents are the same."""
+  document_ids = tf.convert_to_tensor(document_ids)
+  queries = document_ids if query_length is None else document_ids[:, :query_length]
+  return tf.cast(tf.equal(queries[:, :, None], document_ids[:, None, :]), tf.float32)
 
 
 def _mask_adder(attention_mask, query_length: Optional[int]) -> Optional[tf.Tensor]:

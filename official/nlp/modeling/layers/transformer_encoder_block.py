@@ -84,6 +84,8 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
     output_range: overrides the constructor's `output_range` for this call.
     position_ids: int [batch, seq] positions of the rotary embeddings (default 0..seq - 1;
       packed rows restart them per document); only with `rotary_theta`.
+    document_ids: int [batch, seq]: tokens attend only within their document (packed rows),
+      on top of `attention_mask`.
 
   Returns:
     [batch, output_range or seq, hidden] (and the probabilities when asked).
@@ -338,7 +340,8 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
                                             dropout.rate if drop else 0.0, norm.epsilon)
 
   def call(self, inputs, attention_mask=None, return_attention_scores: Optional[bool] = None,
-           training=None, output_range: Optional[int] = None, position_ids=None):
+           training=None, output_range: Optional[int] = None, position_ids=None,
+           document_ids=None):
     key_value = None
     if isinstance(inputs, (list, tuple)):  # Model Garden's [x, mask] / [query, key_value, mask]
       if len(inputs) == 3:
@@ -353,9 +356,9 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
       output_range = self.output_range
     training = dropout_lib.resolve_training(training)
     if self._general:
-      if position_ids is not None:
-        raise ValueError(f'{self.name}: position_ids need rotary_theta (self-attention on '
-                         f'[batch, seq, hidden] inputs); found {self._general_reason}')
+      if position_ids is not None or document_ids is not None:
+        raise ValueError(f'{self.name}: position_ids and document_ids need our self-attention '
+                         f'(on [batch, seq, hidden] inputs); found {self._general_reason}')
       return self._general_call(inputs, key_value, attention_mask, output_range,
                                 return_attention_scores, training)
     if key_value is not None:
@@ -367,7 +370,7 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
     attention = self._attention_layer(
         attention_input, attention_mask, query_length=output_range,
         return_attention_scores=return_attention_scores, training=training,
-        position_ids=position_ids)
+        position_ids=position_ids, document_ids=document_ids)
     if return_attention_scores:
       attention, scores = attention
     if not self.norm_first and isinstance(training, bool) and not self.use_rms_norm:

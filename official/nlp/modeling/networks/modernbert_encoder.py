@@ -68,11 +68,17 @@ class ModernBertEncoder(tf_keras.Model):
     initializer: kernel and table initializer (default: truncated normal, stddev 0.02).
     **kwargs: Keras model arguments (`name`, ...).
 
+  Packed rows (several documents in one row): give `input_position_ids` (or the data loader's
+  `position_ids`) restarting at 0 at each document's first token. A document starts wherever the
+  position is 0 (`document_ids_from_positions`): tokens attend only within their document, and
+  rotary positions count from each document's start. Without position ids a row is one sequence.
+
   Call args:
     inputs: a dict with `input_word_ids` and `input_mask` (int [batch, seq]), optionally
-      `input_type_ids` (ignored: no segment embeddings) and `input_position_ids` (int
-      [batch, seq]; packed rows restart them per document; default 0..seq - 1); other keys are
-      ignored. Or the list `[input_word_ids, input_mask, input_type_ids(, input_position_ids)]`.
+      `input_type_ids` (ignored: no segment embeddings) and `input_position_ids` or
+      `position_ids` (int [batch, seq]; packed rows restart them per document; default
+      0..seq - 1); other keys are ignored. Or the list
+      `[input_word_ids, input_mask, input_type_ids(, input_position_ids)]`.
 
   Returns:
     A dict: `sequence_output` [batch, seq, hidden] (after the final norm), `pooled_output`
@@ -120,6 +126,8 @@ class ModernBertEncoder(tf_keras.Model):
                                            name='embeddings/layer_norm')(
                                                word_embedding_layer(word_ids))
     x = layers.Dropout(dropout_rate, name='embedding_dropout')(x)
+    document_ids = tf_keras.layers.Lambda(document_ids_from_positions,
+                                          name='document_ids')(position_ids)
     encoder_outputs = []
     for i in range(num_layers):
       is_global = i % global_attn_every_n_layers == 0
@@ -132,7 +140,7 @@ class ModernBertEncoder(tf_keras.Model):
           rotary_theta=global_rope_theta if is_global else local_rope_theta,
           attention_window=None if is_global else local_attention,
           kernel_initializer=clone(), name=f'transformer/layer_{i}')
-      x = block(x, mask, position_ids=position_ids)
+      x = block(x, mask, position_ids=position_ids, document_ids=document_ids)
       encoder_outputs.append(x)
     x = tf_keras.layers.LayerNormalization(epsilon=norm_epsilon, center=False, dtype=tf.float32,
                                            name='final_layer_norm')(x)
@@ -192,6 +200,8 @@ def _graph_inputs(inputs: Union[Mapping[str, tf.Tensor], Sequence[tf.Tensor]]
                        f'missing {missing} (found {sorted(inputs)})')
     word_ids, input_mask = inputs['input_word_ids'], inputs['input_mask']
     position_ids = inputs.get('input_position_ids')
+    if position_ids is None:
+      position_ids = inputs.get('position_ids')  # the data loaders' name (`use_position_id`)
   else:
     if not 2 <= len(inputs) <= 4:
       raise ValueError('ModernBertEncoder list inputs are [input_word_ids, input_mask, '
@@ -202,6 +212,19 @@ def _graph_inputs(inputs: Union[Mapping[str, tf.Tensor], Sequence[tf.Tensor]]
     shape = tf.shape(word_ids)
     position_ids = tf.broadcast_to(tf.range(shape[1], dtype=tf.int32)[None], shape)
   return [word_ids, input_mask, tf.cast(position_ids, tf.int32)]
+
+
+def document_ids_from_positions(position_ids: tf.Tensor) -> tf.Tensor:
+  """int32 [batch, seq] document number of each token: a new document wherever a position is 0.
+
+  Packed rows restart their positions at each document, so the restarts mark the boundaries.
+  A row whose positions never restart (0..seq - 1, or any offset) is one document.
+
+  Example:
+    >>> document_ids_from_positions(tf.constant([[0, 1, 2, 0, 1, 0]])).numpy()
+    array([[1, 1, 1, 2, 2, 3]], dtype=int32)
+  """
+  return tf.cumsum(tf.cast(tf.equal(position_ids, 0), tf.int32), axis=1)
 
 
 def _check_sizes(**sizes: int) -> None:

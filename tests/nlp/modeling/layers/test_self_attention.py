@@ -186,3 +186,90 @@ def test_options_round_trip_and_errors():
     layers.MultiHeadSelfAttention(num_heads=2, key_dim=4, attention_window=0)
   with pytest.raises(ValueError, match='position_ids were given but rotary_theta is None'):
     _layer()(tf.zeros([1, 3, 8]), position_ids=tf.constant([[0, 1, 2]]))
+
+
+def _packed_inputs(length, seed=0):
+  """x [2, length, 8], a padding mask and document ids of two packed rows (three documents in
+  the first, two and padding in the second)."""
+  rng = np.random.default_rng(seed)
+  x = rng.normal(size=(2, length, 8)).astype(np.float32)
+  cut1, cut2 = length // 3, (2 * length) // 3
+  documents = np.zeros((2, length), np.int32)
+  documents[0] = np.where(np.arange(length) < cut1, 1, np.where(np.arange(length) < cut2, 2, 3))
+  documents[1] = np.where(np.arange(length) < cut2, 1, 2)
+  mask = np.ones((2, length), np.float32)
+  mask[1, length - 3:] = 0
+  return x, mask, documents
+
+
+@pytest.mark.parametrize('length,window', [(9, 4), (16, 4), (23, 6), (40, 8), (13, 1)])
+def test_document_ids_and_blocked_window_match_numpy(length, window):
+  x, mask, documents = _packed_inputs(length, seed=length)
+  layer = _layer(use_bias=False, rotary_theta=10000.0, attention_window=window)
+  assert layer._local_block_size(length, None, False, mask)  # the blocked path is taken
+  out = layer(x, mask, document_ids=documents).numpy()
+  allowed = mask[:, None, :] * (documents[:, :, None] == documents[:, None, :])
+  expected = numpy_modernbert.attention(x, allowed, _weights(layer), 10000.0, None, window)
+  np.testing.assert_allclose(out[mask > 0], expected[mask > 0], atol=2e-5)
+  # The full score matrix gives the same numbers: probabilities asked for take that path.
+  full, probs = layer(x, mask, document_ids=documents, return_attention_scores=True)
+  np.testing.assert_allclose(full.numpy()[mask > 0], out[mask > 0], atol=2e-5)
+  index = np.arange(length)
+  band = np.abs(index[:, None] - index[None]) <= window // 2
+  queries = np.broadcast_to((mask > 0)[:, None, :], probs.shape[:3])  # rows of real queries
+  np.testing.assert_array_equal(
+      (probs.numpy() > 0)[queries],
+      np.broadcast_to((allowed * band)[:, None] > 0, probs.shape)[queries])
+
+
+def test_blocked_window_gradients_and_jit_match_the_full_matrix():
+  x, mask, documents = _packed_inputs(30, seed=3)
+  x = tf.constant(x)
+  layer = _layer(use_bias=False, attention_window=8)
+
+  def loss(blocked):
+    with tf.GradientTape() as tape:
+      tape.watch(x)
+      if blocked:
+        out = layer(x, mask, document_ids=documents, training=True)
+      else:  # the full path, through a [batch, seq, seq] mask
+        allowed = mask[:, None, :] * (documents[:, :, None] == documents[:, None, :])
+        out = layer(x, allowed, training=True)
+      value = tf.reduce_sum(tf.square(out) * mask[:, :, None])
+    return value, tape.gradient(value, [x] + layer.trainable_weights)
+
+  (blocked_value, blocked_grads), (full_value, full_grads) = loss(True), loss(False)
+  np.testing.assert_allclose(blocked_value, full_value, rtol=1e-5)
+  for got, want in zip(blocked_grads, full_grads):
+    np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-4)
+  jitted = tf.function(lambda x: layer(x, mask, document_ids=documents), jit_compile=True)
+  np.testing.assert_allclose(jitted(x).numpy()[mask > 0],
+                             layer(x, mask, document_ids=documents).numpy()[mask > 0], atol=1e-5)
+
+
+@pytest.mark.parametrize('window', [None, 4])
+def test_a_perturbed_document_leaves_the_others_unchanged(window):
+  x, mask, documents = _packed_inputs(24, seed=5)
+  layer = _layer(rotary_theta=10000.0, attention_window=window)
+  positions = np.zeros_like(documents)
+  for row in range(2):  # positions restart per document
+    for document in np.unique(documents[row]):
+      where = documents[row] == document
+      positions[row, where] = np.arange(where.sum())
+  before = layer(x, mask, position_ids=positions, document_ids=documents).numpy()
+  perturbed = x.copy()
+  second = documents == 2
+  perturbed[second] += np.random.default_rng(1).normal(size=perturbed[second].shape)
+  after = layer(perturbed, mask, position_ids=positions, document_ids=documents).numpy()
+  others = ~second & (mask > 0)
+  np.testing.assert_allclose(after[others], before[others], atol=1e-6)
+  assert not np.allclose(after[second], before[second], atol=1e-3)
+
+
+def test_blocked_local_attention_refuses_a_three_dimensional_mask():
+  q = tf.zeros([1, 2, 8, 4])
+  with pytest.raises(ValueError, match='takes a \\[batch, seq\\] attention mask, found shape'):
+    self_attention.blocked_local_attention(q, q, q, 2, 2, lambda s, a: tf.nn.softmax(s + a),
+                                           tf.ones([1, 8, 8]))
+  with pytest.raises(ValueError, match='half_window 3 exceeds block 2'):
+    self_attention.blocked_local_attention(q, q, q, 2, 3, lambda s, a: tf.nn.softmax(s + a))

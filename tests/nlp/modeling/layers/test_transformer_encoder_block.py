@@ -408,7 +408,10 @@ def test_modernbert_option_errors():
     _modern_block()([tf.zeros([1, 3, 16]), tf.zeros([1, 3, 16]), tf.ones([1, 3, 3])])
   with pytest.raises(ValueError, match='position_ids were given but rotary_theta is None'):
     _modern_block(rotary_theta=None)(tf.zeros([1, 3, 16]), position_ids=tf.constant([[0, 1, 2]]))
-  with pytest.raises(ValueError, match='position_ids need rotary_theta'):
+  with pytest.raises(ValueError, match='position_ids and document_ids need our self-attention .* '
+                     'found key_dim'):
     _block(key_dim=4)(tf.zeros([1, 3, 16]), position_ids=tf.constant([[0, 1, 2]]))
+  with pytest.raises(ValueError, match='position_ids and document_ids need our self-attention'):
+    _block(key_dim=4)(tf.zeros([1, 3, 16]), document_ids=tf.constant([[1, 1, 2]]))
   with pytest.raises(ValueError, match='rotary_theta needs an even head size, found key_dim=5'):
     layers.TransformerEncoderBlock(2, 8, rotary_theta=1e4)(tf.zeros([1, 3, 10]))

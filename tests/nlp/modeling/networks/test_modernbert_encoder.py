@@ -58,6 +58,9 @@ def _numpy_modernbert(encoder, word_ids, mask, positions=None):
   gamma = lambda name: encoder.get_layer(name).weights[0].numpy()
   x = numpy_modernbert.layer_norm(table[word_ids], gamma('embeddings/layer_norm'))
   mask = mask.astype(np.float64)
+  if positions is not None:  # packed rows: attention within each document (positions restart)
+    documents = np.cumsum(positions == 0, axis=1)
+    mask = mask[:, None, :] * (documents[:, :, None] == documents[:, None, :])
   outputs = []
   for i, block in enumerate(encoder.transformer_layers):
     w = _block_weights(block)
@@ -100,6 +103,10 @@ def test_packed_position_ids_match_numpy_and_default_to_a_range():
   tokens = mask.astype(bool)
   expected = _numpy_modernbert(encoder, word_ids, mask, positions)[-1]
   np.testing.assert_allclose(packed[tokens], expected[tokens], atol=2e-4)
+  # The data loaders' key `position_ids` is the same input.
+  loader_keys = encoder({'input_word_ids': word_ids, 'input_mask': mask,
+                         'position_ids': positions})['sequence_output'].numpy()
+  np.testing.assert_allclose(loader_keys, packed, atol=1e-6)
   default = encoder([word_ids, mask, 0 * word_ids])['sequence_output'].numpy()
   ranged = encoder([word_ids, mask, 0 * word_ids, np.tile(np.arange(SEQ, dtype=np.int32), [2, 1])])
   np.testing.assert_allclose(default, ranged['sequence_output'].numpy(), atol=1e-6)
@@ -208,3 +215,44 @@ def test_config_defaults_aliases_and_errors():
   with pytest.raises(hyperparams.ConfigError, match='modernbert.max_position_embeddings=16'):
     modernbert_encoder_config.ModernBertEncoderConfig(max_position_embeddings=16
                                                       ).check_seq_length('seq_length', 32)
+
+
+@pytest.mark.parametrize('seq', [12, 40])  # 40: the local layers take the blocked path
+def test_a_perturbed_document_leaves_the_other_documents_unchanged(seq):
+  """Packed rows: changing every token of one document changes no other document's outputs."""
+  encoder = _encoder()
+  rng = np.random.default_rng(4)
+  lengths = [[seq // 4, seq // 2, seq - seq // 4 - seq // 2], [seq // 3, seq - seq // 3 - 2]]
+  positions = np.zeros((2, seq), np.int32)
+  documents = np.zeros((2, seq), np.int32)
+  mask = np.zeros((2, seq), np.int32)
+  for row, row_lengths in enumerate(lengths):
+    start = 0
+    for number, length in enumerate(row_lengths, 1):
+      positions[row, start:start + length] = np.arange(length)
+      documents[row, start:start + length] = number
+      mask[row, start:start + length] = 1
+      start += length
+  word_ids = rng.integers(1, VOCAB, (2, seq)).astype(np.int32) * mask
+  inputs = {'input_word_ids': word_ids, 'input_mask': mask, 'position_ids': positions}
+  before = encoder(inputs)['sequence_output'].numpy()
+  changed = word_ids.copy()
+  second = documents == 2
+  changed[second] = (changed[second] + 1 + rng.integers(0, VOCAB - 2, second.sum())) % VOCAB
+  after = encoder(dict(inputs, input_word_ids=changed))['sequence_output'].numpy()
+  others = (mask > 0) & ~second
+  np.testing.assert_allclose(after[others], before[others], atol=1e-5)
+  assert np.abs(after[second] - before[second]).max() > 1e-2
+  # Each document alone in its own row (positions from 0) gives its packed outputs.
+  for row, number in ((0, 1), (0, 3), (1, 2)):
+    where = documents[row] == number
+    alone = encoder({'input_word_ids': word_ids[row][where][None],
+                     'input_mask': np.ones([1, where.sum()], np.int32)})['sequence_output']
+    np.testing.assert_allclose(alone.numpy()[0], before[row][where], atol=1e-4)
+
+
+def test_document_ids_from_positions():
+  np.testing.assert_array_equal(
+      modernbert_encoder.document_ids_from_positions(tf.constant([[0, 1, 2, 0, 1, 0],
+                                                                  [5, 6, 7, 8, 9, 10]])),
+      [[1, 1, 1, 2, 2, 3], [0, 0, 0, 0, 0, 0]])
