@@ -1,14 +1,16 @@
-"""Sentence-pair packing and masked-LM selection of BERT pretraining instances (Google BERT's way).
+"""Sentence-pair and packed-row layouts and masked-LM selection of BERT pretraining instances.
 
-Two layers share one implementation:
+Three layers share one implementation:
   * `pack_documents` decides instance boundaries from sentence offsets only (no tokens), vectorized
     over documents, so the same code serves lists of string tokens (the Model Garden API in
-    `create_pretraining_data`) and the fast pipeline.
-  * `build_instance_arrays` (the fast path) lays the instances' real tokens out flat (no padding)
-    and masks them there: masking units are ordered by random 16-bit keys with two radix sorts (only
-    the ~40% of units with the smallest keys first; the rest for the rare rows the first pass leaves
-    short), then a vectorized greedy fill. `select_masked_positions` (padded `[batch, seq]` arrays)
-    serves the n-gram masking and the string-token API.
+    `create_pretraining_data`) and the fast pipeline. `pack_rows` instead lays whole documents back
+    to back into packed rows (pieces, see below).
+  * `build_instance_arrays` (instances) and `build_packed_arrays` (packed rows) lay the rows' real
+    tokens out flat (no padding); `mask_flat_rows`, the one masking of both, masks them there:
+    masking units are ordered by random 16-bit keys with two radix sorts (only the ~40% of units
+    with the smallest keys first; the rest for the rare rows the first pass leaves short), then a
+    vectorized greedy fill. `select_masked_positions` (padded `[batch, seq]` arrays) serves the
+    n-gram masking and the string-token API.
 
 Semantics (Google BERT `create_pretraining_data.py`, with its known flaws fixed):
   * Packing: sentences of a document are accumulated up to a target length (`max_seq_length - 3`, or
@@ -26,15 +28,21 @@ Semantics (Google BERT `create_pretraining_data.py`, with its known flaws fixed)
   * `next_sentence=False` (RoBERTa style): the document is cut greedily at sentence boundaries into
     single segments of up to `max_seq_length - 2` tokens (a sentence longer than that is split), no
     NSP.
+  * `pack=True` (packed rows, ModernBERT-style, no NSP): the documents of a work unit, in a random
+    order, are laid one after another as pieces `[CLS] tokens [SEP]`; a document that does not fit
+    in the room left in a row is cut, the part that fits ending the row and the rest starting the
+    next one as a new piece. A row is closed early (padding) only when fewer than `MIN_PIECE_ROOM`
+    (8) slots are left, so padding is nearly zero. `position_ids` restart at 0 on every piece's
+    `[CLS]`: the encoder derives the document boundaries from them. Segment ids and labels are 0.
   * Masking: a budget of `min(max_predictions, max(1, round(len(tokens) * masked_lm_prob)))` tokens
     (`len` counts `[CLS]`/`[SEP]`) is filled greedily with units taken in random order, skipping
     units that do not fit. A unit is a token, or with whole-word masking a word with its `##`
     continuations. With `max_ngram_size` a unit is extended to a span of n consecutive units of one
-    segment, n drawn with probability proportional to 1/n from the seeded generator (shrunk while it
-    exceeds the budget; skipped if it overlaps a masked unit). `[CLS]`/`[SEP]` are never masked, no
-    position twice, positions are sorted. Each unit then becomes `[MASK]` (80%), a random vocabulary
-    id (10%) or stays (10%): the decision is made once per unit, so all sub-words of a word share
-    it.
+    segment (or piece), n drawn with probability proportional to 1/n from the seeded generator
+    (shrunk while it exceeds the budget; skipped if it overlaps a masked unit). `[CLS]`/`[SEP]` (of
+    every piece of a packed row) are never masked, no position twice, positions are sorted. Each
+    unit then becomes `[MASK]` (80%), a random vocabulary id (10%) or stays (10%): the decision is
+    made once per unit, so all sub-words of a word share it.
 """
 
 import dataclasses
@@ -364,9 +372,35 @@ def unit_starts_for(candidates: np.ndarray, is_continuation: Optional[np.ndarray
   return candidates & (~is_continuation | ~previous_candidate)
 
 
+# A packed row whose room left is below this many slots is closed (the rest is padding): a piece
+# spends two slots on its [CLS] and [SEP], so a smaller one would hold fewer than 6 tokens of text.
+MIN_PIECE_ROOM = 8
+
+
+@dataclasses.dataclass
+class PackedRows:
+  """Pieces of documents packed into rows (`pack_rows`), `[num_pieces]` int64 arrays.
+
+  Piece i is `[CLS] tokens[start[i]:end[i]] [SEP]` (corpus token coordinates), a contiguous part of
+  document `document[i]`, in row `row[i]`; pieces are listed in the order they are laid out (rows
+  ascending, left to right within a row).
+  """
+  row: np.ndarray
+  document: np.ndarray
+  start: np.ndarray
+  end: np.ndarray
+
+  @property
+  def num_rows(self) -> int:
+    return int(self.row[-1]) + 1 if self.row.size else 0
+
+  def __len__(self) -> int:
+    return self.start.size
+
+
 @dataclasses.dataclass(frozen=True)
 class InstanceOptions:
-  """Options of `build_instance_batch` (see the module docstring for their meaning)."""
+  """Options of `build_instance_arrays` and `build_packed_arrays` (see the module docstring)."""
   max_seq_length: int = 128
   max_predictions_per_seq: int = 20
   masked_lm_prob: float = 0.15
@@ -376,6 +410,7 @@ class InstanceOptions:
   next_sentence: bool = True
   dynamic: bool = False  # no masking: only token ids, segments and NSP labels
   sentence_order: bool = False  # sentence-order labels (ALBERT) instead of NSP's
+  pack: bool = False  # rows packed with pieces of several documents (`pack_rows`), no NSP
 
 
 @dataclasses.dataclass
@@ -411,68 +446,6 @@ class SpecialIds:
   is_continuation: np.ndarray  # [vocab_size] bool, token starts with "##"
 
 
-def build_instance_batch(token_ids: np.ndarray, instances: PackedInstances,
-                         options: InstanceOptions, special: SpecialIds,
-                         rng: np.random.Generator) -> InstanceBatch:
-  """Materializes packed instances into padded arrays and masks them.
-
-  Args:
-    token_ids: `[num_tokens]` flat token ids the instances' ranges index into.
-    instances: ranges from `pack_documents`.
-    options: sequence length, masking options.
-    special: special-token ids and the `##` table.
-    rng: random source for masking.
-
-  Returns:
-    An `InstanceBatch`.
-  """
-  seq = options.max_seq_length
-  a_start, a_end, b_start, b_end = (instances.a_start, instances.a_end, instances.b_start,
-                                    instances.b_end)
-  is_random = instances.is_random_next
-  len_a = a_end - a_start
-  len_b = b_end - b_start
-  has_b = options.next_sentence
-  total = len_a + 2 + (len_b + 1 if has_b else 0)
-  col = np.arange(seq)[None, :]
-  len_a_, total_ = len_a[:, None], total[:, None]
-  source = np.where(col <= len_a_, a_start[:, None] + col - 1, b_start[:, None] + col - len_a_ - 2)
-  ids = token_ids[np.clip(source, 0, max(token_ids.size - 1, 0))].astype(np.int64)
-  is_sep = (col == len_a_ + 1) | (col == total_ - 1)
-  ids = np.where(col == 0, special.cls_id, np.where(is_sep, special.sep_id, ids))
-  inside = col < total_
-  ids = np.where(inside, ids, 0)
-  segment_ids = ((col > len_a_ + 1) & inside).astype(np.int64)
-  batch = InstanceBatch(input_ids=ids, input_mask=inside.astype(np.int64), segment_ids=segment_ids,
-                        next_sentence_labels=is_random.astype(np.int64))
-  if options.dynamic:
-    return batch
-  candidates = inside & (col > 0) & ~is_sep
-  continuation = special.is_continuation[ids] if options.do_whole_word_mask else None
-  selection = select_masked_positions(
-      candidates, unit_starts_for(candidates, continuation),
-      num_predictions(total, options.masked_lm_prob, options.max_predictions_per_seq),
-      options.max_predictions_per_seq, special.vocab_size, rng, options.max_ngram_size)
-  apply_mask_selection(batch, selection, special.mask_id)
-  return batch
-
-
-def apply_mask_selection(batch: InstanceBatch, selection: MaskSelection, mask_id: int) -> None:
-  """Fills the masked-LM fields of `batch` and masks `batch.input_ids` (in place)."""
-  width = selection.positions.shape[1]
-  valid = np.arange(width)[None, :] < selection.counts[:, None]
-  positions = selection.positions.astype(np.int64)
-  original = np.take_along_axis(batch.input_ids, positions, axis=1)
-  replacement = np.where(
-      selection.actions == ACTION_MASK, mask_id,
-      np.where(selection.actions == ACTION_RANDOM, selection.random_ids, original))
-  rows, slots = np.nonzero(valid)
-  batch.input_ids[rows, positions[rows, slots]] = replacement[rows, slots]
-  batch.masked_lm_positions = np.where(valid, positions, 0)
-  batch.masked_lm_ids = np.where(valid, original, 0)
-  batch.masked_lm_weights = valid.astype(np.float32)
-
-
 @dataclasses.dataclass
 class InstanceArrays:
   """A batch of instances in the compact form `tfrecord_writer.encode_pretraining_records` takes.
@@ -485,6 +458,8 @@ class InstanceArrays:
     masked_lm_positions, masked_lm_ids: `[batch, max_predictions]` int32, 0-padded (None in dynamic
       mode).
     masked_counts: `[batch]` real predictions (None in dynamic mode).
+    position_ids: `[batch, max_seq_length]` int32 position of each token within its piece (packed
+      rows only; None otherwise).
   """
   input_ids: np.ndarray
   lengths: np.ndarray
@@ -493,18 +468,19 @@ class InstanceArrays:
   masked_lm_positions: Optional[np.ndarray] = None
   masked_lm_ids: Optional[np.ndarray] = None
   masked_counts: Optional[np.ndarray] = None
+  position_ids: Optional[np.ndarray] = None
 
   def __len__(self) -> int:
     return self.input_ids.shape[0]
 
-  @classmethod
-  def from_batch(cls, batch: InstanceBatch) -> 'InstanceArrays':
-    lengths = batch.input_mask.sum(axis=1)
-    masked = batch.masked_lm_weights is not None
-    return cls(batch.input_ids.astype(np.int32), lengths, lengths - batch.segment_ids.sum(axis=1),
-               batch.next_sentence_labels, batch.masked_lm_positions if masked else None,
-               batch.masked_lm_ids if masked else None,
-               batch.masked_lm_weights.sum(axis=1).astype(np.int64) if masked else None)
+
+def _empty_arrays(options: InstanceOptions) -> InstanceArrays:
+  empty = np.zeros(0, np.int64)
+  masks = ((None,) * 3 if options.dynamic else
+           (np.zeros((0, options.max_predictions_per_seq), np.int32),) * 2 + (empty,))
+  positions = np.zeros((0, options.max_seq_length), np.int32) if options.pack else None
+  return InstanceArrays(np.zeros((0, options.max_seq_length), np.int32), empty, empty, empty,
+                        *masks, position_ids=positions)
 
 
 _KEY_BITS = 16
@@ -562,10 +538,9 @@ def _greedy_take(rows: np.ndarray, lengths: np.ndarray, budgets: np.ndarray, cou
 def build_instance_arrays(token_ids: np.ndarray, instances: PackedInstances,
                           options: InstanceOptions, special: SpecialIds,
                           rng: np.random.Generator) -> InstanceArrays:
-  """Materializes and masks packed instances on their real tokens only (a flat array, no padding).
+  """Materializes and masks sentence-pair (or single-segment) instances (see the module docstring).
 
-  Same semantics as `build_instance_batch` (see the module docstring); n-gram masking goes through
-  it.
+  The instances' real tokens are laid out flat (no padding), then masked by `mask_flat_rows`.
 
   Args:
     token_ids: `[num_tokens]` flat token ids the instances' ranges index into.
@@ -576,17 +551,13 @@ def build_instance_arrays(token_ids: np.ndarray, instances: PackedInstances,
 
   Returns:
     `InstanceArrays`.
+
+  Example:
+    build_instance_arrays(corpus.token_ids, pack_documents(...), InstanceOptions(), special, rng)
   """
-  if options.max_ngram_size is not None and options.max_ngram_size > 1 and not options.dynamic:
-    return InstanceArrays.from_batch(
-        build_instance_batch(token_ids, instances, options, special, rng))
-  seq = options.max_seq_length
   count = len(instances)
   if count == 0:
-    empty = np.zeros(0, np.int64)
-    masks = ((None,) * 3 if options.dynamic else
-             (np.zeros((0, options.max_predictions_per_seq), np.int32),) * 2 + (empty,))
-    return InstanceArrays(np.zeros((0, seq), np.int32), empty, empty, empty, *masks)
+    return _empty_arrays(options)
   len_a = instances.a_end - instances.a_start
   len_b = instances.b_end - instances.b_start
   has_b = options.next_sentence
@@ -613,18 +584,176 @@ def build_instance_arrays(token_ids: np.ndarray, instances: PackedInstances,
   sep_positions = np.concatenate([offsets + len_a + 1, offsets + totals - 1] if has_b
                                  else [offsets + totals - 1])
   ids[sep_positions] = special.sep_id
-  # The real tokens of the padded [count, seq] matrix, in row-major order: the flat layout.
-  real = np.arange(seq) < totals[:, None]
-  input_ids = np.zeros((count, seq), np.int32)
-  labels = instances.is_random_next.astype(np.int64)
-  if options.dynamic:
-    input_ids[real] = ids
-    return InstanceArrays(input_ids, totals, segment_starts, labels)
+  arrays = InstanceArrays(None, totals, segment_starts,
+                          instances.is_random_next.astype(np.int64))
+  return mask_flat_rows(arrays, ids, np.concatenate([offsets, sep_positions]), options, special,
+                        rng)
 
-  candidates = np.ones(size + 1, bool)  # plus a sentinel non-candidate at the end
-  candidates[offsets] = False
-  candidates[sep_positions] = False
-  candidates[size] = False
+
+def pack_rows(documents: np.ndarray, sentence_starts: np.ndarray, document_starts: np.ndarray,
+              max_seq_length: int, rng: np.random.Generator,
+              min_room: int = MIN_PIECE_ROOM) -> PackedRows:
+  """Lays documents back to back into rows of `max_seq_length` tokens, as pieces (see `PackedRows`).
+
+  The documents are taken in a random order. Each piece is `[CLS] tokens [SEP]`; a document that
+  does not fit in the room left in a row is cut: the part that fits ends the row and the rest goes
+  on as a new piece at the start of the next row (several rows for a long document). A row is closed
+  (its end left as padding) only when fewer than `min_room` slots are left, and the last row ends
+  where the documents end.
+
+  Args:
+    documents: `[k]` indices of the documents to pack.
+    sentence_starts: `[num_sentences + 1]` token offsets of all sentences of the corpus.
+    document_starts: `[num_documents + 1]` sentence offsets of all documents.
+    max_seq_length: tokens per row, `[CLS]`/`[SEP]` of every piece included; >= `min_room`.
+    rng: the random source (the document order).
+    min_room: the fewest slots a piece may start in (its `[CLS]` and `[SEP]` included).
+
+  Returns:
+    `PackedRows`.
+
+  Raises:
+    ValueError: `max_seq_length` below `min_room` or `min_room` below 3.
+
+  Example:
+    pack_rows(np.arange(2), np.array([0, 5, 9, 20]), np.array([0, 2, 3]), 16,
+              np.random.default_rng(0))
+  """
+  if min_room < 3 or max_seq_length < min_room:
+    raise ValueError(f'pack_rows: max_seq_length must be >= min_room >= 3 (a piece needs [CLS], '
+                     f'a token and [SEP]); found max_seq_length={max_seq_length}, '
+                     f'min_room={min_room}')
+  order = rng.permutation(np.asarray(documents, np.int64))
+  token_starts = sentence_starts[document_starts[order]].tolist()
+  token_ends = sentence_starts[document_starts[order + 1]].tolist()
+  rows, owners, starts, ends = [], [], [], []
+  row, room = 0, max_seq_length
+  # One step per piece (a few per row): plain Python ints are faster than numpy here.
+  for document, start, end in zip(order.tolist(), token_starts, token_ends):
+    while start < end:
+      if room < min_room:
+        row, room = row + 1, max_seq_length
+      take = min(end - start, room - 2)
+      rows.append(row)
+      owners.append(document)
+      starts.append(start)
+      ends.append(start + take)
+      start += take
+      room -= take + 2
+  return PackedRows(*(np.array(values, np.int64) for values in (rows, owners, starts, ends)))
+
+
+def build_packed_arrays(token_ids: np.ndarray, packed: PackedRows, options: InstanceOptions,
+                        special: SpecialIds, rng: np.random.Generator) -> InstanceArrays:
+  """Materializes and masks packed rows: pieces `[CLS] tokens [SEP]` back to back, then padding.
+
+  `position_ids` count from 0 at each piece's `[CLS]` (0 on padding); segment ids and
+  `next_sentence_labels` are 0. Masking is `mask_flat_rows` (never on a `[CLS]`/`[SEP]`; the budget
+  counts all the real tokens of a row).
+
+  Args:
+    token_ids: `[num_tokens]` flat token ids the pieces' ranges index into.
+    packed: the pieces, from `pack_rows`.
+    options: sequence length, masking options.
+    special: special-token ids and the `##` table.
+    rng: random source for masking.
+
+  Returns:
+    `InstanceArrays` with `position_ids`.
+
+  Example:
+    rows = pack_rows(documents, corpus.sentence_starts, corpus.document_starts, 128, rng)
+    build_packed_arrays(corpus.token_ids, rows, InstanceOptions(pack=True), special, rng)
+  """
+  count = packed.num_rows
+  if count == 0:
+    return _empty_arrays(options)
+  sizes = packed.end - packed.start + 2
+  piece_offsets = np.cumsum(sizes) - sizes
+  totals = np.bincount(packed.row, weights=sizes, minlength=count).astype(np.int64)
+  if totals.max() > options.max_seq_length:
+    raise ValueError(f'packed rows hold up to {int(totals.max())} tokens, expected at most '
+                     f'max_seq_length={options.max_seq_length}')
+  # The pieces are in row order, so the flat layout of the rows is the pieces back to back.
+  within = np.arange(int(sizes.sum()), dtype=np.int64) - np.repeat(piece_offsets, sizes)
+  source = np.repeat(packed.start - 1, sizes) + within
+  np.clip(source, 0, max(token_ids.size - 1, 0), out=source)
+  ids = token_ids[source].astype(np.int32)
+  del source
+  piece_ends = piece_offsets + sizes - 1
+  ids[piece_offsets] = special.cls_id
+  ids[piece_ends] = special.sep_id
+  position_ids = np.zeros((count, options.max_seq_length), np.int32)
+  position_ids[np.arange(options.max_seq_length) < totals[:, None]] = within
+  arrays = InstanceArrays(None, totals, totals.copy(), np.zeros(count, np.int64),
+                          position_ids=position_ids)
+  return mask_flat_rows(arrays, ids, np.concatenate([piece_offsets, piece_ends]), options,
+                        special, rng)
+
+
+def mask_flat_rows(arrays: InstanceArrays, ids: np.ndarray, special_positions: np.ndarray,
+                   options: InstanceOptions, special: SpecialIds,
+                   rng: np.random.Generator) -> InstanceArrays:
+  """Masks rows laid out flat and pads them: the masking of both layouts (module docstring).
+
+  Args:
+    arrays: the rows' `lengths`, `segment_starts`, `next_sentence_labels` (and `position_ids`);
+      its `input_ids` and masked-LM fields are filled in (in place).
+    ids: `[sum(lengths)]` int32, the real tokens of the rows back to back (row r from
+      `sum(lengths[:r])`); masked in place.
+    special_positions: indices into `ids` of the `[CLS]`/`[SEP]` tokens (never masked).
+    options: sequence length, masking options (`dynamic`: no masking).
+    special: special-token ids and the `##` table.
+    rng: random source for masking.
+
+  Returns:
+    `arrays`, completed.
+
+  Example:
+    mask_flat_rows(InstanceArrays(None, np.array([4]), np.array([4]), np.zeros(1, np.int64)),
+                   np.array([2, 7, 8, 3], np.int32), np.array([0, 3]), options, special, rng)
+  """
+  totals = arrays.lengths
+  count = totals.size
+  offsets = np.cumsum(totals) - totals
+  # The real tokens of the padded [count, seq] matrix, in row-major order: the flat layout.
+  real = np.arange(options.max_seq_length) < totals[:, None]
+  if not options.dynamic:
+    size = ids.size
+    candidates = np.ones(size + 1, bool)  # plus a sentinel non-candidate at the end
+    candidates[special_positions] = False
+    candidates[size] = False
+    budgets = num_predictions(totals, options.masked_lm_prob, options.max_predictions_per_seq)
+    if options.max_ngram_size is not None and options.max_ngram_size > 1:
+      selected, selected_rows, action, random_ids = _select_ngrams(ids, offsets, real, candidates,
+                                                                   budgets, options, special, rng)
+    else:
+      selected, selected_rows, action, random_ids = _select_units(ids, totals, candidates, budgets,
+                                                                  options, special, rng)
+    counts = np.bincount(selected_rows, minlength=count)
+    if counts.max(initial=0) > options.max_predictions_per_seq:
+      raise ValueError(f'budgets exceed max_predictions_per_seq={options.max_predictions_per_seq}')
+    slots = np.arange(selected.size) - (np.cumsum(counts) - counts)[selected_rows]
+    flat_slots = selected_rows.astype(np.int64) * options.max_predictions_per_seq + slots
+    positions = np.zeros((count, options.max_predictions_per_seq), np.int32)
+    positions.ravel()[flat_slots] = selected - offsets[selected_rows]
+    masked_ids = np.zeros((count, options.max_predictions_per_seq), np.int32)
+    masked_ids.ravel()[flat_slots] = ids[selected]
+    ids[selected] = np.where(action == ACTION_MASK, special.mask_id,
+                             np.where(action == ACTION_RANDOM, random_ids, ids[selected]))
+    arrays.masked_lm_positions, arrays.masked_lm_ids = positions, masked_ids
+    arrays.masked_counts = counts.astype(np.int64)
+  arrays.input_ids = np.zeros((count, options.max_seq_length), np.int32)
+  arrays.input_ids[real] = ids
+  return arrays
+
+
+def _select_units(ids, totals, candidates, budgets, options: InstanceOptions, special: SpecialIds,
+                  rng: np.random.Generator):
+  """Masked tokens of the flat layout (single units: tokens or whole words), their actions and
+  random ids: `(selected [n] flat indices by row then position, their rows, actions, random ids)`.
+  """
+  count, size = totals.size, ids.size
   unit_start = candidates.copy()
   if options.do_whole_word_mask:
     unit_start[1:size] &= ~(special.is_continuation[ids[1:]] & candidates[:size - 1])
@@ -635,7 +764,6 @@ def build_instance_arrays(token_ids: np.ndarray, instances: PackedInstances,
   starts = breaks[start_index]
   unit_lengths = breaks[start_index + 1] - starts
   unit_rows = np.repeat(np.arange(count, dtype=np.int32), totals)[starts]
-  budgets = num_predictions(totals, options.masked_lm_prob, options.max_predictions_per_seq)
 
   # Units in random order within each row; take each that fits in the remaining budget (greedy).
   keys = rng.integers(0, 1 << _KEY_BITS, starts.size, dtype=np.uint16)
@@ -663,18 +791,22 @@ def build_instance_arrays(token_ids: np.ndarray, instances: PackedInstances,
               + np.arange(int(chosen_lengths.sum())))
   action = np.repeat(unit_action, chosen_lengths)
   selected_rows = np.repeat(unit_rows[chosen_units], chosen_lengths)
-  counts = np.bincount(selected_rows, minlength=count)
-  if counts.max(initial=0) > options.max_predictions_per_seq:
-    raise ValueError(f'budgets exceed max_predictions_per_seq={options.max_predictions_per_seq}')
-  slots = np.arange(selected.size) - (np.cumsum(counts) - counts)[selected_rows]
-  flat_slots = selected_rows.astype(np.int64) * options.max_predictions_per_seq + slots
-  positions = np.zeros((count, options.max_predictions_per_seq), np.int32)
-  positions.ravel()[flat_slots] = selected - offsets[selected_rows]
-  masked_ids = np.zeros((count, options.max_predictions_per_seq), np.int32)
-  masked_ids.ravel()[flat_slots] = ids[selected]
   random_ids = rng.integers(0, special.vocab_size, selected.size)
-  ids[selected] = np.where(action == ACTION_MASK, special.mask_id,
-                           np.where(action == ACTION_RANDOM, random_ids, ids[selected]))
-  input_ids[real] = ids
-  return InstanceArrays(input_ids, totals, segment_starts, labels, positions, masked_ids,
-                        counts.astype(np.int64))
+  return selected, selected_rows, action, random_ids
+
+
+def _select_ngrams(ids, offsets, real, candidates, budgets, options: InstanceOptions,
+                   special: SpecialIds, rng: np.random.Generator):
+  """`_select_units` for n-gram masking, through `select_masked_positions` on padded rows."""
+  count, seq = real.shape
+  padded_ids = np.zeros((count, seq), np.int64)
+  padded_ids[real] = ids
+  padded_candidates = np.zeros((count, seq), bool)
+  padded_candidates[real] = candidates[:ids.size]
+  continuation = special.is_continuation[padded_ids] if options.do_whole_word_mask else None
+  selection = select_masked_positions(
+      padded_candidates, unit_starts_for(padded_candidates, continuation), budgets,
+      options.max_predictions_per_seq, special.vocab_size, rng, options.max_ngram_size)
+  rows, slots = np.nonzero(np.arange(selection.positions.shape[1]) < selection.counts[:, None])
+  selected = offsets[rows] + selection.positions[rows, slots]
+  return selected, rows, selection.actions[rows, slots], selection.random_ids[rows, slots]
