@@ -105,8 +105,10 @@ def load_config(config_files: Union[str, Sequence[str], None] = None,
     params.override(_nested(overrides), is_strict=True)
     try:
       params.validate()
+    except hyperparams.ConfigError:
+      raise
     except (ValueError, KeyError, TypeError) as e:
-      raise hyperparams.ConfigError(str(e)) from None
+      raise hyperparams.ConfigError('', str(e)) from None
   return params
 
 

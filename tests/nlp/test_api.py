@@ -57,6 +57,9 @@ def test_load_config_errors_name_the_field():
     api.load_config(TINY_YAML, overrides={'trainer.train_stepz': 7})
   with pytest.raises(KeyError, match='bert/nope'):
     api.load_config(experiment='bert/nope')
+  # A value the validation refuses (rows longer than the position table) is a ConfigError too.
+  with pytest.raises(hyperparams.ConfigError, match='seq_length'):
+    api.load_config(TINY_YAML, overrides={'task.train_data.seq_length': 4096})
 
 
 def test_train_reaches_the_steps_and_evaluates(run):
