@@ -18,7 +18,21 @@ Series = List[Tuple[int, float]]
 
 def read_scalars(log_dir: str) -> Dict[str, Series]:
   """Every scalar summary in the event files of `log_dir`, as `{tag: [(step, value), ...]}`."""
-  scalars: Dict[str, Series] = collections.defaultdict(list)
+  return {tag: [(step, value) for step, _, value in series]
+          for tag, series in read_scalar_events(log_dir).items()}
+
+
+def read_scalar_events(log_dir: str) -> Dict[str, List[Tuple[int, float, float]]]:
+  """Every scalar summary of `log_dir` with its wall time: `{tag: [(step, wall_time, value)]}`.
+
+  Sorted by step (then wall time); `wall_time` is the event's Unix time in seconds, for curves
+  against wall-clock time.
+
+  Example:
+    >>> read_scalar_events('runs/bert_tiny/validation')['lm_example_loss'][0]
+    (1000, 1764160000.5, 4.1)
+  """
+  scalars = collections.defaultdict(list)
   for path in sorted(tf.io.gfile.glob(os.path.join(log_dir, 'events.out.tfevents.*'))):
     for record in tf.data.TFRecordDataset(path):
       event = tf.compat.v1.Event.FromString(record.numpy())
@@ -29,7 +43,7 @@ def read_scalars(log_dir: str) -> Dict[str, Series]:
           number = float(tf.make_ndarray(value.tensor))
         else:
           continue
-        scalars[value.tag].append((int(event.step), float(number)))
+        scalars[value.tag].append((int(event.step), float(event.wall_time), float(number)))
   return {tag: sorted(series) for tag, series in scalars.items()}
 
 
