@@ -4,6 +4,7 @@ import glob
 import os
 import textwrap
 
+import numpy as np
 import pytest
 
 from official.common import registry_imports  # pylint: disable=unused-import
@@ -177,9 +178,10 @@ def test_shipped_pretraining_yaml_files_validate(path):
   params = exp_factory.get_exp_config('bert/pretraining')
   params.override(hyperparams.read_yaml(path), is_strict=True)
   params.validate()
-  bert_config = params.task.model.encoder.get()
-  assert bert_config.intermediate_size == 4 * bert_config.hidden_size
-  assert params.task.train_data.seq_length <= bert_config.max_position_embeddings
+  encoder_config = params.task.model.encoder.get()
+  if params.task.model.encoder.type != 'modernbert':  # ModernBERT's GeGLU: test_modernbert_sizes
+    assert encoder_config.intermediate_size == 4 * encoder_config.hidden_size
+  assert params.task.train_data.seq_length <= encoder_config.max_position_embeddings
 
 
 def test_shipped_sizes():
@@ -189,6 +191,107 @@ def test_shipped_sizes():
     data = hyperparams.read_yaml(os.path.join(ROOT, f'configs/pretraining/bert_{name}.yaml'))
     bert_config = data['task']['model']['encoder']['bert']
     assert (bert_config['num_layers'], bert_config['hidden_size']) == (layers, hidden), name
+
+
+# ModernBERT sizes: (layers, hidden, heads, intermediate, vocab, seq_length). Mini is BERT-Mini's
+# width and depth; base and large are Hugging Face's answerdotai/ModernBERT-{base,large}.
+MODERNBERT_SIZES = {'tiny': (3, 128, 2, 352, 30522, 128), 'mini': (4, 256, 4, 672, 30522, 128),
+                    'base': (22, 768, 12, 1152, 50368, 1024),
+                    'large': (28, 1024, 16, 2624, 50368, 1024)}
+
+
+def _modernbert_params(name):
+  params = exp_factory.get_exp_config('bert/pretraining')
+  path = os.path.join(ROOT, f'configs/pretraining/modernbert_{name}.yaml')
+  params.override(hyperparams.read_yaml(path), is_strict=True)
+  params.validate()
+  return params
+
+
+def test_modernbert_yaml_files_are_the_shipped_sizes():
+  shipped = sorted(os.path.basename(p) for p in
+                   glob.glob(os.path.join(ROOT, 'configs/pretraining/modernbert_*.yaml')))
+  assert shipped == sorted(f'modernbert_{name}.yaml' for name in MODERNBERT_SIZES)
+
+
+@pytest.mark.parametrize('name', sorted(MODERNBERT_SIZES))
+def test_modernbert_sizes_and_recipe(name):
+  params = _modernbert_params(name)
+  task = params.task
+  assert task.model.encoder.type == 'modernbert'
+  encoder = task.model.encoder.get()
+  layers, hidden, heads, intermediate, vocab, seq_length = MODERNBERT_SIZES[name]
+  assert (encoder.num_layers, encoder.hidden_size, encoder.num_attention_heads,
+          encoder.intermediate_size, encoder.vocab_size) == (layers, hidden, heads, intermediate,
+                                                             vocab)
+  # ModernBERT's architecture constants (Hugging Face's ModernBertConfig defaults).
+  assert (encoder.hidden_activation, encoder.norm_eps, encoder.global_rope_theta,
+          encoder.local_rope_theta, encoder.local_attention, encoder.global_attn_every_n_layers,
+          encoder.max_position_embeddings) == ('exact_gelu', 1e-5, 160000.0, 10000.0, 128, 3, 8192)
+  assert (encoder.dropout_rate, encoder.attention_dropout_rate) == (0.0, 0.0)
+  # No next-sentence prediction; packed rows with 30% of the tokens masked.
+  assert task.model.cls_heads == []
+  for data in (task.train_data, task.validation_data):
+    assert not data.use_next_sentence_label and data.use_position_id
+    assert data.seq_length == seq_length
+    assert data.max_predictions_per_seq == round(0.3 * seq_length)
+  # AdamW with warmup, then a decay to 0 at the last step; no decay of norms and biases.
+  optimizer = params.trainer.optimizer_config
+  assert optimizer.optimizer.type == 'adamw'
+  assert optimizer.optimizer.adamw.weight_decay_rate > 0
+  assert {'LayerNorm', 'layer_norm', 'bias'} <= set(
+      optimizer.optimizer.adamw.exclude_from_weight_decay)
+  assert optimizer.warmup.type == 'polynomial' and optimizer.warmup.polynomial.warmup_steps > 0
+  assert optimizer.learning_rate.type == 'polynomial'
+  decay = optimizer.learning_rate.polynomial
+  assert decay.decay_steps == params.trainer.train_steps and decay.end_learning_rate == 0.0
+  with open(os.path.join(ROOT, f'configs/pretraining/modernbert_{name}.yaml'),
+            encoding='utf-8') as f:
+    assert '--pack --masked_lm_prob=0.3' in f.read()  # how the records must be made
+
+
+def test_modernbert_weight_decay_is_modernberts_per_step_decay_at_the_peak_rate():
+  # ModernBERT: 1e-5 a step at the peak rate; ours decays by lr * weight_decay_rate.
+  for name in ('base', 'large'):
+    adamw = _modernbert_params(name).trainer.optimizer_config
+    peak = adamw.learning_rate.polynomial.initial_learning_rate
+    assert peak * adamw.optimizer.adamw.weight_decay_rate == pytest.approx(1e-5)
+  base = _modernbert_params('base').trainer.optimizer_config
+  large = _modernbert_params('large').trainer.optimizer_config
+  assert (base.learning_rate.polynomial.initial_learning_rate,
+          large.learning_rate.polynomial.initial_learning_rate) == (8e-4, 5e-4)
+
+
+def _feed_forward_size(encoder_config):
+  """Weights of the feed-forward layer of one block of the built encoder (kernels and biases)."""
+  encoder = encoders.build_encoder(encoder_config.replace(vocab_size=8))
+  block = encoder.transformer_layers[0]
+  # pylint: disable=protected-access
+  return sum(int(np.prod(w.shape))
+             for w in block._intermediate_dense.weights + block._output_dense.weights)
+
+
+@pytest.mark.parametrize('name', ['tiny', 'mini'])
+def test_modernbert_feed_forward_is_about_berts_in_parameters(name):
+  # GeGLU has three matrices (its input dense is twice as wide), BERT's GELU two: 2/3 of BERT's
+  # width, rounded to the nearest multiple of 32, gives about the same parameters.
+  modern = _modernbert_params(name).task.model.encoder
+  bert_params = exp_factory.get_exp_config('bert/pretraining')
+  bert_params.override(hyperparams.read_yaml(
+      os.path.join(ROOT, f'configs/pretraining/bert_{name}.yaml')), is_strict=True)
+  bert_config = bert_params.task.model.encoder.bert
+  modern_config = modern.modernbert
+  assert (modern_config.hidden_size, modern_config.num_attention_heads) == (
+      bert_config.hidden_size, bert_config.num_attention_heads)
+  assert modern_config.intermediate_size % 32 == 0
+  assert abs(modern_config.intermediate_size - 2 * bert_config.intermediate_size / 3) <= 16
+  modern_size = _feed_forward_size(modern_config)
+  bert_size = _feed_forward_size(bert_config)
+  assert modern_size == 3 * modern_config.hidden_size * modern_config.intermediate_size
+  assert abs(modern_size / bert_size - 1) < 0.035, (modern_size, bert_size)
+  if name == 'mini':  # BERT-Mini's depth too; 672 (-1.8%) rather than 704 (+2.9%)
+    assert modern_config.num_layers == bert_config.num_layers == 4
+    assert (modern_size, bert_size) == (516_096, 525_568)
 
 
 def test_encoder_config_errors():
