@@ -7,6 +7,10 @@ Usage:
   python -m data_tools.create_pretraining_data --input_file=corpus.txt \\
       --output_file=out/train.tfrecord --vocab_file=vocab.txt --max_seq_length=128 \\
       --max_predictions_per_seq=20 --dupe_factor=5
+  # Packed rows (the ModernBERT-class recipe: several documents a row, no NSP, 30% masked):
+  python -m data_tools.create_pretraining_data --input_file=corpus.txt \\
+      --output_file=out/packed.tfrecord --vocab_file=vocab.txt --pack --max_seq_length=512 \\
+      --masked_lm_prob=0.3 --max_predictions_per_seq=154 --dupe_factor=5
 """
 
 from official.common import quiet  # first: hides TensorFlow's start-up lines (--verbose keeps them)
@@ -67,6 +71,12 @@ def _define_flags() -> flags.FlagValues:
       'where two consecutive segments of a document are swapped, instead of NSP\'s random '
       'segment.', **define)
   flags.DEFINE_bool(
+      'pack', False, 'Packed rows (ModernBERT-style, implies --no_next_sentence): documents back '
+      'to back, each piece [CLS] tokens [SEP], a document cut at a row end going on in the next '
+      'row; writes position_ids (restarting at every [CLS]), so train with use_position_id: true. '
+      'The modern recipe masks more: e.g. --masked_lm_prob=0.3 --max_predictions_per_seq=38 at '
+      '--max_seq_length=128.', **define)
+  flags.DEFINE_bool(
       'dynamic', False, 'Write only token ids, mask and segments (+ NSP label) for masking '
       'while training (bert/pretraining_dynamic).', **define)
   flags.mark_flags_as_required(['input_file', 'output_file'], flag_values=fv)
@@ -91,7 +101,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         short_seq_prob=fv.short_seq_prob, gzip_compress=fv.gzip_compress,
         use_v2_feature_names=fv.use_v2_feature_names, num_workers=fv.num_workers,
         num_output_shards=fv.num_output_shards, no_next_sentence=fv.no_next_sentence,
-        sentence_order=fv.sentence_order, dynamic=fv.dynamic, show_progress=True)
+        sentence_order=fv.sentence_order, dynamic=fv.dynamic, pack=fv.pack, show_progress=True)
   except (ValueError, FileNotFoundError) as e:
     print(f'create_pretraining_data: error: {e}', file=sys.stderr)
     return 1

@@ -11,7 +11,13 @@ Output: TFRecords of `tf.train.Example` with the Google BERT schema:
   feature is kept so the schema does not change; metadata says `next_sentence: false`).
   `sentence_order=True` (ALBERT's sentence-order prediction) writes pairs of consecutive segments
   of one document instead, `next_sentence_labels` 1 where A and B were swapped (metadata:
-  `sentence_order: true`; `num_random_next` then counts the swapped pairs).
+  `sentence_order: true`; `num_random_next` then counts the swapped pairs). `pack=True` (the
+  ModernBERT-class recipe, no NSP) fills each row with several documents back to back, each piece
+  `[CLS] tokens [SEP]` (a document cut at a row end goes on in the next row), padding only where a
+  row has fewer than 8 slots left and at the end of a work unit, and adds `position_ids`
+  int64[max_seq_length] (0 at each piece's `[CLS]`, counting up; 0 on padding): the encoder confines
+  attention to each piece from them. Segment ids and `next_sentence_labels` are 0 (metadata:
+  `packed: true`, `next_sentence: false`).
 Plus a metadata JSON next to the records (`data_metadata.metadata_path`, e.g.
 `out/train.metadata.json`), read back with `load_metadata(path_or_glob)`.
 
@@ -82,10 +88,13 @@ _CHUNK_TOKENS = 1 << 18
 _TOOL = 'mlm-garden create_pretraining_data'
 
 
-def feature_names(use_v2_feature_names: bool = False, dynamic: bool = False) -> List[str]:
-  """Names of the features written, in order."""
+def feature_names(use_v2_feature_names: bool = False, dynamic: bool = False,
+                  pack: bool = False) -> List[str]:
+  """Names of the features written, in order (`position_ids` for packed rows)."""
   names = ['input_word_ids' if use_v2_feature_names else 'input_ids', 'input_mask',
            'input_type_ids' if use_v2_feature_names else 'segment_ids']
+  if pack:
+    names.append('position_ids')
   if not dynamic:
     names += ['masked_lm_positions', 'masked_lm_ids', 'masked_lm_weights']
   return names + ['next_sentence_labels']
@@ -362,6 +371,7 @@ class _UnitResult:
   tokens: int
   masked: int
   random_next: int
+  pieces: int  # packed rows: pieces of documents; otherwise the instances
 
 
 def _build_unit(unit: Tuple[int, int]) -> _UnitResult:
@@ -372,19 +382,26 @@ def _build_unit(unit: Tuple[int, int]) -> _UnitResult:
   options: pi.InstanceOptions = shared['options']
   rng = np.random.default_rng(np.random.SeedSequence([shared['random_seed'], dupe, chunk]))
   documents = shared['chunk_documents'][chunk]
-  packed = pi.pack_documents(documents, corpus.sentence_starts, corpus.document_starts,
-                             options.max_seq_length, options.short_seq_prob, rng,
-                             options.next_sentence, options.sentence_order)
+  if options.pack:
+    packed = pi.pack_rows(documents, corpus.sentence_starts, corpus.document_starts,
+                          options.max_seq_length, rng)
+    build = pi.build_packed_arrays
+  else:
+    packed = pi.pack_documents(documents, corpus.sentence_starts, corpus.document_starts,
+                               options.max_seq_length, options.short_seq_prob, rng,
+                               options.next_sentence, options.sentence_order)
+    build = pi.build_instance_arrays
   if not len(packed):
-    return _UnitResult(b'', np.zeros(0, np.int64), documents.size, 0, 0, 0, 0)
-  arrays = pi.build_instance_arrays(corpus.token_ids, packed, options, shared['special'], rng)
+    return _UnitResult(b'', np.zeros(0, np.int64), documents.size, 0, 0, 0, 0, 0)
+  arrays = build(corpus.token_ids, packed, options, shared['special'], rng)
   records, record_lengths = tfrecord_writer.encode_pretraining_records(
       arrays.input_ids, arrays.lengths, arrays.segment_starts, arrays.next_sentence_labels,
       arrays.masked_lm_positions, arrays.masked_lm_ids, arrays.masked_counts,
-      shared['use_v2_feature_names'], shared['special'].vocab_size)
+      shared['use_v2_feature_names'], shared['special'].vocab_size, arrays.position_ids)
   masked = 0 if options.dynamic else int(arrays.masked_counts.sum())
   return _UnitResult(records.tobytes(), record_lengths, documents.size, len(arrays),
-                     int(arrays.lengths.sum()), masked, int(arrays.next_sentence_labels.sum()))
+                     int(arrays.lengths.sum()), masked, int(arrays.next_sentence_labels.sum()),
+                     len(packed))
 
 
 def _chunk_documents(corpus: tokenized_corpus.TokenizedCorpus) -> List[np.ndarray]:
@@ -421,13 +438,17 @@ def _output_paths(output_file: Union[str, Sequence[str]],
 
 def _check_options(max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob,
                    dupe_factor, max_ngram_size, random_seed, num_workers, no_next_sentence,
-                   dynamic, sentence_order=False) -> None:
+                   dynamic, sentence_order=False, pack=False) -> None:
+  if sentence_order and pack:
+    raise ValueError('pack and sentence_order cannot be combined: packed rows hold whole documents '
+                     'back to back without segment pairs; drop one of them')
   if sentence_order and no_next_sentence:
     raise ValueError('sentence_order needs segment pairs; it cannot be combined with '
                      'no_next_sentence (single segments)')
-  min_length = 3 if no_next_sentence else 5
+  min_length = pi.MIN_PIECE_ROOM if pack else 3 if no_next_sentence else 5
   checks = [
-      ('max_seq_length', max_seq_length, max_seq_length >= min_length, f'>= {min_length}'),
+      ('max_seq_length', max_seq_length, max_seq_length >= min_length,
+       f'>= {min_length}' + (' with pack (MIN_PIECE_ROOM)' if pack else '')),
       ('max_predictions_per_seq', max_predictions_per_seq, dynamic or
        max_predictions_per_seq >= 1, '>= 1'),
       ('masked_lm_prob', masked_lm_prob, dynamic or 0.0 < masked_lm_prob < 1.0, 'in (0, 1)'),
@@ -441,6 +462,16 @@ def _check_options(max_seq_length, max_predictions_per_seq, masked_lm_prob, shor
   for name, value, ok, expected in checks:
     if not ok:
       raise ValueError(f'{name} must be {expected}, found {value!r}')
+  full_budget = int(np.rint(max_seq_length * masked_lm_prob))
+  if not dynamic and full_budget > max_predictions_per_seq:
+    # Google BERT's semantics: the budget is capped (Model Garden's 512 tokens, 76 predictions and
+    # 0.15 are capped by one), so this is a warning, not an error.
+    logger.warning(
+        'max_predictions_per_seq=%d caps the masking budget of a full row: masked_lm_prob=%g of '
+        'max_seq_length=%d is %d tokens, so full rows mask %d (a rate of %.3f); raise '
+        'max_predictions_per_seq to %d to mask %g of every row', max_predictions_per_seq,
+        masked_lm_prob, max_seq_length, full_budget, max_predictions_per_seq,
+        max_predictions_per_seq / max_seq_length, full_budget, masked_lm_prob)
 
 
 def _tool_version() -> str:
@@ -473,6 +504,7 @@ def create_pretraining_data(input_file: Union[str, Sequence[str]],
                             use_v2_feature_names: bool = False, num_workers: Optional[int] = None,
                             num_output_shards: Optional[int] = None, no_next_sentence: bool = False,
                             dynamic: bool = False, sentence_order: bool = False,
+                            pack: bool = False,
                             processor_text_fn: Optional[Callable[[str], str]] = None,
                             show_progress: bool = False) -> Dict[str, Any]:
   """Writes pretraining TFRecords and their metadata file from text files (module docstring).
@@ -500,6 +532,11 @@ def create_pretraining_data(input_file: Union[str, Sequence[str]],
     dynamic: no masks stored (for on-the-fly masking with `MaskedLMMaskGenerator`).
     sentence_order: ALBERT's sentence-order prediction: `next_sentence_labels` is 1 where the two
       consecutive segments were swapped (instead of NSP's random segment from another document).
+    pack: packed rows (module docstring): several documents a row, `position_ids` written, no NSP
+      (implies `no_next_sentence`; refused with `sentence_order`; `short_seq_prob` is not used).
+      Masking is unchanged; `max_predictions_per_seq` caps each row's budget, so with a higher
+      `masked_lm_prob` (e.g. 0.3) raise it to `round(max_seq_length * masked_lm_prob)` (a warning
+      says so when it is lower).
     processor_text_fn: optional function applied to each line before tokenizing.
     show_progress: progress bars (documents/s, ETA) and a summary on stderr.
 
@@ -516,7 +553,8 @@ def create_pretraining_data(input_file: Union[str, Sequence[str]],
     num_workers = cpus
   _check_options(max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob,
                  dupe_factor, max_ngram_size, random_seed, num_workers, no_next_sentence, dynamic,
-                 sentence_order)
+                 sentence_order, pack)
+  no_next_sentence = no_next_sentence or pack
   if num_workers > cpus:
     logger.warning(
         'num_workers=%d is more than the %d CPU(s) available: using %d (the output does not '
@@ -532,14 +570,14 @@ def create_pretraining_data(input_file: Union[str, Sequence[str]],
                    max_ngram_size, max_seq_length, max_predictions_per_seq, random_seed,
                    dupe_factor, masked_lm_prob, short_seq_prob, gzip_compress, use_v2_feature_names,
                    num_workers, no_next_sentence, dynamic, processor_text_fn, show_progress,
-                   sentence_order)
+                   sentence_order, pack)
 
 
 def _create(input_files, output_paths, staging, tokenizer, started, do_whole_word_mask,
             max_ngram_size, max_seq_length, max_predictions_per_seq, random_seed, dupe_factor,
             masked_lm_prob, short_seq_prob, gzip_compress, use_v2_feature_names, num_workers,
             no_next_sentence, dynamic, processor_text_fn, show_progress,
-            sentence_order=False) -> Dict[str, Any]:
+            sentence_order=False, pack=False) -> Dict[str, Any]:
   """The body of `create_pretraining_data`: writes into `staging`, then commits the set."""
 
   total_bytes = sum(os.path.getsize(f) for f in input_files)
@@ -563,7 +601,7 @@ def _create(input_files, output_paths, staging, tokenizer, started, do_whole_wor
       is_continuation=np.array([t.startswith(CONTINUATION_PREFIX) for t in vocab], bool))
   options = pi.InstanceOptions(max_seq_length, max_predictions_per_seq, masked_lm_prob,
                                short_seq_prob, do_whole_word_mask, max_ngram_size,
-                               not no_next_sentence, dynamic, sentence_order)
+                               not no_next_sentence, dynamic, sentence_order, pack)
   chunk_documents = _chunk_documents(corpus)
   units = [(d, c) for d in range(dupe_factor) for c in range(len(chunk_documents))]
   unit_rng = np.random.default_rng(np.random.SeedSequence([random_seed, 1 << 20]))
@@ -587,7 +625,7 @@ def _create(input_files, output_paths, staging, tokenizer, started, do_whole_wor
           result = next(results)
           f.write(result.records)
           record_lengths.append(result.record_lengths)
-          for key in ('documents', 'instances', 'tokens', 'masked', 'random_next'):
+          for key in ('documents', 'instances', 'tokens', 'masked', 'random_next', 'pieces'):
             totals[key] += getattr(result, key)
           bar.update(result.documents)
           _after_unit_hook(f.tell())
@@ -609,11 +647,12 @@ def _create(input_files, output_paths, staging, tokenizer, started, do_whole_wor
       'tool_version': _tool_version(),
       'max_seq_length': max_seq_length,
       'max_predictions_per_seq': 0 if dynamic else max_predictions_per_seq,
-      'feature_names': feature_names(use_v2_feature_names, dynamic),
+      'feature_names': feature_names(use_v2_feature_names, dynamic, pack),
       'use_v2_feature_names': use_v2_feature_names,
       'dynamic': dynamic,
       'next_sentence': not no_next_sentence,
       'sentence_order': sentence_order,
+      'packed': pack,
       **tokenizer.metadata_fields(),
       'special_token_ids': {t: tokenizer.token_to_id[t] for t in SPECIAL_TOKENS},
       'do_whole_word_mask': do_whole_word_mask,
@@ -627,6 +666,8 @@ def _create(input_files, output_paths, staging, tokenizer, started, do_whole_wor
       'instances_per_file': instances_per_file,
       'num_instances': totals['instances'],
       'num_tokens': totals['tokens'],
+      'num_padding_tokens': totals['instances'] * max_seq_length - totals['tokens'],
+      'num_pieces': totals['pieces'],
       'num_masked_tokens': totals['masked'],
       'num_random_next': totals['random_next'],
       'num_documents': corpus.num_documents,
@@ -651,15 +692,20 @@ def _summary(metadata, stats, elapsed, read_seconds, num_workers) -> str:
   instances = metadata['num_instances']
   lines = [
       f"wrote {instances} instances to {len(metadata['files'])} file(s) in {elapsed:.1f} s "
-      f'({num_workers} worker(s); reading and tokenizing {read_seconds:.1f} s)',
+      f'({instances / max(elapsed, 1e-9):.0f} records/s; {num_workers} worker(s); reading and '
+      f'tokenizing {read_seconds:.1f} s)',
       f'  input: {stats.files} file(s), {stats.bytes / 1e6:.1f} MB, {stats.lines} lines, '
       f'{stats.documents} documents, {stats.sentences} sentences, {stats.tokens} tokens; '
       f'{stats.invalid_lines} invalid UTF-8 line(s) skipped; '
       f"{stats.documents * metadata['dupe_factor'] / max(elapsed, 1e-9):.0f} documents/s, "
       f'{stats.bytes / 1e6 / max(elapsed, 1e-9):.1f} MB/s',
       f"  output: {metadata['num_tokens']} tokens "
-      f"({metadata['num_tokens'] / max(instances, 1):.1f} per instance)",
+      f"({metadata['num_tokens'] / max(instances, 1):.1f} per instance), padding fraction "
+      f'{data_metadata.padding_fraction(metadata):.4f}',
   ]
+  if metadata.get('packed'):
+    lines.append(f"  packed: {metadata['num_pieces']} pieces of documents "
+                 f"({metadata['num_pieces'] / max(instances, 1):.2f} per row)")
   if not metadata['dynamic']:
     lines.append(f"  masked: {metadata['num_masked_tokens']} tokens, mask rate "
                  f"{metadata['num_masked_tokens'] / max(metadata['num_tokens'], 1):.4f}")

@@ -9,13 +9,16 @@ by `out/train.metadata.json`, which the usual globs `out/train.tfrecord*` or `ou
 Keys (all JSON scalars or lists/dicts of them):
   format ("mlm_garden.pretraining_data"), format_version, tool, tool_version, max_seq_length,
   max_predictions_per_seq, feature_names (names in the records, in order), use_v2_feature_names,
-  dynamic (no masks stored), next_sentence (NSP pairs; False: single segments whose
-  next_sentence_labels are all 0), vocab_size, vocab_sha256 (see tokenization.vocab_sha256),
-  vocab_source, vocab (the tokens, index = id: training writes them to model_dir/vocab.txt, see
-  vocab_assets), do_lower_case, special_token_ids ({"[PAD]": id, ...}), do_whole_word_mask,
-  max_ngram_size, masked_lm_prob, short_seq_prob, dupe_factor, random_seed, compression ("" or
-  "GZIP"), files (base names), instances_per_file, num_instances, num_tokens (non-padding tokens
-  written), num_masked_tokens, num_random_next, num_documents, num_sentences, num_corpus_tokens
+  dynamic (no masks stored), next_sentence (NSP pairs; False: single segments or packed rows, whose
+  next_sentence_labels are all 0), sentence_order, packed (rows of several documents with
+  position_ids; absent in older files: False), vocab_size, vocab_sha256 (see
+  tokenization.vocab_sha256), vocab_source, vocab (the tokens, index = id: training writes them to
+  model_dir/vocab.txt, see vocab_assets), do_lower_case, special_token_ids ({"[PAD]": id, ...}),
+  do_whole_word_mask, max_ngram_size, masked_lm_prob, short_seq_prob, dupe_factor, random_seed,
+  compression ("" or "GZIP"), files (base names), instances_per_file, num_instances, num_tokens
+  (non-padding tokens written), num_padding_tokens (`num_instances * max_seq_length -
+  num_tokens`, see `padding_fraction`), num_pieces (packed: pieces of documents; else the
+  instances), num_masked_tokens, num_random_next, num_documents, num_sentences, num_corpus_tokens
   (tokens read), num_invalid_lines, input_files,
   shards: one entry per record file of the set, `{"file": path relative to the metadata file's
   directory, "records": count, "bytes": file size, "crc32": zlib CRC-32 of the file's bytes}`
@@ -49,7 +52,9 @@ _SHARD_SUFFIX = re.compile(r'-\d{5}-of-\d{5}$')
 _RECORD_EXTENSIONS = ('.gz', '.tfrecords', '.tfrecord', '.tfr', '.record')
 # Fields that must agree between the metadata of files read together.
 CONSISTENT_KEYS = ('max_seq_length', 'max_predictions_per_seq', 'feature_names', 'vocab_size',
-                   'dynamic', 'next_sentence', 'compression')
+                   'dynamic', 'next_sentence', 'packed', 'compression')
+# The value of a key that files written before it existed lack.
+_DEFAULTS = {'packed': False}
 
 
 def metadata_path(record_path: str) -> str:
@@ -116,11 +121,23 @@ def load_metadata(path_or_glob: Union[str, Sequence[str]]) -> Optional[Dict[str,
   first_path, first = next(iter(found.items()))
   for other_path, other in found.items():
     for key in CONSISTENT_KEYS:
-      if other.get(key) != first.get(key):
+      value, first_value = other.get(key, _DEFAULTS.get(key)), first.get(key, _DEFAULTS.get(key))
+      if value != first_value:
         raise ValueError(
-            f'records read together disagree on {key}: {first.get(key)!r} in {first_path!r} but '
-            f'{other.get(key)!r} in {other_path!r}')
+            f'records read together disagree on {key}: {first_value!r} in {first_path!r} but '
+            f'{value!r} in {other_path!r}')
   return first
+
+
+def padding_fraction(metadata: Mapping[str, Any]) -> float:
+  """Padding tokens over all the tokens of the rows written (`num_instances * max_seq_length`).
+
+  Example:
+    padding_fraction(load_metadata('out/train.tfrecord'))  # e.g. 0.002 for packed rows
+  """
+  slots = metadata['num_instances'] * metadata['max_seq_length']
+  padding = metadata.get('num_padding_tokens', slots - metadata['num_tokens'])
+  return padding / max(slots, 1)
 
 
 COMMITTING = 'committing'

@@ -356,12 +356,14 @@ def check_metadata(files: Sequence[str], params: BertPretrainDataConfig,
     The metadata, or None when the records have none.
 
   Raises:
-    ValueError: a mismatch, naming the metadata file, the config field and both values.
+    ValueError: a mismatch, naming the metadata file, the config field and both values (packed
+      records read with `use_position_id: false` included, see `check_packed`).
   """
   verify_records(files, params)
   metadata = data_metadata.load_metadata(list(files))
   if metadata is None:
     return None
+  check_packed(metadata, params)
   source = metadata['metadata_path']
   checks = [('seq_length', params.seq_length, 'max_seq_length'),
             ('use_v2_feature_names', params.use_v2_feature_names, 'use_v2_feature_names')]
@@ -381,6 +383,29 @@ def check_metadata(files: Sequence[str], params: BertPretrainDataConfig,
     logging.warning('%s: records have no next-sentence pairs (labels are all 0) but '
                     'use_next_sentence_label is true', source)
   return metadata
+
+
+def check_packed(metadata: Optional[Dict[str, Any]], params: Any) -> None:
+  """Refuses packed records (several documents a row) read without their `position_ids`.
+
+  The encoder confines attention to each document from the position ids restarting at 0; without
+  them it would attend across the documents of a row, silently.
+
+  Args:
+    metadata: the records' metadata (`data_metadata.load_metadata`), or None.
+    params: the data config (`use_position_id`).
+
+  Raises:
+    ValueError: one line naming the metadata file and the field.
+
+  Example:
+    check_packed(data_metadata.load_metadata(files), params)
+  """
+  if metadata and metadata.get('packed') and not params.use_position_id:
+    raise ValueError(
+        f"{metadata['metadata_path']}: the records are packed (several documents a row) and need "
+        f'use_position_id: true in the data config (the encoder separates the documents by their '
+        f'position_ids); found use_position_id: false')
 
 
 @data_loader_factory.register_data_loader_cls(BertPretrainDataConfig)
@@ -420,7 +445,8 @@ class BertPretrainDataLoader:
     Returns:
       Batches with `input_word_ids`, `input_mask`, `input_type_ids` int32 [batch, seq_length],
       `masked_lm_positions`, `masked_lm_ids` int32 and `masked_lm_weights` float32
-      [batch, max_predictions_per_seq], and `next_sentence_labels` int32 [batch, 1] when used.
+      [batch, max_predictions_per_seq], `next_sentence_labels` int32 [batch, 1] and
+      `position_ids` int32 [batch, seq_length] when used.
     """
     params = self._params
     files = list_input_files(params.input_path)

@@ -4,7 +4,8 @@
 hold only token ids; masks are drawn in `tf.data`. Each pass over the data draws new masks for the
 same sequences with `masked_lm_masking.mask_tokens` (the op of `layers.MaskedLMMaskGenerator`), so
 a corpus written once (`create_pretraining_data.py --dynamic`, dupe_factor 1) gives fresh masks
-every epoch.
+every epoch. Packed rows (`--dynamic --pack`) need `use_position_id: true`; their `[CLS]`/`[SEP]`
+are never selected (unselectable by default, like `[PAD]`).
 
 `BertPretrainBucketedDataConfig` / `PretrainingDynamicDataLoader`: static-mask records batched by
 length (Model Garden names the config `BertPretrainDataConfig` in this module: that name is kept as
@@ -30,6 +31,7 @@ import tensorflow as tf
 
 from official.modeling import hyperparams
 from official.nlp.data import data_loader_factory
+from official.nlp.data import data_metadata
 from official.nlp.data import pretrain_dataloader
 from official.nlp.modeling.ops import masked_lm_masking
 
@@ -233,6 +235,7 @@ class PretrainingDynamicDataLoader:
     params = self._params
     files = pretrain_dataloader.list_input_files(params.input_path)
     pretrain_dataloader.verify_records(files, params)
+    pretrain_dataloader.check_packed(data_metadata.load_metadata(files), params)
     dataset, batch_size = pretrain_dataloader.record_stream(params, files, input_context)
     options = tf.data.Options()
     if params.deterministic is not None:

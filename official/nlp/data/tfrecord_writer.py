@@ -509,14 +509,17 @@ def encode_pretraining_records(input_ids: np.ndarray, lengths: np.ndarray,
                                masked_lm_ids: Optional[np.ndarray] = None,
                                masked_counts: Optional[np.ndarray] = None,
                                use_v2_feature_names: bool = False,
-                               vocab_size: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray]:
+                               vocab_size: Optional[int] = None,
+                               position_ids: Optional[np.ndarray] = None
+                               ) -> Tuple[np.ndarray, np.ndarray]:
   """Framed TFRecords of pretraining `tf.train.Example`s (Google BERT schema), back to back.
 
   Faster than `frame_records(*encode_examples(...))` for this schema: `input_mask`, `segment_ids`
   and `masked_lm_weights` are given as runs, the record is a byte matrix compacted once, and the
   CRC32C comes from tables (see `_TailLayout`). Features are written in the order `input_ids`,
-  `masked_lm_positions`, `masked_lm_ids` (variable size), then `input_mask`, `segment_ids`,
-  `masked_lm_weights`, `next_sentence_labels` (map order does not matter to `tf.io.parse_example`).
+  (`position_ids`), `masked_lm_positions`, `masked_lm_ids` (variable size), then `input_mask`,
+  `segment_ids`, `masked_lm_weights`, `next_sentence_labels` (map order does not matter to
+  `tf.io.parse_example`).
 
   Args:
     input_ids: `[batch, seq]` non-negative ids, zero after `lengths`.
@@ -529,9 +532,15 @@ def encode_pretraining_records(input_ids: np.ndarray, lengths: np.ndarray,
     masked_counts: `[batch]` real predictions (masked_lm_weights is 1.0 on `[0, count)`).
     use_v2_feature_names: `input_word_ids`/`input_type_ids`.
     vocab_size: bound of the ids (default: their maximum + 1); fixes the varint slot width.
+    position_ids: `[batch, seq]` values in `[0, seq)` written as the `position_ids` feature (packed
+      rows), or None (no such feature).
 
   Returns:
     `(framed records uint8 [total], framed length of each record [batch])`.
+
+  Example:
+    framed, lengths = encode_pretraining_records(ids, lengths, lengths, np.zeros(len(ids), int),
+                                                 position_ids=positions)
   """
   input_ids = np.asarray(input_ids)
   batch, seq = input_ids.shape
@@ -545,6 +554,12 @@ def encode_pretraining_records(input_ids: np.ndarray, lengths: np.ndarray,
     return np.zeros(0, np.uint8), np.zeros(0, np.int64)
   if input_ids.min() < 0 or labels.min() < 0 or labels.max() > 1:
     raise ValueError('encode_pretraining_records: ids must be >= 0 and next_sentence_labels 0 or 1')
+  if position_ids is not None and (np.shape(position_ids) != (batch, seq) or
+                                   np.min(position_ids) < 0 or np.max(position_ids) >= seq):
+    raise ValueError(f'encode_pretraining_records: position_ids must be [batch, seq] = '
+                     f'{[batch, seq]} with values in [0, {seq}); found shape '
+                     f'{list(np.shape(position_ids))}, values in [{np.min(position_ids)}, '
+                     f'{np.max(position_ids)}]')
   max_predictions = 0 if dynamic else masked_lm_positions.shape[1]
   key = (tuple(names), seq, max_predictions, not dynamic)
   if key not in _TAILS:
@@ -552,6 +567,8 @@ def encode_pretraining_records(input_ids: np.ndarray, lengths: np.ndarray,
   tail_layout = _TAILS[key]
   id_width = _varint_width(max(int(input_ids.max()), (vocab_size or 1) - 1))
   head_features = [(names[0].encode('utf-8'), input_ids, id_width)]
+  if position_ids is not None:
+    head_features.append((b'position_ids', np.asarray(position_ids), _varint_width(seq - 1)))
   if not dynamic:
     counts = np.asarray(masked_counts, np.int64)
     head_features.append(

@@ -1,5 +1,7 @@
 """Tests for official/nlp/data/pretrain_dataloader.py."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -197,3 +199,51 @@ def test_dynamic_records_are_masked_on_the_fly(tmp_path):
   # Static loaders refuse dynamic records.
   with pytest.raises(ValueError, match='bert/pretraining_dynamic'):
     pretrain_dataloader.BertPretrainDataLoader(_config(path), vocab_size).load()
+
+
+def test_packed_records_load_with_position_ids_and_are_refused_without(tmp_path):
+  path, vocab_size = _write_with_our_tool(tmp_path, pack=True)
+  params = _config(path, use_position_id=True, use_next_sentence_label=False,
+                   global_batch_size=64)
+  batch = next(iter(pretrain_dataloader.BertPretrainDataLoader(params, vocab_size).load()))
+  ids, mask, positions = (batch[k].numpy() for k in ('input_word_ids', 'input_mask',
+                                                     'position_ids'))
+  assert positions.shape == (64, 16) and batch['position_ids'].dtype == tf.int32
+  # Each piece [CLS] ... [SEP] counts from 0 (masked tokens restored: a random one may be [CLS]);
+  # a row holds several pieces.
+  np.put_along_axis(ids, batch['masked_lm_positions'].numpy(), np.where(
+      batch['masked_lm_weights'] > 0, batch['masked_lm_ids'],
+      np.take_along_axis(ids, batch['masked_lm_positions'].numpy(), 1)), 1)
+  np.testing.assert_array_equal(positions == 0, (ids == 2) | (mask == 0))
+  assert ((ids == 2).sum(axis=1) >= 2).any()
+  with pytest.raises(ValueError) as e:
+    pretrain_dataloader.BertPretrainDataLoader(_config(path), vocab_size).load()
+  assert str(e.value) == (
+      f"{tmp_path / 'train.metadata.json'}: the records are packed (several documents a row) and "
+      'need use_position_id: true in the data config (the encoder separates the documents by their '
+      'position_ids); found use_position_id: false')
+
+
+def test_dynamic_packed_records_are_masked_on_the_fly(tmp_path):
+  from official.nlp.data import pretrain_dynamic_dataloader  # pylint: disable=g-import-not-at-top
+  path, vocab_size = _write_with_our_tool(tmp_path, pack=True, dynamic=True)
+  params = pretrain_dynamic_dataloader.BertPretrainDynamicDataConfig(
+      input_path=path, seq_length=16, max_predictions_per_seq=8, global_batch_size=64,
+      is_training=False, drop_remainder=False, use_position_id=True, mask_selection_rate=0.3,
+      use_next_sentence_label=False)
+  batch = next(iter(pretrain_dynamic_dataloader.BertPretrainDynamicDataLoader(
+      params, vocab_size).load()))
+  weights = batch['masked_lm_weights'].numpy() > 0
+  labels = batch['masked_lm_ids'].numpy()[weights]
+  assert not np.isin(labels, [0, 2, 3]).any()  # never [PAD], [CLS] or [SEP] of any piece
+  original = batch['input_word_ids'].numpy().copy()
+  np.put_along_axis(original, batch['masked_lm_positions'].numpy(),
+                    np.where(weights, batch['masked_lm_ids'], np.take_along_axis(
+                        original, batch['masked_lm_positions'].numpy(), 1)), 1)
+  selectable = (~np.isin(original, [0, 2, 3])).sum()
+  assert weights.sum() / selectable == pytest.approx(0.3, abs=0.05)
+  np.testing.assert_array_equal(batch['position_ids'].numpy() == 0,
+                                (original == 2) | (batch['input_mask'].numpy() == 0))
+  with pytest.raises(ValueError, match='need use_position_id: true'):
+    pretrain_dynamic_dataloader.BertPretrainDynamicDataLoader(
+        dataclasses.replace(params, use_position_id=False), vocab_size).load()

@@ -90,3 +90,23 @@ def test_masked_lm_task_reads_bucketed_batches(tmp_path):
   config = masked_lm.MaskedLMConfig(train_data=_config(tmp_path / 'a.tfrecord'))
   batch = next(iter(masked_lm.MaskedLMTask(config).build_inputs(config.train_data)))
   assert batch['input_word_ids'].shape == (2, 8) and batch['masked_lm_ids'].shape == (2, 3)
+
+
+def test_packed_records_need_position_ids(tmp_path):
+  from official.nlp.data import create_pretraining_data  # pylint: disable=g-import-not-at-top
+  (tmp_path / 'vocab.txt').write_text(
+      '\n'.join(['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'] + [f'w{i}' for i in range(9)]))
+  (tmp_path / 'corpus.txt').write_text('\n\n'.join(
+      ' '.join(f'w{(d + i) % 9}' for i in range(20)) for d in range(6)) + '\n')
+  path = str(tmp_path / 'packed.tfrecord')
+  create_pretraining_data.create_pretraining_data(
+      str(tmp_path / 'corpus.txt'), path, str(tmp_path / 'vocab.txt'), max_seq_length=MAX_SEQ,
+      max_predictions_per_seq=8, pack=True, dupe_factor=1, num_workers=1)
+  with pytest.raises(ValueError, match='packed.metadata.json: the records are packed .* found '
+                     'use_position_id: false$'):
+    pdd.PretrainingDynamicDataLoader(_config(path)).load()
+  params = pdd.BertPretrainBucketedDataConfig(
+      input_path=path, seq_bucket_lengths=[MAX_SEQ], global_batch_size=1, is_training=False,
+      use_position_id=True, use_next_sentence_label=False)
+  batch = next(iter(pdd.PretrainingDynamicDataLoader(params).load()))
+  assert batch['position_ids'].shape == batch['input_word_ids'].shape == (1, MAX_SEQ)
