@@ -122,7 +122,11 @@ class MaskedLMTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
   """Masked-LM (+ optional next-sentence) pretraining of a `BertPretrainerV2`."""
 
   def build_model(self, params: Optional[bert.PretrainerConfig] = None) -> tf_keras.Model:
-    """Builds the `BertPretrainerV2` of `params` (default: the task's model config)."""
+    """Builds the `BertPretrainerV2` of `params` (default: the task's model config).
+
+    The masked-LM head follows the encoder (`bert_pretrainer.masked_lm_options`): BERT's for
+    BERT encoders, Hugging Face's bias-free head for `modernbert`.
+    """
     config = params or self.task_config.model
     encoder = encoders.build_encoder(config.encoder)
     initializer_range = config.encoder.get().initializer_range

@@ -31,6 +31,14 @@ def test_modernbert_tiny_yaml_builds_and_trains_one_step():
   encoder = model.encoder_network
   assert type(encoder) is networks.ModernBertEncoder
   assert [block.attention_window for block in encoder.transformer_layers] == [None, 8, 8]
+  # Hugging Face's ModernBERT masked-LM head: no dense bias, LayerNorm without bias at norm_eps.
+  head = model.masked_lm.get_config()
+  assert (head['use_bias'], head['norm_use_bias'], head['norm_epsilon']) == (False, False, 1e-5)
+  assert sorted(v.name for v in model.masked_lm.trainable_variables
+                if v is not encoder.get_embedding_table()) == [
+                    'bert/cls/predictions/output_bias/bias:0',
+                    'bert/cls/predictions/transform/LayerNorm/gamma:0',
+                    'bert/cls/predictions/transform/dense/kernel:0']
   batch = next(iter(task.build_inputs(params.task.train_data)))
   optimizer = tf_keras.optimizers.Adam(1e-3)
   before = [v.numpy() for v in encoder.trainable_weights]

@@ -12,8 +12,11 @@ from official.modeling import tf_utils
 class MaskedLM(tf_keras.layers.Layer):
   """Gathers hidden states at the masked positions and scores them against the vocabulary.
 
-  Computation: gather -> dense (embedding width) + activation -> LayerNorm (eps 1e-12) -> matmul with
-  the embedding table transposed -> + bias [vocab]. Logits are float32 under mixed precision.
+  Computation: gather -> dense (embedding width) + activation -> LayerNorm -> matmul with the
+  embedding table transposed -> + bias [vocab]. Logits are float32 under mixed precision.
+  The defaults are BERT's (Model Garden's) head: dense and LayerNorm with biases, eps 1e-12;
+  `use_bias=False, norm_use_bias=False, norm_epsilon=1e-5` is Hugging Face's ModernBERT head
+  (`ModernBertPredictionHead` + decoder).
 
   Serialization: `get_config` records the table's shape, not the table; `from_config` (or the
   constructor with `embedding_table=None`) creates its own table of that shape, and
@@ -25,6 +28,9 @@ class MaskedLM(tf_keras.layers.Layer):
     initializer: the transform's kernel initializer.
     output: 'logits' or 'predictions' (log-softmax).
     vocab_size, embedding_width: the table's shape when `embedding_table` is None.
+    use_bias: whether the transform's dense layer has a bias.
+    norm_use_bias: whether the transform's LayerNorm has a bias (beta).
+    norm_epsilon: epsilon of the transform's LayerNorm.
 
   Call args:
     sequence_data: [batch, seq, hidden]; masked_positions: int [batch, num_predictions].
@@ -41,7 +47,8 @@ class MaskedLM(tf_keras.layers.Layer):
   def __init__(self, embedding_table: Optional[tf.Variable] = None, activation: Any = None,
                initializer: Any = 'glorot_uniform', output: str = 'logits',
                name: Optional[str] = None, vocab_size: Optional[int] = None,
-               embedding_width: Optional[int] = None, **kwargs):
+               embedding_width: Optional[int] = None, use_bias: bool = True,
+               norm_use_bias: bool = True, norm_epsilon: float = 1e-12, **kwargs):
     super().__init__(name=name, **kwargs)
     if output not in ('logits', 'predictions'):
       raise ValueError(f'Unknown `output` value "{output}": MaskedLM output must be '
@@ -55,6 +62,9 @@ class MaskedLM(tf_keras.layers.Layer):
     self.activation = tf_utils.serialize_activation(activation)
     self.initializer = tf_keras.initializers.get(initializer)
     self.output_type = output
+    self.use_bias = bool(use_bias)
+    self.norm_use_bias = bool(norm_use_bias)
+    self.norm_epsilon = float(norm_epsilon)
 
   def build(self, input_shape):
     if self.embedding_table is None:
@@ -63,9 +73,11 @@ class MaskedLM(tf_keras.layers.Layer):
           initializer=tf_utils.clone_initializer(self.initializer))
     self.dense = tf_keras.layers.Dense(
         self.embedding_width, activation=tf_utils.get_activation(self.activation),
-        kernel_initializer=tf_utils.clone_initializer(self.initializer), name='transform/dense')
+        use_bias=self.use_bias, kernel_initializer=tf_utils.clone_initializer(self.initializer),
+        name='transform/dense')
     self.layer_norm = tf_keras.layers.LayerNormalization(
-        axis=-1, epsilon=1e-12, dtype=tf.float32, name='transform/LayerNorm')
+        axis=-1, epsilon=self.norm_epsilon, center=self.norm_use_bias, dtype=tf.float32,
+        name='transform/LayerNorm')
     # Not autocast: the bias is added to the float32 logits at full precision.
     self.bias = self.add_weight('output_bias/bias', shape=[self.vocab_size], initializer='zeros',
                                 experimental_autocast=False)
@@ -93,7 +105,9 @@ class MaskedLM(tf_keras.layers.Layer):
     config = super().get_config()
     config.update(activation=self.activation, output=self.output_type,
                   initializer=tf_keras.initializers.serialize(self.initializer),
-                  vocab_size=self.vocab_size, embedding_width=self.embedding_width)
+                  vocab_size=self.vocab_size, embedding_width=self.embedding_width,
+                  use_bias=self.use_bias, norm_use_bias=self.norm_use_bias,
+                  norm_epsilon=self.norm_epsilon)
     return config
 
   @classmethod

@@ -12,8 +12,33 @@ from official.core import task_model
 from official.modeling import tf_utils
 from official.nlp.modeling import layers
 from official.nlp.modeling.networks import bert_encoder
+from official.nlp.modeling.networks import modernbert_encoder
 
 _ENCODER_INPUT_NAMES = ('input_word_ids', 'input_mask', 'input_type_ids')
+
+
+def masked_lm_options(encoder_network: tf_keras.Model) -> Dict[str, Any]:
+  """The `MaskedLM` options that go with an encoder: the one place the head's shape is decided.
+
+  A `ModernBertEncoder` gets Hugging Face's ModernBERT head (`ModernBertPredictionHead` + tied
+  decoder): a dense layer without bias and a LayerNorm without bias at the encoder's
+  `norm_epsilon`. Every other encoder gets `{}`: BERT's head (dense with bias, LayerNorm with
+  bias, eps 1e-12), so its variable names and checkpoint keys stay Model Garden's.
+
+  Args:
+    encoder_network: the pretrainer's encoder.
+
+  Returns:
+    Keyword arguments for `layers.MaskedLM` (`use_bias`, `norm_use_bias`, `norm_epsilon`).
+
+  Example:
+    >>> masked_lm_options(ModernBertEncoder(vocab_size=100, num_layers=3, ...))
+    {'use_bias': False, 'norm_use_bias': False, 'norm_epsilon': 1e-05}
+  """
+  if isinstance(encoder_network, modernbert_encoder.ModernBertEncoder):
+    return dict(use_bias=False, norm_use_bias=False,
+                norm_epsilon=encoder_network.get_config()['norm_epsilon'])
+  return {}
 
 
 @tf_keras.utils.register_keras_serializable(package='mlm_garden')
@@ -28,6 +53,9 @@ class BertPretrainerV2(task_model.TaskStepsMixin, tf_keras.Model):
     classification_heads: layers on the sequence output, each with a unique `name`.
     customized_masked_lm: a masked-LM layer to use instead of `MaskedLM`.
     name: the model name.
+
+  The default `MaskedLM` takes the options `masked_lm_options(encoder_network)` gives: BERT's head,
+  or Hugging Face's bias-free head for a `ModernBertEncoder`.
 
   Serialization: `get_config` records the encoder, the MLM arguments and the heads; a
   `customized_masked_lm` is not recorded (it is usually tied to a table of another model), so
@@ -83,7 +111,8 @@ class BertPretrainerV2(task_model.TaskStepsMixin, tf_keras.Model):
         table = encoder_network.get_embedding_table()
       customized_masked_lm = layers.MaskedLM(
           embedding_table=table, activation=mlm_activation,
-          initializer=tf_utils.clone_initializer(self._mlm_initializer), name='cls/predictions')
+          initializer=tf_utils.clone_initializer(self._mlm_initializer), name='cls/predictions',
+          **masked_lm_options(encoder_network))
     self.masked_lm = customized_masked_lm
     encoder_inputs = getattr(encoder_network, 'inputs', None)
     if isinstance(encoder_inputs, Mapping):

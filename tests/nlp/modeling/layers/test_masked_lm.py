@@ -1,5 +1,7 @@
 """Tests for official/nlp/modeling/layers/masked_lm.py."""
 
+import math
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -100,3 +102,42 @@ def test_table_gradient_flows_through_the_tied_matmul():
     loss = tf.reduce_sum(layer(tf.random.normal([2, 8, 16]), tf.constant([[1, 2], [3, 4]])))
   grad = tape.gradient(loss, table)
   assert grad.shape == (50, 16) and np.any(grad.numpy() != 0)
+
+
+def test_defaults_are_berts_head():
+  layer = layers.MaskedLM(_table(), activation='gelu', name='cls/predictions')
+  layer(tf.zeros([1, 4, 16]), tf.constant([[0]]))
+  assert {w.name for w in layer.weights if w is not layer.embedding_table} == {
+      'cls/predictions/transform/dense/kernel:0', 'cls/predictions/transform/dense/bias:0',
+      'cls/predictions/transform/LayerNorm/gamma:0', 'cls/predictions/transform/LayerNorm/beta:0',
+      'cls/predictions/output_bias/bias:0'}
+  config = layer.get_config()
+  assert (config['use_bias'], config['norm_use_bias'], config['norm_epsilon']) == (
+      True, True, 1e-12)
+  assert layer.layer_norm.epsilon == 1e-12
+
+
+def test_bias_free_head_matches_numpy_erf_gelu_and_round_trips():
+  """Hugging Face's ModernBERT head: dense without bias, exact GELU, LayerNorm without bias."""
+  table = _table()
+  options = dict(use_bias=False, norm_use_bias=False, norm_epsilon=1e-5)
+  layer = layers.MaskedLM(table, activation='exact_gelu', **options)
+  sequence = np.random.default_rng(2).normal(size=(2, 8, 16)).astype(np.float32)
+  positions = np.array([[1, 3, 0], [7, 2, 2]], np.int32)
+  layer(sequence, positions)
+  rng = np.random.default_rng(3)
+  for variable in layer.trainable_variables[1:]:  # all but the table
+    variable.assign(1.0 + rng.normal(0, 0.3, size=variable.shape).astype(np.float32))
+  assert layer.dense.bias is None and layer.layer_norm.beta is None
+  assert len(layer.trainable_variables) == 4  # table, kernel, gamma, output bias
+  (kernel,), (gamma,) = layer.dense.get_weights(), layer.layer_norm.get_weights()
+  gathered = np.take_along_axis(sequence, positions[..., None], 1).astype(np.float64)
+  x = gathered @ kernel
+  x = 0.5 * x * (1.0 + np.vectorize(math.erf)(x / math.sqrt(2.0)))
+  hidden = numpy_bert.layer_norm(x, gamma, 0.0, eps=1e-5)
+  expected = hidden @ table.numpy().T + layer.bias.numpy()
+  np.testing.assert_allclose(layer(sequence, positions).numpy(), expected, atol=1e-4)
+  testing.run_layer_test(layers.MaskedLM, dict(embedding_table=table, activation='exact_gelu',
+                                                **options), [sequence, positions], (2, 3, 50))
+  config = layers.MaskedLM.from_config(layer.get_config(), embedding_table=table).get_config()
+  assert {k: config[k] for k in options} == options

@@ -10,6 +10,7 @@ import tf_keras
 from official.nlp.modeling import layers
 from official.nlp.modeling import models
 from official.nlp.modeling import networks
+from official.nlp.modeling.models import bert_pretrainer
 from tests import testing
 from tests.nlp.modeling import numpy_bert
 
@@ -222,3 +223,31 @@ def test_bert_pretrainer_v1_outputs_predictions_and_round_trip():
   assert rebuilt.get_config() == config
   with pytest.raises(ValueError, match='Unknown `output` value "bad"'):
     models.BertPretrainer(encoder, num_classes=2, num_token_predictions=3, output='bad')
+
+
+def test_masked_lm_options_bert_head_unchanged_modernbert_head_bias_free():
+  bert = _pretrainer()
+  bert(_inputs())
+  assert bert_pretrainer.masked_lm_options(bert.encoder_network) == {}
+  assert sorted(v.name for v in bert.masked_lm.trainable_variables
+                if v is not bert.encoder_network.get_embedding_table()) == [
+                    'bert/cls/predictions/output_bias/bias:0',
+                    'bert/cls/predictions/transform/LayerNorm/beta:0',
+                    'bert/cls/predictions/transform/LayerNorm/gamma:0',
+                    'bert/cls/predictions/transform/dense/bias:0',
+                    'bert/cls/predictions/transform/dense/kernel:0']
+  assert bert.masked_lm.layer_norm.epsilon == 1e-12
+  encoder = networks.ModernBertEncoder(vocab_size=50, hidden_size=16, num_layers=2,
+                                       num_attention_heads=2, intermediate_size=24,
+                                       local_attention=4, norm_epsilon=1e-6)
+  options = bert_pretrainer.masked_lm_options(encoder)
+  assert options == dict(use_bias=False, norm_use_bias=False, norm_epsilon=1e-6)
+  modern = models.BertPretrainerV2(encoder, mlm_activation='exact_gelu')
+  assert modern(_inputs())['mlm_logits'].shape == (2, 3, 50)
+  mlm = modern.masked_lm
+  assert {k: mlm.get_config()[k] for k in options} == options
+  assert mlm.dense.bias is None and mlm.layer_norm.beta is None
+  # from_config rebuilds the same head (decided again from the rebuilt encoder).
+  rebuilt = models.BertPretrainerV2.from_config(
+      json.loads(json.dumps(modern.get_config())))
+  assert {k: rebuilt.masked_lm.get_config()[k] for k in options} == options
