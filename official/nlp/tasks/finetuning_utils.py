@@ -18,7 +18,8 @@ from official.core import checkpointing
 from official.nlp.tasks import finetuning_metrics
 
 
-def check_vocab_size(metadata: Optional[Dict[str, Any]], vocab_size: int) -> None:
+def check_vocab_size(metadata: Optional[Dict[str, Any]], vocab_size: int,
+                     encoder_type: str = 'bert') -> None:
   """Raises when the records' vocabulary has more tokens than the model's word embeddings.
 
   Ids past the table cannot be looked up; a smaller vocabulary is only logged (a table padded past
@@ -28,20 +29,23 @@ def check_vocab_size(metadata: Optional[Dict[str, Any]], vocab_size: int) -> Non
   Args:
     metadata: the records' metadata (`vocab_size`, `metadata_path`), or None when there is none.
     vocab_size: rows of the model's word-embedding table.
+    encoder_type: the `task.model.encoder.type` whose `vocab_size` the error names.
 
   Raises:
     ValueError: the records were written with more than `vocab_size` tokens.
 
   Example:
     >>> check_vocab_size({'vocab_size': 30, 'metadata_path': 'train.metadata.json'}, 48)  # fine
+    >>> check_vocab_size(metadata, config.encoder.get().vocab_size, config.encoder.type)
   """
   found = (metadata or {}).get('vocab_size')
   if found is None or found == vocab_size:
     return
   if found > vocab_size:
-    raise ValueError(f'task.model.encoder.bert.vocab_size is {vocab_size} but the records were '
-                     f'written with a vocabulary of {found} tokens ({metadata["metadata_path"]}); '
-                     'expected at most as many tokens as word embeddings')
+    raise ValueError(f'task.model.encoder.{encoder_type}.vocab_size is {vocab_size} but the '
+                     f'records were written with a vocabulary of {found} tokens '
+                     f'({metadata["metadata_path"]}); expected at most as many tokens as word '
+                     'embeddings')
   logging.info('The records (%s) use %d of the %d word embeddings', metadata['metadata_path'],
                found, vocab_size)
 

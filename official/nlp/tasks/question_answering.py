@@ -162,8 +162,8 @@ class QuestionAnsweringTask(finetuning_utils.FinetuningEvalMixin, vocab_assets.M
       params = dataclasses.replace(params, input_path=self.eval_data()[0])
     loader = qa_loader.QuestionAnsweringDataLoader(params)
     dataset = loader.load(input_context)
-    finetuning_utils.check_vocab_size(loader.metadata,
-                                      self.task_config.model.encoder.get().vocab_size)
+    encoder = self.task_config.model.encoder
+    finetuning_utils.check_vocab_size(loader.metadata, encoder.get().vocab_size, encoder.type)
     return dataset
 
   # ---- loss and metrics ------------------------------------------------------------------------

@@ -177,6 +177,11 @@ class SentencePredictionTask(finetuning_utils.FinetuningEvalMixin, vocab_assets.
 
     The pooler is read from the pretrainer's `next_sentence.pooler_dense` checkpoint item (Model
     Garden's key; checkpoints written before it was ours have it as `next_sentence/dense`).
+
+    Raises:
+      ValueError: `init_cls_pooler` with `use_encoder_pooler`, or with a checkpoint of a
+        pretrainer without a next-sentence head (e.g. ModernBERT's, `cls_heads: []`); the
+        encoder's variables do not fit the checkpoint's.
     """
     if not self.task_config.init_checkpoint:
       return
@@ -187,8 +192,14 @@ class SentencePredictionTask(finetuning_utils.FinetuningEvalMixin, vocab_assets.
         raise ValueError('task.init_cls_pooler needs a head with its own pooler '
                          '(task.model.use_encoder_pooler: false)')
       ckpt_path = checkpointing.resolve_checkpoint(self.task_config.init_checkpoint)
-      if ckpt_path and 'next_sentence' in checkpoint_compat.root_names(ckpt_path):
+      roots = checkpoint_compat.root_names(ckpt_path) if ckpt_path else []
+      if 'next_sentence' in roots:
         extra['next_sentence'] = tf.train.Checkpoint(dense=pooler)
+      elif ckpt_path and 'next_sentence.pooler_dense' not in roots:
+        raise ValueError(f'task.init_cls_pooler: the checkpoint {ckpt_path!r} has no '
+                         f'next-sentence pooler (next_sentence.pooler_dense); found the items '
+                         f'{sorted(roots)} (a pretraining run without a next_sentence head, e.g. '
+                         'cls_heads: []); expected init_cls_pooler: false')
       else:
         extra['next_sentence.pooler_dense'] = pooler
     finetuning_utils.restore_encoder(self.task_config.init_checkpoint, model, extra)
@@ -212,7 +223,7 @@ class SentencePredictionTask(finetuning_utils.FinetuningEvalMixin, vocab_assets.
     loader = data_loader_factory.get_data_loader(params)
     dataset = loader.load(input_context)
     metadata = getattr(loader, 'metadata', None)
-    finetuning_utils.check_vocab_size(metadata, model.encoder.get().vocab_size)
+    finetuning_utils.check_vocab_size(metadata, model.encoder.get().vocab_size, model.encoder.type)
     if metadata and metadata.get('num_classes') not in (None, model.num_classes):
       raise ValueError(f'task.model.num_classes is {model.num_classes} but the records have '
                        f'num_classes={metadata["num_classes"]} (labels {metadata.get("label_list")}, '

@@ -189,7 +189,8 @@ class TaggingTask(finetuning_utils.FinetuningEvalMixin, vocab_assets.ModelDirVoc
     loader = tagging_dataloader.TaggingDataLoader(params)
     dataset = loader.load(input_context)
     metadata = loader.metadata
-    finetuning_utils.check_vocab_size(metadata, self.task_config.model.encoder.get().vocab_size)
+    encoder = self.task_config.model.encoder
+    finetuning_utils.check_vocab_size(metadata, encoder.get().vocab_size, encoder.type)
     class_names = list(self.task_config.class_names)
     if metadata and metadata.get('label_list') not in (None, class_names):
       raise ValueError(f'task.class_names is {class_names} but the records were written with '

@@ -16,6 +16,11 @@ def test_check_vocab_size_refuses_ids_past_the_table_only():
     finetuning_utils.check_vocab_size(meta, 30)
   finetuning_utils.check_vocab_size(meta, 48)  # a padded table: fine
   finetuning_utils.check_vocab_size(None, 30)
+  # The error names the selected encoder's field.
+  with pytest.raises(ValueError, match=r'^task.model.encoder.bert.vocab_size is 30 '):
+    finetuning_utils.check_vocab_size(meta, 30)
+  with pytest.raises(ValueError, match=r'^task.model.encoder.modernbert.vocab_size is 30 '):
+    finetuning_utils.check_vocab_size(meta, 30, 'modernbert')
 
 
 def test_dummy_batches_are_reproducible_and_sized():

@@ -14,6 +14,7 @@ from official.core import train_utils
 from official.nlp.data import create_finetuning_data
 from official.nlp.tasks import question_answering
 from official.nlp.tasks import squad_metrics
+from tests.nlp.serving import tiny_run
 from tests.paths import ROOT
 
 DATA = os.path.join(ROOT, 'tests', 'testdata', 'squad')
@@ -149,3 +150,43 @@ def test_overfitting_the_fixture_answers_its_questions(tmp_path):
     assert len({a['text'] for a in answers}) == len(answers) <= params.task.n_best_size
     if predictions[qas_id]:  # an answered question: its best n-best entry is the answer
       assert answers[0]['text'] == predictions[qas_id] and diffs[qas_id] <= 0.0
+
+
+MODERNBERT_YAML = os.path.join(ROOT, 'configs', 'finetuning', 'squad_modernbert_tiny.yaml')
+
+
+def test_modernbert_encoder_restores_from_its_pretraining_run_and_trains(tmp_path):
+  run = tiny_run.make_tiny_run(str(tmp_path / 'pre'), encoder='modernbert')
+  params = train_utils.build_params('bert/squad', [MODERNBERT_YAML], None)
+  params.override({'task': {
+      'init_checkpoint': run['model_dir'],
+      'model': {'encoder': tiny_run.encoder_config('modernbert')},
+      'train_data': {'input_path': 'dummy', 'seq_length': tiny_run.SEQ_LENGTH,
+                     'global_batch_size': 4}}})
+  task = question_answering.QuestionAnsweringTask(params.task)
+  model = task.build_model()
+  assert type(model.encoder).__name__ == 'ModernBertEncoder'
+  task.initialize(model)
+  tiny_run.assert_weights(model.encoder, tiny_run.encoder_weights(run['model_dir']))
+  batch = next(iter(task.build_inputs(params.task.train_data)))
+  optimizer = tf_keras.optimizers.Adam(1e-2)
+  losses = [float(task.train_step(batch, model, optimizer)['loss']) for _ in range(3)]
+  assert np.all(np.isfinite(losses)) and losses[-1] < losses[0]
+  start, end = model(batch[0], training=False)
+  assert start.shape == end.shape == (4, tiny_run.SEQ_LENGTH)
+
+
+def test_modernbert_train_and_eval_on_squad_records(tmp_path):
+  """Two steps on the fixture's records and an evaluation from the raw JSON: the span decoding and
+  the SQuAD metrics run on a ModernBERT model."""
+  params = _params(_records(tmp_path, V1), V1, 2, 1e-3, vocab_file=VOCAB)
+  params.override({'task': {'model': {'encoder': {
+      'type': 'modernbert', 'modernbert': {
+          'vocab_size': ENCODER['vocab_size'], 'hidden_size': 32, 'intermediate_size': 48,
+          'num_layers': 3, 'num_attention_heads': 2, 'local_attention': 16,
+          'max_position_embeddings': SEQ}}}}})
+  params.validate()
+  task, logs = _train(params, str(tmp_path / 'run'))
+  assert type(task.build_model().encoder).__name__ == 'ModernBertEncoder'
+  assert 0.0 <= logs['exact_match'] <= logs['final_f1'] <= 1.0
+  assert np.isfinite(logs['validation_loss'])

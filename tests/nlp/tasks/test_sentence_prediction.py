@@ -20,6 +20,7 @@ from official.nlp.data import sentence_prediction_dataloader as sp_loader
 from official.nlp.tasks import finetuning_metrics
 from official.nlp.tasks import masked_lm
 from official.nlp.tasks import sentence_prediction as sp
+from tests.nlp.serving import tiny_run
 from tests.paths import ROOT
 
 
@@ -334,3 +335,67 @@ def test_build_inputs_reads_raw_text_records_with_the_text_loader(tmp_path):
   model = task.build_model()
   logs = task.validation_step(batch, model, task.build_metrics())
   np.testing.assert_array_equal(logs['labels'], [1, 0])
+
+
+# ---- A ModernBERT encoder, pretrained by `bert/pretraining` (tests/nlp/serving/tiny_run.py).
+
+@pytest.fixture(name='modernbert_run', scope='module')
+def _modernbert_run(tmp_path_factory):
+  run = tiny_run.make_tiny_run(str(tmp_path_factory.mktemp('modernbert') / 'pre'),
+                               encoder='modernbert')
+  return dict(run, weights=tiny_run.encoder_weights(run['model_dir']))
+
+
+def _modernbert_config(num_classes=2, **kwargs):
+  data = sp_loader.SentencePredictionDataConfig(input_path='dummy', seq_length=tiny_run.SEQ_LENGTH,
+                                                global_batch_size=4)
+  encoder = encoders.EncoderConfig.from_dict(tiny_run.encoder_config('modernbert'))
+  return sp.SentencePredictionConfig(
+      model=sp.ModelConfig(num_classes=num_classes, encoder=encoder), train_data=data,
+      validation_data=data.replace(is_training=False), **kwargs)
+
+
+@pytest.mark.parametrize('use_encoder_pooler', [False, True])
+def test_modernbert_encoder_restores_from_its_pretraining_run_and_fine_tunes(modernbert_run,
+                                                                            use_encoder_pooler):
+  config = _modernbert_config(init_checkpoint=modernbert_run['model_dir'])
+  config.model.use_encoder_pooler = use_encoder_pooler
+  task = sp.SentencePredictionTask(config)
+  model = task.build_model()
+  encoder = model.checkpoint_items['encoder']
+  assert type(encoder).__name__ == 'ModernBertEncoder'
+  fresh = {v.name: v.numpy() for v in encoder.weights}
+  task.initialize(model)
+  tiny_run.assert_weights(encoder, modernbert_run['weights'])
+  # The checkpoint's values were perturbed away from any initialization: all of them changed.
+  assert all(not np.array_equal(fresh[v.name], v.numpy()) for v in encoder.weights)
+  batch = _batch(task)
+  optimizer = _optimizer()
+  losses = [float(task.train_step(batch, model, optimizer)['loss']) for _ in range(3)]
+  assert np.all(np.isfinite(losses)) and losses[-1] < losses[0]
+  logits = model(batch, training=False)
+  assert logits.shape == (4, 2)
+  # ModernBERT has no segment embeddings: the type ids do not change the logits.
+  other = dict(batch, input_type_ids=tf.ones_like(batch['input_type_ids']))
+  np.testing.assert_allclose(model(other, training=False), logits, atol=1e-6)
+
+
+def test_modernbert_checkpoint_has_no_next_sentence_pooler(modernbert_run):
+  task = sp.SentencePredictionTask(_modernbert_config(
+      init_checkpoint=modernbert_run['model_dir'], init_cls_pooler=True))
+  with pytest.raises(ValueError, match=r"task.init_cls_pooler: the checkpoint '.*ckpt-2' has no "
+                     r"next-sentence pooler \(next_sentence.pooler_dense\); found the items "
+                     r"\[.*'encoder'.*\].*expected init_cls_pooler: false"):
+    task.initialize(task.build_model())
+
+
+def test_modernbert_vocab_error_names_its_config_field(tmp_path):
+  path = tmp_path / 'a.tfrecord'
+  _write_records(path, 2, seq_length=tiny_run.SEQ_LENGTH, num_classes=2)
+  (tmp_path / 'a.metadata.json').write_text(json.dumps({
+      'format': sp_loader.FINETUNING_FORMAT, 'task': 'sentence_prediction',
+      'max_seq_length': tiny_run.SEQ_LENGTH, 'num_classes': 2, 'vocab_size': 99}))
+  task = sp.SentencePredictionTask(_modernbert_config())
+  with pytest.raises(ValueError, match=r'^task.model.encoder.modernbert.vocab_size is 22 but the '
+                     r'records were written with a vocabulary of 99 tokens'):
+    task.build_inputs(task.task_config.train_data.replace(input_path=str(path)))

@@ -13,6 +13,7 @@ from official.nlp.configs import encoders
 from official.nlp.data import tagging_dataloader
 from official.nlp.modeling import models
 from official.nlp.tasks import tagging
+from tests.nlp.serving import tiny_run
 
 ENCODER = encoders.EncoderConfig(bert=encoders.BertEncoderConfig(
     vocab_size=30, hidden_size=16, num_layers=2, num_attention_heads=2, intermediate_size=32,
@@ -174,3 +175,30 @@ def test_dummy_inputs_and_predict(tmp_path):
     assert results[4 - record][2] == predicted[record][labels >= 0].tolist()
   with pytest.raises(ValueError, match='include_sentence_id'):
     tagging.predict(task, params.replace(include_sentence_id=False), model)
+
+
+def test_modernbert_encoder_restores_from_its_pretraining_run_and_tags(tmp_path):
+  run = tiny_run.make_tiny_run(str(tmp_path / 'pre'), encoder='modernbert')
+  data = tagging_dataloader.TaggingDataConfig(input_path='dummy', seq_length=tiny_run.SEQ_LENGTH,
+                                              global_batch_size=2)
+  config = tagging.TaggingConfig(
+      init_checkpoint=run['model_dir'], class_names=TAGS, train_data=data,
+      validation_data=data.replace(is_training=False),
+      model=tagging.ModelConfig(encoder=encoders.EncoderConfig.from_dict(
+          tiny_run.encoder_config('modernbert')), head_dropout=0.0))
+  task = tagging.TaggingTask(config)
+  model = task.build_model()
+  encoder = model.checkpoint_items['encoder']
+  assert type(encoder).__name__ == 'ModernBertEncoder'
+  head = model.classifier.kernel.numpy()
+  task.initialize(model)
+  tiny_run.assert_weights(encoder, tiny_run.encoder_weights(run['model_dir']))
+  np.testing.assert_array_equal(model.classifier.kernel.numpy(), head)  # the head starts fresh
+  optimizer = tagging.TaggingTask.create_optimizer(optimization.OptimizationConfig.from_dict({
+      'optimizer': {'type': 'adamw'},
+      'learning_rate': {'type': 'constant', 'constant': {'learning_rate': 0.01}}}))
+  batch = next(iter(task.build_inputs(data)))
+  losses = [float(task.train_step(batch, model, optimizer)['loss']) for _ in range(3)]
+  assert np.all(np.isfinite(losses)) and losses[-1] < losses[0]
+  logs = task.validation_step(batch, model, task.build_metrics(training=False))
+  assert logs['predict_ids'].shape == (2, tiny_run.SEQ_LENGTH)
