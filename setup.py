@@ -27,7 +27,11 @@ setuptools.setup(
         'test': ['pytest>=7', 'matplotlib', 'gin-config',
                  'tensorflow-text>=2.21,<2.22',  # the text layers' tests
                  'sentencepiece',  # test-only: trains the SentencePiece models of the tests
-                 'portpicker'],  # test-only: Model Garden's base_trainer_test starts a local cluster
+                 'portpicker',  # test-only: Model Garden's base_trainer_test starts a local cluster
+                 # test-only: the Hugging Face ModernBERT interop tests run transformers' PyTorch
+                 # model; torch's CPU wheel (2.13.0+cpu) comes from pip's find-links, never
+                 # PyPI's CUDA build; our runtime code imports neither.
+                 'torch==2.13.0', 'transformers==5.24.0'],
         'gin': ['gin-config'],  # --gin_file / --gin_params
         'plot': ['matplotlib'],
         'text': ['tensorflow-text>=2.21,<2.22'],  # in-graph tokenization: text_layers, serve_text

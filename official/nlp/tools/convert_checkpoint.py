@@ -1,14 +1,16 @@
 """Converts BERT checkpoints between Hugging Face, Google TF1 and our object checkpoints.
 
 Formats:
-  hf      a directory with `config.json` + `model.safetensors` (`hf_bert`).
+  hf      a directory with `config.json` + `model.safetensors`: BERT (`hf_bert`), or ModernBERT
+          when `config.json` says `model_type: modernbert` (`hf_modernbert`).
   google  a directory with `bert_config.json` + `bert_model.ckpt.*`, or a prefix (`google_bert`).
   ours    a directory with `params.yaml` and an object checkpoint holding our `checkpoint_items`
           (`encoder`, `masked_lm`, `next_sentence`): a training `model_dir` or the output of this
           tool. Written as `ckpt-1` + `params.yaml` (`task.model` and `task.init_checkpoint`), which
           `MaskedLMTask.initialize` restores and `--config_file` accepts.
 
-A checkpoint with a masked-LM head converts as a `BertPretrainerV2`, one without as a `BertEncoder`.
+A checkpoint with a masked-LM head converts as a `BertPretrainerV2`, one without as a `BertEncoder`
+(a `ModernBertEncoder` for ModernBERT, which converts between hf and ours only).
 `vocab.txt` is copied from `--vocab_file`, or else from the input directory when it has one.
 
 Usage:
@@ -46,13 +48,14 @@ from official.nlp.modeling.networks import bert_encoder_config
 from official.nlp.tools import bert_weight_map
 from official.nlp.tools import google_bert
 from official.nlp.tools import hf_bert
+from official.nlp.tools import hf_modernbert
 
 SOURCES = ('hf', 'google', 'ours')
 TARGETS = ('ours', 'hf', 'google')
 PARAMS_NAME = 'params.yaml'
 VOCAB_NAME = 'vocab.txt'
 
-Model = Union[models.BertPretrainerV2, networks.BertEncoder]
+Model = Union[models.BertPretrainerV2, networks.BertEncoder, networks.ModernBertEncoder]
 
 
 # ---- ours ---------------------------------------------------------------------------------------------
@@ -149,15 +152,23 @@ def write_ours(model: Model, out_dir: str) -> str:
   Returns:
     The checkpoint prefix.
   """
-  encoder, pretrainer = bert_weight_map.split_model(model)
+  if hf_modernbert.is_modernbert(model):
+    encoder, pretrainer = hf_modernbert.split_model(model)
+    encoder_config = encoders.EncoderConfig(
+        type='modernbert', modernbert=hf_modernbert.encoder_config_of(encoder))
+    config_of = hf_modernbert.pretrainer_config_of
+  else:
+    encoder, pretrainer = bert_weight_map.split_model(model)
+    encoder_config = encoders.EncoderConfig(
+        type='bert', bert=bert_encoder_config.encoder_config_of(encoder))
+    config_of = bert_weight_map.pretrainer_config_of
   if pretrainer is None:
     items = {'encoder': encoder}
-    model_params = {'encoder': encoders.EncoderConfig(
-        type='bert', bert=bert_encoder_config.encoder_config_of(encoder)).as_dict()}
+    model_params = {'encoder': encoder_config.as_dict()}
   else:
     # `model` too: the heads' logits layers are saved under it (Model Garden's keys).
     items = dict(pretrainer.checkpoint_items, model=pretrainer)
-    model_params = bert_weight_map.pretrainer_config_of(pretrainer).as_dict()
+    model_params = config_of(pretrainer).as_dict()
   tf.io.gfile.makedirs(out_dir)
   prefix = tf.train.Checkpoint(**items).save(os.path.join(out_dir, 'ckpt'))
   hyperparams.save_yaml({'task': {'model': model_params,
@@ -170,6 +181,8 @@ def write_ours(model: Model, out_dir: str) -> str:
 def read(source: str, path: str, allow_unused: bool = False) -> Model:
   """The model in `path` of format `source` ('hf', 'google' or 'ours')."""
   if source == 'hf':
+    if hf_modernbert.is_modernbert_dir(path):
+      return hf_modernbert.load(path, allow_unused)
     return hf_bert.load(path, allow_unused)
   if source == 'google':
     return google_bert.load(path, allow_unused)
@@ -180,10 +193,20 @@ def read(source: str, path: str, allow_unused: bool = False) -> Model:
 
 def write(model: tf_keras.Model, target: str, out_dir: str,
           vocab_file: Optional[str] = None) -> str:
-  """Writes `model` in format `target` ('ours', 'hf' or 'google') to `out_dir`."""
+  """Writes `model` in format `target` ('ours', 'hf' or 'google') to `out_dir`.
+
+  Raises:
+    ValueError: a ModernBERT model to 'google' (Google's BERT checkpoints have no such layout).
+  """
+  modernbert = hf_modernbert.is_modernbert(model)
   if target == 'hf':
+    if modernbert:
+      return hf_modernbert.export(model, out_dir, vocab_file)
     return hf_bert.export(model, out_dir, vocab_file)
   if target == 'google':
+    if modernbert:
+      raise ValueError(f'--target=google: ModernBERT ({type(model).__name__}) has no Google '
+                       'BERT checkpoint layout; expected --target=hf or --target=ours')
     return google_bert.export(model, out_dir, vocab_file)
   if target == 'ours':
     write_ours(model, out_dir)
