@@ -160,7 +160,9 @@ def test_base_model_without_prefix_and_legacy_config(tmp_path):
       str(tmp_path / 'hf' / 'model.safetensors')))
   for key in ('layer_types', 'rope_parameters'):
     del config[key]
-  config.update(global_rope_theta=160000.0, local_rope_theta=5000.0)
+  # ... plus fields of ModernBERT-base's Hub config that change nothing here.
+  config.update(global_rope_theta=160000.0, local_rope_theta=5000.0, classifier_pooling='mean',
+                layer_norm_eps=1e-5, position_embedding_type='absolute', reference_compile=True)
   path.write_text(json.dumps(config))
   encoder = hf_modernbert.load_encoder(str(tmp_path / 'hf'))
   assert [b.attention_window for b in encoder.transformer_layers] == [None, 8, 8]
@@ -170,6 +172,18 @@ def test_base_model_without_prefix_and_legacy_config(tmp_path):
   with pytest.raises(ValueError, match=r'no masked-LM head .*load_encoder'):
     hf_modernbert.load_pretrainer(str(tmp_path / 'hf'))
 
+
+
+def test_decoder_without_bias_loads_with_a_zero_bias(tmp_path):
+  hf = _hf_model(transformers.ModernBertForMaskedLM, seed=11, decoder_bias=False)
+  hf.save_pretrained(tmp_path / 'hf')
+  pretrainer = hf_modernbert.load_pretrainer(str(tmp_path / 'hf'))
+  assert not np.any(pretrainer.masked_lm.bias.numpy())
+  ids, mask = _batch()
+  with torch.no_grad():
+    expected = hf(input_ids=torch.tensor(ids, dtype=torch.long),
+                  attention_mask=torch.tensor(mask, dtype=torch.long)).logits.numpy()
+  assert _max_diff(_ours(pretrainer, ids, mask)[1], expected, mask) < TOLERANCE
 
 # ---- ours -> Hugging Face ---------------------------------------------------------------------
 def _random_pretrainer(seed=5, mlm_activation='exact_gelu'):
