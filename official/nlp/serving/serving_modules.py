@@ -16,7 +16,8 @@ BERT's feature names `input_ids`/`segment_ids` with `use_v2_feature_names=False`
   themselves, one string tensor [batch] per text field (named after it; one input `text` when
   `text_fields` is unset).
 - `MaskedLM`: `serve` (+ `masked_lm_positions` [batch, predictions]) -> `classification` (the
-  logits of the head `cls_head_name`) and `mlm_logits`.
+  logits of the head `cls_head_name`) and `mlm_logits`; a pretrainer without classification heads
+  (ModernBERT's recipe, `cls_heads: []`) or `cls_head_name: null` gives `mlm_logits` alone.
 - `QuestionAnswering`: `serve` -> `start_logits`, `end_logits` [batch, seq].
 - `Tagging`: `serve` -> `logits` [batch, seq, tags] (and `encoder_outputs` [batch, seq, hidden]
   with `output_encoder_outputs`).
@@ -288,24 +289,35 @@ class MaskedLM(ExportModule):
 
   @dataclasses.dataclass
   class Params(hyperparams.Config):
-    cls_head_name: str = 'next_sentence'
+    """The head served as `classification` (None: none), and the examples' layout."""
+    cls_head_name: Optional[str] = 'next_sentence'
     use_v2_feature_names: bool = True
     parse_sequence_length: Optional[int] = None
     max_predictions_per_seq: Optional[int] = None
 
+  def _classification_head(self) -> Optional[str]:
+    """`params.cls_head_name`, or None when the model has no classification heads at all."""
+    heads = getattr(self.model, 'classification_heads', None)
+    if heads is not None and not heads:  # e.g. ModernBERT's recipe: masked LM only
+      return None
+    return self.params.cls_head_name
+
   @tf.function
   def serve(self, input_word_ids, input_mask, input_type_ids, masked_lm_positions
             ) -> Dict[str, tf.Tensor]:
-    """`classification`: the head's logits; `mlm_logits` [batch, predictions, vocab]."""
+    """`mlm_logits` [batch, predictions, vocab] and `classification`: the head's logits
+    (left out when the model has no classification heads or `cls_head_name` is None)."""
     outputs = self.inference_step({'input_word_ids': input_word_ids, 'input_mask': input_mask,
                                    'input_type_ids': input_type_ids,
                                    'masked_lm_positions': masked_lm_positions})
-    name = self.params.cls_head_name
+    served = {'mlm_logits': tf.cast(outputs['mlm_logits'], tf.float32)}
+    name = self._classification_head()
+    if name is None:
+      return served
     if name not in outputs:
       raise ValueError(f'MaskedLM: the model has no head {name!r} (params.cls_head_name); its '
                        f'outputs are {sorted(outputs)}')
-    return {'classification': tf.cast(outputs[name], tf.float32),
-            'mlm_logits': tf.cast(outputs['mlm_logits'], tf.float32)}
+    return {'classification': tf.cast(outputs[name], tf.float32), **served}
 
   @tf.function
   def serve_examples(self, inputs) -> Dict[str, tf.Tensor]:

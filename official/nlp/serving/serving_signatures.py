@@ -37,8 +37,9 @@ def encoder_outputs(encoder: tf_keras.Model, inputs: Mapping[str, tf.Tensor]
   """`sequence_output` [batch, seq, hidden] and `pooled_output` [batch, hidden] in float32.
 
   Args:
-    encoder: a `BertEncoder` with dict outputs or Model Garden's legacy list outputs
-      (`[sequence_output or every layer's output, pooled_output]`).
+    encoder: an encoder with dict outputs (`BertEncoder`, `ModernBertEncoder`, which ignores
+      `input_type_ids`) or Model Garden's legacy list outputs (`[sequence_output or every
+      layer's output, pooled_output]`).
     inputs: the three encoder inputs.
   """
   outputs = encoder({k: inputs[k] for k in ENCODER_INPUTS}, training=False)
@@ -93,6 +94,9 @@ def embedding_table_rows(encoder: Optional[tf_keras.Model]) -> Optional[int]:
 
 def max_sequence_length(encoder: Optional[tf_keras.Model]) -> Optional[int]:
   """Rows of an encoder's position table (the longest input it takes), or None when unknown.
+
+  An encoder without a table (ModernBERT's rotary positions) gives its config's
+  `max_sequence_length` (`max_position_embeddings` of its encoder config).
 
   Example:
     >>> max_sequence_length(networks.BertEncoder(vocab_size=30, max_sequence_length=32))

@@ -13,12 +13,16 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
+from official.core import task_factory
+from official.core import train_utils
+from official.core import trainer as trainer_lib
 from official.nlp.data import tokenization
 from official.nlp.modeling import networks
 from official.nlp.serving import export_savedmodel
 from official.nlp.serving import inference
 from official.nlp.tools import fill_mask
 from tests.nlp.serving import tiny_run
+from tests.paths import ROOT
 
 TEXTS = ['Paris is the [MASK] of France.', '[MASK] is a [MASK] .', 'return a [MASK]']
 
@@ -375,6 +379,107 @@ def test_corrupt_checkpoint_is_one_line(run, tmp_path, capsys):
                         'read (')
   assert err.endswith('expected a complete checkpoint written by official.nlp.train\n')
   assert not export_dir.exists()
+
+
+# ---- A ModernBERT pretraining run (no next-sentence head) and a classifier fine-tuned from it.
+
+@pytest.fixture(name='modernbert_run', scope='module')
+def _modernbert_run(tmp_path_factory):
+  return tiny_run.shared_run(tmp_path_factory, encoder='modernbert')
+
+
+def _reload_in_fresh_process(export_dir, inputs, directory):
+  """The `fill_mask` and `encoder` outputs of `export_dir` loaded by TensorFlow alone."""
+  np.savez(directory / 'inputs.npz', **inputs)
+  result = subprocess.run(
+      [sys.executable, '-c', _RELOAD_SCRIPT, export_dir, str(directory / 'inputs.npz'),
+       str(directory / 'outputs.npz')], env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'),
+      capture_output=True, text=True, timeout=300, check=False)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert "['encoder', 'fill_mask']" in result.stdout
+  return dict(np.load(directory / 'outputs.npz'))
+
+
+def test_modernbert_export_reloads_with_the_checkpoints_outputs(modernbert_run, tmp_path):
+  # Compared on the real tokens only: a padding position whose sliding window holds no real token
+  # gets other (meaningless) values from the blocked local attention (static lengths, eager here)
+  # than from the full matrix (the signatures' unknown length).
+  config = inference.read_serving_config(modernbert_run['export_dir'])
+  assert config['signatures'] == ['encoder', 'fill_mask'] and config['model_type'] == 'pretrainer'
+  # No position table: the longest input is the config's max_position_embeddings.
+  assert (config['max_sequence_length'], config['vocab_size']) == (32, len(tiny_run.VOCAB))
+  _, model, path = inference.restore_model(modernbert_run['model_dir'])
+  assert type(model.encoder_network).__name__ == 'ModernBertEncoder' and path.endswith('ckpt-2')
+  tokenizer = tokenization.WordPieceTokenizer.from_vocab_file(modernbert_run['vocab_file'])
+  inputs, _ = fill_mask.encode_masked_texts(tokenizer, TEXTS, tiny_run.SEQ_LENGTH)
+  saved = _reload_in_fresh_process(modernbert_run['export_dir'], inputs, tmp_path)
+  outputs = model({k: tf.constant(v) for k, v in inputs.items()}, training=False)
+  probabilities = _softmax(outputs['mlm_logits'].numpy().astype(np.float64))
+  expected_ids = np.argsort(-probabilities, axis=-1, kind='stable')[..., :5]
+  np.testing.assert_array_equal(saved['top_k_ids'], expected_ids)
+  np.testing.assert_allclose(saved['top_k_probs'],
+                             np.take_along_axis(probabilities, expected_ids, axis=-1), atol=1e-5)
+  # The tokens' vectors, and the pooled output: the [CLS] state.
+  real = inputs['input_mask'] == 1
+  np.testing.assert_allclose(saved['sequence_output'][real],
+                             outputs['sequence_output'].numpy()[real], atol=1e-5)
+  np.testing.assert_allclose(saved['pooled_output'], outputs['pooled_output'].numpy(), atol=1e-5)
+  np.testing.assert_array_equal(saved['pooled_output'], saved['sequence_output'][:, 0])
+  # Other lengths and batches.
+  loaded = tf.saved_model.load(modernbert_run['export_dir'])
+  ids = tf.constant([[2, 5, 6, 4, 7, 8, 9, 10, 11, 12, 3, 0, 0]], tf.int32)
+  encoder_inputs = {'input_word_ids': ids, 'input_mask': tf.cast(ids > 0, tf.int32),
+                    'input_type_ids': tf.zeros_like(ids)}
+  real = encoder_inputs['input_mask'].numpy() == 1
+  np.testing.assert_allclose(
+      loaded.signatures['encoder'](**encoder_inputs)['sequence_output'].numpy()[real],
+      model.encoder_network(encoder_inputs, training=False)['sequence_output'].numpy()[real],
+      atol=1e-5)
+
+
+def _modernbert_classifier_run(modernbert_run, model_dir):
+  """A sentence-prediction model_dir whose checkpoint is the classifier initialized from the
+  ModernBERT pretraining run, saved by the trainer as ckpt-1 (no step taken)."""
+  params = train_utils.build_params(
+      'bert/sentence_prediction',
+      [os.path.join(ROOT, 'configs', 'finetuning', 'sentence_prediction_modernbert_tiny.yaml')],
+      None)
+  params.override({
+      'task': {'init_checkpoint': modernbert_run['model_dir'],
+               'model': {'num_classes': 3, 'encoder': tiny_run.encoder_config('modernbert')},
+               'train_data': {'input_path': 'dummy', 'seq_length': tiny_run.SEQ_LENGTH},
+               'validation_data': {'input_path': 'dummy', 'seq_length': tiny_run.SEQ_LENGTH}},
+      'runtime': {'distribution_strategy': 'off'}}, is_strict=True)
+  task = task_factory.get_task(params.task, logging_dir=model_dir)
+  train_utils.write_params(params, model_dir)
+  trainer = trainer_lib.Trainer(tf.distribute.get_strategy(), task, params, model_dir,
+                                train=False)
+  assert trainer.restore_or_initialize() is None  # initialized from init_checkpoint
+  trainer.global_step.assign(1)
+  trainer.manager.save_at(1)
+  shutil.copy(os.path.join(modernbert_run['model_dir'], 'vocab.txt'), model_dir)
+  return trainer.model
+
+
+def test_modernbert_classifier_export_from_its_model_dir(modernbert_run, tmp_path):
+  model_dir = str(tmp_path / 'cls')
+  classifier = _modernbert_classifier_run(modernbert_run, model_dir)
+  export_dir = export_savedmodel.export_from_model_dir(model_dir, str(tmp_path / 'export'))
+  config = inference.read_serving_config(export_dir)
+  assert (config['model_type'], config['signatures'], config['num_classes']) == (
+      'classifier', ['classify', 'encoder'], 3)
+  rng = np.random.default_rng(3)
+  ids = rng.integers(5, len(tiny_run.VOCAB), (3, tiny_run.SEQ_LENGTH)).astype(np.int32)
+  ids[1, 9:] = 0
+  inputs = {'input_word_ids': ids, 'input_mask': (ids > 0).astype(np.int32),
+            'input_type_ids': np.zeros_like(ids)}
+  loaded = inference.load_inference_model(export_dir)
+  expected = classifier({k: tf.constant(v) for k, v in inputs.items()}, training=False).numpy()
+  np.testing.assert_allclose(loaded.classify(inputs)['logits'], expected, atol=1e-5)
+  # The classifier's encoder is the pretraining run's: the same encoder outputs as its export.
+  pretrained = inference.load_inference_model(modernbert_run['export_dir'])
+  np.testing.assert_allclose(loaded.encode(inputs)['sequence_output'],
+                             pretrained.encode(inputs)['sequence_output'], atol=1e-5)
 
 
 # Last in the file: the reload started by the first test ran meanwhile.

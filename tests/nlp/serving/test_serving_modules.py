@@ -311,3 +311,97 @@ def test_inference_step_gets_the_model_and_v1_tagging_input_names():
   assert calls and calls[0] is model
   np.testing.assert_allclose(outputs['logits'].numpy(),
                              2.0 * model(inputs, training=False)['logits'].numpy(), rtol=1e-5, atol=1e-6)
+
+
+# ---- A ModernBERT encoder behind every export module.
+
+def _modernbert_encoder():
+  return encoders.EncoderConfig(type='modernbert', modernbert=encoders.ModernBertEncoderConfig(
+      vocab_size=40, hidden_size=32, num_layers=3, num_attention_heads=2, intermediate_size=48,
+      local_attention=4, max_position_embeddings=16))
+
+
+def _call(function, inputs):
+  return {k: v.numpy() for k, v in function(**{k: tf.constant(v) for k, v in inputs.items()}
+                                            ).items()}
+
+
+def test_masked_lm_module_of_a_pretrainer_without_heads_serves_mlm_logits(tmp_path):
+  # ModernBERT's recipe has no next-sentence head: `classification` is left out, not an error.
+  task = masked_lm.MaskedLMTask(masked_lm.MaskedLMConfig(model=bert.PretrainerConfig(
+      encoder=_modernbert_encoder(), cls_heads=[])))
+  model = task.build_model()
+  module_cls = export_savedmodel.lookup_export_module(task)
+  export_dir = export_savedmodel_util.export(module_cls(module_cls.Params(), model), ['serve'],
+                                             str(tmp_path / 'mlm'), timestamped=False)
+  inputs = dict(_inputs(), masked_lm_positions=np.array([[1, 2], [0, 3]], np.int32))
+  outputs = _call(tf.saved_model.load(export_dir).signatures['serving_default'], inputs)
+  assert sorted(outputs) == ['mlm_logits']
+  np.testing.assert_allclose(outputs['mlm_logits'], model(inputs, training=False)['mlm_logits'],
+                             rtol=1e-5, atol=1e-5)
+
+  # A pretrainer with heads serves the named one; `cls_head_name: null` serves none of them.
+  config = masked_lm.MaskedLMConfig(model=bert.PretrainerConfig(
+      encoder=_encoder(), cls_heads=[bert.ClsHeadConfig(inner_dim=8, num_classes=2, name='foo')]))
+  model = masked_lm.MaskedLMTask(config).build_model()
+  module = serving_modules.MaskedLM(serving_modules.MaskedLM.Params(cls_head_name=None), model)
+  function = module.get_inference_signatures({'serve': 's'})['s']
+  assert sorted(_call(function, inputs)) == ['mlm_logits']
+  module = serving_modules.MaskedLM(serving_modules.MaskedLM.Params(), model)
+  with pytest.raises(ValueError, match=r"MaskedLM: the model has no head 'next_sentence' "
+                     r"\(params.cls_head_name\)"):
+    module.get_inference_signatures({'serve': 's'})
+
+
+def _modernbert_tasks():
+  encoder = _modernbert_encoder()
+  yield sentence_prediction.SentencePredictionTask(sentence_prediction.SentencePredictionConfig(
+      model=sentence_prediction.ModelConfig(encoder=encoder, num_classes=3),
+      train_data=sp_loader.SentencePredictionDataConfig(input_path='dummy', seq_length=SEQ)))
+  yield tagging.TaggingTask(tagging.TaggingConfig(
+      model=tagging.ModelConfig(encoder=encoder), class_names=['O', 'B-X', 'I-X'],
+      train_data=tagging_dataloader.TaggingDataConfig(input_path='dummy', seq_length=SEQ)))
+  yield question_answering.QuestionAnsweringTask(question_answering.QuestionAnsweringConfig(
+      model=question_answering.ModelConfig(encoder=encoder), validation_data=None,
+      train_data=qa_loader.QADataConfig(seq_length=SEQ)))
+
+
+def _model_outputs(model, inputs, names):
+  """The model's outputs by the export's output names (its logits: a tensor, pair or dict)."""
+  outputs = model(inputs, training=False)
+  if isinstance(outputs, dict):
+    return {name: outputs[name].numpy() for name in names}
+  if isinstance(outputs, (list, tuple)):
+    return {name: output.numpy() for name, output in zip(names, outputs)}
+  return {names[0]: outputs.numpy()}
+
+
+def test_finetuning_modules_with_a_modernbert_encoder_round_trip(tmp_path):
+  # Export module -> (the model's outputs it must reproduce, its parameters).
+  cases = {serving_modules.SentencePrediction: (['outputs'], dict(inputs_only=False)),
+           serving_modules.Tagging: (['logits'], dict(output_encoder_outputs=True)),
+           serving_modules.QuestionAnswering: (['start_logits', 'end_logits'], {})}
+  inputs = _inputs()
+  examples = tf.constant([_example({k: inputs[k][i] for k in inputs}) for i in range(2)])
+  for task in _modernbert_tasks():
+    model = task.build_model()
+    assert type(model.checkpoint_items['encoder']).__name__ == 'ModernBertEncoder'
+    module_cls = export_savedmodel.lookup_export_module(task)
+    names, params = cases[module_cls]
+    expected = _model_outputs(model, inputs, names)
+    ckpt_dir = tmp_path / module_cls.__name__
+    tf.train.Checkpoint(model=model).save(str(ckpt_dir / 'ckpt'))
+    for variable in model.trainable_variables:  # the export must read the checkpoint's weights
+      variable.assign(tf.zeros_like(variable))
+    export_dir = export_savedmodel_util.export(
+        module_cls(module_cls.Params(parse_sequence_length=5, **params), model),
+        {'serve': 'serving_default', 'serve_examples': 'examples'}, str(ckpt_dir / 'export'),
+        checkpoint_path=str(ckpt_dir), timestamped=False)
+    loaded = tf.saved_model.load(export_dir)
+    outputs = _call(loaded.signatures['serving_default'], inputs)
+    from_examples = {k: v.numpy() for k, v in loaded.signatures['examples'](examples).items()}
+    for name, value in expected.items():
+      np.testing.assert_allclose(outputs[name], value, rtol=1e-5, atol=1e-5, err_msg=name)
+      np.testing.assert_allclose(from_examples[name], value, rtol=1e-5, atol=1e-5, err_msg=name)
+    if module_cls is serving_modules.Tagging:
+      assert outputs['encoder_outputs'].shape == (2, 5, 32)
