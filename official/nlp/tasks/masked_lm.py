@@ -256,7 +256,8 @@ class MaskedLMTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
     if 'masked_lm_accuracy' in metrics:
       metrics['masked_lm_accuracy'].update_state(
           labels['masked_lm_ids'], model_outputs['mlm_logits'], labels['masked_lm_weights'])
-    if 'next_sentence_accuracy' in metrics and NEXT_SENTENCE in model_outputs:
+    if ('next_sentence_accuracy' in metrics and NEXT_SENTENCE in model_outputs
+        and 'next_sentence_labels' in labels):  # records without pairs: the MLM metrics only
       metrics['next_sentence_accuracy'].update_state(
           tf.reshape(labels['next_sentence_labels'], [-1]), model_outputs[NEXT_SENTENCE])
 

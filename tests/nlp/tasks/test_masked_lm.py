@@ -99,6 +99,23 @@ def test_masked_lm_accuracy_is_weighted():
   np.testing.assert_allclose(by_name['next_sentence_accuracy'].result(), 1.0)
 
 
+def test_evaluation_on_records_without_next_sentence_labels():
+  """A model with a next-sentence head evaluates masked LM on single-segment records."""
+  task = masked_lm.MaskedLMTask(_tiny_config())
+  model = task.build_model()
+  metrics = task.build_metrics(training=False)
+  labels, _ = _labels_and_outputs()
+  del labels['next_sentence_labels']
+  inputs = dict(labels, input_word_ids=np.ones([3, 16], np.int32),
+                input_mask=np.ones([3, 16], np.int32), input_type_ids=np.zeros([3, 16], np.int32),
+                masked_lm_positions=np.tile(np.arange(4, dtype=np.int32), [3, 1]))
+  step = tf.function(lambda batch: task.validation_step(batch, model, metrics))
+  loss = step(inputs)['loss']
+  by_name = {m.name: m for m in metrics}
+  np.testing.assert_allclose(by_name['lm_example_loss'].result(), loss, rtol=1e-6)
+  assert by_name['next_sentence_accuracy'].count.numpy() == 0  # nothing to score
+
+
 def test_metrics_without_next_sentence_head():
   config = _tiny_config()
   config.model.cls_heads = []
