@@ -5,8 +5,9 @@ encoder in batches. Sentence pooling (`--pooling`, one vector per line):
 - `mean`: the mean of `sequence_output` over the positions where `input_mask` is 1 (all tokens
   including [CLS] and [SEP], no padding);
 - `cls`: `sequence_output` at [CLS] (position 0);
-- `pooled`: the encoder's `pooled_output` (a tanh dense layer over [CLS]; note that pretraining
-  alone does not train it).
+- `pooled`: the encoder's `pooled_output`: BERT's tanh dense layer over [CLS] (note that
+  pretraining alone does not train it without a next-sentence head); ModernBERT has no pooler, so
+  there it is the [CLS] vector, the same as `cls`.
 
 Contextual token embeddings (`--token_level`): one vector per word instance, from the last layer's
 `sequence_output` of the word's line. Words are what the tokenizer's pre-tokenizer splits a line
@@ -400,7 +401,8 @@ def _define_flags() -> flags.FlagValues:
   flags.DEFINE_enum('format', None, FORMATS, 'Output format (default: jsonl when --output_file '
                     'ends in .jsonl or is -, else npy).', flag_values=fv)
   flags.DEFINE_enum('pooling', 'mean', POOLINGS, 'mean: over input_mask; cls: the [CLS] vector; '
-                    'pooled: the encoder pooler output.', flag_values=fv)
+                    'pooled: the encoder\'s pooled_output (BERT: its tanh pooler; ModernBERT: '
+                    'the [CLS] vector).', flag_values=fv)
   flags.DEFINE_integer('batch_size', 32, 'Lines per encoder call.', lower_bound=1, flag_values=fv)
   flags.DEFINE_integer('seq_length', None, 'Longest input in tokens (default: the model\'s).',
                        lower_bound=2, flag_values=fv)

@@ -24,6 +24,10 @@ def _run(tmp_path_factory):
 
 @pytest.fixture(name='reference', scope='module')
 def _reference(run):
+  return _encoder_outputs(run)
+
+
+def _encoder_outputs(run):
   """Per text, the Keras encoder's outputs on the unpadded `[CLS] tokens [SEP]` (cut to 16)."""
   _, model, _ = inference.restore_model(run['model_dir'])
   ids = {t: i for i, t in enumerate(tiny_run.VOCAB)}
@@ -50,6 +54,49 @@ def test_pooling_matches_numpy(run, reference, kind):
   np.testing.assert_allclose(cls, [r['sequence_output'][0] for r in reference], atol=1e-5)
   pooled, _ = embed.embed_texts(model, tokenizer, TEXTS, pooling='pooled', batch_size=4)
   np.testing.assert_allclose(pooled, [r['pooled_output'] for r in reference], atol=1e-5)
+
+
+@pytest.fixture(name='modernbert_run', scope='module')
+def _modernbert_run(tmp_path_factory):
+  return tiny_run.shared_run(tmp_path_factory, encoder='modernbert')
+
+
+@pytest.mark.parametrize('kind', ['model_dir', 'export_dir'])
+def test_modernbert_pooling_matches_its_encoder(modernbert_run, kind):
+  reference = _encoder_outputs(modernbert_run)  # unpadded rows: padding must not matter
+  model = inference.load_inference_model(modernbert_run[kind])
+  tokenizer = model.load_tokenizer()
+  hidden = tiny_run.ENCODER_SIZES['modernbert']['hidden_size']
+  mean, truncated = embed.embed_texts(model, tokenizer, TEXTS, pooling='mean', batch_size=3)
+  assert truncated == 1 and mean.shape == (4, hidden)
+  np.testing.assert_allclose(mean, [r['sequence_output'].mean(axis=0) for r in reference],
+                             atol=1e-5)
+  cls, _ = embed.embed_texts(model, tokenizer, TEXTS, pooling='cls', batch_size=2)
+  np.testing.assert_allclose(cls, [r['sequence_output'][0] for r in reference], atol=1e-5)
+  # ModernBERT has no pooler: `pooled` is the [CLS] vector.
+  pooled, _ = embed.embed_texts(model, tokenizer, TEXTS, pooling='pooled', batch_size=4)
+  np.testing.assert_allclose(pooled, cls, atol=1e-6)
+  words = embed.token_embeddings(model, tokenizer, TEXTS[:2])
+  assert words.words == TEXTS[0].split() + TEXTS[1].split()
+  expected = np.concatenate([r['sequence_output'][1:-1] for r in reference[:2]])
+  np.testing.assert_allclose(words.vectors, expected, atol=1e-5)
+
+
+def test_modernbert_cli_writes_the_same_vectors_from_checkpoint_and_export(modernbert_run,
+                                                                           tmp_path, capsys):
+  input_file = tmp_path / 'lines.txt'
+  input_file.write_text('\n'.join(TEXTS) + '\n')
+  vectors = []
+  for kind in ('model_dir', 'export_dir'):
+    output = tmp_path / f'{kind}.npy'
+    assert embed.main(['embed', f'--model_dir={modernbert_run[kind]}',
+                       f'--input_file={input_file}', f'--output_file={output}', '--pooling=cls',
+                       '--noprogress']) == 0
+    assert f'wrote 4 x 32 cls embeddings to {output}' in capsys.readouterr().err
+    vectors.append(np.load(output))
+  np.testing.assert_allclose(vectors[0], vectors[1], atol=1e-5)
+  np.testing.assert_allclose(vectors[0], [r['sequence_output'][0]
+                                          for r in _encoder_outputs(modernbert_run)], atol=1e-5)
 
 
 def test_pool_and_encode_texts():

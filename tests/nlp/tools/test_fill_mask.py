@@ -109,6 +109,35 @@ def test_cli_prints_the_same_predictions_from_checkpoint_and_saved_model(run, ca
       np.testing.assert_allclose([p for _, p in printed], [p for _, p in exact], atol=5e-5)
 
 
+def test_modernbert_run_and_its_export_print_the_models_predictions(tmp_path_factory, capsys):
+  run = tiny_run.shared_run(tmp_path_factory, encoder='modernbert')
+  outputs = []
+  for model_dir in (run['model_dir'], run['export_dir']):
+    argv = ['fill_mask', f'--model_dir={model_dir}', '--top_k=3'] + [f'--text={t}' for t in TEXTS]
+    assert fill_mask.main(argv) == 0
+    outputs.append(capsys.readouterr().out)
+  assert outputs[0] == outputs[1]
+  parsed = _parse(outputs[0])
+  # Independent reference: the restored pretrainer's logits, softmax and sort in numpy.
+  _, pretrainer, _ = inference.restore_model(run['model_dir'])
+  assert type(pretrainer.encoder_network).__name__ == 'ModernBertEncoder'
+  tokenizer = tokenization.WordPieceTokenizer.from_vocab_file(run['vocab_file'])
+  inputs, counts = fill_mask.encode_masked_texts(tokenizer, TEXTS, tiny_run.SEQ_LENGTH)
+  logits = pretrainer(inputs, training=False)['mlm_logits'].numpy().astype(np.float64)
+  probabilities = np.exp(logits - logits.max(-1, keepdims=True))
+  probabilities /= probabilities.sum(-1, keepdims=True)
+  for t, text in enumerate(TEXTS):
+    assert len(parsed[text]) == counts[t]
+    for m, printed in enumerate(parsed[text]):
+      best = np.argsort(-probabilities[t, m], kind='stable')[:3]
+      assert [token for token, _ in printed] == tokenizer.convert_ids_to_tokens(best)
+      np.testing.assert_allclose([p for _, p in printed], probabilities[t, m, best], atol=5e-5)
+  # Its longest input is the config's max_position_embeddings (32): no position table.
+  assert fill_mask.main(['fill_mask', f'--model_dir={run["export_dir"]}', '--seq_length=33',
+                         f'--text={TEXTS[0]}']) == 2
+  assert 'exceeds the 32 position embeddings' in capsys.readouterr().err
+
+
 def test_cli_vocab_file_flag_and_missing_vocab(run, tmp_path, capsys):
   model_dir = tmp_path / 'model'
   shutil.copytree(run['model_dir'], model_dir)
