@@ -7,6 +7,7 @@ import pytest
 
 from official.modeling import hyperparams
 from official.nlp import api
+from official.nlp.serving import export_savedmodel
 from official.nlp.serving import inference
 from official.nlp.tools import embed as embed_lib
 from official.nlp.tools import fill_mask as fill_mask_lib
@@ -109,3 +110,62 @@ def test_embed_words_one_vector_per_word(run):
   inputs, _ = embed_lib.encode_texts(model.load_tokenizer(), texts[:1], tiny_run.SEQ_LENGTH)
   np.testing.assert_allclose(result.vectors[0], model.encode(inputs)['sequence_output'][0, 1],
                              rtol=1e-5, atol=1e-6)
+
+
+# ---- ModernBERT: configs/pretraining/modernbert_tiny.yaml through the same calls.
+
+MODERNBERT_YAML = os.path.join(ROOT, 'configs', 'pretraining', 'modernbert_tiny.yaml')
+
+
+@pytest.fixture(name='modernbert_run', scope='module')
+def _modernbert_run(tmp_path_factory):
+  tmp = tmp_path_factory.mktemp('api_modernbert')
+  records, vocab_file = test_vocab_assets._records(tmp)  # pylint: disable=protected-access
+  overrides = _overrides(records)
+  del overrides['task.model.encoder.bert']
+  overrides['task.model.encoder.modernbert'] = tiny_run.encoder_config('modernbert')['modernbert']
+  for split in ('train_data', 'validation_data'):
+    # These records are not packed (one document a row, no position_ids).
+    overrides[f'task.{split}.use_position_id'] = False
+  params = api.load_config(MODERNBERT_YAML, overrides=overrides)
+  model_dir = str(tmp / 'model')
+  result = api.train(params, model_dir, steps=4)
+  return {'params': params, 'result': result, 'model_dir': model_dir, 'vocab_file': vocab_file,
+          'tmp': tmp}
+
+
+def test_modernbert_yaml_trains_fills_masks_and_embeds(modernbert_run):
+  params, result = modernbert_run['params'], modernbert_run['result']
+  assert params.task.model.encoder.type == 'modernbert' and params.task.model.cls_heads == []
+  assert type(result.model.encoder_network).__name__ == 'ModernBertEncoder'
+  assert result.step == 4
+  assert {'masked_lm_accuracy', 'lm_example_loss'} <= set(result.eval_logs)
+  assert 'next_sentence_accuracy' not in result.eval_logs
+  assert np.isfinite(result.eval_logs['lm_example_loss'])
+  texts = ['paris is the [MASK] of france .', '[MASK] a copy of the [MASK] .']
+  predictions = api.fill_mask(modernbert_run['model_dir'], texts, top_k=3)
+  assert [len(masks) for masks in predictions] == [1, 2]
+  model, tokenizer = api.load_model(modernbert_run['model_dir'])
+  expected = fill_mask_lib.fill_mask(model, tokenizer, texts, top_k=3,
+                                     seq_length=tiny_run.SEQ_LENGTH)
+  assert [[[t for t, _ in m] for m in text] for text in predictions] == [
+      [[t for t, _ in m] for m in text] for text in expected]
+  vectors = api.embed((model, tokenizer), ['paris is a city', 'return the list'], pooling='mean')
+  assert vectors.shape == (2, tiny_run.ENCODER_SIZES['modernbert']['hidden_size'])
+  words = api.embed_words((model, tokenizer), ['paris is a city'])
+  assert words.words == ['paris', 'is', 'a', 'city'] and words.vectors.shape[0] == 4
+
+
+def test_modernbert_export_gives_the_model_dirs_answers(modernbert_run):
+  export_dir = export_savedmodel.export_from_model_dir(modernbert_run['model_dir'],
+                                                       str(modernbert_run['tmp'] / 'export'))
+  texts = ['paris is the [MASK] of france .', 'return a [MASK] of the list .']
+  from_dir = api.fill_mask(modernbert_run['model_dir'], texts, top_k=3)
+  from_export = api.fill_mask(export_dir, texts, top_k=3)
+  for got_text, want_text in zip(from_export, from_dir):
+    for got, want in zip(got_text, want_text):
+      assert [t for t, _ in got] == [t for t, _ in want]
+      np.testing.assert_allclose([p for _, p in got], [p for _, p in want], atol=1e-5)
+  np.testing.assert_allclose(api.embed(export_dir, texts, pooling='cls'),
+                             api.embed(modernbert_run['model_dir'], texts, pooling='cls'),
+                             atol=1e-5)

@@ -1,4 +1,4 @@
-"""Tests for official/nlp/configs/finetuning_experiments.py and the YAML files of configs/finetuning."""
+"""Tests for official/nlp/configs/finetuning_experiments.py and configs/finetuning/*.yaml."""
 
 import glob
 import os
@@ -41,7 +41,8 @@ def _params(path, overrides=None):
                          ids=os.path.basename)
 def test_shipped_finetuning_yaml_files_load_into_their_experiment(path):
   params = _params(path)
-  assert params.task.train_data.seq_length <= params.task.model.encoder.get().max_position_embeddings
+  encoder = params.task.model.encoder.get()
+  assert params.task.train_data.seq_length <= encoder.max_position_embeddings
 
 
 def test_every_task_has_a_modernbert_tiny_variant():
