@@ -20,6 +20,7 @@ from official.nlp.tasks import question_answering
 from official.nlp.tasks import sentence_prediction
 from official.nlp.tasks import tagging
 from official.nlp.tools import tokenization
+from tests.paths import ROOT
 
 SEQ = 8
 
@@ -405,3 +406,17 @@ def test_finetuning_modules_with_a_modernbert_encoder_round_trip(tmp_path):
       np.testing.assert_allclose(from_examples[name], value, rtol=1e-5, atol=1e-5, err_msg=name)
     if module_cls is serving_modules.Tagging:
       assert outputs['encoder_outputs'].shape == (2, 5, 32)
+
+
+def test_create_export_module_of_the_modernbert_tiny_yaml(tmp_path):
+  # Model Garden's export path from a config file: the shipped YAML, no next-sentence head.
+  module = export_savedmodel.create_export_module(
+      task_name='MaskedLM', config_file=os.path.join(ROOT, 'configs', 'pretraining',
+                                                     'modernbert_tiny.yaml'),
+      serving_params={})
+  assert type(module.model.encoder_network).__name__ == 'ModernBertEncoder'
+  export_dir = export_savedmodel_util.export(module, ['serve'], str(tmp_path / 'mlm'),
+                                             timestamped=False)
+  inputs = dict(_inputs(), masked_lm_positions=np.array([[1, 2], [0, 3]], np.int32))
+  outputs = _call(tf.saved_model.load(export_dir).signatures['serving_default'], inputs)
+  assert sorted(outputs) == ['mlm_logits'] and outputs['mlm_logits'].shape == (2, 2, 30522)
