@@ -7,6 +7,8 @@ import pytest
 
 from official.modeling import hyperparams
 from official.nlp import api
+from official.nlp.data import create_pretraining_data
+from official.nlp.data import data_metadata
 from official.nlp.serving import export_savedmodel
 from official.nlp.serving import inference
 from official.nlp.tools import embed as embed_lib
@@ -115,28 +117,46 @@ def test_embed_words_one_vector_per_word(run):
 # ---- ModernBERT: configs/pretraining/modernbert_tiny.yaml through the same calls.
 
 MODERNBERT_YAML = os.path.join(ROOT, 'configs', 'pretraining', 'modernbert_tiny.yaml')
+# round(0.3 x SEQ_LENGTH): the most the 30% budget masks in a row.
+MODERNBERT_PREDICTIONS = round(0.3 * tiny_run.SEQ_LENGTH)
+
+
+def _packed_records(tmp):
+  """Records of the modern recipe (`--pack --masked_lm_prob=0.3`) of test_vocab_assets' corpus."""
+  vocab_file = tmp / 'vocab.txt'
+  vocab_file.write_text('\n'.join(tiny_run.VOCAB) + '\n')
+  corpus = tmp / 'corpus.txt'
+  sentences = test_vocab_assets.SENTENCES
+  corpus.write_text('\n\n'.join(' '.join(sentences[i:] + sentences[:i]) for i in range(4)) + '\n')
+  path = str(tmp / 'data' / 'packed.tfrecord')
+  create_pretraining_data.create_pretraining_data(
+      str(corpus), path, vocab_file=str(vocab_file), max_seq_length=tiny_run.SEQ_LENGTH,
+      max_predictions_per_seq=MODERNBERT_PREDICTIONS, masked_lm_prob=0.3, dupe_factor=2,
+      pack=True)
+  return path, str(vocab_file)
 
 
 @pytest.fixture(name='modernbert_run', scope='module')
 def _modernbert_run(tmp_path_factory):
   tmp = tmp_path_factory.mktemp('api_modernbert')
-  records, vocab_file = test_vocab_assets._records(tmp)  # pylint: disable=protected-access
+  records, vocab_file = _packed_records(tmp)
   overrides = _overrides(records)
   del overrides['task.model.encoder.bert']
   overrides['task.model.encoder.modernbert'] = tiny_run.encoder_config('modernbert')['modernbert']
   for split in ('train_data', 'validation_data'):
-    # These records are not packed (one document a row, no position_ids).
-    overrides[f'task.{split}.use_position_id'] = False
+    overrides[f'task.{split}.max_predictions_per_seq'] = MODERNBERT_PREDICTIONS
   params = api.load_config(MODERNBERT_YAML, overrides=overrides)
   model_dir = str(tmp / 'model')
   result = api.train(params, model_dir, steps=4)
   return {'params': params, 'result': result, 'model_dir': model_dir, 'vocab_file': vocab_file,
-          'tmp': tmp}
+          'tmp': tmp, 'records': records}
 
 
 def test_modernbert_yaml_trains_fills_masks_and_embeds(modernbert_run):
   params, result = modernbert_run['params'], modernbert_run['result']
   assert params.task.model.encoder.type == 'modernbert' and params.task.model.cls_heads == []
+  assert params.task.train_data.use_position_id  # the YAML's packed rows
+  assert data_metadata.load_metadata(modernbert_run['records'])['packed']
   assert type(result.model.encoder_network).__name__ == 'ModernBertEncoder'
   assert result.step == 4
   assert {'masked_lm_accuracy', 'lm_example_loss'} <= set(result.eval_logs)
