@@ -343,16 +343,25 @@ def pretrainer_config(encoder_config: encoders.BertEncoderConfig, next_sentence:
                                cls_heads=heads, mlm_activation=encoder_config.hidden_activation)
 
 
-def pretrainer_config_of(pretrainer: models.BertPretrainerV2) -> bert.PretrainerConfig:
-  """The `PretrainerConfig` that builds (with `MaskedLMTask.build_model`) a model like this one."""
+def pretrainer_config_of(pretrainer: models.BertPretrainerV2,
+                         encoder: Optional[encoders.EncoderConfig] = None
+                         ) -> bert.PretrainerConfig:
+  """The `PretrainerConfig` that builds (with `MaskedLMTask.build_model`) a model like this one.
+
+  Args:
+    pretrainer: the model (its classification heads and masked-LM activation are read).
+    encoder: the encoder's config (default: a `BertEncoder`'s, read from the model); other
+      encoder types give theirs (e.g. `hf_modernbert.pretrainer_config_of`).
+  """
   heads = [bert.ClsHeadConfig(inner_dim=h.inner_dim, num_classes=h.num_classes,
                               activation=h.activation, dropout_rate=h.dropout_rate,
                               cls_token_idx=h.cls_token_idx, name=h.name)
            for h in pretrainer.classification_heads]
-  return bert.PretrainerConfig(
-      encoder=encoders.EncoderConfig(
-          type='bert', bert=bert_encoder_config.encoder_config_of(pretrainer.encoder_network)),
-      cls_heads=heads, mlm_activation=mlm_activation_of(pretrainer) or 'linear')
+  if encoder is None:
+    encoder = encoders.EncoderConfig(
+        type='bert', bert=bert_encoder_config.encoder_config_of(pretrainer.encoder_network))
+  return bert.PretrainerConfig(encoder=encoder, cls_heads=heads,
+                               mlm_activation=mlm_activation_of(pretrainer) or 'linear')
 
 
 def build_encoder(config: encoders.BertEncoderConfig) -> networks.BertEncoder:

@@ -216,6 +216,26 @@ def export(model: tf_keras.Model, out_dir: str, vocab_file: Optional[str] = None
                 **bert_encoder_config.external_config(
                     bert_encoder_config.encoder_config_of(encoder), 'hf'))
   config['tie_word_embeddings'] = True
+  return write_directory(out_dir, config, tensors, vocab_file)
+
+
+def write_directory(out_dir: str, config: Dict, tensors: Dict[str, np.ndarray],
+                    vocab_file: Optional[str] = None) -> str:
+  """Writes a Hugging Face model directory: `config.json`, `model.safetensors` (+ `vocab.txt`).
+
+  Args:
+    out_dir: created if needed.
+    config: the `config.json` dict (its `architectures[0]` is logged).
+    tensors: name -> numpy array, in Hugging Face's names and layouts.
+    vocab_file: copied in as `vocab.txt` when given.
+
+  Returns:
+    `out_dir`.
+
+  Example:
+    >>> write_directory('/tmp/out', {'architectures': ['BertModel']}, {'w': np.zeros(2)})
+    '/tmp/out'
+  """
   os.makedirs(out_dir, exist_ok=True)
   with open(os.path.join(out_dir, CONFIG_NAME), 'w', encoding='utf-8') as f:
     json.dump(config, f, indent=2, sort_keys=True)
@@ -223,5 +243,6 @@ def export(model: tf_keras.Model, out_dir: str, vocab_file: Optional[str] = None
                               metadata={'format': 'pt'})
   if vocab_file:
     shutil.copyfile(vocab_file, os.path.join(out_dir, VOCAB_NAME))
-  logging.info('Wrote %s (%d tensors) to %s', architecture, len(tensors), out_dir)
+  logging.info('Wrote %s (%d tensors) to %s', (config.get('architectures') or ['?'])[0],
+               len(tensors), out_dir)
   return out_dir

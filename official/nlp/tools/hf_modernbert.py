@@ -43,11 +43,9 @@ import json
 import logging
 import numbers
 import os
-import shutil
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
-from safetensors import numpy as safetensors_numpy
 import tf_keras
 
 from official.nlp.configs import bert
@@ -320,14 +318,8 @@ def encoder_config_of(encoder: networks.ModernBertEncoder
 def pretrainer_config_of(pretrainer: models.BertPretrainerV2) -> bert.PretrainerConfig:
   """The `PretrainerConfig` that builds (`MaskedLMTask.build_model`) a pretrainer like this one
   on a `ModernBertEncoder` (classification heads included: our checkpoints can hold them)."""
-  heads = [bert.ClsHeadConfig(inner_dim=h.inner_dim, num_classes=h.num_classes,
-                              activation=h.activation, dropout_rate=h.dropout_rate,
-                              cls_token_idx=h.cls_token_idx, name=h.name)
-           for h in pretrainer.classification_heads]
-  return bert.PretrainerConfig(
-      encoder=encoders.EncoderConfig(
-          type='modernbert', modernbert=encoder_config_of(pretrainer.encoder_network)),
-      cls_heads=heads, mlm_activation=bert_weight_map.mlm_activation_of(pretrainer) or 'linear')
+  return bert_weight_map.pretrainer_config_of(pretrainer, encoders.EncoderConfig(
+      type='modernbert', modernbert=encoder_config_of(pretrainer.encoder_network)))
 
 
 def _token_ids(vocab_file: Optional[str], token_ids: Optional[Mapping[str, Optional[int]]],
@@ -692,14 +684,5 @@ def export(model: Model, out_dir: str, vocab_file: Optional[str] = None,
     >>> export(load_pretrainer('ModernBERT-base/'), '/tmp/out')
     >>> transformers.ModernBertForMaskedLM.from_pretrained('/tmp/out')
   """
-  config = hf_config(model, vocab_file, token_ids)
-  tensors = export_tensors(model)
-  os.makedirs(out_dir, exist_ok=True)
-  with open(os.path.join(out_dir, CONFIG_NAME), 'w', encoding='utf-8') as f:
-    json.dump(config, f, indent=2, sort_keys=True)
-  safetensors_numpy.save_file(tensors, os.path.join(out_dir, WEIGHTS_NAME),
-                              metadata={'format': 'pt'})
-  if vocab_file:
-    shutil.copyfile(vocab_file, os.path.join(out_dir, VOCAB_NAME))
-  logging.info('Wrote %s (%d tensors) to %s', config['architectures'][0], len(tensors), out_dir)
-  return out_dir
+  return hf_bert.write_directory(out_dir, hf_config(model, vocab_file, token_ids),
+                                 export_tensors(model), vocab_file)
