@@ -179,6 +179,32 @@ def test_jit_compiled_forward_matches_eager():
                              atol=1e-4)
 
 
+@pytest.mark.parametrize('policy', ['mixed_bfloat16', 'mixed_float16'])
+def test_mixed_precision_matches_float32(policy):
+  """Under a mixed policy the variables stay float32, the outputs are float32 and close to the
+  float32 encoder's (packed rows and the blocked local path included)."""
+  seq = 40
+  rng = np.random.default_rng(2)
+  word_ids = rng.integers(1, VOCAB, (2, seq)).astype(np.int32)
+  positions = np.concatenate([np.arange(15), np.arange(25)])[None].repeat(2, 0).astype(np.int32)
+  inputs = {'input_word_ids': word_ids, 'input_mask': np.ones_like(word_ids),
+            'position_ids': positions}
+  reference = _encoder()
+  expected = reference(inputs)['sequence_output'].numpy()
+  tf_keras.mixed_precision.set_global_policy(policy)
+  try:
+    encoder = modernbert_encoder.ModernBertEncoder(**_kwargs())
+    encoder.set_weights(reference.get_weights())
+    outputs = encoder(inputs)
+  finally:
+    tf_keras.mixed_precision.set_global_policy('float32')
+  assert all(v.dtype == tf.float32 for v in encoder.variables)
+  assert outputs['sequence_output'].dtype == tf.float32
+  # The final LayerNorm makes the outputs O(1): low precision stays close.
+  atol = 0.15 if policy == 'mixed_bfloat16' else 0.03
+  np.testing.assert_allclose(outputs['sequence_output'].numpy(), expected, atol=atol)
+
+
 def test_bad_arguments_are_named():
   with pytest.raises(ValueError, match='local_attention must be a positive integer, found 0'):
     modernbert_encoder.ModernBertEncoder(**_kwargs(local_attention=0))
