@@ -21,12 +21,14 @@ The recipes (same width and depth: 4 layers, hidden 256, 4 heads):
 Both: AdamW (each config's betas and weight decay; peak lr 1e-3, 10% warmup, linear decay to 0
 at the planned step), batch 32, 128 tokens a row, bfloat16 where the CPU has it (else float32).
 
-The fine-tuning task ("word swap"): sentences of held-out documents (never pretrained on), half
-of them with two of their words swapped; the label says whether the sentence is as written.
-Telling them apart takes knowledge of the language that a few thousand labelled examples do
-not teach a network from scratch. 4,000 sentences train (`bert/sentence_prediction`, 64
-tokens, 500 steps of 32, peak lr 2e-4), the other ~3,500 are the dev set; the four fine-tuning
-runs go two at a time, one core each (they are not timed).
+The fine-tuning task (`--tasks`, default "replaced"): sentences of held-out documents (never
+pretrained on), half of them with a fifth of their words replaced by words drawn at the text's own
+word frequencies; the label says whether the sentence is as written. Telling them apart takes
+knowing which words go together, which a few thousand labelled examples do not teach a network
+from scratch. ("swap", two words of a sentence swapped, proved too hard at a 20-minute budget:
+both BERTs stayed at chance.) 4,000 sentences train (`bert/sentence_prediction`, 64 tokens, 500
+steps of 32, peak lr 2e-4), the other ~3,500 are the dev set; the four fine-tuning runs go two at
+a time, one core each (they are not timed).
 
 Outputs in --work_dir: `results.json`, `results.md` (the table of the README) and
 `curves.png` (held-out masked-LM loss and training loss against wall-clock minutes).
