@@ -142,9 +142,11 @@ def test_bias_add_sums_bfloat16_gradients_in_float32():
   d_bias = tape.gradient(out, bias, output_gradients=d_out)
   assert d_bias.dtype == tf.bfloat16
   exact = d_out.numpy().astype(np.float64).sum(0)
-  # One bfloat16 rounding of the exact sum: relative error at most 2**-8.
+  # Within a few bfloat16 roundings of the exact sum: one (2**-8) where the CPU multiplies bfloat16
+  # natively (AVX-512 BF16, AMX); up to 2**-7 seen on AVX2 CPUs, whose bfloat16 matmul rounds
+  # partial sums of its blocks. TensorFlow's BiasAddGrad drifts by several percent here.
   np.testing.assert_allclose(d_bias.numpy().astype(np.float64), exact,
-                             rtol=2.0 ** -8, atol=1e-3)
+                             rtol=2.0 ** -6, atol=1e-3)
 
 
 def test_bias_add_reads_a_variable_and_runs_under_xla():

@@ -380,7 +380,9 @@ def test_modernbert_options_mixed_bfloat16():
     tf_keras.mixed_precision.set_global_policy('float32')
   assert out.dtype == tf.bfloat16
   assert all(v.dtype == tf.float32 for v in block.weights)
-  np.testing.assert_allclose(tf.cast(out, tf.float32), expected, atol=0.1)
+  # bfloat16 keeps 8 bits of mantissa: outputs of a few units are off by up to ~0.11 (seen on an
+  # AVX2 CPU, where bfloat16 is emulated), as for BERT's encoder (test_bert_encoder: 0.15).
+  np.testing.assert_allclose(tf.cast(out, tf.float32), expected, atol=0.15)
 
 
 def test_modernbert_fused_path_gradients_match_plain_ops():
