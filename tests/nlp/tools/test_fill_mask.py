@@ -89,14 +89,19 @@ def _parse(output):
   return parsed
 
 
-def test_cli_prints_the_same_predictions_from_checkpoint_and_saved_model(run, capsys):
+def _cli_output_of_checkpoint_and_export(run, capsys) -> str:
+  """mlm-fill-mask's stdout for TEXTS, the same from the run's model_dir and from its export."""
   outputs = []
   for model_dir in (run['model_dir'], run['export_dir']):
     argv = ['fill_mask', f'--model_dir={model_dir}', '--top_k=3'] + [f'--text={t}' for t in TEXTS]
     assert fill_mask.main(argv) == 0
     outputs.append(capsys.readouterr().out)
   assert outputs[0] == outputs[1]
-  parsed = _parse(outputs[0])
+  return outputs[0]
+
+
+def test_cli_prints_the_same_predictions_from_checkpoint_and_saved_model(run, capsys):
+  parsed = _parse(_cli_output_of_checkpoint_and_export(run, capsys))
   assert list(parsed) == TEXTS
   assert [len(masks) for masks in parsed.values()] == [1, 2]
   # The printed numbers are the python API's, rounded.
@@ -111,13 +116,7 @@ def test_cli_prints_the_same_predictions_from_checkpoint_and_saved_model(run, ca
 
 def test_modernbert_run_and_its_export_print_the_models_predictions(tmp_path_factory, capsys):
   run = tiny_run.shared_run(tmp_path_factory, encoder='modernbert')
-  outputs = []
-  for model_dir in (run['model_dir'], run['export_dir']):
-    argv = ['fill_mask', f'--model_dir={model_dir}', '--top_k=3'] + [f'--text={t}' for t in TEXTS]
-    assert fill_mask.main(argv) == 0
-    outputs.append(capsys.readouterr().out)
-  assert outputs[0] == outputs[1]
-  parsed = _parse(outputs[0])
+  parsed = _parse(_cli_output_of_checkpoint_and_export(run, capsys))
   # Independent reference: the restored pretrainer's logits, softmax and sort in numpy.
   _, pretrainer, _ = inference.restore_model(run['model_dir'])
   assert type(pretrainer.encoder_network).__name__ == 'ModernBertEncoder'
