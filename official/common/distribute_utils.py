@@ -1,7 +1,11 @@
 """Builds the `tf.distribute` strategy named by `runtime.distribution_strategy`.
 
+`strategy_from_runtime(params.runtime)` is the one way a run (the CLI, the Python API, continuous
+fine-tuning, the benchmark) builds its strategy; `get_distribution_strategy` and `configure_cluster`
+are Model Garden's pieces it is made of.
+
 Example:
-  >>> strategy = get_distribution_strategy('mirrored', num_gpus=0)   # the CPU when there is no GPU
+  >>> strategy = strategy_from_runtime(params.runtime)   # mirrored: the CPU when there is no GPU
   >>> with strategy.scope():
   ...   model = task.build_model()
 """
@@ -10,7 +14,7 @@ import contextlib
 import json
 import logging
 import os
-from typing import Optional
+from typing import Any, Optional
 
 import tensorflow as tf
 
@@ -129,3 +133,28 @@ def configure_cluster(worker_hosts: Optional[str] = None, task_index: int = -1) 
     return len(workers)
   tf_config = json.loads(os.environ.get('TF_CONFIG', '{}') or '{}')
   return len(tf_config.get('cluster', {}).get('worker', [])) or 1
+
+
+def strategy_from_runtime(runtime: Any) -> tf.distribute.Strategy:
+  """The strategy of a run's runtime config (`ExperimentConfig.runtime`), cluster included.
+
+  Writes TF_CONFIG from `worker_hosts`/`task_index` when they name several workers
+  (`configure_cluster`), then builds `distribution_strategy` with `num_gpus`, `all_reduce_alg`,
+  `num_packs` and `tpu` (`get_distribution_strategy`; 'off' gives the default strategy).
+
+  Args:
+    runtime: a `RuntimeConfig` (or any object with its fields `distribution_strategy`,
+      `num_gpus`, `all_reduce_alg`, `num_packs`, `tpu`, `worker_hosts`, `task_index`).
+
+  Raises:
+    ValueError: as `get_distribution_strategy` and `configure_cluster` (an unknown strategy or
+      all-reduce algorithm, a bad `num_gpus`, a `task_index` outside the workers).
+
+  Example:
+    >>> strategy_from_runtime(params.runtime).num_replicas_in_sync   # 1 with one_device
+    1
+  """
+  configure_cluster(runtime.worker_hosts, runtime.task_index)
+  return get_distribution_strategy(
+      distribution_strategy=runtime.distribution_strategy, num_gpus=runtime.num_gpus,
+      all_reduce_alg=runtime.all_reduce_alg, num_packs=runtime.num_packs, tpu_address=runtime.tpu)

@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 
 from official.common import distribute_utils
+from official.core import config_definitions
 
 
 def test_off_means_the_default_strategy():
@@ -60,3 +61,52 @@ def test_configure_cluster_writes_tf_config(monkeypatch):
   assert distribute_utils.configure_cluster(None) == 2
   with pytest.raises(ValueError, match=r'task_index must be in \[0, 2\)'):
     distribute_utils.configure_cluster('a:1,b:2', 5)
+
+
+def _runtime(**fields) -> config_definitions.RuntimeConfig:
+  """A RuntimeConfig with `fields` set (Model Garden's defaults otherwise)."""
+  runtime = config_definitions.RuntimeConfig()
+  runtime.override(fields, is_strict=True)
+  return runtime
+
+
+def test_strategy_from_runtime_one_device_mirrored_and_off(monkeypatch):
+  monkeypatch.delenv('TF_CONFIG', raising=False)
+  one = distribute_utils.strategy_from_runtime(_runtime(distribution_strategy='one_device'))
+  assert isinstance(one, tf.distribute.OneDeviceStrategy)
+  mirrored = distribute_utils.strategy_from_runtime(_runtime())  # Model Garden's default
+  assert isinstance(mirrored, tf.distribute.MirroredStrategy)
+  assert mirrored.num_replicas_in_sync == len(tf.config.list_logical_devices('CPU'))
+  assert distribute_utils.strategy_from_runtime(
+      _runtime(distribution_strategy='off')) is tf.distribute.get_strategy()
+  assert 'TF_CONFIG' not in os.environ  # no worker_hosts: no cluster written
+
+
+def test_strategy_from_runtime_passes_all_reduce_alg_and_num_packs():
+  mirrored = distribute_utils.strategy_from_runtime(
+      _runtime(distribution_strategy='mirrored', all_reduce_alg='hierarchical_copy', num_packs=3))
+  ops = mirrored.extended._cross_device_ops  # pylint: disable=protected-access
+  assert isinstance(ops, tf.distribute.HierarchicalCopyAllReduce)
+  assert ops._num_packs == 3  # pylint: disable=protected-access
+  with pytest.raises(ValueError, match="all_reduce_alg: 'ring' is not valid"):
+    distribute_utils.strategy_from_runtime(_runtime(all_reduce_alg='ring'))
+
+
+def test_strategy_from_runtime_writes_the_cluster_before_building(monkeypatch):
+  monkeypatch.delenv('TF_CONFIG', raising=False)
+  built = []
+
+  def fake_multi_worker(communication_options):  # a real one would wait for its peers
+    built.append((json.loads(os.environ['TF_CONFIG']), communication_options.implementation))
+    return 'strategy'
+
+  monkeypatch.setattr(tf.distribute, 'MultiWorkerMirroredStrategy', fake_multi_worker)
+  runtime = _runtime(distribution_strategy='multi_worker_mirrored', all_reduce_alg='ring',
+                     worker_hosts='127.0.0.1:1000,127.0.0.1:1001', task_index=1)
+  assert distribute_utils.strategy_from_runtime(runtime) == 'strategy'
+  assert built == [({'cluster': {'worker': ['127.0.0.1:1000', '127.0.0.1:1001']},
+                     'task': {'type': 'worker', 'index': 1}},
+                    tf.distribute.experimental.CommunicationImplementation.RING)]
+  with pytest.raises(ValueError, match=r'task_index must be in \[0, 2\)'):
+    distribute_utils.strategy_from_runtime(
+        _runtime(distribution_strategy='multi_worker_mirrored', worker_hosts='a:1,b:2'))

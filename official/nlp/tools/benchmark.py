@@ -236,11 +236,7 @@ def build_params(experiment: str, config_files: Sequence[str], params_override: 
 
 
 def _strategy(params) -> tf.distribute.Strategy:
-  runtime = params.runtime
-  return distribute_utils.get_distribution_strategy(
-      distribution_strategy=runtime.distribution_strategy, num_gpus=runtime.num_gpus,
-      all_reduce_alg=runtime.all_reduce_alg, num_packs=runtime.num_packs,
-      tpu_address=runtime.tpu) or tf.distribute.get_strategy()
+  return distribute_utils.strategy_from_runtime(params.runtime)
 
 
 # ---- one variant ---------------------------------------------------------------------------------
