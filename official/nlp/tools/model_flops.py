@@ -1,0 +1,138 @@
+"""Matmul FLOPs of one masked-LM pretraining sequence, counted from the experiment config.
+
+`mlm-benchmark` divides its measured steps/s by these counts to report model TFLOP/s and the share
+of the matmul roofline. Counted: every matmul, 2 FLOPs per multiply-add; training is 3x the
+forward pass (the backward pass computes two products per forward one). Not counted: embedding
+lookups, norms, activations, the GeGLU gate's product, softmax, rotary embeddings, the optimizer.
+Attention counts the query-key pairs the model uses: every pair in a global layer, the band
+|i - j| <= window // 2 in a local (sliding-window) one, whatever kernel computes it; a packed row
+counts as one sequence.
+
+Each encoder type of `task.model.encoder` (`official/nlp/configs/encoders.py`) has its counter in
+`_ENCODER_COUNTERS`; a type without one is refused, naming it.
+
+Example:
+  >>> params = exp_factory.get_exp_config('bert/pretraining')
+  >>> params.override(hyperparams.read_yaml('configs/pretraining/modernbert_mini.yaml'))
+  >>> model_flops_per_sequence(params)['train'] / 1e9  # GFLOP per training sequence
+"""
+
+from typing import Any, Callable, Dict, Tuple
+
+# (forward FLOPs of the encoder by part, width of the word table the masked-LM head decodes with)
+_EncoderCount = Tuple[Dict[str, float], int]
+
+
+def model_flops_per_sequence(params: Any) -> Dict[str, float]:
+  """Matmul FLOPs of one training sequence of `params`' pretrainer (2 FLOPs per multiply-add).
+
+  Per transformer layer (seq s, hidden h, attention width d = heads x (h // heads), feed-forward
+  i, q query-key pairs: s^2 for global attention): projections Q, K, V and output 8*s*h*d;
+  scores and weighted sum 4*q*d; feed-forward 4*s*h*i, or 6*s*h*i gated (GeGLU: h -> 2i, i -> h).
+  Embedding projection 2*s*e*h when the embedding width e differs from h. Pooler 2*h^2 (BERT,
+  ALBERT; ModernBERT has none). Masked-LM head on the p = max_predictions_per_seq positions:
+  transform 2*p*h*e, vocabulary 2*p*e*v. Each classification head 2*h*inner + 2*inner*classes
+  (2*h*classes without an inner layer).
+
+  Args:
+    params: an experiment config with `task.model` (a `PretrainerConfig`) and `task.train_data`
+      (`seq_length`, `max_predictions_per_seq`).
+
+  Returns:
+    Forward FLOPs per part (`embedding_projection`, `attention_projections`, `attention_scores`,
+    `feed_forward`, `pooler`, `mlm_transform`, `mlm_vocab`, `classification_heads`), their sum
+    `forward`, and `train` (3 x forward).
+
+  Raises:
+    ValueError: an encoder type without a counter, or no type selected (naming
+      `task.model.encoder.type`, the type and the counted types).
+
+  Example:
+    >>> flops = model_flops_per_sequence(params)
+    >>> flops['train'] == 3 * flops['forward']
+    True
+  """
+  encoder = params.task.model.encoder
+  counter = _ENCODER_COUNTERS.get(encoder.type)
+  if counter is None:
+    raise ValueError(f'task.model.encoder.type={encoder.type!r}: no FLOP count for this encoder '
+                     f'type; expected one of {sorted(_ENCODER_COUNTERS)}')
+  config = getattr(encoder, encoder.type)
+  data = params.task.train_data
+  p = data.max_predictions_per_seq
+  parts, e = counter(config, data.seq_length)
+  h, v = config.hidden_size, config.vocab_size
+  parts['mlm_transform'] = 2.0 * p * h * e
+  parts['mlm_vocab'] = 2.0 * p * e * v
+  parts['classification_heads'] = float(sum(
+      2 * h * head.inner_dim + 2 * head.inner_dim * head.num_classes if head.inner_dim
+      else 2 * h * head.num_classes for head in params.task.model.cls_heads))
+  parts['forward'] = sum(parts.values())
+  parts['train'] = 3.0 * parts['forward']
+  return parts
+
+
+def band_pairs(seq_length: int, half_window: int) -> int:
+  """Query-key pairs (i, j) of a sequence with |i - j| <= half_window: sliding-window attention.
+
+  Args:
+    seq_length: tokens s.
+    half_window: the reach r on either side (ModernBERT's `local_attention // 2`).
+
+  Returns:
+    s * (2r + 1) - r * (r + 1) (each end loses r(r + 1) / 2 pairs), or s^2 once r >= s - 1.
+
+  Example:
+    >>> band_pairs(5, 1)  # rows see 2, 3, 3, 3, 2 keys
+    13
+  """
+  s, r = seq_length, half_window
+  return s * s if r >= s - 1 else s * (2 * r + 1) - r * (r + 1)
+
+
+def _layer(s: int, h: int, heads: int, inner: int, pairs: int, gated: bool) -> Dict[str, float]:
+  """Forward FLOPs of one transformer layer on `s` tokens whose attention uses `pairs` pairs."""
+  d = heads * max(h // heads, 1)
+  return {'attention_projections': 8.0 * s * h * d, 'attention_scores': 4.0 * pairs * d,
+          'feed_forward': (6.0 if gated else 4.0) * s * h * inner}
+
+
+def _stack(s: int, h: int, e: int, layers: Any, pooler: bool) -> Dict[str, float]:
+  """Sums the layers' parts; adds the embedding projection (e != h) and the pooler."""
+  parts = {'embedding_projection': 2.0 * s * e * h if e != h else 0.0,
+           'attention_projections': 0.0, 'attention_scores': 0.0, 'feed_forward': 0.0}
+  for layer in layers:
+    for key, value in layer.items():
+      parts[key] += value
+  parts['pooler'] = 2.0 * h * h if pooler else 0.0
+  return parts
+
+
+def _bert(config: Any, s: int) -> _EncoderCount:
+  """`BertEncoder` / `BertEncoderV2`: post- or pre-LN blocks, an optional factorized embedding."""
+  h, e = config.hidden_size, config.embedding_size or config.hidden_size
+  layer = _layer(s, h, config.num_attention_heads, config.intermediate_size, s * s, gated=False)
+  return _stack(s, h, e, [layer] * config.num_layers, pooler=True), e
+
+
+def _albert(config: Any, s: int) -> _EncoderCount:
+  """`AlbertEncoder`: one shared block applied `num_layers` times (each application computes)."""
+  h, e = config.hidden_size, config.embedding_width
+  layer = _layer(s, h, config.num_attention_heads, config.intermediate_size, s * s, gated=False)
+  return _stack(s, h, e, [layer] * config.num_layers, pooler=True), e
+
+
+def _modernbert(config: Any, s: int) -> _EncoderCount:
+  """`ModernBertEncoder`: GeGLU blocks, layer i global when i % global_attn_every_n_layers == 0,
+  else local (|i - j| <= local_attention // 2); no position table, no pooler."""
+  h = config.hidden_size
+  local = band_pairs(s, config.local_attention // 2)
+  layers = [_layer(s, h, config.num_attention_heads, config.intermediate_size,
+                   s * s if i % config.global_attn_every_n_layers == 0 else local, gated=True)
+            for i in range(config.num_layers)]
+  return _stack(s, h, h, layers, pooler=False), h
+
+
+_ENCODER_COUNTERS: Dict[str, Callable[[Any, int], _EncoderCount]] = {
+    'bert': _bert, 'bert_v2': _bert, 'albert': _albert, 'modernbert': _modernbert}
+
