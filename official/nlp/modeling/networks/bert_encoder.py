@@ -10,10 +10,14 @@ from official.modeling import checkpoint_compat
 from official.modeling import tf_utils
 from official.nlp.modeling import layers
 from official.nlp.modeling.networks import bert_encoder_config
+from official.nlp.modeling.networks import modernbert_encoder
 
 _INPUT_NAMES = ('input_word_ids', 'input_mask', 'input_type_ids')
 # Extra inputs of an encoder `with_dense_inputs` (Model Garden's BertEncoderV2 option).
 _DENSE_INPUT_NAMES = ('dense_inputs', 'dense_mask', 'dense_type_ids')
+# Keys of a packed row's position ids in the input dict (an encoder with `packed_documents`): the
+# data loaders' name (`use_position_id`), then ModernBertEncoder's.
+_POSITION_ID_NAMES = ('position_ids', 'input_position_ids')
 # Keys of encoder config dicts (`EncoderConfig`, `BertEncoderConfig`, BERT config.json) that
 # `get_config()` never has: `from_config` builds from those through `bert_encoder_config`.
 _ENCODER_CONFIG_KEYS = frozenset({
@@ -67,6 +71,12 @@ class BertEncoder(tf_keras.Model):
       (float), `dense_mask` and `dense_type_ids` [batch, dense_seq]: features appended after the
       word embeddings (the outputs cover seq + dense_seq positions). Dense features in the input
       dict are used either way; this adds them to `inputs` and to the build.
+    packed_documents: the input dict may hold `position_ids` (or `input_position_ids`) int
+      [batch, seq] of packed rows, restarting at 0 at each document (`create_pretraining_data
+      --pack`, read with `use_position_id: true`): the position embeddings are looked up at them
+      and each token attends only within its document (`document_ids_from_positions`, as
+      `ModernBertEncoder`). Without them, positions are 0..seq-1 (one document a row). Off by
+      default (Model Garden's encoder, which ignores position ids); no variable changes.
 
   Call args:
     inputs: a dict with `input_word_ids`, `input_mask`, `input_type_ids` (int [batch, seq]; other
@@ -106,7 +116,7 @@ class BertEncoder(tf_keras.Model):
                embedding_layer: Optional[tf_keras.layers.Layer] = None, norm_first: bool = False,
                dict_outputs: bool = False, return_all_encoder_outputs: bool = False,
                return_attention_scores: bool = False, return_word_embeddings: bool = False,
-               with_dense_inputs: bool = False, **kwargs):
+               with_dense_inputs: bool = False, packed_documents: bool = False, **kwargs):
     legacy = _legacy_arguments(kwargs)
     inner_dim = legacy.get('inner_dim', inner_dim)
     inner_activation = legacy.get('inner_activation', inner_activation)
@@ -118,6 +128,9 @@ class BertEncoder(tf_keras.Model):
       # hidden_size // num_attention_heads wide and the attention output projects back.
       raise ValueError(f'BertEncoder num_attention_heads must be between 1 and hidden_size '
                        f'{hidden_size}, found {num_attention_heads}')
+    if packed_documents and with_dense_inputs:
+      raise ValueError('BertEncoder packed_documents and with_dense_inputs cannot be combined '
+                       '(position ids cover the word positions only); found both True')
     if initializer is None:
       initializer = tf_keras.initializers.TruncatedNormal(stddev=0.02)
     initializer = tf_keras.initializers.get(initializer)
@@ -132,7 +145,8 @@ class BertEncoder(tf_keras.Model):
         embedding_width=embedding_width, norm_first=norm_first, dict_outputs=dict_outputs,
         return_all_encoder_outputs=return_all_encoder_outputs,
         return_attention_scores=return_attention_scores,
-        return_word_embeddings=return_word_embeddings, with_dense_inputs=with_dense_inputs)
+        return_word_embeddings=return_word_embeddings, with_dense_inputs=with_dense_inputs,
+        packed_documents=packed_documents)
     clone = lambda: tf_utils.clone_initializer(initializer)
     self._embedding_layer = embedding_layer or layers.OnDeviceEmbedding(
         vocab_size, embedding_width, initializer=clone(), name='word_embeddings')
@@ -207,6 +221,18 @@ class BertEncoder(tf_keras.Model):
                        f'{list(_DENSE_INPUT_NAMES)} together')
     return [inputs[name] for name in _DENSE_INPUT_NAMES]
 
+  def _position_ids(self, inputs) -> Optional[tf.Tensor]:
+    """int32 [batch, seq] position ids of packed rows, or None (positions 0..seq-1)."""
+    if not self._config['packed_documents'] or not isinstance(inputs, Mapping):
+      return None
+    for name in _POSITION_ID_NAMES:
+      if inputs.get(name) is not None:
+        if self._dense_inputs(inputs) is not None:
+          raise ValueError(f'BertEncoder packed_documents: {name} with dense_inputs is not '
+                           'supported; expected one or the other')
+        return tf.cast(inputs[name], tf.int32)
+    return None
+
   def call(self, inputs, training=None):
     word_ids, mask, type_ids, word_embeddings = self._unpack(inputs)
     return_scores = self._config['return_attention_scores']
@@ -223,8 +249,15 @@ class BertEncoder(tf_keras.Model):
                                   axis=1)
       mask = tf.concat([mask, tf.cast(dense_mask, mask.dtype)], axis=1)
       type_ids = tf.concat([type_ids, tf.cast(dense_type_ids, type_ids.dtype)], axis=1)
-    # The position rows [1, seq, width] broadcast in the add (not materialized per batch).
-    positions = self._position_embedding_layer(word_embeddings, broadcast=False)
+    position_ids = self._position_ids(inputs)
+    document_ids = None
+    if position_ids is None:
+      # The position rows [1, seq, width] broadcast in the add (not materialized per batch).
+      positions = self._position_embedding_layer(word_embeddings, broadcast=False)
+    else:  # packed rows: each document's positions from 0, attention within the document
+      positions = tf.cast(tf.gather(self._position_embedding_layer.embeddings, position_ids),
+                          word_embeddings.dtype)
+      document_ids = modernbert_encoder.document_ids_from_positions(position_ids)
     embeddings = word_embeddings + positions + self._type_embedding_layer(type_ids)
     x = tf.cast(self._embedding_norm_layer(tf.cast(embeddings, tf.float32)), embeddings.dtype)
     x = self._embedding_dropout(x, training=training)
@@ -233,7 +266,8 @@ class BertEncoder(tf_keras.Model):
       x = projection(x)
     encoder_outputs, attention_scores = [], []
     for layer in self._transformer_layers:
-      x = layer(x, mask, return_attention_scores=return_scores, training=training)
+      x = layer(x, mask, return_attention_scores=return_scores, training=training,
+                document_ids=document_ids)
       if return_scores:
         x, scores = x
         attention_scores.append(scores)

@@ -79,6 +79,9 @@ class BertEncoderConfig(EncoderConfigChecks, hyperparams.Config):
     return_attention_scores: add every layer's attention probabilities (`attention_scores`).
     return_word_embeddings: add the looked-up word embeddings (`word_embeddings`).
     norm_first: pre-LayerNorm transformer blocks (False: original post-LN BERT).
+    packed_documents: read the `position_ids` of packed rows (records made with `--pack`, read
+      with `use_position_id: true`): position embeddings at them, attention within each document.
+      Not Model Garden's (it ignores position ids); False changes nothing.
 
   Flat encoder configs (`{'type': 'bert', 'num_hidden_layers': 12, ...}`) may name the fields as
   Hugging Face's `config.json` / Google's `bert_config.json` do (`FIELD_ALIASES`); the values are
@@ -107,7 +110,7 @@ class BertEncoderConfig(EncoderConfigChecks, hyperparams.Config):
   return_attention_scores: bool = False
   return_word_embeddings: bool = False
   norm_first: bool = False
-
+  packed_documents: bool = False
 
 
 # ---- BertEncoder arguments -------------------------------------------------------------------
@@ -122,7 +125,8 @@ _ARGUMENTS = {
     'initializer_range': 'initializer', 'embedding_size': 'embedding_width',
     'output_range': 'output_range', 'return_all_encoder_outputs': 'return_all_encoder_outputs',
     'return_attention_scores': 'return_attention_scores',
-    'return_word_embeddings': 'return_word_embeddings', 'norm_first': 'norm_first'}
+    'return_word_embeddings': 'return_word_embeddings', 'norm_first': 'norm_first',
+    'packed_documents': 'packed_documents'}
 
 
 def encoder_kwargs(config: BertEncoderConfig) -> Dict[str, Any]:
@@ -147,7 +151,9 @@ def encoder_config_of(encoder: tf_keras.Model) -> BertEncoderConfig:
     True
   """
   config = encoder.get_config()
-  values = {field: config[argument] for field, argument in _ARGUMENTS.items()}
+  # (A config saved before `packed_documents` existed lacks it: False.)
+  values = {field: config.get(argument, False) if argument == 'packed_documents'
+            else config[argument] for field, argument in _ARGUMENTS.items()}
   initializer = config.get('initializer') or {}
   stddev = (initializer.get('config') or {}).get('stddev', 0.02) if isinstance(
       initializer, dict) else 0.02

@@ -347,3 +347,69 @@ def test_dense_inputs_follow_the_word_embeddings():
     encoder(dict(input_word_ids=word_ids, input_mask=mask, input_type_ids=type_ids,
                  dense_inputs=dense, dense_type_ids=dense_types))
   assert networks.BertEncoder.from_config(encoder.get_config()).get_config()['with_dense_inputs']
+
+
+def _packed_rows(seq, lengths, seed=4):
+  """Word ids, mask, position ids and document numbers of rows packed with `lengths`."""
+  rng = np.random.default_rng(seed)
+  positions, documents, mask = (np.zeros((len(lengths), seq), np.int32) for _ in range(3))
+  for row, row_lengths in enumerate(lengths):
+    start = 0
+    for number, length in enumerate(row_lengths, 1):
+      positions[row, start:start + length] = np.arange(length)
+      documents[row, start:start + length] = number
+      mask[row, start:start + length] = 1
+      start += length
+  word_ids = rng.integers(1, VOCAB, (len(lengths), seq)).astype(np.int32) * mask
+  return word_ids, mask, positions, documents
+
+
+@pytest.mark.parametrize('norm_first', [False, True])
+def test_packed_documents_a_perturbed_document_leaves_the_others_unchanged(norm_first):
+  """Packed rows: changing every token of one document changes no other document's outputs,
+  and each document's outputs equal those it has alone in a row."""
+  encoder = _encoder(packed_documents=True, norm_first=norm_first)
+  seq = 12
+  word_ids, mask, positions, documents = _packed_rows(seq, [[3, 6, 3], [4, 6]])
+  types = np.zeros_like(mask)
+  inputs = dict(input_word_ids=word_ids, input_mask=mask, input_type_ids=types,
+                position_ids=positions)
+  before = encoder(inputs)['sequence_output'].numpy()
+  changed = word_ids.copy()
+  second = documents == 2
+  changed[second] = (changed[second] + 1 + np.arange(second.sum()) % (VOCAB - 2)) % VOCAB
+  after = encoder(dict(inputs, input_word_ids=changed))['sequence_output'].numpy()
+  others = (mask > 0) & ~second
+  np.testing.assert_allclose(after[others], before[others], atol=1e-5)
+  assert np.abs(after[second] - before[second]).max() > 1e-2
+  for row, number in ((0, 1), (0, 3), (1, 2)):
+    where = documents[row] == number
+    ones = np.ones([1, where.sum()], np.int32)
+    alone = encoder(dict(input_word_ids=word_ids[row][where][None], input_mask=ones,
+                         input_type_ids=0 * ones))['sequence_output']
+    np.testing.assert_allclose(alone.numpy()[0], before[row][where], atol=1e-5)
+  # ModernBertEncoder's input name works too.
+  renamed = dict(inputs, input_position_ids=positions)
+  del renamed['position_ids']
+  np.testing.assert_allclose(encoder(renamed)['sequence_output'], before, atol=1e-6)
+
+
+def test_packed_documents_is_off_by_default_and_adds_no_variable(tmp_path):
+  plain, packed = _encoder(), _encoder(packed_documents=True)
+  assert [v.name for v in plain.weights] == [v.name for v in packed.weights]
+  assert not plain.get_config()['packed_documents']
+  # A default encoder's checkpoint restores into a packed one; rows without position ids (and
+  # the default encoder given position ids, which it ignores) give the same outputs.
+  path = tf.train.Checkpoint(encoder=plain).write(str(tmp_path / 'ckpt'))
+  tf.train.Checkpoint(encoder=packed).read(path).assert_existing_objects_matched()
+  word_ids, mask, type_ids = _inputs()
+  inputs = dict(input_word_ids=word_ids, input_mask=mask, input_type_ids=type_ids)
+  expected = plain(inputs)['sequence_output']
+  np.testing.assert_allclose(packed(inputs)['sequence_output'], expected, atol=1e-6)
+  restarts = np.tile(np.arange(SEQ) % 3, (3, 1)).astype(np.int32)
+  np.testing.assert_allclose(plain(dict(inputs, position_ids=restarts))['sequence_output'],
+                             expected, atol=1e-6)
+  rebuilt = networks.BertEncoder.from_config(packed.get_config())
+  assert rebuilt.get_config()['packed_documents']
+  with pytest.raises(ValueError, match='packed_documents and with_dense_inputs'):
+    _encoder(packed_documents=True, with_dense_inputs=True)

@@ -24,6 +24,9 @@ def test_encoder_kwargs_and_encoder_config_of_are_inverse():
   factorized = bec.BertEncoderConfig(**dict(_SMALL, embedding_size=8))
   encoder = networks.BertEncoder(**bec.encoder_kwargs(factorized))
   assert bec.encoder_config_of(encoder).embedding_size == 8
+  packed = bec.BertEncoderConfig(**dict(_SMALL, packed_documents=True))
+  encoder = networks.BertEncoder(**bec.encoder_kwargs(packed))
+  assert encoder.get_config()['packed_documents'] and bec.encoder_config_of(encoder) == packed
 
 
 @pytest.mark.parametrize('fmt', bec.FORMATS)
