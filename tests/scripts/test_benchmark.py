@@ -1,11 +1,16 @@
 """Tests of official/nlp/tools/benchmark.py (`mlm-benchmark`, `scripts/benchmark.py`): FLOP
-counting against a hand count, variants, and the JSON report."""
+counting against a hand count (every encoder type: tests/nlp/tools/test_model_flops.py),
+variants, the report's CPU line and roofline shares, and the JSON report."""
 
 import json
+import os
 
 import pytest
 
 from official.nlp.tools import benchmark
+from official.nlp.tools import model_flops
+from official.utils.misc import cpu_info
+from tests.paths import ROOT
 
 
 # 2 layers, hidden 32, 2 heads, feed-forward 64, vocab 100, seq 16, 3 predictions, batch 4,
@@ -102,3 +107,70 @@ def test_three_steps_report(tmp_path, capsys):
   assert result['final_loss'] > 0
   assert report['flops_per_sequence']['forward'] == 619392
   assert report['machine']['matmul_peak_tflops']['float32'] > 0
+
+
+# ModernBERT: 3 layers (global, local with window 8 < seq 16, global), hidden 32, 2 heads, GeGLU
+# 24, vocab 100, 3 predictions, batch 4, no classification head.
+MODERNBERT_CONFIG = os.path.join(ROOT, 'configs', 'pretraining', 'modernbert_tiny.yaml')
+MODERNBERT_TINY = ','.join([
+    'task.model.encoder.modernbert.vocab_size=100', 'task.model.encoder.modernbert.hidden_size=32',
+    'task.model.encoder.modernbert.num_layers=3',
+    'task.model.encoder.modernbert.num_attention_heads=2',
+    'task.model.encoder.modernbert.intermediate_size=24',
+    'task.model.encoder.modernbert.local_attention=8',
+    'task.model.encoder.modernbert.global_attn_every_n_layers=2',
+    'task.train_data.global_batch_size=4', 'task.train_data.seq_length=16',
+    'task.train_data.max_predictions_per_seq=3'])
+
+
+@pytest.mark.slow
+def test_modernbert_report_end_to_end(tmp_path, capsys):
+  """Issue 30: a modernbert config ran every round, then died in the FLOP count (BERT's fields).
+
+  About 20 s on 2 shared cores: building each variant's trainer and tracing its train loop.
+  """
+  path = tmp_path / 'report.json'
+  assert benchmark.main(['--config_file', MODERNBERT_CONFIG, '--params_override', MODERNBERT_TINY,
+                         '--variants', 'float32,bfloat16', '--windows', '1',
+                         '--steps_per_window', '2', '--warmup_steps', '0', '--peak_seconds',
+                         '0.02', '--peak_size', '64', '--json', str(path)]) == 0
+  table = capsys.readouterr().out.splitlines()
+  report = json.loads(path.read_text())
+  params = benchmark.build_params('bert/pretraining', [MODERNBERT_CONFIG], MODERNBERT_TINY,
+                                  'float32')
+  forward = model_flops.model_flops_per_sequence(params)['forward']
+  assert report['flops_per_sequence']['forward'] == forward
+  assert report['config']['encoder_type'] == 'modernbert'
+  cpu = cpu_info.read_cpu_info()
+  assert report['machine']['cpu_model'] == cpu.model
+  assert report['machine']['cpu_flags'] == cpu.flags
+  assert f'cpu {cpu.line()}' in table[-2]
+  peaks = report['machine']['matmul_peak_tflops']
+  assert sorted(peaks) == ['bfloat16', 'float32'] and min(peaks.values()) > 0
+  for result, row in zip(report['results'], table[2:4]):
+    dtype = result['dtype']
+    assert result['variant'] == dtype and row.startswith(dtype)
+    assert (result['cpu_model'], result['cpu_flags']) == (cpu.model, cpu.flags)
+    # Each variant against the roofline of its own dtype, measured in this run.
+    assert result['matmul_peak_tflops'] == pytest.approx(peaks[dtype])
+    assert result['model_tflops'] == pytest.approx(
+        3 * forward * 4 * result['steps_per_second'] / 1e12)
+    share = result['fraction_of_matmul_peak']
+    assert share == pytest.approx(result['model_tflops'] / peaks[dtype])
+    assert f'{100 * share:.1f}% {dtype}' in row
+
+
+def test_an_uncounted_encoder_type_stops_before_building(monkeypatch, capsys):
+  counters = model_flops._ENCODER_COUNTERS  # pylint: disable=protected-access
+  monkeypatch.delitem(counters, 'modernbert')
+  monkeypatch.setattr(benchmark, 'VariantRunner', None)  # building a variant would raise
+  assert benchmark.main(['--config_file', MODERNBERT_CONFIG, '--params_override', MODERNBERT_TINY,
+                         '--variants', 'float32']) == 2
+  assert capsys.readouterr().err == (
+      "mlm-benchmark: error: task.model.encoder.type='modernbert': no FLOP count for this encoder "
+      "type; expected one of ['albert', 'bert', 'bert_v2']\n")
+
+
+def test_a_repeated_variant_is_one_line(capsys):
+  assert benchmark.main(['--params_override', TINY, '--variants', 'float32,float32']) == 2
+  assert capsys.readouterr().err.startswith('mlm-benchmark: error: --variants: repeated variant')

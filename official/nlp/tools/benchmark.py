@@ -10,10 +10,14 @@ are reported, with the process CPU seconds per step (steadier than wall time whe
 the machine). Memory: the process' peak host memory while each variant was built and timed, and the
 part the variant added (earlier variants stay resident); the peak device memory on GPU.
 
-The model FLOPs are counted from the config (matmuls only, 2 per multiply-add; training = 3x the
-forward pass); the machine's matmul peak is measured in the same run and dtype (a square matmul,
-best of the rounds). On a GPU the report adds the model-FLOP utilization against the GPU's
-datasheet peak when the GPU is in `GPU_PEAK_TFLOPS`.
+The model FLOPs are counted from the encoder type's own config (`model_flops`: matmuls only, 2 per
+multiply-add; training = 3x the forward pass); an encoder type without a count is refused before
+anything is built. The matmul roofline is measured in the same run for each dtype (a square
+matmul, best of the rounds), and each variant's share is against its own dtype's roofline
+(float32 against float32, bfloat16 against bfloat16). The report names the CPU (model name and
+its AVX2 / AVX-512 / bfloat16 / AMX flags, `cpu_info`) in the table and in every JSON result. On a
+GPU the report adds the model-FLOP utilization against the GPU's datasheet peak when the GPU is in
+`GPU_PEAK_TFLOPS`.
 
 `mlm-benchmark` and `python scripts/benchmark.py` run this module's `main`.
 
@@ -42,6 +46,7 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 import tensorflow as tf  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
+from official.common import cli_utils
 from official.common import distribute_utils
 from official.common import quiet
 from official.common import registry_imports  # pylint: disable=unused-import
@@ -50,6 +55,8 @@ from official.core import task_factory
 from official.core import trainer as trainer_lib
 from official.modeling import hyperparams
 from official.modeling import performance
+from official.nlp.tools import model_flops
+from official.utils.misc import cpu_info
 # pylint: enable=g-import-not-at-top,wrong-import-position
 
 DTYPES = ('float32', 'bfloat16', 'float16')
@@ -72,45 +79,8 @@ GPU_PEAK_TFLOPS = (
 
 
 # ---- model FLOPs ---------------------------------------------------------------------------------
-def model_flops_per_sequence(params) -> Dict[str, float]:
-  """Matmul FLOPs of one training sequence, counted from the config (2 FLOPs per multiply-add).
-
-  Per transformer layer (seq s, hidden h, feed-forward i): Q/K/V and output projections 8*s*h^2,
-  attention scores and weighted sum 4*s^2*h, feed-forward 4*s*h*i. Embeddings: the projection
-  2*s*e*h when the embedding width e differs from h (lookups are free). Masked-LM head on the p
-  predictions: transform 2*p*h*e and vocabulary projection 2*p*e*v. Pooler 2*h^2; each
-  classification head 2*h*inner + 2*inner*classes (2*h*classes without an inner layer).
-  Training counts 3x the forward pass (the backward pass computes two products per forward one).
-
-  Args:
-    params: an experiment config with `task.model.encoder` (bert) and `task.train_data`.
-
-  Returns:
-    dict of forward FLOPs per part (`attention_projections`, `attention_scores`, `feed_forward`,
-    `embedding_projection`, `pooler`, `mlm_transform`, `mlm_vocab`, `classification_heads`), their
-    sum `forward` and `train` (3 x forward).
-  """
-  bert = params.task.model.encoder.get()
-  data = params.task.train_data
-  s, h, i, v = data.seq_length, bert.hidden_size, bert.intermediate_size, bert.vocab_size
-  e = bert.embedding_size or h
-  p = data.max_predictions_per_seq
-  layers = bert.num_layers
-  parts = {
-      'attention_projections': layers * 8.0 * s * h * h,
-      'attention_scores': layers * 4.0 * s * s * h,
-      'feed_forward': layers * 4.0 * s * h * i,
-      'embedding_projection': 2.0 * s * e * h if e != h else 0.0,
-      'pooler': 2.0 * h * h,
-      'mlm_transform': 2.0 * p * h * e,
-      'mlm_vocab': 2.0 * p * e * v,
-      'classification_heads': float(sum(
-          2 * h * head.inner_dim + 2 * head.inner_dim * head.num_classes if head.inner_dim
-          else 2 * h * head.num_classes for head in params.task.model.cls_heads)),
-  }
-  parts['forward'] = sum(parts.values())
-  parts['train'] = 3.0 * parts['forward']
-  return parts
+# Counted from the encoder type's own config; the name stays here for callers of this module.
+model_flops_per_sequence = model_flops.model_flops_per_sequence
 
 
 # ---- machine peak --------------------------------------------------------------------------------
@@ -300,15 +270,39 @@ class VariantRunner:
     return get() if get else None
 
 
-def run_benchmark(args: argparse.Namespace) -> Dict[str, Any]:
-  """Builds every variant, times them round-robin, and returns the report dict."""
+def check_args(args: argparse.Namespace) -> List[str]:
+  """Checks what would otherwise fail only after the timing: the variants, the config, the count.
+
+  Args:
+    args: `parse_args`' result.
+
+  Returns:
+    The variants, in order.
+
+  Raises:
+    ValueError: a bad or repeated variant, a config that does not load, or an encoder type
+      without a FLOP count (naming `task.model.encoder.type` and the counted types).
+
+  Example:
+    >>> check_args(parse_args(['--variants=float32,bfloat16']))
+    ['float32', 'bfloat16']
+  """
   variants = [v.strip() for v in args.variants.split(',') if v.strip()]
   for variant in variants:
     parse_variant(variant)
   if len(set(variants)) != len(variants):
     raise ValueError(f'--variants: repeated variant in {variants}')
+  model_flops_per_sequence(build_params(args.experiment, args.config_file, args.params_override,
+                                        variants[0], args.data))
+  return variants
+
+
+def run_benchmark(args: argparse.Namespace) -> Dict[str, Any]:
+  """Builds every variant, times them round-robin, and returns the report dict."""
+  variants = check_args(args)
   dtypes = sorted({parse_variant(v)['dtype'] for v in variants})
   device = gpu_name()
+  cpu = cpu_info.read_cpu_info()
   runners: List[VariantRunner] = []
   with contextlib.ExitStack() as stack:
     for variant in variants:
@@ -331,18 +325,19 @@ def run_benchmark(args: argparse.Namespace) -> Dict[str, Any]:
         for dtype in dtypes:
           peaks[dtype] = max(peaks[dtype], measure_matmul_peak(dtype, args.peak_size,
                                                                args.peak_seconds))
-    results = [_result(runner, runners[0], peaks, device, args) for runner in runners]
+    results = [_result(runner, runners[0], peaks, device, cpu) for runner in runners]
   return {'config': {'experiment': args.experiment, 'config_file': list(args.config_file),
                      'params_override': args.params_override, 'data': args.data,
+                     'encoder_type': runners[0].params.task.model.encoder.type,
                      'steps_per_window': args.steps_per_window, 'windows': args.windows},
-          'machine': _machine(device, peaks),
+          'machine': _machine(device, peaks, cpu),
           'flops_per_sequence': model_flops_per_sequence(runners[0].params),
           'peak_host_memory_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
           'results': results}
 
 
 def _result(runner: VariantRunner, base: VariantRunner, peaks: Dict[str, float],
-            device: Optional[str], args: argparse.Namespace) -> Dict[str, Any]:
+            device: Optional[str], cpu: cpu_info.CpuInfo) -> Dict[str, Any]:
   params = runner.params
   data = params.task.train_data
   dtype = parse_variant(runner.name)['dtype']
@@ -370,17 +365,19 @@ def _result(runner: VariantRunner, base: VariantRunner, peaks: Dict[str, float],
       'variant_host_memory_mb': runner.peak_host_mb - runner.rss_before_mb,
       'peak_device_memory_mb': peak_device_memory_mb(),
       'loop_tracing_count': runner.tracing_count(),
+      'cpu_model': cpu.model, 'cpu_flags': cpu.flags,
   }
   sheet = datasheet_peak_tflops(device, dtype)
   if sheet:
     result['datasheet_peak_tflops'] = sheet
     result['mfu'] = flops / 1e12 / sheet
-  del args
   return result
 
 
-def _machine(device: Optional[str], peaks: Dict[str, float]) -> Dict[str, Any]:
+def _machine(device: Optional[str], peaks: Dict[str, float],
+             cpu: cpu_info.CpuInfo) -> Dict[str, Any]:
   return {'device': device or 'CPU', 'cpu_count': os.cpu_count(),
+          'cpu_model': cpu.model, 'cpu_flags': cpu.flags,
           'tensorflow': tf.__version__,
           'matmul_peak_tflops': {k: v / 1e12 for k, v in peaks.items()},
           'load_average': list(os.getloadavg()) if hasattr(os, 'getloadavg') else None}
@@ -422,23 +419,27 @@ def format_table(report: Dict[str, Any]) -> str:
     return (f"input pipeline: {p['batches_per_second']:.1f} batches/s, "
             f"{p['sequences_per_second']:.0f} sequences/s, first batch "
             f"{p['time_to_first_batch_s']:.1f}s")
-  header = ['variant', 'steps/s', 'vs first', 'seq/s', 'tokens/s', 'TFLOP/s', 'of peak',
+  header = ['variant', 'steps/s', 'vs first', 'seq/s', 'tokens/s', 'TFLOP/s', 'of roofline',
             'first step s', 'host MB (+variant)']
   rows = [header]
   for r in report['results']:
     frac = r['fraction_of_matmul_peak']
     rows.append([r['variant'], f"{r['steps_per_second']:.3f}", f"{r['ratio_to_first']:.2f}x",
                  f"{r['sequences_per_second']:.1f}", f"{r['tokens_per_second']:.0f}",
-                 f"{r['model_tflops']:.3f}", '-' if frac is None else f'{100 * frac:.0f}%',
+                 f"{r['model_tflops']:.3f}",
+                 '-' if frac is None else f"{100 * frac:.1f}% {r['dtype']}",
                  f"{r['time_to_first_step_s']:.1f}",
                  f"{r['peak_host_memory_mb']:.0f} (+{r['variant_host_memory_mb']:.0f})"])
   widths = [max(len(row[c]) for row in rows) for c in range(len(header))]
   lines = [' | '.join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
   lines.insert(1, '-+-'.join('-' * w for w in widths))
   machine = report['machine']
+  cpu = cpu_info.CpuInfo(machine['cpu_model'], machine['cpu_flags'])
   peaks = ', '.join(f'{k} {v:.3f}' for k, v in machine['matmul_peak_tflops'].items())
-  lines.append(f"device {machine['device']}; matmul peak TFLOP/s: {peaks}; model GFLOP per "
-               f"training sequence {report['flops_per_sequence']['train'] / 1e9:.2f}")
+  lines.append(f"cpu {cpu.line()}, {machine['cpu_count']} cores; device {machine['device']}")
+  lines.append(f"matmul roofline TFLOP/s (this run, per dtype): {peaks or '-'}; model GFLOP per "
+               f"training sequence {report['flops_per_sequence']['train'] / 1e9:.2f} "
+               f"({report['config']['encoder_type']})")
   if any('mfu' in r for r in report['results']):
     lines.append('MFU vs datasheet: ' + ', '.join(
         f"{r['variant']} {100 * r['mfu']:.1f}%" for r in report['results'] if 'mfu' in r))
@@ -489,6 +490,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     tf.config.threading.set_inter_op_parallelism_threads(args.inter_op_threads)
   if args.intra_op_threads:
     tf.config.threading.set_intra_op_parallelism_threads(args.intra_op_threads)
+  if not args.pipeline_only:
+    try:
+      check_args(args)
+    except ValueError as e:  # before anything is built or timed: one line, not a traceback
+      return cli_utils.error('mlm-benchmark', str(e), status=2)
   report = run_pipeline_benchmark(args) if args.pipeline_only else run_benchmark(args)
   if args.json == '-':
     print(json.dumps(report, indent=2))

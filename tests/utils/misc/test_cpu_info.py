@@ -1,0 +1,44 @@
+"""Tests of official/utils/misc/cpu_info.py: the model name and matmul flags of /proc/cpuinfo."""
+
+from official.utils.misc import cpu_info
+
+# Two processors of a /proc/cpuinfo (x86 layout): the first one's fields are read.
+CPUINFO = """processor\t: 0
+vendor_id\t: AuthenticAMD
+model name\t: AMD EPYC 9B14 96-Core   Processor
+flags\t\t: fpu sse2 avx2 avx512f avx512_bf16 amx_tile_x
+bogomips\t: 5200.00
+
+processor\t: 1
+model name\t: Other CPU
+flags\t\t: amx_bf16 amx_tile
+"""
+
+
+def test_reads_the_model_and_the_matmul_flags(tmp_path):
+  path = tmp_path / 'cpuinfo'
+  path.write_text(CPUINFO)
+  info = cpu_info.read_cpu_info(str(path))
+  assert info.model == 'AMD EPYC 9B14 96-Core Processor'
+  assert info.flags == {'avx2': True, 'avx512f': True, 'avx512_bf16': True, 'amx_bf16': False,
+                        'amx_tile': False}  # whole names only: amx_tile_x is not amx_tile
+  assert info.line() == ('AMD EPYC 9B14 96-Core Processor (avx2 avx512f avx512_bf16; '
+                         'no amx_bf16 amx_tile)')
+
+
+def test_no_cpuinfo_gives_unknown_flags(tmp_path):
+  info = cpu_info.read_cpu_info(str(tmp_path / 'missing'))
+  assert info.flags == {} and info.model
+  assert info.line() == f'{info.model} (flags unknown)'
+
+
+def test_lines_with_all_or_no_flags():
+  every = {name: True for name in cpu_info.MATMUL_FLAGS}
+  assert cpu_info.CpuInfo('X', every).line() == 'X (avx2 avx512f avx512_bf16 amx_bf16 amx_tile)'
+  none = {name: False for name in cpu_info.MATMUL_FLAGS}
+  assert cpu_info.CpuInfo('X', none).line() == 'X (no avx2 avx512f avx512_bf16 amx_bf16 amx_tile)'
+
+
+def test_this_machine():
+  info = cpu_info.read_cpu_info()
+  assert info.model and info.line().startswith(info.model)
