@@ -12,11 +12,13 @@ Example:
   >>> with strategy.scope():
   ...   task = task_factory.get_task(params.task, logging_dir=model_dir)
   >>> model, eval_logs = run_experiment(strategy, task, 'train_and_eval', params, model_dir)
+  >>> result = run_experiment_with_trainer(strategy, task, 'train', params, model_dir)
+  >>> int(result.trainer.global_step.numpy())   # the step reached
 """
 
 import logging
 import os
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 import orbit
 import tensorflow as tf
@@ -33,10 +35,6 @@ from official.core import trainer as trainer_lib
 from official.modeling import performance
 
 MODES = ('train', 'eval', 'train_and_eval', 'train_and_post_eval', 'continuous_eval')
-
-# The `Trainer` of the latest `run_experiment` call (a hook for tests and notebooks, e.g. to check
-# `last_trainer.train_loop_fn().experimental_get_tracing_count()`).
-last_trainer: Optional[trainer_lib.Trainer] = None
 
 # Model Garden's name in this module.
 maybe_create_best_ckpt_exporter = best_checkpoint.maybe_create_best_ckpt_exporter
@@ -140,10 +138,8 @@ class OrbitExperimentRunner:
           train_utils.write_params(params, model_dir)  # evaluation keeps the training run's
           if hasattr(task, 'write_model_dir_assets'):  # e.g. the records' vocabulary
             task.write_model_dir_assets(model_dir)
-      global last_trainer
       self._trainer = trainer or trainer_lib.Trainer(self.strategy, task, params, model_dir,
-                                         train=self._training)
-      last_trainer = self._trainer
+                                                     train=self._training)
     except BaseException:
       self.release_lock()
       raise
@@ -369,12 +365,53 @@ def run_experiment(distribution_strategy: Optional[tf.distribute.Strategy], task
       whose steps were all skipped; the message names the newest finite checkpoint.
     CheckpointWriteError: a checkpoint could not be written (e.g. the disk is full).
   """
-  return OrbitExperimentRunner(
+  result = run_experiment_with_trainer(
       distribution_strategy, task, mode, params, model_dir, run_post_eval=run_post_eval,
       save_summary=save_summary, train_actions=train_actions, eval_actions=eval_actions,
       trainer=trainer, controller_cls=controller_cls, summary_manager=summary_manager,
       eval_summary_manager=eval_summary_manager,
       enable_async_checkpointing=enable_async_checkpointing,
-      allow_config_change=allow_config_change).run()
+      allow_config_change=allow_config_change)
+  return result.model, result.eval_logs
+
+
+class ExperimentResult(NamedTuple):
+  """What `run_experiment_with_trainer` returns.
+
+  Attributes:
+    model: the trained (or evaluated) model.
+    eval_logs: as `run_experiment` returns them.
+    trainer: the `Trainer` that ran (its `global_step`, `optimizer`, `ema`, `stopped_by`, ...).
+  """
+  model: tf_keras.Model
+  eval_logs: Dict[str, float]
+  trainer: trainer_lib.Trainer
+
+
+def run_experiment_with_trainer(distribution_strategy: Optional[tf.distribute.Strategy],
+                                task: base_task.Task, mode: str, params: cfg.ExperimentConfig,
+                                model_dir: str, **runner_options: Any) -> ExperimentResult:
+  """`run_experiment`, returning the `Trainer` that ran with the model and the logs.
+
+  For callers that need the step reached or the trainer's state after the run (the Python API,
+  tests); `run_experiment` keeps Model Garden's `(model, eval_logs)`.
+
+  Args:
+    distribution_strategy, task, mode, params, model_dir: as `run_experiment`.
+    **runner_options: `run_experiment`'s keyword arguments (`run_post_eval`, `save_summary`,
+      `allow_config_change`, `train_actions`, ...), passed to `OrbitExperimentRunner`.
+
+  Raises:
+    As `run_experiment`; TypeError: an unknown keyword argument.
+
+  Example:
+    >>> result = run_experiment_with_trainer(strategy, task, 'train', params, model_dir)
+    >>> int(result.trainer.global_step.numpy())
+    1000
+  """
+  runner = OrbitExperimentRunner(distribution_strategy, task, mode, params, model_dir,
+                                 **runner_options)
+  model, eval_logs = runner.run()
+  return ExperimentResult(model, eval_logs, runner.trainer)
 
 

@@ -27,7 +27,6 @@ import logging
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
-import tensorflow as tf
 
 from official.common import distribute_utils
 from official.common import quiet
@@ -124,8 +123,8 @@ def train(params: cfg.ExperimentConfig, model_dir: str, steps: Optional[int] = N
       schedule is the config's, so set its decay steps too when shortening a run.
     evaluate: evaluate `trainer.validation_steps` steps after training (needs
       `task.validation_data.input_path`).
-    distribution_strategy: a `tf.distribute.Strategy` (default: the one
-      `params.runtime.distribution_strategy` names).
+    distribution_strategy: a `tf.distribute.Strategy` (default: the one `params.runtime`
+      describes, built as `mlm-train` builds it: `distribute_utils.strategy_from_runtime`).
     show_progress: when Python logging has no handler yet (a plain script or notebook), send
       INFO records to stderr in absl's format so that the progress lines (every ~10 s) show.
 
@@ -148,17 +147,14 @@ def train(params: cfg.ExperimentConfig, model_dir: str, steps: Optional[int] = N
     params.override({'trainer': {'train_steps': int(steps)}}, is_strict=True)
   if show_progress and not logging.getLogger().handlers:
     quiet.use_absl_logging()
-  runtime = params.runtime
-  strategy = distribution_strategy or distribute_utils.get_distribution_strategy(
-      distribution_strategy=runtime.distribution_strategy, num_gpus=runtime.num_gpus,
-      tpu_address=runtime.tpu) or tf.distribute.get_strategy()
+  strategy = distribution_strategy or distribute_utils.strategy_from_runtime(params.runtime)
   with strategy.scope():
     task = task_factory.get_task(params.task, logging_dir=model_dir)
   mode = 'train_and_post_eval' if evaluate else 'train'
-  model, logs = train_lib.run_experiment(strategy, task, mode, params, model_dir)
-  step = int(train_lib.last_trainer.global_step.numpy())
-  return TrainResult(model=model, model_dir=model_dir, step=step,
-                     eval_logs={k: float(np.asarray(v)) for k, v in (logs or {}).items()
+  result = train_lib.run_experiment_with_trainer(strategy, task, mode, params, model_dir)
+  return TrainResult(model=result.model, model_dir=model_dir,
+                     step=int(result.trainer.global_step.numpy()),
+                     eval_logs={k: float(np.asarray(v)) for k, v in (result.eval_logs or {}).items()
                                 if np.size(v) == 1})
 
 

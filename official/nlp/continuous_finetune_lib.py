@@ -49,7 +49,8 @@ def run_continuous_finetune(mode: str, params: cfg.ExperimentConfig, model_dir: 
     model_dir: the fine-tuning runs' directory.
     run_post_eval: return the last evaluation's logs (otherwise {}).
     pretrain_steps: the pretraining run's total steps: wait for checkpoints until it is reached.
-    distribution_strategy: the strategy (None: from `params.runtime`).
+    distribution_strategy: the strategy (None: from `params.runtime`,
+      `distribute_utils.strategy_from_runtime`).
     poll_seconds: how often to look for the pretraining directory before it exists.
 
   Returns:
@@ -69,11 +70,7 @@ def run_continuous_finetune(mode: str, params: cfg.ExperimentConfig, model_dir: 
                        f'directory of a pretraining run, found {pretrain_dir!r}')
     time.sleep(poll_seconds)
     waited += poll_seconds
-  runtime = params.runtime
-  strategy = distribution_strategy or distribute_utils.get_distribution_strategy(
-      distribution_strategy=runtime.distribution_strategy, num_gpus=runtime.num_gpus,
-      all_reduce_alg=runtime.all_reduce_alg, num_packs=runtime.num_packs,
-      tpu_address=runtime.tpu)
+  strategy = distribution_strategy or distribute_utils.strategy_from_runtime(params.runtime)
   train_utils.check_model_dir(model_dir)
   with model_dir_lock.ModelDirLock(model_dir):  # the fine-tuning runs re-enter it
     return _continuous_finetune(params, model_dir, pretrain_dir, strategy, pretrain_steps,

@@ -106,11 +106,7 @@ def main(argv) -> None:
     _fail(f'--mode=eval: no checkpoint in --model_dir={FLAGS.model_dir}')
   # Configuration problems end with a one-line message, not a traceback.
   try:
-    distribute_utils.configure_cluster(runtime.worker_hosts, runtime.task_index)
-    strategy = distribute_utils.get_distribution_strategy(
-        distribution_strategy=runtime.distribution_strategy, num_gpus=runtime.num_gpus,
-        all_reduce_alg=runtime.all_reduce_alg, num_packs=runtime.num_packs,
-        tpu_address=runtime.tpu) or tf.distribute.get_strategy()  # 'off': None
+    strategy = distribute_utils.strategy_from_runtime(runtime)
     with strategy.scope():
       task = task_factory.get_task(params.task, logging_dir=FLAGS.model_dir)
   except (ValueError, KeyError) as e:

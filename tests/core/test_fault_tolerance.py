@@ -170,13 +170,19 @@ np.save(root + '/split.npy', model.get_weights()[0])
 
 
 # ---- never a poisoned checkpoint ------------------------------------------------------------------
-def _run(model_dir, overrides=None, mode='train', **run_kwargs):
+def _runner(model_dir, overrides=None, mode='train', **run_kwargs):
+  """The toy experiment's runner (built, not run) with `overrides` of its config."""
   params = exp_factory.get_exp_config('test/toy_regression')
   params.override(overrides or {})
   strategy = distribute_utils.get_distribution_strategy('one_device')
   with strategy.scope():
     task = task_factory.get_task(params.task, logging_dir=str(model_dir))
-  return train_lib.run_experiment(strategy, task, mode, params, str(model_dir), **run_kwargs)
+  return train_lib.OrbitExperimentRunner(strategy, task, mode, params, str(model_dir),
+                                         **run_kwargs)
+
+
+def _run(model_dir, overrides=None, mode='train', **run_kwargs):
+  return _runner(model_dir, overrides, mode, **run_kwargs).run()
 
 
 def _last_line(text):
@@ -187,13 +193,14 @@ def _last_line(text):
 def test_nan_injected_before_a_save_is_not_written(tmp_path):
   def poison(outputs):  # a train action: runs after the loop, before its checkpoint
     del outputs
-    trainer = train_lib.last_trainer
+    trainer = runner.trainer
     if int(trainer.global_step.numpy()) == 10:
       kernel = trainer.model.trainable_variables[0]
       kernel.assign(tf.fill(kernel.shape, np.nan))
 
+  runner = _runner(tmp_path, train_actions=[poison])
   with pytest.raises(checkpointing.TrainingStopped) as e:
-    _run(tmp_path, train_actions=[poison])
+    runner.run()
   message = str(e.value)
   assert 'the weights (or optimizer state) hold NaN or Inf at step 10' in message
   assert f'The newest finite checkpoint is {tmp_path}/ckpt-5 (step 5)' in message
@@ -202,10 +209,9 @@ def test_nan_injected_before_a_save_is_not_written(tmp_path):
   assert not (tmp_path / '.mlm_garden.lock').exists()  # released on the exception
 
 
-def _write_poisoned_checkpoint(step):
-  """What an older version could leave: the last run's ckpt-<step>, holding a NaN kernel (saved
-  past the finite check)."""
-  trainer = train_lib.last_trainer
+def _write_poisoned_checkpoint(trainer, step):
+  """What an older version could leave: `trainer`'s ckpt-<step>, holding a NaN kernel (saved past
+  the finite check)."""
   kernel = trainer.model.trainable_variables[0]
   kernel.assign(tf.fill(kernel.shape, np.nan))
   trainer.global_step.assign(step)
@@ -213,8 +219,9 @@ def _write_poisoned_checkpoint(step):
 
 
 def test_a_stopped_run_names_the_newest_finite_checkpoint_on_disk(tmp_path):
-  _run(tmp_path, {'trainer': {'train_steps': 10}})
-  _write_poisoned_checkpoint(15)
+  runner = _runner(tmp_path, {'trainer': {'train_steps': 10}})
+  runner.run()
+  _write_poisoned_checkpoint(runner.trainer, 15)
   with pytest.raises(checkpointing.TrainingStopped) as e:   # resumes from the NaN ckpt-15
     _run(tmp_path)
   assert 'training loss is nan at step 20' in str(e.value)

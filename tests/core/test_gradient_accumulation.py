@@ -28,8 +28,8 @@ def _train(model_dir, batch_size, accumulation_steps, train_steps=6, strategy=No
   strategy = strategy or distribute_utils.get_distribution_strategy('one_device')
   with strategy.scope():
     task = task_factory.get_task(params.task, logging_dir=str(model_dir))
-  model, _ = train_lib.run_experiment(strategy, task, 'train', params, str(model_dir))
-  return model, train_lib.last_trainer
+  result = train_lib.run_experiment_with_trainer(strategy, task, 'train', params, str(model_dir))
+  return result.model, result.trainer
 
 
 @pytest.mark.parametrize('xla', [False, True])
@@ -97,8 +97,8 @@ def test_bert_pretraining_smoke(tmp_path):
       ',trainer.gradient_accumulation_steps=2')
   strategy = tf.distribute.get_strategy()
   task = task_factory.get_task(params.task, logging_dir=str(tmp_path))
-  model, _ = train_lib.run_experiment(strategy, task, 'train', params, str(tmp_path))
-  trainer = train_lib.last_trainer
+  model, _, trainer = train_lib.run_experiment_with_trainer(strategy, task, 'train', params,
+                                                            str(tmp_path))
   assert int(trainer.global_step.numpy()) == 2
   assert int(trainer.optimizer.iterations.numpy()) == 2
   assert np.isfinite(trainer.last_loop_loss)
@@ -126,8 +126,8 @@ def test_a_nonfinite_micro_batch_skips_its_update_once(tmp_path):
   strategy = distribute_utils.get_distribution_strategy('one_device')
   with strategy.scope():
     task = task_factory.get_task(params.task)
-  model, _ = train_lib.run_experiment(strategy, task, 'train', params, str(tmp_path))
-  trainer = train_lib.last_trainer
+  model, _, trainer = train_lib.run_experiment_with_trainer(strategy, task, 'train', params,
+                                                            str(tmp_path))
   assert int(trainer.skipped_steps.numpy()) == 1
   assert int(trainer.global_step.numpy()) == 3
   assert np.isfinite(model.get_weights()[0]).all() and not np.allclose(model.get_weights()[0], 0)

@@ -141,9 +141,8 @@ def test_train_loop_is_traced_once(tmp_path, xla):
                    'runtime': {'enable_xla': xla, 'xla_on_cpu': True}})
   task = task_factory.get_task(params.task)
   strategy = distribute_utils.get_distribution_strategy('one_device')
-  _, logs = train_lib.run_experiment(strategy, task, 'train_and_eval', params, str(tmp_path),
-                                     run_post_eval=True)
-  trainer = train_lib.last_trainer
+  _, logs, trainer = train_lib.run_experiment_with_trainer(
+      strategy, task, 'train_and_eval', params, str(tmp_path), run_post_eval=True)
   assert int(trainer.global_step.numpy()) == 20
   assert trainer.train_loop_fn().experimental_get_tracing_count() == 1
   assert trainer.use_xla == xla
@@ -169,13 +168,13 @@ def test_mixed_precision(tmp_path, dtype, optimizer_cls):
   task = task_factory.get_task(params.task)
   strategy = distribute_utils.get_distribution_strategy('one_device')
   try:
-    model, logs = train_lib.run_experiment(strategy, task, 'train_and_eval', params,
-                                           str(tmp_path), run_post_eval=True)
+    model, logs, trainer = train_lib.run_experiment_with_trainer(
+        strategy, task, 'train_and_eval', params, str(tmp_path), run_post_eval=True)
     assert model.layers[0].compute_dtype == dtype
     assert model.layers[0].kernel.dtype == tf.float32
   finally:
     tf_keras.mixed_precision.set_global_policy('float32')
-  assert type(train_lib.last_trainer.optimizer).__name__.startswith(optimizer_cls)
+  assert type(trainer.optimizer).__name__.startswith(optimizer_cls)
   losses = [v for _, v in training_curves.read_scalars(str(tmp_path / 'train'))['training_loss']]
   assert losses[-1] < 0.5 * losses[0] and logs['validation_loss'] < 1.0
 
@@ -402,8 +401,8 @@ with strategy.scope():
   task = task_factory.get_task(params.task)
 from official.common import quiet
 quiet.use_absl_logging()
-train_lib.run_experiment(strategy, task, 'train', params, {str(tmp_path)!r})
-print('skipped', int(train_lib.last_trainer.skipped_steps.numpy()))
+result = train_lib.run_experiment_with_trainer(strategy, task, 'train', params, {str(tmp_path)!r})
+print('skipped', int(result.trainer.skipped_steps.numpy()))
 """
   env = subprocess_env()
   result = subprocess.run([sys.executable, '-c', code], cwd=ROOT, env=env, capture_output=True,
@@ -421,8 +420,11 @@ ABSL_PREFIX = re.compile(r'^[IWEF]\d{4} [\d:.]+ +\d+ [\w.]+:\d+\] ')
 
 def test_one_progress_line_per_loop_results_on_stdout(tmp_path, caplog, capsys, monkeypatch):
   caplog.set_level(logging.DEBUG)
-  monkeypatch.setattr(progress, 'now', _StepClock())  # a 5-step loop takes 5 s, never 10
-  toy_task.run_in_process(tmp_path, mode='train_and_eval')
+  clock = _StepClock()
+  monkeypatch.setattr(progress, 'now', clock)  # a 5-step loop takes 5 s, never 10
+  runner = toy_task.runner_in_process(tmp_path, mode='train_and_eval')
+  clock.trainer = runner.trainer
+  runner.run()
   info = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
   lines = [m for m in info if m.startswith('step ')]
   assert [PROGRESS.match(m).group(1) for m in lines] == ['5', '10', '15', '20'], lines
@@ -459,25 +461,31 @@ def test_train_py_logs_every_status_line_in_absl_format(tmp_path):
 
 
 class _StepClock:
-  """A fake clock for `progress.now`: every global step takes one second."""
+  """A fake clock for `progress.now`: every global step of `trainer` takes one second (0 until
+  the trainer is set: a fresh run starts at step 0)."""
+
+  def __init__(self):
+    self.trainer = None
 
   def __call__(self) -> float:
-    trainer = train_lib.last_trainer
-    return float(trainer.global_step.numpy())
+    return float(self.trainer.global_step.numpy()) if self.trainer is not None else 0.0
 
 
 def test_progress_lines_every_ten_seconds_inside_a_long_loop(tmp_path, caplog, monkeypatch):
   caplog.set_level(logging.INFO)
-  monkeypatch.setattr(progress, 'now', _StepClock())
-  toy_task.run_in_process(tmp_path, train_steps=40, steps_per_loop=20, summary_interval=20,
-                          checkpoint_interval=20)
+  clock = _StepClock()
+  monkeypatch.setattr(progress, 'now', clock)
+  runner = toy_task.runner_in_process(tmp_path, train_steps=40, steps_per_loop=20,
+                                      summary_interval=20, checkpoint_interval=20)
+  clock.trainer = runner.trainer
+  runner.run()
   lines = [PROGRESS.match(m) for m in _progress_lines(caplog)]
   # Calls of 1 step (nothing measured yet), then of at most 5 steps (half of the 10 s at
   # 1 step/s) ending when the next line is due: a line every 10 s and at the end of each loop.
   assert [int(m.group(1)) for m in lines] == [10, 20, 30, 40]
   assert {m.group(3) for m in lines} == {'1.00'}
   assert lines[0].group(4) == '0m30s'  # 30 steps left at 1 step/s
-  trainer = train_lib.last_trainer
+  trainer = runner.trainer
   assert trainer.train_loop_fn().experimental_get_tracing_count() == 1
   assert trainer.train_steps_run == 40 and trainer.train_seconds == 40.0
   # Loops, summaries and checkpoints are those of steps_per_loop=20.
@@ -503,7 +511,9 @@ def test_steps_per_second_leaves_out_slow_checkpoints(tmp_path, monkeypatch, cap
     return is_finite(checkpoint)
 
   monkeypatch.setattr(checkpointing, 'checkpoint_is_finite', slow_check)
-  toy_task.run_in_process(tmp_path)
+  runner = toy_task.runner_in_process(tmp_path)
+  step_clock.trainer = runner.trainer
+  runner.run()
   rates = training_curves.read_scalars(str(tmp_path / 'train'))['steps_per_second']
   # 5 steps in 5 s per window; with the 100 s saves counted, it would be 5 / 105 steps/s.
   assert [s for s, _ in rates] == [5, 10, 15, 20]

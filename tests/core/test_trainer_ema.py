@@ -11,7 +11,6 @@ import tensorflow as tf
 from official.common import distribute_utils
 from official.core import exp_factory
 from official.core import task_factory
-from official.core import train_lib
 from official.core import trainer as trainer_lib
 from official.modeling import optimization
 from tests.core import toy_task
@@ -80,10 +79,11 @@ def test_checkpoints_carry_the_averages(tmp_path):
 
 
 def test_train_and_eval_run_with_ema_set_in_the_config(tmp_path):
-  _, logs = toy_task.run_in_process(tmp_path, mode='train_and_eval', run_post_eval=True,
-                                    train_steps=10, validation_interval=10,
-                                    optimizer_config={'ema': {'average_decay': 0.9}})
-  trainer = train_lib.last_trainer
+  runner = toy_task.runner_in_process(tmp_path, mode='train_and_eval', run_post_eval=True,
+                                      train_steps=10, validation_interval=10,
+                                      optimizer_config={'ema': {'average_decay': 0.9}})
+  _, logs = runner.run()
+  trainer = runner.trainer
   assert int(trainer.global_step.numpy()) == 10
   average = trainer.ema.average_weights[0].numpy()
   np.testing.assert_allclose(logs['validation_loss'], _validation_loss(trainer, average, 4),

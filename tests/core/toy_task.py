@@ -1,8 +1,9 @@
 """A tiny registered experiment for trainer tests: linear regression `y = x . w` on synthetic data.
 
 Register it in train.py with `--experiment_module=tests.core.toy_task
---experiment=test/toy_regression` (`TOY`); `train_py` and `run_in_process` run it,
-`checkpoint_steps` lists the checkpoints a run kept.
+--experiment=test/toy_regression` (`TOY`); `train_py` and `run_in_process` run it
+(`runner_in_process` builds the runner, for a test that needs its trainer), `checkpoint_steps`
+lists the checkpoints a run kept.
 
 Example:
   >>> result = train_py(*TOY, f'--model_dir={tmp_path}', '--mode=train')
@@ -118,18 +119,27 @@ def train_py(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
                         check=False)
 
 
-def run_in_process(model_dir, mode: str = 'train', allow_config_change: bool = False,
-                   run_post_eval: bool = False, **trainer_overrides):
-  """Runs the toy experiment in this process on one device (`train_lib.run_experiment`), with
-  `trainer_overrides` (e.g. `train_steps=10`); returns its (model, logs)."""
+def runner_in_process(model_dir, mode: str = 'train', allow_config_change: bool = False,
+                      run_post_eval: bool = False,
+                      **trainer_overrides) -> train_lib.OrbitExperimentRunner:
+  """The runner of the toy experiment on one device, with `trainer_overrides` (e.g.
+  `train_steps=10`), built but not run: `runner.trainer` is there before and after `run()`."""
   params = exp_factory.get_exp_config('test/toy_regression')
   params.override({'trainer': trainer_overrides})
   strategy = distribute_utils.get_distribution_strategy('one_device')
   with strategy.scope():
     task = task_factory.get_task(params.task, logging_dir=str(model_dir))
-  return train_lib.run_experiment(strategy, task, mode, params, str(model_dir),
-                                  allow_config_change=allow_config_change,
-                                  run_post_eval=run_post_eval)
+  return train_lib.OrbitExperimentRunner(strategy, task, mode, params, str(model_dir),
+                                         allow_config_change=allow_config_change,
+                                         run_post_eval=run_post_eval)
+
+
+def run_in_process(model_dir, mode: str = 'train', allow_config_change: bool = False,
+                   run_post_eval: bool = False, **trainer_overrides):
+  """Runs the toy experiment in this process on one device (as `train_lib.run_experiment`), with
+  `trainer_overrides` (e.g. `train_steps=10`); returns its (model, logs)."""
+  return runner_in_process(model_dir, mode, allow_config_change, run_post_eval,
+                           **trainer_overrides).run()
 
 
 def checkpoint_steps(model_dir) -> List[int]:

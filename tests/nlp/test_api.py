@@ -1,10 +1,13 @@
 """official.nlp.api: config from YAML + overrides, train N steps, fill-mask and embed by model_dir."""
 
 import os
+import shutil
 
 import numpy as np
 import pytest
 
+from official.common import distribute_utils
+from official.core import train_lib
 from official.modeling import hyperparams
 from official.nlp import api
 from official.nlp.data import create_pretraining_data
@@ -73,6 +76,21 @@ def test_train_reaches_the_steps_and_evaluates(run):
   assert 0.0 <= result.eval_logs['masked_lm_accuracy'] <= 1.0
   assert os.path.exists(os.path.join(run['model_dir'], 'ckpt-4.index'))
   assert os.path.exists(os.path.join(run['model_dir'], 'vocab.txt'))
+
+
+def test_train_returns_its_own_trainers_step(run, tmp_path, monkeypatch):
+  # The step comes from the trainer of this call (train_lib keeps no module-level trainer), and
+  # the strategy from distribute_utils.strategy_from_runtime, as mlm-train builds it.
+  model_dir = tmp_path / 'resumed'
+  shutil.copytree(run['model_dir'], model_dir)
+  runtimes = []
+  build = distribute_utils.strategy_from_runtime
+  monkeypatch.setattr(distribute_utils, 'strategy_from_runtime',
+                      lambda runtime: runtimes.append(runtime) or build(runtime))
+  result = api.train(run['params'], str(model_dir), steps=6, evaluate=False)
+  assert result.step == 6 and result.eval_logs == {}  # resumed from ckpt-4
+  assert [r.distribution_strategy for r in runtimes] == ['off']
+  assert not hasattr(train_lib, 'last_trainer')
 
 
 def test_fill_mask_and_embed_from_the_model_dir_alone(run):
