@@ -50,6 +50,7 @@ setuptools.setup(
             'mlm-fill-mask=official.nlp.tools.fill_mask:main',
             'mlm-embed=official.nlp.tools.embed:main',
             'mlm-benchmark=official.nlp.tools.benchmark:main',
+            'mlm-eval=official.nlp.tools.mlm_eval:main',
         ],
     },
 )

@@ -191,20 +191,20 @@ def load_task(name: str, data_dir: str) -> Dict[str, list]:
   return split_examples(examples)
 
 
-def write_split_files(name: str, data_dir: str, output_dir: str) -> Dict[str, str]:
-  """Writes a task's splits as files our data tools read; returns `{split: path}`.
+def write_split_files(name: str, splits: Dict[str, list], output_dir: str) -> Dict[str, str]:
+  """Writes a task's splits (`load_task`) as files our data tools read; returns `{split: path}`.
 
   Sentence tasks: `<split>.tsv` with a `text` and a `label` column; tagging: `<split>.conll`
   (`word tag` lines, a blank line between sentences).
 
   Example:
-    >>> write_split_files('pos', data_dir, 'eval_data/pos')['train']
+    >>> write_split_files('pos', load_task('pos', data_dir), 'eval_data/pos')['train']
     'eval_data/pos/train.conll'
   """
   task = get_task(name)
   os.makedirs(output_dir, exist_ok=True)
   paths = {}
-  for split, examples in load_task(name, data_dir).items():
+  for split, examples in splits.items():
     if task.kind == 'tagging':
       path = os.path.join(output_dir, f'{split}.conll')
       text = ''.join(''.join(f'{w} {t}\n' for w, t in zip(words, tags)) + '\n'

