@@ -43,9 +43,12 @@ an unwritable output directory fails before any work), then moved into place by
 metadata last. The metadata lists every file with its record count, size and CRC-32 (computed while
 writing), which the training data loaders check (`data_metadata.verify_record_files`).
 
+The run's options are one frozen `PretrainingDataOptions` (checked before any work).
+
 Model Garden's functions (`create_masked_lm_predictions`, `create_instances_from_document`,
-`create_training_instances`, `write_instance_to_example_files`) are available with their arguments;
-they work on string tokens and in-memory instances and are meant for small data and tests.
+`create_training_instances`, `write_instance_to_example_files`) are importable from here with their
+arguments; they live in `string_token_instances` (string tokens and in-memory instances, for small
+data and tests).
 
 Example:
   create_pretraining_data("corpus.txt", "out/train.tfrecord", vocab_file="vocab.txt", dupe_factor=5)
@@ -57,11 +60,10 @@ import dataclasses
 import importlib.metadata
 import logging
 import os
-import random
 import shutil
 import sys
 import time
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import tqdm
@@ -73,290 +75,27 @@ from official.nlp.data import tfrecord_writer
 from official.nlp.data import tokenized_corpus
 from official.nlp.data import vocab_assets
 from official.nlp.data.data_metadata import load_metadata  # re-exported for the training task
+# Model Garden's string-token API lives in its own module; its names stay importable from here
+# (Model Garden's tests also call `_window` and `_tokens_to_grams`).
+from official.nlp.data.string_token_instances import (TrainingInstance, _tokens_to_grams, _window,
+                                                      create_instances_from_document,
+                                                      create_masked_lm_predictions,
+                                                      create_training_instances,
+                                                      write_instance_to_example_files)
+from official.nlp.data.tfrecord_writer import pretraining_feature_names as feature_names
 from official.nlp.data.tokenization import (CLS_TOKEN, CONTINUATION_PREFIX, MASK_TOKEN, SEP_TOKEN,
                                             SPECIAL_TOKENS, WordPieceTokenizer)
 
 __all__ = [
     'TrainingInstance', 'create_masked_lm_predictions', 'create_instances_from_document',
     'create_training_instances', 'write_instance_to_example_files', 'create_pretraining_data',
-    'feature_names', 'load_metadata'
+    'PretrainingDataOptions', 'feature_names', 'load_metadata'
 ]
 
 logger = logging.getLogger(__name__)
 # Tokens per work unit (fixed: the output must not depend on the number of workers)
 _CHUNK_TOKENS = 1 << 18
 _TOOL = 'mlm-garden create_pretraining_data'
-
-
-def feature_names(use_v2_feature_names: bool = False, dynamic: bool = False,
-                  pack: bool = False) -> List[str]:
-  """Names of the features written, in order (`position_ids` for packed rows)."""
-  names = ['input_word_ids' if use_v2_feature_names else 'input_ids', 'input_mask',
-           'input_type_ids' if use_v2_feature_names else 'segment_ids']
-  if pack:
-    names.append('position_ids')
-  if not dynamic:
-    names += ['masked_lm_positions', 'masked_lm_ids', 'masked_lm_weights']
-  return names + ['next_sentence_labels']
-
-
-def _example_features(batch: pi.InstanceBatch, use_v2_feature_names: bool, dynamic: bool):
-  names = feature_names(use_v2_feature_names, dynamic)
-  ints = {names[0]: batch.input_ids, names[1]: batch.input_mask, names[2]: batch.segment_ids}
-  floats = {}
-  if not dynamic:
-    ints['masked_lm_positions'] = batch.masked_lm_positions
-    ints['masked_lm_ids'] = batch.masked_lm_ids
-    floats['masked_lm_weights'] = batch.masked_lm_weights
-  ints['next_sentence_labels'] = batch.next_sentence_labels.reshape(-1, 1)
-  return ints, floats
-
-
-# --------------------------------------------------------------------------------------------------
-# Model Garden's API (string tokens, in memory).
-
-
-@dataclasses.dataclass
-class TrainingInstance:
-  """One pretraining example as string tokens (Model Garden's `TrainingInstance`)."""
-  tokens: List[str]
-  segment_ids: List[int]
-  masked_lm_positions: List[int]
-  masked_lm_labels: List[str]
-  is_random_next: bool
-
-
-def create_masked_lm_predictions(
-    tokens: Sequence[str], masked_lm_prob: float, max_predictions_per_seq: int,
-    vocab_words: Sequence[str], rng: random.Random, do_whole_word_mask: bool = False,
-    max_ngram_size: Optional[int] = None) -> Tuple[List[str], List[int], List[str]]:
-  """Masks tokens for the masked-LM objective (Google BERT semantics, see `pretraining_instances`).
-
-  Args:
-    tokens: `[CLS] A [SEP] (B [SEP])` string tokens.
-    masked_lm_prob: fraction of tokens to mask (budget `round(len(tokens) * masked_lm_prob)`, at
-      least 1).
-    max_predictions_per_seq: cap on the budget.
-    vocab_words: the vocabulary (random replacements are drawn from it).
-    rng: random source.
-    do_whole_word_mask: mask a word with all its `##` pieces, one [MASK]/random/keep decision per
-      word.
-    max_ngram_size: mask spans of up to n words/tokens (p ~ 1/n).
-
-  Returns:
-    `(output_tokens, masked_lm_positions, masked_lm_labels)`, positions sorted.
-
-  Example:
-    create_masked_lm_predictions(["[CLS]", "a", "b", "[SEP]"], 0.15, 20, vocab, random.Random(0))
-  """
-  candidates = np.array([[t not in (CLS_TOKEN, SEP_TOKEN) for t in tokens]], bool)
-  continuation = (np.array([[t.startswith(CONTINUATION_PREFIX) for t in tokens]], bool)
-                  if do_whole_word_mask else None)
-  budget = pi.num_predictions([len(tokens)], masked_lm_prob, max_predictions_per_seq)
-  selection = pi.select_masked_positions(
-      candidates, pi.unit_starts_for(candidates, continuation), budget, max_predictions_per_seq,
-      len(vocab_words), np.random.default_rng(rng.getrandbits(64)), max_ngram_size)
-  output = list(tokens)
-  positions, labels = [], []
-  for slot in range(int(selection.counts[0])):
-    position = int(selection.positions[0, slot])
-    positions.append(position)
-    labels.append(tokens[position])
-    action = selection.actions[0, slot]
-    if action == pi.ACTION_MASK:
-      output[position] = MASK_TOKEN
-    elif action == pi.ACTION_RANDOM:
-      output[position] = vocab_words[int(selection.random_ids[0, slot])]
-  return output, positions, labels
-
-
-def _window(items: Sequence[Any], size: int) -> Iterator[List[Any]]:
-  """Every run of `size` consecutive items, in order (none when `size > len(items)`).
-
-  Example:
-    list(_window([1, 2, 3], 2)) == [[1, 2], [2, 3]]
-  """
-  items = list(items)
-  for start in range(len(items) - size + 1):
-    yield items[start:start + size]
-
-
-def _tokens_to_grams(tokens: Sequence[str]) -> List[Tuple[int, int]]:
-  """The `[start, end)` spans of whole words (a token and its `##` pieces), [CLS]/[SEP] excluded.
-
-  The same grouping as `pretraining_instances.unit_starts_for` on string tokens (the unit of
-  whole-word and n-gram masking).
-
-  Example:
-    _tokens_to_grams(["[CLS]", "Up", "##dog", "[SEP]"]) == [(1, 3)]
-  """
-  candidates = np.array([[t not in (CLS_TOKEN, SEP_TOKEN) for t in tokens]], bool)
-  continuation = np.array([[t.startswith(CONTINUATION_PREFIX) for t in tokens]], bool)
-  starts = np.flatnonzero(pi.unit_starts_for(candidates, continuation)[0]).tolist()
-  spans = []
-  for start in starts:
-    end = start + 1
-    while end < len(tokens) and candidates[0, end] and continuation[0, end]:
-      end += 1
-    spans.append((start, end))
-  return spans
-
-
-def _csr(all_documents: Sequence[Sequence[Sequence[str]]]):
-  """Sentence and document offsets of string-token documents (corpus token coordinates)."""
-  sentence_lengths = [len(sentence) for document in all_documents for sentence in document]
-  sentence_starts = np.concatenate([[0], np.cumsum(sentence_lengths,
-                                                   dtype=np.int64)]).astype(np.int64)
-  document_starts = np.concatenate([[0],
-                                    np.cumsum([len(d) for d in all_documents], dtype=np.int64)])
-  return sentence_starts, document_starts.astype(np.int64)
-
-
-def _instances_from_packed(all_documents, packed: pi.PackedInstances, sentence_starts,
-                           document_starts, masked_lm_prob, max_predictions_per_seq, vocab_words,
-                           rng, do_whole_word_mask, max_ngram_size,
-                           no_next_sentence) -> List[TrainingInstance]:
-  flat_cache: Dict[int, List[str]] = {}
-
-  def tokens(document: int, start: int, end: int) -> List[str]:
-    if document not in flat_cache:
-      flat_cache[document] = [t for sentence in all_documents[document] for t in sentence]
-    offset = int(sentence_starts[document_starts[document]])
-    return flat_cache[document][start - offset:end - offset]
-
-  instances = []
-  for i in range(len(packed)):
-    tokens_a = tokens(int(packed.document[i]), int(packed.a_start[i]), int(packed.a_end[i]))
-    sequence = [CLS_TOKEN] + tokens_a + [SEP_TOKEN]
-    segment_ids = [0] * len(sequence)
-    if not no_next_sentence:
-      tokens_b = tokens(int(packed.b_document[i]), int(packed.b_start[i]), int(packed.b_end[i]))
-      sequence += tokens_b + [SEP_TOKEN]
-      segment_ids += [1] * (len(tokens_b) + 1)
-    sequence, positions, labels = create_masked_lm_predictions(sequence, masked_lm_prob,
-                                                               max_predictions_per_seq, vocab_words,
-                                                               rng, do_whole_word_mask,
-                                                               max_ngram_size)
-    instances.append(
-        TrainingInstance(sequence, segment_ids, positions, labels, bool(packed.is_random_next[i])))
-  return instances
-
-
-def create_instances_from_document(all_documents: Sequence[Sequence[Sequence[str]]],
-                                   document_index: int, max_seq_length: int, short_seq_prob: float,
-                                   masked_lm_prob: float, max_predictions_per_seq: int,
-                                   vocab_words: Sequence[str], rng: random.Random,
-                                   do_whole_word_mask: bool = False,
-                                   max_ngram_size: Optional[int] = None,
-                                   no_next_sentence: bool = False,
-                                   sentence_order: bool = False) -> List[TrainingInstance]:
-  """Instances of one document (Google BERT packing, see `pretraining_instances.pack_documents`).
-
-  Args:
-    all_documents: documents as lists of sentences as lists of string tokens (random next segments
-      come from other documents); documents must not be empty.
-    document_index: the document to cut.
-    max_seq_length, short_seq_prob, masked_lm_prob, max_predictions_per_seq, vocab_words, rng,
-      do_whole_word_mask, max_ngram_size: as in `create_masked_lm_predictions` / the module
-        docstring.
-    no_next_sentence: single segments `[CLS] tokens [SEP]` (RoBERTa style), `is_random_next` False.
-    sentence_order: consecutive segments of the document, `is_random_next` True where they are
-      swapped (ALBERT's sentence-order prediction).
-
-  Returns:
-    The `TrainingInstance`s.
-  """
-  sentence_starts, document_starts = _csr(all_documents)
-  packed = pi.pack_documents(np.array([document_index]), sentence_starts, document_starts,
-                             max_seq_length, short_seq_prob,
-                             np.random.default_rng(rng.getrandbits(64)),
-                             next_sentence=not no_next_sentence, sentence_order=sentence_order)
-  return _instances_from_packed(all_documents, packed, sentence_starts, document_starts,
-                                masked_lm_prob, max_predictions_per_seq, vocab_words, rng,
-                                do_whole_word_mask, max_ngram_size, no_next_sentence)
-
-
-def create_training_instances(input_files: Sequence[str], tokenizer: WordPieceTokenizer,
-                              processor_text_fn: Optional[Callable[[str], str]],
-                              max_seq_length: int, dupe_factor: int, short_seq_prob: float,
-                              masked_lm_prob: float, max_predictions_per_seq: int,
-                              rng: random.Random, do_whole_word_mask: bool = False,
-                              max_ngram_size: Optional[int] = None,
-                              no_next_sentence: bool = False,
-                              sentence_order: bool = False) -> List[TrainingInstance]:
-  """All instances of the input files, in memory, shuffled (Model Garden's function; small data).
-
-  Args:
-    input_files: text files (one sentence a line, blank line between documents).
-    tokenizer: a `WordPieceTokenizer`.
-    processor_text_fn: optional function applied to each line before tokenizing.
-    dupe_factor: how many times each document is cut (with different random choices).
-    Others: see `create_instances_from_document`.
-
-  Returns:
-    The shuffled `TrainingInstance`s.
-  """
-  corpus, _ = tokenized_corpus.read_tokenized_corpus(list(input_files), tokenizer,
-                                                     processor_text_fn)
-  vocab = tokenizer.vocab
-  tokens = [vocab[i] for i in corpus.token_ids.tolist()]
-  starts = corpus.sentence_starts.tolist()
-  all_documents = []
-  for d in range(corpus.num_documents):
-    first, last = int(corpus.document_starts[d]), int(corpus.document_starts[d + 1])
-    all_documents.append([tokens[starts[s]:starts[s + 1]] for s in range(first, last)])
-  rng.shuffle(all_documents)
-  sentence_starts, document_starts = _csr(all_documents)
-  instances = []
-  for _ in range(dupe_factor):
-    packed = pi.pack_documents(np.arange(len(all_documents)), sentence_starts, document_starts,
-                               max_seq_length, short_seq_prob,
-                               np.random.default_rng(rng.getrandbits(64)),
-                               next_sentence=not no_next_sentence, sentence_order=sentence_order)
-    instances.extend(
-        _instances_from_packed(all_documents, packed, sentence_starts, document_starts,
-                               masked_lm_prob, max_predictions_per_seq, vocab, rng,
-                               do_whole_word_mask, max_ngram_size, no_next_sentence))
-  rng.shuffle(instances)
-  return instances
-
-
-def write_instance_to_example_files(instances: Sequence[TrainingInstance],
-                                    tokenizer: WordPieceTokenizer, max_seq_length: int,
-                                    max_predictions_per_seq: int, output_files: Sequence[str],
-                                    gzip_compress: bool = False,
-                                    use_v2_feature_names: bool = False) -> int:
-  """Writes instances round-robin to `output_files` as Google BERT TFRecords; returns the count."""
-  count = len(instances)
-  batch = pi.InstanceBatch(
-      input_ids=np.zeros((count, max_seq_length), np.int64),
-      input_mask=np.zeros((count, max_seq_length), np.int64),
-      segment_ids=np.zeros((count, max_seq_length), np.int64),
-      next_sentence_labels=np.array([int(i.is_random_next) for i in instances], np.int64),
-      masked_lm_positions=np.zeros((count, max_predictions_per_seq), np.int64),
-      masked_lm_ids=np.zeros((count, max_predictions_per_seq), np.int64),
-      masked_lm_weights=np.zeros((count, max_predictions_per_seq), np.float32))
-  for row, instance in enumerate(instances):
-    if (len(instance.tokens) > max_seq_length
-        or len(instance.masked_lm_positions) > max_predictions_per_seq):
-      raise ValueError(
-          f'instance {row}: {len(instance.tokens)} tokens / {len(instance.masked_lm_positions)} '
-          f'predictions exceed max_seq_length={max_seq_length} / '
-          f'max_predictions_per_seq={max_predictions_per_seq}')
-    n, m = len(instance.tokens), len(instance.masked_lm_positions)
-    batch.input_ids[row, :n] = tokenizer.convert_tokens_to_ids(instance.tokens)
-    batch.input_mask[row, :n] = 1
-    batch.segment_ids[row, :n] = instance.segment_ids
-    batch.masked_lm_positions[row, :m] = instance.masked_lm_positions
-    batch.masked_lm_ids[row, :m] = tokenizer.convert_tokens_to_ids(instance.masked_lm_labels)
-    batch.masked_lm_weights[row, :m] = 1.0
-  data, lengths = tfrecord_writer.frame_records(*tfrecord_writer.encode_examples(
-      *_example_features(batch, use_v2_feature_names, dynamic=False)))
-  for index, path in enumerate(output_files):
-    with tfrecord_writer.AtomicRecordFile(path, gzip_compress) as f:
-      f.write(
-          tfrecord_writer.select_records(data, lengths, np.arange(index, count, len(output_files))))
-  return count
 
 
 # --------------------------------------------------------------------------------------------------
@@ -436,42 +175,101 @@ def _output_paths(output_file: Union[str, Sequence[str]],
   return [f'{paths[0]}-{i:05d}-of-{num_output_shards:05d}' for i in range(num_output_shards)]
 
 
-def _check_options(max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob,
-                   dupe_factor, max_ngram_size, random_seed, num_workers, no_next_sentence,
-                   dynamic, sentence_order=False, pack=False) -> None:
-  if sentence_order and pack:
-    raise ValueError('pack and sentence_order cannot be combined: packed rows hold whole documents '
-                     'back to back without segment pairs; drop one of them')
-  if sentence_order and no_next_sentence:
-    raise ValueError('sentence_order needs segment pairs; it cannot be combined with '
-                     'no_next_sentence (single segments)')
-  min_length = pi.MIN_PIECE_ROOM if pack else 3 if no_next_sentence else 5
-  checks = [
-      ('max_seq_length', max_seq_length, max_seq_length >= min_length,
-       f'>= {min_length}' + (' with pack (MIN_PIECE_ROOM)' if pack else '')),
-      ('max_predictions_per_seq', max_predictions_per_seq, dynamic or
-       max_predictions_per_seq >= 1, '>= 1'),
-      ('masked_lm_prob', masked_lm_prob, dynamic or 0.0 < masked_lm_prob < 1.0, 'in (0, 1)'),
-      ('short_seq_prob', short_seq_prob, 0.0 <= short_seq_prob <= 1.0, 'in [0, 1]'),
-      ('dupe_factor', dupe_factor, dupe_factor >= 1, '>= 1'),
-      ('max_ngram_size', max_ngram_size, max_ngram_size is None or
-       max_ngram_size >= 1, 'None or >= 1'),
-      ('random_seed', random_seed, random_seed >= 0, '>= 0'),
-      ('num_workers', num_workers, num_workers >= 1, '>= 1'),
-  ]
-  for name, value, ok, expected in checks:
-    if not ok:
-      raise ValueError(f'{name} must be {expected}, found {value!r}')
-  full_budget = int(np.rint(max_seq_length * masked_lm_prob))
-  if not dynamic and full_budget > max_predictions_per_seq:
-    # Google BERT's semantics: the budget is capped (Model Garden's 512 tokens, 76 predictions and
-    # 0.15 are capped by one), so this is a warning, not an error.
-    logger.warning(
-        'max_predictions_per_seq=%d caps the masking budget of a full row: masked_lm_prob=%g of '
-        'max_seq_length=%d is %d tokens, so full rows mask %d (a rate of %.3f); raise '
-        'max_predictions_per_seq to %d to mask %g of every row', max_predictions_per_seq,
-        masked_lm_prob, max_seq_length, full_budget, max_predictions_per_seq,
-        max_predictions_per_seq / max_seq_length, full_budget, masked_lm_prob)
+@dataclasses.dataclass(frozen=True)
+class PretrainingDataOptions:
+  """The options of one `create_pretraining_data` run (its keyword arguments of the same names).
+
+  Attributes:
+    max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob, do_whole_word_mask,
+      max_ngram_size: packing and masking, see `pretraining_instances`.
+    random_seed: the output depends only on the inputs, these options and this seed.
+    dupe_factor: times each document is cut and masked.
+    gzip_compress: GZIP-compressed TFRecords.
+    use_v2_feature_names: `input_word_ids`/`input_type_ids` instead of `input_ids`/`segment_ids`.
+    num_workers: worker processes (the output does not depend on it).
+    no_next_sentence: single segments without NSP.
+    dynamic: no masks stored.
+    sentence_order: ALBERT's sentence-order prediction.
+    pack: packed rows, several documents a row (implies `no_next_sentence`).
+    processor_text_fn: optional function applied to each line before tokenizing.
+    show_progress: progress bars and a summary on stderr.
+
+  Example:
+    >>> options = PretrainingDataOptions(max_seq_length=64, pack=True)
+    >>> options.check()
+    >>> options.next_sentence
+    False
+  """
+  max_seq_length: int = 128
+  max_predictions_per_seq: int = 20
+  masked_lm_prob: float = 0.15
+  short_seq_prob: float = 0.1
+  do_whole_word_mask: bool = False
+  max_ngram_size: Optional[int] = None
+  random_seed: int = 12345
+  dupe_factor: int = 10
+  gzip_compress: bool = False
+  use_v2_feature_names: bool = False
+  num_workers: int = 1
+  no_next_sentence: bool = False
+  dynamic: bool = False
+  sentence_order: bool = False
+  pack: bool = False
+  processor_text_fn: Optional[Callable[[str], str]] = None
+  show_progress: bool = False
+
+  @property
+  def next_sentence(self) -> bool:
+    """Whether instances are segment pairs (NSP or sentence order): not with `no_next_sentence`
+    or `pack`."""
+    return not (self.no_next_sentence or self.pack)
+
+  def instance_options(self) -> pi.InstanceOptions:
+    """The packing and masking options of the workers."""
+    return pi.InstanceOptions(self.max_seq_length, self.max_predictions_per_seq,
+                              self.masked_lm_prob, self.short_seq_prob, self.do_whole_word_mask,
+                              self.max_ngram_size, self.next_sentence, self.dynamic,
+                              self.sentence_order, self.pack)
+
+  def check(self) -> None:
+    """Refuses bad values; warns when `max_predictions_per_seq` caps a full row's budget.
+
+    Raises:
+      ValueError: naming the option, the expected and the found value, or two options that
+        cannot be combined.
+    """
+    if self.sentence_order and self.pack:
+      raise ValueError('pack and sentence_order cannot be combined: packed rows hold whole '
+                       'documents back to back without segment pairs; drop one of them')
+    if self.sentence_order and self.no_next_sentence:
+      raise ValueError('sentence_order needs segment pairs; it cannot be combined with '
+                       'no_next_sentence (single segments)')
+    min_length = pi.MIN_PIECE_ROOM if self.pack else 3 if self.no_next_sentence else 5
+    seq, predictions, prob = self.max_seq_length, self.max_predictions_per_seq, self.masked_lm_prob
+    checks = [
+        ('max_seq_length', seq, seq >= min_length,
+         f'>= {min_length}' + (' with pack (MIN_PIECE_ROOM)' if self.pack else '')),
+        ('max_predictions_per_seq', predictions, self.dynamic or predictions >= 1, '>= 1'),
+        ('masked_lm_prob', prob, self.dynamic or 0.0 < prob < 1.0, 'in (0, 1)'),
+        ('short_seq_prob', self.short_seq_prob, 0.0 <= self.short_seq_prob <= 1.0, 'in [0, 1]'),
+        ('dupe_factor', self.dupe_factor, self.dupe_factor >= 1, '>= 1'),
+        ('max_ngram_size', self.max_ngram_size,
+         self.max_ngram_size is None or self.max_ngram_size >= 1, 'None or >= 1'),
+        ('random_seed', self.random_seed, self.random_seed >= 0, '>= 0'),
+        ('num_workers', self.num_workers, self.num_workers >= 1, '>= 1'),
+    ]
+    for name, value, ok, expected in checks:
+      if not ok:
+        raise ValueError(f'{name} must be {expected}, found {value!r}')
+    full_budget = int(np.rint(seq * prob))
+    if not self.dynamic and full_budget > predictions:
+      # Google BERT's semantics: the budget is capped (Model Garden's 512 tokens, 76 predictions
+      # and 0.15 are capped by one), so this is a warning, not an error.
+      logger.warning(
+          'max_predictions_per_seq=%d caps the masking budget of a full row: masked_lm_prob=%g of '
+          'max_seq_length=%d is %d tokens, so full rows mask %d (a rate of %.3f); raise '
+          'max_predictions_per_seq to %d to mask %g of every row', predictions, prob, seq,
+          full_budget, predictions, predictions / seq, full_budget, prob)
 
 
 def _tool_version() -> str:
@@ -549,46 +347,54 @@ def create_pretraining_data(input_file: Union[str, Sequence[str]],
   """
   started = time.perf_counter()
   cpus = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
-  if num_workers is None:
-    num_workers = cpus
-  _check_options(max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob,
-                 dupe_factor, max_ngram_size, random_seed, num_workers, no_next_sentence, dynamic,
-                 sentence_order, pack)
-  no_next_sentence = no_next_sentence or pack
-  if num_workers > cpus:
+  options = PretrainingDataOptions(
+      max_seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq,
+      masked_lm_prob=masked_lm_prob, short_seq_prob=short_seq_prob,
+      do_whole_word_mask=do_whole_word_mask, max_ngram_size=max_ngram_size,
+      random_seed=random_seed, dupe_factor=dupe_factor, gzip_compress=gzip_compress,
+      use_v2_feature_names=use_v2_feature_names,
+      num_workers=cpus if num_workers is None else num_workers,
+      no_next_sentence=no_next_sentence, dynamic=dynamic, sentence_order=sentence_order,
+      pack=pack, processor_text_fn=processor_text_fn, show_progress=show_progress)
+  options.check()
+  if options.num_workers > cpus:
     logger.warning(
         'num_workers=%d is more than the %d CPU(s) available: using %d (the output does not '
-        'depend on it)', num_workers, cpus, cpus)
-    num_workers = cpus
+        'depend on it)', options.num_workers, cpus, cpus)
+    options = dataclasses.replace(options, num_workers=cpus)
   input_files = tokenized_corpus.expand_input_files(input_file)
   output_paths = _output_paths(output_file, num_output_shards)
   if tokenizer is None:
     tokenizer = vocab_assets.load_tokenizer_from_flags(vocab_file, tokenizer_json, do_lower_case)
   # An unwritable output directory fails here, before any work.
   with _Staging(output_paths) as staging:
-    return _create(input_files, output_paths, staging, tokenizer, started, do_whole_word_mask,
-                   max_ngram_size, max_seq_length, max_predictions_per_seq, random_seed,
-                   dupe_factor, masked_lm_prob, short_seq_prob, gzip_compress, use_v2_feature_names,
-                   num_workers, no_next_sentence, dynamic, processor_text_fn, show_progress,
-                   sentence_order, pack)
+    return _create(input_files, output_paths, staging, tokenizer, options, started)
 
 
-def _create(input_files, output_paths, staging, tokenizer, started, do_whole_word_mask,
-            max_ngram_size, max_seq_length, max_predictions_per_seq, random_seed, dupe_factor,
-            masked_lm_prob, short_seq_prob, gzip_compress, use_v2_feature_names, num_workers,
-            no_next_sentence, dynamic, processor_text_fn, show_progress,
-            sentence_order=False, pack=False) -> Dict[str, Any]:
-  """The body of `create_pretraining_data`: writes into `staging`, then commits the set."""
+def _create(input_files: List[str], output_paths: List[str], staging: '_Staging',
+            tokenizer: WordPieceTokenizer, options: PretrainingDataOptions,
+            started: float) -> Dict[str, Any]:
+  """The body of `create_pretraining_data`: writes into `staging`, then commits the set.
 
+  Args:
+    input_files: the text files (globs expanded).
+    output_paths: one record file per shard.
+    staging: where the files are written before the commit.
+    tokenizer: the WordPiece tokenizer.
+    options: the run's options (checked; `num_workers` capped to the CPUs).
+    started: `time.perf_counter()` when the run started (for the summary).
+  """
+  num_workers, dupe_factor = options.num_workers, options.dupe_factor
+  random_seed, show_progress = options.random_seed, options.show_progress
   total_bytes = sum(os.path.getsize(f) for f in input_files)
   with tqdm.tqdm(total=total_bytes, unit='B', unit_scale=True, desc='tokenizing',
                  disable=not show_progress) as bar:
     corpus, stats = tokenized_corpus.read_tokenized_corpus(input_files, tokenizer,
-                                                           processor_text_fn, bar.update,
+                                                           options.processor_text_fn, bar.update,
                                                            num_workers)
   if corpus.num_documents == 0:
     raise _no_text_error(input_files, stats)
-  if corpus.num_documents == 1 and not no_next_sentence and not sentence_order:
+  if corpus.num_documents == 1 and options.next_sentence and not options.sentence_order:
     logger.warning(
         'the input has a single document (no blank line between documents): random next segments '
         'come from the same document')
@@ -599,16 +405,14 @@ def _create(input_files, output_paths, staging, tokenizer, started, do_whole_wor
       cls_id=tokenizer.token_to_id[CLS_TOKEN], sep_id=tokenizer.token_to_id[SEP_TOKEN],
       mask_id=tokenizer.token_to_id[MASK_TOKEN], vocab_size=len(vocab),
       is_continuation=np.array([t.startswith(CONTINUATION_PREFIX) for t in vocab], bool))
-  options = pi.InstanceOptions(max_seq_length, max_predictions_per_seq, masked_lm_prob,
-                               short_seq_prob, do_whole_word_mask, max_ngram_size,
-                               not no_next_sentence, dynamic, sentence_order, pack)
   chunk_documents = _chunk_documents(corpus)
   units = [(d, c) for d in range(dupe_factor) for c in range(len(chunk_documents))]
   unit_rng = np.random.default_rng(np.random.SeedSequence([random_seed, 1 << 20]))
   permutation = unit_rng.permutation(len(units))
   shard_units = [sorted(part.tolist()) for part in np.array_split(permutation, len(output_paths))]
-  shared = dict(corpus=corpus, options=options, special=special, random_seed=random_seed,
-                chunk_documents=chunk_documents, use_v2_feature_names=use_v2_feature_names)
+  shared = dict(corpus=corpus, options=options.instance_options(), special=special,
+                random_seed=random_seed, chunk_documents=chunk_documents,
+                use_v2_feature_names=options.use_v2_feature_names)
   totals = collections.Counter()
   instances_per_file = {}
   shards = {}
@@ -632,7 +436,7 @@ def _create(input_files, output_paths, staging, tokenizer, started, do_whole_wor
       lengths = np.concatenate(record_lengths) if record_lengths else np.zeros(0, np.int64)
       shard_rng = np.random.default_rng(np.random.SeedSequence([random_seed, 1 << 21, shard]))
       order = shard_rng.permutation(lengths.size)
-      with tfrecord_writer.AtomicRecordFile(staging.path(path), gzip_compress) as out:
+      with tfrecord_writer.AtomicRecordFile(staging.path(path), options.gzip_compress) as out:
         _write_shuffled(out, spill, lengths, order)
       os.remove(spill)
       instances_per_file[os.path.basename(path)] = int(order.size)
@@ -645,28 +449,28 @@ def _create(input_files, output_paths, staging, tokenizer, started, do_whole_wor
       'format_version': data_metadata.FORMAT_VERSION,
       'tool': _TOOL,
       'tool_version': _tool_version(),
-      'max_seq_length': max_seq_length,
-      'max_predictions_per_seq': 0 if dynamic else max_predictions_per_seq,
-      'feature_names': feature_names(use_v2_feature_names, dynamic, pack),
-      'use_v2_feature_names': use_v2_feature_names,
-      'dynamic': dynamic,
-      'next_sentence': not no_next_sentence,
-      'sentence_order': sentence_order,
-      'packed': pack,
+      'max_seq_length': options.max_seq_length,
+      'max_predictions_per_seq': 0 if options.dynamic else options.max_predictions_per_seq,
+      'feature_names': feature_names(options.use_v2_feature_names, options.dynamic, options.pack),
+      'use_v2_feature_names': options.use_v2_feature_names,
+      'dynamic': options.dynamic,
+      'next_sentence': options.next_sentence,
+      'sentence_order': options.sentence_order,
+      'packed': options.pack,
       **tokenizer.metadata_fields(),
       'special_token_ids': {t: tokenizer.token_to_id[t] for t in SPECIAL_TOKENS},
-      'do_whole_word_mask': do_whole_word_mask,
-      'max_ngram_size': max_ngram_size,
-      'masked_lm_prob': masked_lm_prob,
-      'short_seq_prob': short_seq_prob,
+      'do_whole_word_mask': options.do_whole_word_mask,
+      'max_ngram_size': options.max_ngram_size,
+      'masked_lm_prob': options.masked_lm_prob,
+      'short_seq_prob': options.short_seq_prob,
       'dupe_factor': dupe_factor,
       'random_seed': random_seed,
-      'compression': 'GZIP' if gzip_compress else '',
+      'compression': 'GZIP' if options.gzip_compress else '',
       'files': [os.path.basename(p) for p in output_paths],
       'instances_per_file': instances_per_file,
       'num_instances': totals['instances'],
       'num_tokens': totals['tokens'],
-      'num_padding_tokens': totals['instances'] * max_seq_length - totals['tokens'],
+      'num_padding_tokens': totals['instances'] * options.max_seq_length - totals['tokens'],
       'num_pieces': totals['pieces'],
       'num_masked_tokens': totals['masked'],
       'num_random_next': totals['random_next'],

@@ -503,6 +503,23 @@ class _TailLayout:
 _TAILS: Dict[tuple, _TailLayout] = {}
 
 
+def pretraining_feature_names(use_v2_feature_names: bool = False, dynamic: bool = False,
+                              pack: bool = False) -> List[str]:
+  """Names of the pretraining records' features, in order (`position_ids` for packed rows).
+
+  Example:
+    >>> pretraining_feature_names(dynamic=True)
+    ['input_ids', 'input_mask', 'segment_ids', 'next_sentence_labels']
+  """
+  names = ['input_word_ids' if use_v2_feature_names else 'input_ids', 'input_mask',
+           'input_type_ids' if use_v2_feature_names else 'segment_ids']
+  if pack:
+    names.append('position_ids')
+  if not dynamic:
+    names += ['masked_lm_positions', 'masked_lm_ids', 'masked_lm_weights']
+  return names + ['next_sentence_labels']
+
+
 def encode_pretraining_records(input_ids: np.ndarray, lengths: np.ndarray,
                                segment_starts: np.ndarray, next_sentence_labels: np.ndarray,
                                masked_lm_positions: Optional[np.ndarray] = None,
@@ -548,8 +565,7 @@ def encode_pretraining_records(input_ids: np.ndarray, lengths: np.ndarray,
   segment_starts = np.asarray(segment_starts, np.int64)
   labels = np.asarray(next_sentence_labels, np.int64).reshape(-1)
   dynamic = masked_lm_positions is None
-  names = ['input_word_ids' if use_v2_feature_names else 'input_ids', 'input_mask',
-           'input_type_ids' if use_v2_feature_names else 'segment_ids']
+  names = pretraining_feature_names(use_v2_feature_names)[:3]  # ids, mask, segment ids
   if batch == 0:
     return np.zeros(0, np.uint8), np.zeros(0, np.int64)
   if input_ids.min() < 0 or labels.min() < 0 or labels.max() > 1:

@@ -1,5 +1,6 @@
 """Tests of official/nlp/data/create_pretraining_data.py (and its helper modules) and data_tools' CLI."""
 
+import dataclasses
 import logging
 import os
 import random
@@ -604,3 +605,30 @@ def test_model_garden_window_and_word_span_helpers():
   assert cpd._tokens_to_grams(['[CLS]', 'Up', '##dog', '[SEP]', 'Down', '##s', '##y', 'x']) == [
       (1, 3), (4, 7), (7, 8)]
   assert cpd._tokens_to_grams([]) == []
+
+
+def test_string_token_api_is_one_module_importable_from_both_paths():
+  from official.nlp.data import string_token_instances  # pylint: disable=g-import-not-at-top
+  for name in string_token_instances.__all__:
+    assert getattr(cpd, name) is getattr(string_token_instances, name), name
+  assert cpd._window is string_token_instances._window  # Model Garden's tests call them here
+  assert cpd._tokens_to_grams is string_token_instances._tokens_to_grams
+
+
+def test_options_are_one_frozen_dataclass_checked_before_any_work(tmp_path):
+  options = cpd.PretrainingDataOptions(max_seq_length=64, pack=True)
+  options.check()
+  assert not options.next_sentence  # pack implies single pieces, whatever no_next_sentence says
+  assert options.instance_options().next_sentence is False and options.instance_options().pack
+  assert cpd.PretrainingDataOptions().next_sentence
+  with pytest.raises(dataclasses.FrozenInstanceError):
+    options.pack = False
+  with pytest.raises(ValueError, match="pack and sentence_order cannot be combined"):
+    cpd.PretrainingDataOptions(pack=True, sentence_order=True).check()
+  with pytest.raises(ValueError, match="dupe_factor must be >= 1, found 0"):
+    cpd.PretrainingDataOptions(dupe_factor=0).check()
+  # create_pretraining_data refuses it the same way, before reading the input or writing files.
+  with pytest.raises(ValueError, match="masked_lm_prob must be in \\(0, 1\\), found 1.5"):
+    cpd.create_pretraining_data(str(tmp_path / "missing.txt"), str(tmp_path / "out" / "o"),
+                                masked_lm_prob=1.5)
+  assert not (tmp_path / "out").exists()
