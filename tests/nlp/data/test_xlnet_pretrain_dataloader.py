@@ -1,10 +1,12 @@
-"""Tests for the XLNet loader of official/nlp/data/pretrain_dataloader.py."""
+"""Tests for official/nlp/data/xlnet_pretrain_dataloader.py (also importable from
+pretrain_dataloader, Model Garden's path)."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from official.nlp.data import pretrain_dataloader as pd
+from official.nlp.data import pretrain_dataloader
+from official.nlp.data import xlnet_pretrain_dataloader as pd
 
 SEQ, CLS, SEP = 16, 3, 4
 
@@ -84,3 +86,8 @@ def test_config_errors(tmp_path):
     pd.XLNetPretrainDataLoader(_config(tmp_path / 'x.tfrecord', max_predictions_per_seq=None)).load()
   with pytest.raises(ValueError, match='multiple of `permutation_size`'):
     pd.XLNetPretrainDataLoader(_config(tmp_path / 'x.tfrecord', permutation_size=5)).load()
+
+
+def test_model_gardens_path_names_the_same_loader():
+  assert pretrain_dataloader.XLNetPretrainDataConfig is pd.XLNetPretrainDataConfig
+  assert pretrain_dataloader.XLNetPretrainDataLoader is pd.XLNetPretrainDataLoader
