@@ -314,8 +314,10 @@ def _accuracy(predicted: Sequence[int], gold: Sequence[int], where: str) -> Tupl
 
 def finetune(task: downstream_data.DownstreamTask, source: ModelSource, pretrained: bool,
              data: TaskData, learning_rate: float, seed: int,
-             settings: FinetuneSettings) -> Dict[str, Any]:
+             settings: FinetuneSettings, label: str = '') -> Dict[str, Any]:
   """One fine-tuning run with early stopping on dev; returns its scores.
+
+  Each epoch logs a line (`label`, the dev score, the best so far, seconds).
 
   Returns:
     `dev` and `test` accuracy (at the best dev epoch), `correct` (per test example or word),
@@ -347,7 +349,9 @@ def finetune(task: downstream_data.DownstreamTask, source: ModelSource, pretrain
     curve.append(round(dev, 6))
     if dev > best[0]:
       best, best_weights = (dev, epoch), model.get_weights()
-    elif epoch - best[1] >= settings.patience:
+    logging.info('%s: epoch %d/%d dev %.4f (best %.4f at epoch %d), %.0f s', label or task.name,
+                 epoch, settings.max_epochs, dev, best[0], best[1], time.monotonic() - start)
+    if epoch - best[1] >= settings.patience:
       break
   model.set_weights(best_weights)
   test, correct = _accuracy(predict(test_config), data.gold['test'], f'{task.name} test')
@@ -399,12 +403,13 @@ def _row_runs(task: downstream_data.DownstreamTask, source: ModelSource, pretrai
 
   def run(learning_rate: float, seed: int) -> Dict[str, Any]:
     path = os.path.join(run_dir, f'lr={learning_rate:g},seed={seed}.json')
+    label = f'[{task.name}] {row} lr={learning_rate:g} seed {seed}'
     result = _read_json(path)
     cached = result is not None
     if not cached:
-      result = finetune(task, source, pretrained, data, learning_rate, seed, settings)
+      result = finetune(task, source, pretrained, data, learning_rate, seed, settings, label)
       _write_json(path, result)
-    progress.finished(f'[{task.name}] {row} lr={learning_rate:g} seed {seed}', result, cached)
+    progress.finished(label, result, cached)
     return result
 
   sweep = {lr: run(lr, 0) for lr in settings.learning_rates}

@@ -100,7 +100,7 @@ def test_sweep_then_seeds_and_stored_runs_are_skipped(tmp_path, monkeypatch):
   """The best dev rate on seed 0, then seeds 1.. at that rate; a rerun runs nothing."""
   calls = []
 
-  def fake_finetune(task, source, pretrained, data, learning_rate, seed, settings):
+  def fake_finetune(task, source, pretrained, data, learning_rate, seed, settings, label):
     calls.append((learning_rate, seed))
     dev = {1e-4: 0.5, 3e-4: 0.7, 1e-3: 0.6}[learning_rate]
     return dict(dev=dev, test=0.6 + seed / 100, correct=[1.0, float(seed % 2)], best_epoch=2,
