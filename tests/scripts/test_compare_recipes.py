@@ -93,6 +93,17 @@ def test_check_settings_refuses_a_rerun_with_another_budget(tmp_path):
   assert sweep.check_settings(str(tmp_path), settings) == settings
   with pytest.raises(ValueError, match=r'--budget_minutes=60.0 but .* was made with 30.0'):
     sweep.check_settings(str(tmp_path), dict(settings, budget_minutes=60.0))
+  newer = dict(settings, mixed_precision='float32')  # a setting the work dir predates
+  assert sweep.check_settings(str(tmp_path), newer) == newer
+  assert sweep.read_json(str(tmp_path / 'settings.json')) == newer
+
+
+def test_fixed_settings_resolve_the_precision(monkeypatch):
+  monkeypatch.setattr(sweep, '_cpuinfo', lambda: 'flags : fpu avx2 avx512_bf16\n')
+  assert sweep.SweepConfig('/w').fixed_settings()['mixed_precision'] == 'bfloat16'
+  monkeypatch.setattr(sweep, '_cpuinfo', lambda: 'flags : fpu avx2\n')
+  assert sweep.SweepConfig('/w').fixed_settings()['mixed_precision'] == 'float32'
+  assert sweep.SweepConfig('/w', mixed_precision='bfloat16').resolved_dtype() == 'bfloat16'
 
 
 def test_planned_steps_leave_time_for_start_up_and_evaluations():
@@ -137,7 +148,7 @@ def _data(tmp_path):
 @pytest.mark.parametrize('cell', sweep.CELLS, ids=lambda cell: cell.name)
 def test_run_configs_load_for_every_cell(tmp_path, data, cell):
   overrides = sweep.run_overrides(cell, data, steps=1003, evals=10, learning_rate=3e-3,
-                                  batch_size=32)
+                                  batch_size=32, dtype='bfloat16')
   path = str(tmp_path / f'{cell.name}.yaml')
   with open(path, 'w') as f:
     yaml.safe_dump(overrides, f)
@@ -158,6 +169,7 @@ def test_run_configs_load_for_every_cell(tmp_path, data, cell):
   assert (held_out.input_path, held_out.max_predictions_per_seq, held_out.use_position_id,
           held_out.use_next_sentence_label, held_out.drop_remainder) == (
               'h.tfrecord', 20, False, False, False)
+  assert params.runtime.mixed_precision_dtype == 'bfloat16'
   trainer = params.trainer
   assert (trainer.train_steps, trainer.validation_interval, trainer.checkpoint_interval) == (
       1000, 100, 100)
