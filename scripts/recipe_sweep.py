@@ -24,6 +24,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from official.common import file_utils
 from official.nlp.data import downstream_data
+from official.utils.misc import cpu_info
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -428,25 +429,14 @@ def _vocab_size(vocab: str) -> int:
     return sum(1 for _ in f)
 
 
-def _cpuinfo() -> str:
-  try:
-    with open('/proc/cpuinfo') as f:
-      return f.read()
-  except OSError:
-    return ''
-
-
 def default_dtype() -> str:
   """'bfloat16' where the CPU computes it natively (AVX512_BF16 or AMX), else 'float32'."""
-  flags = _cpuinfo()
-  return 'bfloat16' if 'avx512_bf16' in flags or 'amx_bf16' in flags else 'float32'
+  return cpu_info.default_precision()
 
 
 def cpu_model() -> str:
-  """The CPU's model name and the cores this process may use, e.g. 'Intel(R) Xeon(R) ... x 2'."""
-  names = [line.split(':', 1)[1].strip() for line in _cpuinfo().splitlines()
-           if line.startswith('model name')]
-  return f"{names[0] if names else 'unknown CPU'} x {len(os.sched_getaffinity(0))}"
+  """The CPU's model name and matmul flags, and the cores this process may use."""
+  return f'{cpu_info.read_cpu_info().line()} x {len(os.sched_getaffinity(0))}'
 
 
 def encoder_config(cell: Cell, vocab: str) -> dict:

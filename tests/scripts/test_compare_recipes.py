@@ -98,10 +98,14 @@ def test_check_settings_refuses_a_rerun_with_another_budget(tmp_path):
   assert sweep.read_json(str(tmp_path / 'settings.json')) == newer
 
 
-def test_fixed_settings_resolve_the_precision(monkeypatch):
-  monkeypatch.setattr(sweep, '_cpuinfo', lambda: 'flags : fpu avx2 avx512_bf16\n')
+def test_fixed_settings_resolve_the_precision(monkeypatch, tmp_path):
+  cpuinfo = tmp_path / 'cpuinfo'
+  default_precision = sweep.cpu_info.default_precision
+  monkeypatch.setattr(sweep.cpu_info, 'default_precision',
+                      lambda: default_precision(str(cpuinfo)))
+  cpuinfo.write_text('flags : fpu avx2 avx512_bf16\n')
   assert sweep.SweepConfig('/w').fixed_settings()['mixed_precision'] == 'bfloat16'
-  monkeypatch.setattr(sweep, '_cpuinfo', lambda: 'flags : fpu avx2\n')
+  cpuinfo.write_text('flags : fpu avx2\n')
   assert sweep.SweepConfig('/w').fixed_settings()['mixed_precision'] == 'float32'
   assert sweep.SweepConfig('/w', mixed_precision='bfloat16').resolved_dtype() == 'bfloat16'
 

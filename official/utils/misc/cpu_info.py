@@ -81,3 +81,17 @@ def read_cpu_info(cpuinfo_path: str = '/proc/cpuinfo') -> CpuInfo:
   model = model or platform.processor() or platform.machine() or 'unknown CPU'
   return CpuInfo(model=model,
                  flags={} if flags is None else {name: name in flags for name in MATMUL_FLAGS})
+
+
+def default_precision(cpuinfo_path: str = '/proc/cpuinfo') -> str:
+  """'bfloat16' when the CPU computes it natively (`amx_bf16` or `avx512_bf16`), else 'float32'.
+
+  Without these instructions TensorFlow emulates bfloat16 in float32 and float32 is the faster
+  choice; an unreadable `cpuinfo_path` (not Linux) gives 'float32'.
+
+  Example:
+    >>> default_precision()  # on a Zen 4 EPYC or a Sapphire Rapids Xeon
+    'bfloat16'
+  """
+  flags = read_cpu_info(cpuinfo_path).flags
+  return 'bfloat16' if flags.get('amx_bf16') or flags.get('avx512_bf16') else 'float32'

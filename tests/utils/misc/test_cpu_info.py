@@ -42,3 +42,14 @@ def test_lines_with_all_or_no_flags():
 def test_this_machine():
   info = cpu_info.read_cpu_info()
   assert info.model and info.line().startswith(info.model)
+
+
+def test_default_precision_is_bfloat16_only_where_native(tmp_path):
+  cpuinfo = tmp_path / 'cpuinfo'
+  cpuinfo.write_text('flags\t\t: fpu avx2 avx512f avx512_bf16\n')
+  assert cpu_info.default_precision(str(cpuinfo)) == 'bfloat16'
+  cpuinfo.write_text('flags\t\t: fpu avx2 amx_bf16 amx_tile\n')
+  assert cpu_info.default_precision(str(cpuinfo)) == 'bfloat16'
+  cpuinfo.write_text('flags\t\t: fpu avx2 avx512f\n')
+  assert cpu_info.default_precision(str(cpuinfo)) == 'float32'
+  assert cpu_info.default_precision(str(tmp_path / 'missing')) == 'float32'
