@@ -327,6 +327,7 @@ def finetune(task: downstream_data.DownstreamTask, source: ModelSource, pretrain
   start = time.monotonic()
   params, steps_per_epoch = _finetune_config(task, source, pretrained, data, learning_rate, seed,
                                              settings)
+  tf_keras.backend.clear_session()  # one process runs many models: free the previous ones
   tf_keras.utils.set_random_seed(seed)
   task_obj = task_factory.get_task(params.task)
   model = task_obj.build_model()
