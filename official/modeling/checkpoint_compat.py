@@ -8,8 +8,9 @@ optimizers are v2 Keras optimizers, whose own keys are attribute names (`_transf
 `optimizer/_variables/7`). The two pieces here give them Model Garden's keys, so that a checkpoint
 written by either framework restores into the other with no conversion step:
 
-- `functional_layer_aliases`: `layer_with_weights-<i>` names for an encoder's sub-layers, listed
-  before its attribute names (the first name of an object in the object graph becomes its key).
+- `functional_checkpoint_children` (with `functional_layer_aliases`): a functional model's
+  `layer_with_weights-<i>` names, listed before its attribute names (the first name of an object
+  in the object graph becomes its key), without Keras' `layer-<i>` names.
 - `LegacySlotsMixin`: an optimizer saves its moments as legacy slot variables and `iter`, and
   restores them from a checkpoint written either way (Model Garden's, ours, or ours before this
   change, whose slots are the `_variables` list).
@@ -126,6 +127,43 @@ def restore_head_weights(ckpt_path: str, model: Any) -> List[str]:
         variable.assign(value)
       restored.append(head.name)
   return restored
+
+
+def functional_checkpoint_children(children: Dict[str, Any],
+                                   weighted_layers: Optional[Sequence[Any]] = None
+                                   ) -> 'collections.OrderedDict[str, Any]':
+  """A functional Keras model's checkpoint children with Model Garden's keys.
+
+  Keras names each layer with weights `layer_with_weights-<i>` (graph order) and every layer
+  `layer-<i>`. The `layer-<i>` names are left out: they add no variable, and where our graph has
+  another number of weightless layers than Model Garden's (our encoders have no
+  `SelfAttentionMask`), they would pair different layers when one framework restores the
+  other's checkpoint.
+
+  Args:
+    children: the model's `_trackable_children('checkpoint')`.
+    weighted_layers: the layers with weights in the order to number them, when it differs from
+      the graph's (None: Keras' numbering).
+
+  Returns:
+    An ordered dict: `layer_with_weights-<i>` first, then the attribute names.
+
+  Example:
+    >>> def _trackable_children(self, save_type='checkpoint', **kwargs):
+    ...   children = super()._trackable_children(save_type, **kwargs)
+    ...   if save_type != 'checkpoint':
+    ...     return children
+    ...   return checkpoint_compat.functional_checkpoint_children(children)
+  """
+  ordered = collections.OrderedDict()
+  if weighted_layers is not None:
+    ordered.update(functional_layer_aliases(weighted_layers))
+  for name, child in children.items():
+    index_name = name.startswith('layer-') and name[len('layer-'):].isdigit()
+    renumbered = weighted_layers is not None and name.startswith('layer_with_weights-')
+    if not (index_name or renumbered):
+      ordered.setdefault(name, child)
+  return ordered
 
 
 def functional_layer_aliases(layers: Sequence[Optional[Any]]) -> 'collections.OrderedDict[str, Any]':

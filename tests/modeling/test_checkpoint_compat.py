@@ -32,6 +32,18 @@ def test_functional_layer_aliases_number_only_present_layers():
   assert aliases['layer_with_weights-0'] is a and aliases['layer_with_weights-1'] is b
 
 
+def test_functional_checkpoint_children_drop_layer_indices_and_can_renumber():
+  a, b = tf_keras.layers.Dense(2), tf_keras.layers.Dense(3)
+  children = {'layer-0': 'input', 'layer_with_weights-0': a, 'layer-1': a,
+              'layer_with_weights-1': b, 'layer-2': b, '_pooler': b}
+  kept = checkpoint_compat.functional_checkpoint_children(children)
+  assert list(kept.items()) == [('layer_with_weights-0', a), ('layer_with_weights-1', b),
+                                ('_pooler', b)]
+  swapped = checkpoint_compat.functional_checkpoint_children(children, [b, a])
+  assert list(swapped.items()) == [('layer_with_weights-0', b), ('layer_with_weights-1', a),
+                                   ('_pooler', b)]
+
+
 def test_root_names(tmp_path):
   variables = _variables()
   path = tf.train.Checkpoint(model=tf.train.Checkpoint(v=variables[0]), **{

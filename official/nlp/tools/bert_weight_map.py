@@ -450,12 +450,13 @@ def _warn_without_pooler(encoder: networks.BertEncoder, used: Set[str], fmt: str
 
 
 def split_model(model: tf_keras.Model):
-  """(encoder, pretrainer or None) of a `BertEncoder` or `BertPretrainerV2`."""
+  """(encoder, pretrainer or None) of a `BertEncoder` (or V2) or `BertPretrainerV2`."""
   if isinstance(model, models.BertPretrainerV2):
     return model.encoder_network, model
-  if isinstance(model, networks.BertEncoder):
+  if isinstance(model, (networks.BertEncoder, networks.BertEncoderV2)):
     return model, None
-  raise TypeError(f'expected a BertEncoder or BertPretrainerV2, found {type(model).__name__}')
+  raise TypeError(f'expected a BertEncoder, BertEncoderV2 or BertPretrainerV2, found '
+                  f'{type(model).__name__}')
 
 
 def export_entries(model: tf_keras.Model) -> List[WeightEntry]:

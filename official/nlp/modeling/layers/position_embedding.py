@@ -20,6 +20,9 @@ class PositionEmbedding(tf_keras.layers.Layer):
     inputs: [batch, seq, width] (or any rank, the sequence on `seq_axis`).
     broadcast: False returns the rows shaped to broadcast against the input ([1, seq, width])
       without materializing the input's shape (what the encoder adds them with).
+    position_ids: int [batch, seq]: the rows to look up instead of 0..seq - 1 (packed rows
+      restart them at each document); the result is [batch, seq, width]. Inputs of rank 3 with
+      the sequence on axis 1 only.
 
   Example:
     >>> PositionEmbedding(max_length=32)(tf.zeros([2, 5, 16])).shape
@@ -38,8 +41,14 @@ class PositionEmbedding(tf_keras.layers.Layer):
                                       initializer=self.initializer)
     super().build(input_shape)
 
-  def call(self, inputs, broadcast: bool = True):
+  def call(self, inputs, broadcast: bool = True, position_ids=None):
     rank = inputs.shape.rank
+    if position_ids is not None:
+      if rank != 3 or self.seq_axis not in (1, -2):
+        raise ValueError(f'{self.name}: position_ids need inputs [batch, seq, width] with the '
+                         f'sequence on axis 1; found rank {rank}, seq_axis {self.seq_axis}')
+      return tf.cast(tf.gather(self.embeddings, tf.cast(position_ids, tf.int32)),
+                     self.compute_dtype)
     length = tf.shape(inputs)[self.seq_axis]
     rows = tf.cast(self.embeddings[:length], self.compute_dtype)
     if rank != 3 or self.seq_axis not in (1, -2):

@@ -12,6 +12,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Union
 import tensorflow as tf
 import tf_keras
 
+from official.modeling import checkpoint_compat
 from official.modeling import tf_utils
 from official.nlp.modeling import layers
 
@@ -165,14 +166,10 @@ class AlbertEncoder(tf_keras.Model):
     return self.get_layer('pooler_transform')
 
   def _trackable_children(self, save_type='checkpoint', **kwargs):
-    # Model Garden's checkpoints also hold `layer-<i>` (every layer of the functional graph,
-    # weightless ones included), which would pair differently here; they add no variables, so
-    # checkpoints carry only `layer_with_weights-<i>` and the two attributes.
     children = super()._trackable_children(save_type, **kwargs)
     if save_type != 'checkpoint':
       return children
-    return {name: child for name, child in children.items()
-            if not (name.startswith('layer-') and name[len('layer-'):].isdigit())}
+    return checkpoint_compat.functional_checkpoint_children(children)
 
   def get_config(self) -> Dict[str, Any]:
     # Model Garden's keys; `dict_outputs` only when set (Model Garden's config drops it).

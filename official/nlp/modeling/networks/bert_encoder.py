@@ -1,4 +1,11 @@
-"""`BertEncoder`: embeddings + a stack of transformer blocks + a pooler (Model Garden's constructor)."""
+"""`BertEncoder` (Model Garden's functional model) and `BertEncoderV2` (its subclassed twin).
+
+Both are embeddings + a stack of transformer blocks + a pooler, built from the same sub-layers
+(`_EncoderLayers`) and the same forward pass: `BertEncoder` runs it once on `tf_keras.Input`s and
+is the functional model of the result (Model Garden's inputs, layers and weight order, so that
+`get_weights()`, `layer_with_weights-<i>` checkpoint keys and walks of the layer graph match
+Model Garden's); `BertEncoderV2` runs it in `call`, as Model Garden's subclassed layer does.
+"""
 
 import logging
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
@@ -25,24 +32,7 @@ _ENCODER_CONFIG_KEYS = frozenset({
     'attention_dropout_rate', 'max_position_embeddings', 'initializer_range', 'embedding_size',
     'num_hidden_layers', 'hidden_act', 'hidden_dropout_prob', 'attention_probs_dropout_prob'})
 
-
-@tf_keras.utils.register_keras_serializable(package='mlm_garden')
-class BertEncoder(tf_keras.Model):
-  """The BERT encoder.
-
-  Embeddings = word + position + type (one-hot matmul), then LayerNorm and dropout, then an optional
-  `embedding_projection` when `embedding_width != hidden_size`; then `num_layers` transformer blocks;
-  the pooler is a tanh dense layer on the first token. Sub-layer names (variable names):
-  `word_embeddings`, `position_embedding`, `type_embeddings`, `embeddings/layer_norm`,
-  `embedding_projection`, `transformer/layer_%d`, `final_layer_norm` (pre-LN only), `pooler_transform`;
-  held as Model Garden's attributes `_embedding_layer`, `_position_embedding_layer`,
-  `_type_embedding_layer`, `_embedding_norm_layer`, `_embedding_projection`, `_transformer_layers`,
-  `_pooler_layer` (the object-checkpoint keys). As in Model Garden, the variables exist once the
-  encoder is constructed, so a checkpoint restores (and its shapes are checked) at once.
-
-  Mixed precision: matmuls run in the policy's compute dtype; LayerNorms and the attention softmax
-  in float32; variables stay float32. XLA: every shape is static given the input shapes.
-
+_ARGS_DOC = """
   Args:
     vocab_size: word-embedding rows.
     hidden_size: width of the transformer layers.
@@ -60,29 +50,240 @@ class BertEncoder(tf_keras.Model):
     embedding_layer: a word-embedding layer (with an `embeddings` variable) to use instead of
       building one; it is not part of `get_config`.
     norm_first: pre-LN transformer blocks, plus a LayerNorm `final_layer_norm` on the last
-      layer's output (so that the pooler and heads see normalized states).
-    dict_outputs: return a dict (else `[sequence_output, pooled_output]`).
-    return_all_encoder_outputs: with list outputs, return every layer's output first.
-    return_attention_scores: with dict outputs, add `attention_scores`, every layer's attention
-      probabilities [batch, heads, seq, seq] (float32).
-    return_word_embeddings: with dict outputs, add `word_embeddings` [batch, seq, embedding_width]
-      (the looked-up rows, before position/type embeddings).
+      layer's output (so that the pooler and heads see normalized states; Model Garden has no
+      such layer).
+    return_attention_scores: add every layer's attention probabilities [batch, heads, seq, seq]
+      (float32): `attention_scores` in dict outputs, a third list output otherwise.
+    return_word_embeddings: with dict outputs, add `word_embeddings` [batch, seq,
+      embedding_width] (the looked-up rows, before position/type embeddings).
     with_dense_inputs: the inputs also hold `dense_inputs` [batch, dense_seq, embedding_width]
       (float), `dense_mask` and `dense_type_ids` [batch, dense_seq]: features appended after the
       word embeddings (the outputs cover seq + dense_seq positions). Dense features in the input
-      dict are used either way; this adds them to `inputs` and to the build.
+      dict are used either way; this adds them to `inputs` (and to the layer graph).
     packed_documents: the input dict may hold `position_ids` (or `input_position_ids`) int
       [batch, seq] of packed rows, restarting at 0 at each document (`create_pretraining_data
       --pack`, read with `use_position_id: true`): the position embeddings are looked up at them
       and each token attends only within its document (`document_ids_from_positions`, as
       `ModernBertEncoder`). Without them, positions are 0..seq-1 (one document a row). Off by
       default (Model Garden's encoder, which ignores position ids); no variable changes.
+"""
+
+
+class _Float32(tf_keras.layers.Layer):
+  """The identity in float32: under a mixed policy, Keras casts the inputs to this layer's float32
+  dtype, so the encoder's sequence outputs are float32 as Model Garden's (whose blocks end in a
+  float32 LayerNorm) while our blocks pass the compute dtype to each other."""
+
+  def __init__(self, **kwargs):
+    kwargs['dtype'] = 'float32'
+    super().__init__(**kwargs)
+
+  def call(self, inputs):
+    return tf.nest.map_structure(tf.identity, inputs)
+
+
+class _EncoderLayers:
+  """The sub-layers of a BERT encoder (Model Garden's names: variable names and checkpoint keys)
+  and the forward pass over them, shared by `BertEncoder` (which runs it on symbolic inputs to
+  make its layer graph) and `BertEncoderV2` (which runs it in `call`).
+
+  The graph of `forward` is Model Garden's: word, position and type embeddings, `Add`, LayerNorm,
+  dropout, the optional projection, the blocks called as `block([x, mask])`, the pooler on the
+  first token. One difference: the blocks take the [batch, seq] padding mask itself rather than
+  the [batch, seq, seq] one of a `SelfAttentionMask` layer (the same attention; the 3-D mask cost
+  10% of a mixed_bfloat16 encoder step on CPU).
+  """
+
+  def __init__(self, config: Dict[str, Any], embedding_layer: Optional[tf_keras.layers.Layer],
+               initializer: tf_keras.initializers.Initializer, inner_activation: Any):
+    self.config = config
+    clone = lambda: tf_utils.clone_initializer(initializer)
+    width, hidden = config['embedding_width'], config['hidden_size']
+    self.word_embeddings = embedding_layer or layers.OnDeviceEmbedding(
+        config['vocab_size'], width, initializer=clone(), name='word_embeddings')
+    self.position_embedding = layers.PositionEmbedding(
+        config['max_sequence_length'], initializer=clone(), name='position_embedding')
+    self.type_embeddings = layers.OnDeviceEmbedding(
+        config['type_vocab_size'], width, initializer=clone(), use_one_hot=True,
+        name='type_embeddings')
+    self.add = tf_keras.layers.Add()
+    self.norm = tf_keras.layers.LayerNormalization(epsilon=1e-12, dtype=tf.float32,
+                                                   name='embeddings/layer_norm')
+    self.dropout = layers.Dropout(config['output_dropout'], name='embedding_dropout')
+    self.projection = None
+    if width != hidden:
+      self.projection = tf_keras.layers.Dense(hidden, kernel_initializer=clone(),
+                                              name='embedding_projection')
+    self.blocks = [
+        layers.TransformerEncoderBlock(
+            num_attention_heads=config['num_attention_heads'], inner_dim=config['inner_dim'],
+            inner_activation=inner_activation, output_dropout=config['output_dropout'],
+            attention_dropout=config['attention_dropout'], norm_first=config['norm_first'],
+            return_attention_scores=config['return_attention_scores'],
+            kernel_initializer=clone(), name=f'transformer/layer_{i}')
+        for i in range(config['num_layers'])]
+    self.final_norm = None
+    if config['norm_first']:
+      self.final_norm = tf_keras.layers.LayerNormalization(epsilon=1e-12, dtype=tf.float32,
+                                                           name='final_layer_norm')
+    self.pooler = tf_keras.layers.Dense(hidden, activation='tanh', kernel_initializer=clone(),
+                                        name='pooler_transform')
+    self.document_ids = None
+    if config['packed_documents']:
+      self.document_ids = tf_keras.layers.Lambda(modernbert_encoder.document_ids_from_positions,
+                                                 name='document_ids')
+    mixed = tf_keras.mixed_precision.global_policy().compute_dtype != 'float32'
+    self.to_float32 = _Float32(name='float32_outputs') if mixed else None
+
+  def forward(self, word_ids, mask, type_ids, word_embeddings=None, dense=None,
+              position_ids=None, training=None) -> Dict[str, Any]:
+    """Every output of the encoder, as a dict.
+
+    Args:
+      word_ids, mask, type_ids: int [batch, seq] (`word_ids` unused when `word_embeddings`).
+      word_embeddings: [batch, seq, embedding_width] to use instead of looking `word_ids` up.
+      dense: (dense_inputs, dense_mask, dense_type_ids) appended after the words, or None.
+      position_ids: int [batch, seq] of packed rows, or None (0..seq - 1, one document a row).
+      training: the dropout mode (None: Keras' call context).
+
+    Returns:
+      `sequence_output`, `pooled_output`, `encoder_outputs`, `word_embeddings`, and
+      `attention_scores` when the blocks return them.
+    """
+    config = self.config
+    if word_embeddings is None:
+      word_embeddings = self.word_embeddings(word_ids)
+    else:
+      word_embeddings = tf.cast(word_embeddings, self.word_embeddings.compute_dtype)
+    if dense is not None:
+      dense_inputs, dense_mask, dense_type_ids = dense
+      word_embeddings = tf.concat(
+          [word_embeddings, tf.cast(dense_inputs, word_embeddings.dtype)], axis=1)
+      mask = tf.concat([mask, tf.cast(dense_mask, mask.dtype)], axis=1)
+      type_ids = tf.concat([type_ids, tf.cast(dense_type_ids, type_ids.dtype)], axis=1)
+    document_ids = None
+    if position_ids is None:
+      # The position rows [1, seq, width] broadcast in the add (not materialized per batch).
+      positions = self.position_embedding(word_embeddings, broadcast=False)
+    else:  # packed rows: each document's positions from 0, attention within the document
+      positions = self.position_embedding(word_embeddings, position_ids=position_ids)
+      document_ids = self.document_ids(position_ids)
+    embeddings = self.add([word_embeddings, positions, self.type_embeddings(type_ids)])
+    # The LayerNorm computes in float32; the dropout casts back to the compute dtype.
+    x = self.dropout(self.norm(embeddings), training=training)
+    if self.projection is not None:
+      x = self.projection(x)
+    encoder_outputs, attention_scores = [], []
+    last = len(self.blocks) - 1
+    for i, block in enumerate(self.blocks):
+      kwargs = {'training': training}
+      if i == last and config['output_range']:
+        kwargs['output_range'] = config['output_range']
+      if document_ids is not None:
+        kwargs['document_ids'] = document_ids
+      x = block([x, mask], **kwargs)
+      if config['return_attention_scores']:
+        x, scores = x
+        attention_scores.append(scores)
+      encoder_outputs.append(x)
+    if self.final_norm is not None:
+      x = self.final_norm(x)
+      encoder_outputs[-1] = x
+    pooled = self.pooler(x[:, 0, :])
+    if self.to_float32 is not None:
+      encoder_outputs = self.to_float32(encoder_outputs)
+    outputs = {'sequence_output': encoder_outputs[-1], 'pooled_output': pooled,
+               'encoder_outputs': list(encoder_outputs), 'word_embeddings': word_embeddings}
+    if config['return_attention_scores']:
+      outputs['attention_scores'] = attention_scores
+    return outputs
+
+  def format_outputs(self, outputs: Dict[str, Any], dict_outputs: bool):
+    """`forward`'s outputs in the encoder's format (Model Garden's dict or list outputs)."""
+    config = self.config
+    if dict_outputs:
+      formatted = {key: outputs[key] for key in
+                   ('sequence_output', 'pooled_output', 'encoder_outputs')}
+      if config['return_attention_scores']:
+        formatted['attention_scores'] = outputs['attention_scores']
+      if config['return_word_embeddings']:
+        formatted['word_embeddings'] = outputs['word_embeddings']
+      return formatted
+    first = (outputs['encoder_outputs'] if config['return_all_encoder_outputs']
+             else outputs['sequence_output'])
+    formatted = [first, outputs['pooled_output']]
+    if config['return_attention_scores']:
+      formatted.append(outputs['attention_scores'])
+    return formatted
+
+
+def _make_config(vocab_size: int, hidden_size: int, num_layers: int, num_attention_heads: int,
+                 max_sequence_length: int, type_vocab_size: int, inner_dim: int,
+                 inner_activation: Any, output_dropout: float, attention_dropout: float,
+                 initializer: Any, output_range: Optional[int], embedding_width: Optional[int],
+                 norm_first: bool, dict_outputs: bool, return_all_encoder_outputs: bool,
+                 return_attention_scores: bool, return_word_embeddings: bool,
+                 with_dense_inputs: bool, packed_documents: bool, cls_name: str):
+  """(config dict of `get_config`, initializer) after checking the arguments."""
+  if not 0 < num_attention_heads <= hidden_size:
+    # Model Garden allows a hidden size that heads do not divide: each head is
+    # hidden_size // num_attention_heads wide and the attention output projects back.
+    raise ValueError(f'{cls_name} num_attention_heads must be between 1 and hidden_size '
+                     f'{hidden_size}, found {num_attention_heads}')
+  if packed_documents and with_dense_inputs:
+    raise ValueError(f'{cls_name} packed_documents and with_dense_inputs cannot be combined '
+                     '(position ids cover the word positions only); found both True')
+  if initializer is None:
+    initializer = tf_keras.initializers.TruncatedNormal(stddev=0.02)
+  initializer = tf_keras.initializers.get(initializer)
+  config = dict(
+      vocab_size=vocab_size, hidden_size=hidden_size, num_layers=num_layers,
+      num_attention_heads=num_attention_heads, max_sequence_length=max_sequence_length,
+      type_vocab_size=type_vocab_size, inner_dim=inner_dim,
+      inner_activation=tf_utils.serialize_activation(inner_activation),
+      output_dropout=output_dropout, attention_dropout=attention_dropout,
+      initializer=tf_keras.initializers.serialize(initializer), output_range=output_range,
+      embedding_width=embedding_width or hidden_size, norm_first=norm_first,
+      dict_outputs=dict_outputs, return_all_encoder_outputs=return_all_encoder_outputs,
+      return_attention_scores=return_attention_scores,
+      return_word_embeddings=return_word_embeddings, with_dense_inputs=with_dense_inputs,
+      packed_documents=packed_documents)
+  return config, initializer
+
+
+@tf_keras.utils.register_keras_serializable(package='mlm_garden')
+class BertEncoder(tf_keras.Model):
+  """The BERT encoder, a functional Keras model (Model Garden's).
+
+  Embeddings = word + position + type (one-hot matmul), then LayerNorm and dropout, then an optional
+  `embedding_projection` when `embedding_width != hidden_size`; then `num_layers` transformer blocks;
+  the pooler is a tanh dense layer on the first token. Sub-layer names (variable names):
+  `word_embeddings`, `position_embedding`, `type_embeddings`, `embeddings/layer_norm`,
+  `embedding_projection`, `transformer/layer_%d`, `final_layer_norm` (pre-LN only), `pooler_transform`;
+  held as Model Garden's attributes `_embedding_layer`, `_position_embedding_layer`,
+  `_type_embedding_layer`, `_embedding_norm_layer`, `_embedding_projection`, `_transformer_layers`,
+  `_pooler_layer`.
+
+  As Model Garden's, the encoder is the functional model of its layer graph: `inputs` is the list
+  of `input_word_ids`, `input_mask`, `input_type_ids` (`tf_keras.Input` int32 [batch, None]),
+  `outputs` the graph's outputs, `layers` the layers in graph order, `get_weights()` lists the
+  weights in that order and object checkpoints name each layer with weights
+  `layer_with_weights-<i>` (the attribute names above restore too). The variables exist once
+  constructed. The blocks run our fused kernels (`TransformerEncoderBlock`).
+
+  Calls whose inputs are not the graph's (`input_word_embeddings` instead of ids, dense features
+  without `with_dense_inputs`, the position ids of packed rows) run the same layers in the same
+  order one by one.
+
+  Mixed precision: matmuls run in the policy's compute dtype; LayerNorms and the attention softmax
+  in float32; variables stay float32. XLA: every shape is static given the input shapes.
+  """ + _ARGS_DOC + """    dict_outputs: return a dict (else `[sequence_output, pooled_output]`).
+    return_all_encoder_outputs: with list outputs, return every layer's output first.
 
   Call args:
     inputs: a dict with `input_word_ids`, `input_mask`, `input_type_ids` (int [batch, seq]; other
       keys are ignored) or a list of the three. `input_word_embeddings` [batch, seq,
-      embedding_width] may replace `input_word_ids` (the lookup is skipped). Keras symbolic
-      tensors (`tf_keras.Input`) work too, e.g. `encoder(encoder.inputs)`.
+      embedding_width] may replace `input_word_ids` (the lookup is skipped).
 
   Returns:
     With `dict_outputs`: `sequence_output` [batch, seq, hidden] (or [batch, output_range, hidden]),
@@ -92,12 +293,7 @@ class BertEncoder(tf_keras.Model):
     attention scores third with `return_attention_scores`. As in Model Garden, whose blocks end in
     a float32 LayerNorm, the sequence outputs (`sequence_output`, `encoder_outputs`) are float32
     under a mixed policy and `pooled_output` is in the compute dtype (e.g. float16 under
-    `mixed_float16`); inside the stack the blocks pass the compute dtype to each other.
-
-  Attributes:
-    inputs: a dict of `tf_keras.Input(shape=(None,), dtype=tf.int32)` named `input_word_ids`,
-      `input_mask`, `input_type_ids` (Model Garden's), so that
-      `tf_keras.Model(encoder.inputs, encoder(encoder.inputs))` makes a functional model.
+    `mixed_float16`).
 
   Example:
     >>> encoder = BertEncoder(vocab_size=100, hidden_size=16, num_layers=2, num_attention_heads=2,
@@ -105,6 +301,8 @@ class BertEncoder(tf_keras.Model):
     >>> ids = tf.ones([2, 8], tf.int32)
     >>> encoder(dict(input_word_ids=ids, input_mask=ids, input_type_ids=0 * ids))['pooled_output'].shape
     TensorShape([2, 16])
+    >>> [x.name for x in encoder.inputs]
+    ['input_word_ids', 'input_mask', 'input_type_ids']
   """
 
   def __init__(self, vocab_size: int, hidden_size: int = 768, num_layers: int = 12,
@@ -118,187 +316,215 @@ class BertEncoder(tf_keras.Model):
                return_attention_scores: bool = False, return_word_embeddings: bool = False,
                with_dense_inputs: bool = False, packed_documents: bool = False, **kwargs):
     legacy = _legacy_arguments(kwargs)
-    inner_dim = legacy.get('inner_dim', inner_dim)
     inner_activation = legacy.get('inner_activation', inner_activation)
-    output_dropout = legacy.get('output_dropout', output_dropout)
-    attention_dropout = legacy.get('attention_dropout', attention_dropout)
+    config, initializer = _make_config(
+        vocab_size, hidden_size, num_layers, num_attention_heads, max_sequence_length,
+        type_vocab_size, legacy.get('inner_dim', inner_dim), inner_activation,
+        legacy.get('output_dropout', output_dropout),
+        legacy.get('attention_dropout', attention_dropout), initializer, output_range,
+        embedding_width, norm_first, dict_outputs, return_all_encoder_outputs,
+        return_attention_scores, return_word_embeddings, with_dense_inputs, packed_documents,
+        type(self).__name__)
+    parts = _EncoderLayers(config, embedding_layer, initializer, inner_activation)
+    inputs = [tf_keras.Input(shape=(None,), dtype=tf.int32, name=name) for name in _INPUT_NAMES]
+    dense = None
+    if with_dense_inputs:
+      dense = [tf_keras.Input(shape=(None, config['embedding_width']), dtype=tf.float32,
+                              name=_DENSE_INPUT_NAMES[0])]
+      dense += [tf_keras.Input(shape=(None,), dtype=tf.int32, name=name)
+                for name in _DENSE_INPUT_NAMES[1:]]
+    outputs = parts.format_outputs(parts.forward(*inputs, dense=dense), dict_outputs)
+    super().__init__(inputs=inputs + (dense or []), outputs=outputs, **kwargs)
+    # Inputs are checked and mapped to the graph's by `_graph_inputs` (Keras' own check would
+    # refuse our other input forms before `call`).
+    self.input_spec = None
+    # Model Garden's attributes (checkpoint keys of older checkpoints and of BertEncoderV2's).
+    self._pooler_layer = parts.pooler
+    self._transformer_layers = parts.blocks
+    self._embedding_norm_layer = parts.norm
+    self._embedding_layer = parts.word_embeddings
+    self._position_embedding_layer = parts.position_embedding
+    self._type_embedding_layer = parts.type_embeddings
+    if parts.projection is not None:
+      self._embedding_projection = parts.projection
+    self._embedding_dropout = parts.dropout
+    self._final_layer_norm = parts.final_norm
+    # Untracked: no checkpoint entries.
+    object.__setattr__(self, '_parts', parts)
+    object.__setattr__(self, '_encoder_config', config)
+
+  def call(self, inputs, training=None, mask=None):  # pylint: disable=arguments-differ
+    graph_inputs = self._graph_inputs(inputs)
+    if graph_inputs is not None:
+      return super().call(graph_inputs, training=training, mask=mask)
+    # Inputs the graph does not take: the same layers, one by one.
+    word_ids, input_mask, type_ids, word_embeddings = _unpack(inputs)
+    outputs = self._parts.forward(
+        word_ids, input_mask, type_ids, word_embeddings=word_embeddings,
+        dense=_dense_inputs(inputs), position_ids=self._position_ids(inputs), training=training)
+    return self._parts.format_outputs(outputs, self._encoder_config['dict_outputs'])
+
+  def _graph_inputs(self, inputs) -> Optional[List[Any]]:
+    """The inputs as the graph's list, or None when the call needs the layer-by-layer path."""
+    config = self._encoder_config
+    names = list(_INPUT_NAMES) + (list(_DENSE_INPUT_NAMES) if config['with_dense_inputs'] else [])
+    if isinstance(inputs, Mapping):
+      _unpack(inputs)  # names what is missing
+      special = ('input_word_embeddings' in inputs or self._position_ids(inputs) is not None
+                 or (_dense_inputs(inputs) is not None) != config['with_dense_inputs'])
+      if special:
+        return None
+      return [inputs[name] for name in names]
+    if not isinstance(inputs, (list, tuple)) or len(inputs) != len(names):
+      raise ValueError(f'{self.name} inputs must be a dict with {names} or a list of those '
+                       f'{len(names)} tensors, found {inputs!r}')
+    return list(inputs)
+
+  def _position_ids(self, inputs) -> Optional[tf.Tensor]:
+    """int32 [batch, seq] position ids of packed rows, or None (positions 0..seq-1)."""
+    return _position_ids(inputs, self._encoder_config['packed_documents'])
+
+  def get_embedding_table(self) -> tf.Variable:
+    """The word-embedding variable [vocab_size, embedding_width]."""
+    return self._embedding_layer.embeddings
+
+  def get_embedding_layer(self) -> tf_keras.layers.Layer:
+    return self._embedding_layer
+
+  @property
+  def transformer_layers(self) -> List[layers.TransformerEncoderBlock]:
+    """The blocks, first to last."""
+    return self._transformer_layers
+
+  @property
+  def pooler_layer(self) -> tf_keras.layers.Layer:
+    """The pooler's dense layer (`pooler_transform`)."""
+    return self._pooler_layer
+
+  def _trackable_children(self, save_type='checkpoint', **kwargs):
+    children = super()._trackable_children(save_type, **kwargs)
+    if save_type != 'checkpoint':
+      return children
+    weighted = None
+    final_norm = getattr(self, '_final_layer_norm', None)
+    if final_norm is not None:
+      # Pre-LN: the graph puts `final_layer_norm` before the pooler; its checkpoint index stays
+      # after the pooler's, where it has always been (the pooler keeps Model Garden's index).
+      weighted = [layer for layer in self.layers if layer.weights and layer is not final_norm]
+      weighted.append(final_norm)
+    return checkpoint_compat.functional_checkpoint_children(children, weighted)
+
+  def get_config(self) -> Dict[str, Any]:
+    return _plain(dict(self._encoder_config, name=self.name))
+
+  @classmethod
+  def from_config(cls, config: Dict[str, Any], custom_objects=None):
+    """Builds an encoder from `get_config()`'s dict, or from an encoder config dict.
+
+    Besides Keras' own config, accepts what `bert_encoder_config.bert_config_from_dict` does: an
+    `EncoderConfig` dict (`{'type': 'bert', 'bert': {...}}`), its `bert` part, or a BERT
+    `config.json` dict (`num_hidden_layers`, ...); those build the encoder
+    `encoders.build_encoder` would (dict outputs).
+
+    Example:
+      >>> BertEncoder.from_config({'type': 'bert', 'bert': {'num_layers': 2, 'hidden_size': 64,
+      ...                                                   'num_attention_heads': 2}})
+    """
+    if _ENCODER_CONFIG_KEYS & set(config):
+      return cls(**bert_encoder_config.encoder_kwargs(
+          bert_encoder_config.bert_config_from_dict(config)))
+    return cls(**config)
+
+
+@tf_keras.utils.register_keras_serializable(package='mlm_garden')
+class BertEncoderV2(tf_keras.Model):
+  """Model Garden's `BertEncoderV2`: the BERT encoder as a subclassed model with dict outputs.
+
+  The layers and computation of `BertEncoder` (`_EncoderLayers`), run in `call` rather than as a
+  layer graph, as Model Garden's `BertEncoderV2` (a subclassed layer) does: object checkpoints
+  name the sub-layers by attribute (`_embedding_layer`, `_transformer_layers/<i>`,
+  `_pooler_layer`, ...), `inputs` is a dict. The variables exist once constructed, named as in
+  `BertEncoder` (`word_embeddings/embeddings:0`, ...).
+  """ + _ARGS_DOC + """
+  `dict_outputs` and `return_all_encoder_outputs` are accepted and ignored (the outputs are always
+  the dict, which always holds `encoder_outputs`).
+
+  Call args:
+    inputs: a dict with `input_word_ids` (or `input_word_embeddings`), `input_mask`,
+      `input_type_ids` (int [batch, seq]), optionally the dense features and packed position ids;
+      other keys are ignored. A list of the three works too.
+
+  Returns:
+    A dict: `sequence_output`, `pooled_output`, `encoder_outputs`, and the optional
+    `attention_scores`, `word_embeddings` (as `BertEncoder`'s dict outputs).
+
+  Attributes:
+    inputs: a dict of `tf_keras.Input(shape=(None,), dtype=tf.int32)` named `input_word_ids`,
+      `input_mask`, `input_type_ids` (and the dense ones `with_dense_inputs`), so that
+      `tf_keras.Model(encoder.inputs, encoder(encoder.inputs))` makes a functional model.
+
+  Example:
+    >>> encoder = BertEncoderV2(vocab_size=100, hidden_size=16, num_layers=1, num_attention_heads=2,
+    ...                         inner_dim=32)
+    >>> sorted(encoder.inputs)
+    ['input_mask', 'input_type_ids', 'input_word_ids']
+  """
+
+  def __init__(self, vocab_size: int, hidden_size: int = 768, num_layers: int = 12,
+               num_attention_heads: int = 12, max_sequence_length: int = 512,
+               type_vocab_size: int = 16, inner_dim: int = 3072, inner_activation: Any = 'gelu',
+               output_dropout: float = 0.1, attention_dropout: float = 0.1,
+               initializer: Any = None, output_range: Optional[int] = None,
+               embedding_width: Optional[int] = None,
+               embedding_layer: Optional[tf_keras.layers.Layer] = None, norm_first: bool = False,
+               return_attention_scores: bool = False, return_word_embeddings: bool = False,
+               with_dense_inputs: bool = False, packed_documents: bool = False, **kwargs):
+    kwargs.pop('dict_outputs', None)
+    kwargs.pop('return_all_encoder_outputs', None)
+    legacy = _legacy_arguments(kwargs)
     super().__init__(**kwargs)
-    if not 0 < num_attention_heads <= hidden_size:
-      # Model Garden allows a hidden size that heads do not divide: each head is
-      # hidden_size // num_attention_heads wide and the attention output projects back.
-      raise ValueError(f'BertEncoder num_attention_heads must be between 1 and hidden_size '
-                       f'{hidden_size}, found {num_attention_heads}')
-    if packed_documents and with_dense_inputs:
-      raise ValueError('BertEncoder packed_documents and with_dense_inputs cannot be combined '
-                       '(position ids cover the word positions only); found both True')
-    if initializer is None:
-      initializer = tf_keras.initializers.TruncatedNormal(stddev=0.02)
-    initializer = tf_keras.initializers.get(initializer)
-    embedding_width = embedding_width or hidden_size
-    self._config = dict(
-        vocab_size=vocab_size, hidden_size=hidden_size, num_layers=num_layers,
-        num_attention_heads=num_attention_heads, max_sequence_length=max_sequence_length,
-        type_vocab_size=type_vocab_size, inner_dim=inner_dim,
-        inner_activation=tf_utils.serialize_activation(inner_activation),
-        output_dropout=output_dropout, attention_dropout=attention_dropout,
-        initializer=tf_keras.initializers.serialize(initializer), output_range=output_range,
-        embedding_width=embedding_width, norm_first=norm_first, dict_outputs=dict_outputs,
-        return_all_encoder_outputs=return_all_encoder_outputs,
-        return_attention_scores=return_attention_scores,
-        return_word_embeddings=return_word_embeddings, with_dense_inputs=with_dense_inputs,
-        packed_documents=packed_documents)
-    clone = lambda: tf_utils.clone_initializer(initializer)
-    self._embedding_layer = embedding_layer or layers.OnDeviceEmbedding(
-        vocab_size, embedding_width, initializer=clone(), name='word_embeddings')
-    self._position_embedding_layer = layers.PositionEmbedding(
-        max_sequence_length, initializer=clone(), name='position_embedding')
-    self._type_embedding_layer = layers.OnDeviceEmbedding(
-        type_vocab_size, embedding_width, initializer=clone(), use_one_hot=True,
-        name='type_embeddings')
-    self._embedding_norm_layer = tf_keras.layers.LayerNormalization(
-        epsilon=1e-12, dtype=tf.float32, name='embeddings/layer_norm')
-    self._embedding_dropout = layers.Dropout(output_dropout, name='embedding_dropout')
-    # As in Model Garden's BertEncoder, the attribute exists only when the projection does.
-    if embedding_width != hidden_size:
-      self._embedding_projection = tf_keras.layers.Dense(
-          hidden_size, kernel_initializer=clone(), name='embedding_projection')
-    self._transformer_layers = [
-        layers.TransformerEncoderBlock(
-            num_attention_heads=num_attention_heads, inner_dim=inner_dim,
-            inner_activation=inner_activation, output_dropout=output_dropout,
-            attention_dropout=attention_dropout, norm_first=norm_first,
-            kernel_initializer=clone(),
-            output_range=output_range if i == num_layers - 1 else None,
-            name=f'transformer/layer_{i}')
-        for i in range(num_layers)]
-    self._final_layer_norm = None
-    if norm_first:
-      self._final_layer_norm = tf_keras.layers.LayerNormalization(
-          epsilon=1e-12, dtype=tf.float32, name='final_layer_norm')
-    self._pooler_layer = tf_keras.layers.Dense(hidden_size, activation='tanh',
-                                               kernel_initializer=clone(),
-                                               name='pooler_transform')
-    # Symbolic inputs (Model Garden's `inputs`). Set without Keras' attribute tracking, so they
-    # add nothing to checkpoints; the save spec lets `save()` work before the first call.
-    object.__setattr__(self, 'inputs',
-                       symbolic_inputs(embedding_width if with_dense_inputs else None))
+    inner_activation = legacy.get('inner_activation', inner_activation)
+    config, initializer = _make_config(
+        vocab_size, hidden_size, num_layers, num_attention_heads, max_sequence_length,
+        type_vocab_size, legacy.get('inner_dim', inner_dim), inner_activation,
+        legacy.get('output_dropout', output_dropout),
+        legacy.get('attention_dropout', attention_dropout), initializer, output_range,
+        embedding_width, norm_first, True, False, return_attention_scores,
+        return_word_embeddings, with_dense_inputs, packed_documents, type(self).__name__)
+    parts = _EncoderLayers(config, embedding_layer, initializer, inner_activation)
+    self._config = config
+    self._embedding_layer = parts.word_embeddings
+    self._position_embedding_layer = parts.position_embedding
+    self._type_embedding_layer = parts.type_embeddings
+    self._embedding_norm_layer = parts.norm
+    self._embedding_dropout = parts.dropout
+    if parts.projection is not None:
+      self._embedding_projection = parts.projection
+    self._transformer_layers = parts.blocks
+    self._final_layer_norm = parts.final_norm
+    self._pooler_layer = parts.pooler
+    # Untracked (no checkpoint entries): the weightless helpers live in `_parts`.
+    object.__setattr__(self, '_parts', parts)
+    object.__setattr__(self, 'inputs', symbolic_inputs(
+        config['embedding_width'] if with_dense_inputs else None))
     self._set_save_spec(self.inputs)
     # Model Garden's encoder has its variables once constructed, so that a checkpoint restores
     # (and checks shapes) at once rather than deferred to the first call.
     self.build()
 
-  @staticmethod
-  def _unpack(inputs: Union[Mapping[str, tf.Tensor], Sequence[tf.Tensor]]):
-    """(word ids or None, mask, type ids, word embeddings or None) of the call's inputs."""
-    if isinstance(inputs, Mapping):
-      required = list(_INPUT_NAMES)
-      if 'input_word_embeddings' in inputs:
-        required.remove('input_word_ids')
-      missing = [name for name in required if name not in inputs]
-      if missing:
-        raise ValueError(f'BertEncoder inputs lack {missing}; expected {list(_INPUT_NAMES)} '
-                         f'(or input_word_embeddings instead of input_word_ids), found '
-                         f'{sorted(inputs)}')
-      return (inputs.get('input_word_ids'), inputs['input_mask'], inputs['input_type_ids'],
-              inputs.get('input_word_embeddings'))
-    if not isinstance(inputs, (list, tuple)) or len(inputs) != 3:
-      raise ValueError(f'BertEncoder inputs must be a dict with {list(_INPUT_NAMES)} or a list '
-                       f'of those three tensors, found {inputs!r}')
-    return (*inputs, None)
-
-  @staticmethod
-  def _dense_inputs(inputs) -> Optional[Sequence[tf.Tensor]]:
-    """(dense_inputs, dense_mask, dense_type_ids) when the input dict has `dense_inputs`, else None.
-
-    As in Model Garden, dense features given in the dict are used whether or not the encoder was
-    built `with_dense_inputs` (which only adds them to `inputs` and to the build).
-    """
-    if not isinstance(inputs, Mapping) or 'dense_inputs' not in inputs:
-      return None
-    missing = [name for name in _DENSE_INPUT_NAMES if name not in inputs]
-    if missing:
-      raise ValueError(f'BertEncoder inputs have dense_inputs but lack {missing}; expected '
-                       f'{list(_DENSE_INPUT_NAMES)} together')
-    return [inputs[name] for name in _DENSE_INPUT_NAMES]
-
-  def _position_ids(self, inputs) -> Optional[tf.Tensor]:
-    """int32 [batch, seq] position ids of packed rows, or None (positions 0..seq-1)."""
-    if not self._config['packed_documents'] or not isinstance(inputs, Mapping):
-      return None
-    for name in _POSITION_ID_NAMES:
-      if inputs.get(name) is not None:
-        if self._dense_inputs(inputs) is not None:
-          raise ValueError(f'BertEncoder packed_documents: {name} with dense_inputs is not '
-                           'supported; expected one or the other')
-        return tf.cast(inputs[name], tf.int32)
-    return None
-
   def call(self, inputs, training=None):
-    word_ids, mask, type_ids, word_embeddings = self._unpack(inputs)
-    return_scores = self._config['return_attention_scores']
-    if word_embeddings is None:
-      word_embeddings = self._embedding_layer(word_ids)
-    else:
-      word_embeddings = tf.cast(word_embeddings, self.compute_dtype)
-    dense = self._dense_inputs(inputs)
-    if dense is not None:
-      # Dense features [batch, dense_seq, embedding_width] follow the word embeddings; positions
-      # and type embeddings then cover both parts.
-      dense_inputs, dense_mask, dense_type_ids = dense
-      word_embeddings = tf.concat([word_embeddings, tf.cast(dense_inputs, word_embeddings.dtype)],
-                                  axis=1)
-      mask = tf.concat([mask, tf.cast(dense_mask, mask.dtype)], axis=1)
-      type_ids = tf.concat([type_ids, tf.cast(dense_type_ids, type_ids.dtype)], axis=1)
-    position_ids = self._position_ids(inputs)
-    document_ids = None
-    if position_ids is None:
-      # The position rows [1, seq, width] broadcast in the add (not materialized per batch).
-      positions = self._position_embedding_layer(word_embeddings, broadcast=False)
-    else:  # packed rows: each document's positions from 0, attention within the document
-      positions = tf.cast(tf.gather(self._position_embedding_layer.embeddings, position_ids),
-                          word_embeddings.dtype)
-      document_ids = modernbert_encoder.document_ids_from_positions(position_ids)
-    embeddings = word_embeddings + positions + self._type_embedding_layer(type_ids)
-    x = tf.cast(self._embedding_norm_layer(tf.cast(embeddings, tf.float32)), embeddings.dtype)
-    x = self._embedding_dropout(x, training=training)
-    projection = getattr(self, '_embedding_projection', None)
-    if projection is not None:
-      x = projection(x)
-    encoder_outputs, attention_scores = [], []
-    for layer in self._transformer_layers:
-      x = layer(x, mask, return_attention_scores=return_scores, training=training,
-                document_ids=document_ids)
-      if return_scores:
-        x, scores = x
-        attention_scores.append(scores)
-      encoder_outputs.append(x)
-    if self._final_layer_norm is not None:
-      x = self._final_layer_norm(tf.cast(x, tf.float32))
-      encoder_outputs[-1] = x
-    pooled = self._pooler_layer(x[:, 0, :])
-    # Sequence outputs in float32 like Model Garden's (its blocks end in a float32 LayerNorm);
-    # a no-op without mixed precision, unused ones are pruned from a traced training step.
-    x = tf.cast(x, tf.float32)
-    encoder_outputs = [tf.cast(output, tf.float32) for output in encoder_outputs]
-    if self._config['dict_outputs']:
-      outputs = {'sequence_output': x, 'pooled_output': pooled,
-                 'encoder_outputs': encoder_outputs}
-      if return_scores:
-        outputs['attention_scores'] = attention_scores
-      if self._config['return_word_embeddings']:
-        outputs['word_embeddings'] = word_embeddings
-      return outputs
-    outputs = [encoder_outputs if self._config['return_all_encoder_outputs'] else x, pooled]
-    if return_scores:
-      outputs.append(attention_scores)
-    return outputs
+    word_ids, mask, type_ids, word_embeddings = _unpack(inputs)
+    outputs = self._parts.forward(
+        word_ids, mask, type_ids, word_embeddings=word_embeddings, dense=_dense_inputs(inputs),
+        position_ids=_position_ids(inputs, self._config['packed_documents']), training=training)
+    return self._parts.format_outputs(outputs, dict_outputs=True)
 
   def build(self, input_shape=None):
     """Creates every variable (the constructor does; Keras' `build(shapes)` then does nothing).
 
     Runs the layers once on a [1, 2] batch of zeros outside the encoder's name scope, so that the
-    variables are named as Model Garden's functional encoder names them
-    (`word_embeddings/embeddings:0`, `transformer/layer_0/...`).
+    variables are named as Model Garden's encoders name them (`word_embeddings/embeddings:0`,
+    `transformer/layer_0/...`).
     """
     if self.built:
       return
@@ -320,25 +546,13 @@ class BertEncoder(tf_keras.Model):
 
   @property
   def transformer_layers(self) -> List[layers.TransformerEncoderBlock]:
+    """The blocks, first to last."""
     return self._transformer_layers
 
   @property
   def pooler_layer(self) -> tf_keras.layers.Layer:
+    """The pooler's dense layer (`pooler_transform`)."""
     return self._pooler_layer
-
-  def _trackable_children(self, save_type='checkpoint', **kwargs):
-    # Checkpoint keys as Model Garden's functional BertEncoder: `layer_with_weights-<i>` in its
-    # graph order, listed before the attribute names (which still restore older checkpoints).
-    children = super()._trackable_children(save_type, **kwargs)
-    if save_type != 'checkpoint':
-      return children
-    aliases = checkpoint_compat.functional_layer_aliases(
-        [self._embedding_layer, self._position_embedding_layer, self._type_embedding_layer,
-         self._embedding_norm_layer, getattr(self, '_embedding_projection', None),
-         *self._transformer_layers,
-         self._pooler_layer, self._final_layer_norm])
-    aliases.update(children)
-    return aliases
 
   def get_build_config(self):
     # `build` needs no shapes; reloading a saved encoder calls it when it was built.
@@ -354,21 +568,58 @@ class BertEncoder(tf_keras.Model):
 
   @classmethod
   def from_config(cls, config: Dict[str, Any], custom_objects=None):
-    """Builds an encoder from `get_config()`'s dict, or from an encoder config dict.
-
-    Besides Keras' own config, accepts what `bert_encoder_config.bert_config_from_dict` does: an
-    `EncoderConfig` dict (`{'type': 'bert', 'bert': {...}}`), its `bert` part, or a BERT
-    `config.json` dict (`num_hidden_layers`, ...); those build the encoder
-    `encoders.build_encoder` would (dict outputs).
-
-    Example:
-      >>> BertEncoder.from_config({'type': 'bert', 'bert': {'num_layers': 2, 'hidden_size': 64,
-      ...                                                   'num_attention_heads': 2}})
-    """
+    """Builds an encoder from `get_config()`'s dict or an encoder config dict (as `BertEncoder`)."""
     if _ENCODER_CONFIG_KEYS & set(config):
       return cls(**bert_encoder_config.encoder_kwargs(
           bert_encoder_config.bert_config_from_dict(config)))
     return cls(**config)
+
+
+def _unpack(inputs: Union[Mapping[str, tf.Tensor], Sequence[tf.Tensor]]):
+  """(word ids or None, mask, type ids, word embeddings or None) of a call's inputs."""
+  if isinstance(inputs, Mapping):
+    required = list(_INPUT_NAMES)
+    if 'input_word_embeddings' in inputs:
+      required.remove('input_word_ids')
+    missing = [name for name in required if name not in inputs]
+    if missing:
+      raise ValueError(f'BertEncoder inputs lack {missing}; expected {list(_INPUT_NAMES)} '
+                       f'(or input_word_embeddings instead of input_word_ids), found '
+                       f'{sorted(inputs)}')
+    return (inputs.get('input_word_ids'), inputs['input_mask'], inputs['input_type_ids'],
+            inputs.get('input_word_embeddings'))
+  if not isinstance(inputs, (list, tuple)) or len(inputs) != 3:
+    raise ValueError(f'BertEncoder inputs must be a dict with {list(_INPUT_NAMES)} or a list '
+                     f'of those three tensors, found {inputs!r}')
+  return (*inputs, None)
+
+
+def _dense_inputs(inputs) -> Optional[Sequence[tf.Tensor]]:
+  """(dense_inputs, dense_mask, dense_type_ids) when the input dict has `dense_inputs`, else None.
+
+  As in Model Garden's BertEncoderV2, dense features given in the dict are used whether or not the
+  encoder was built `with_dense_inputs` (which only adds them to `inputs` and to the build).
+  """
+  if not isinstance(inputs, Mapping) or 'dense_inputs' not in inputs:
+    return None
+  missing = [name for name in _DENSE_INPUT_NAMES if name not in inputs]
+  if missing:
+    raise ValueError(f'BertEncoder inputs have dense_inputs but lack {missing}; expected '
+                     f'{list(_DENSE_INPUT_NAMES)} together')
+  return [inputs[name] for name in _DENSE_INPUT_NAMES]
+
+
+def _position_ids(inputs, packed_documents: bool) -> Optional[tf.Tensor]:
+  """int32 [batch, seq] position ids of packed rows in the input dict, or None."""
+  if not packed_documents or not isinstance(inputs, Mapping):
+    return None
+  for name in _POSITION_ID_NAMES:
+    if inputs.get(name) is not None:
+      if _dense_inputs(inputs) is not None:
+        raise ValueError(f'BertEncoder packed_documents: {name} with dense_inputs is not '
+                         'supported; expected one or the other')
+      return tf.cast(inputs[name], tf.int32)
+  return None
 
 
 # Model Garden's older `BertEncoder` argument names -> today's (None: accepted and ignored).
@@ -399,28 +650,6 @@ def _legacy_arguments(kwargs: Dict[str, Any]) -> Dict[str, Any]:
     if new:
       renamed[new] = value
   return renamed
-
-
-@tf_keras.utils.register_keras_serializable(package='mlm_garden')
-class BertEncoderV2(BertEncoder):
-  """Model Garden's `BertEncoderV2`: a `BertEncoder` that always returns its dict outputs.
-
-  Takes `BertEncoder`'s arguments except `dict_outputs` (always True) and
-  `return_all_encoder_outputs` (the dict always holds `encoder_outputs`).
-
-  Example:
-    >>> encoder = BertEncoderV2(vocab_size=100, hidden_size=16, num_layers=1, num_attention_heads=2,
-    ...                         inner_dim=32)
-  """
-
-  def __init__(self, vocab_size: int, **kwargs):
-    kwargs['dict_outputs'] = True
-    super().__init__(vocab_size, **kwargs)
-
-  def _trackable_children(self, save_type='checkpoint', **kwargs):
-    # Model Garden's BertEncoderV2 is a subclassed layer: its checkpoint keys are the attribute
-    # names (`_transformer_layers/0/...`), not the functional model's `layer_with_weights-<i>`.
-    return tf_keras.Model._trackable_children(self, save_type, **kwargs)  # pylint: disable=protected-access
 
 
 def symbolic_inputs(dense_width: Optional[int] = None) -> Dict[str, tf_keras.Input]:

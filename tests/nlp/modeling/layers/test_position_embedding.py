@@ -22,6 +22,16 @@ def test_slices_the_table_for_the_sequence_length():
   np.testing.assert_allclose(rows[0], layer.embeddings.numpy()[:7])
 
 
+def test_position_ids_pick_the_rows_of_packed_documents():
+  layer = layers.PositionEmbedding(max_length=10)
+  positions = np.array([[0, 1, 2, 0, 1], [0, 1, 2, 3, 4]], np.int32)
+  out = layer(tf.zeros([2, 5, 6]), position_ids=positions)
+  np.testing.assert_allclose(out, layer.embeddings.numpy()[positions])
+  with pytest.raises(ValueError, match='position_ids need inputs'):
+    layers.PositionEmbedding(max_length=10, seq_axis=2)(tf.zeros([2, 3, 5, 6]),
+                                                        position_ids=positions)
+
+
 def test_sequence_on_another_axis():
   layer = layers.PositionEmbedding(max_length=10, seq_axis=2)
   out = layer(tf.zeros([2, 3, 5, 6]))

@@ -272,9 +272,10 @@ def test_symbolic_inputs_make_a_functional_model_with_the_same_outputs(tmp_path)
   for cls in (networks.BertEncoder, networks.BertEncoderV2):
     encoder = cls(vocab_size=VOCAB, hidden_size=HIDDEN, num_layers=2, num_attention_heads=2,
                   inner_dim=32, max_sequence_length=16, dict_outputs=True)
-    assert sorted(encoder.inputs) == ['input_mask', 'input_type_ids', 'input_word_ids']
-    assert all(x.shape.as_list() == [None, None] and x.dtype == tf.int32
-               for x in encoder.inputs.values())
+    # Model Garden's: the functional BertEncoder's inputs are a list, BertEncoderV2's a dict.
+    inputs = encoder.inputs if cls is networks.BertEncoder else list(encoder.inputs.values())
+    assert [x.name for x in inputs] == ['input_word_ids', 'input_mask', 'input_type_ids']
+    assert all(x.shape.as_list() == [None, None] and x.dtype == tf.int32 for x in inputs)
     model = tf_keras.Model(encoder.inputs, encoder(encoder.inputs))
     eager = encoder(data)
     functional = model(data)
@@ -327,8 +328,8 @@ def test_model_garden_legacy_keywords_are_accepted():
 
 def test_dense_inputs_follow_the_word_embeddings():
   encoder = _encoder(with_dense_inputs=True)
-  assert sorted(encoder.inputs) == ['dense_inputs', 'dense_mask', 'dense_type_ids',
-                                    'input_mask', 'input_type_ids', 'input_word_ids']
+  assert [x.name for x in encoder.inputs] == ['input_word_ids', 'input_mask', 'input_type_ids',
+                                              'dense_inputs', 'dense_mask', 'dense_type_ids']
   word_ids, mask, type_ids = _inputs()
   rng = np.random.default_rng(1)
   dense = rng.normal(size=(3, 4, HIDDEN)).astype(np.float32)
@@ -413,3 +414,84 @@ def test_packed_documents_is_off_by_default_and_adds_no_variable(tmp_path):
   assert rebuilt.get_config()['packed_documents']
   with pytest.raises(ValueError, match='packed_documents and with_dense_inputs'):
     _encoder(packed_documents=True, with_dense_inputs=True)
+
+
+def _model_garden_weight_names(num_layers, embedding_width=None):
+  """Model Garden's BertEncoder `weights` (and `get_weights()`) order, by variable name."""
+  names = ['word_embeddings/embeddings', 'position_embedding/embeddings',
+           'type_embeddings/embeddings', 'embeddings/layer_norm/gamma',
+           'embeddings/layer_norm/beta']
+  if embedding_width:
+    names += ['embedding_projection/kernel', 'embedding_projection/bias']
+  for i in range(num_layers):
+    block = f'transformer/layer_{i}'
+    for dense in ('query', 'key', 'value', 'attention_output'):
+      names += [f'{block}/self_attention/{dense}/kernel', f'{block}/self_attention/{dense}/bias']
+    names += [f'{block}/self_attention_layer_norm/gamma', f'{block}/self_attention_layer_norm/beta']
+    for dense in ('intermediate', 'output'):
+      names += [f'{block}/{dense}/kernel', f'{block}/{dense}/bias']
+    names += [f'{block}/output_layer_norm/gamma', f'{block}/output_layer_norm/beta']
+  return [f'{name}:0' for name in names + ['pooler_transform/kernel', 'pooler_transform/bias']]
+
+
+@pytest.mark.parametrize('embedding_width', [None, 8])
+def test_is_model_gardens_functional_model(embedding_width):
+  """Inputs, outputs, layers and weights in the order of Model Garden's functional BertEncoder
+  (tf-models-official 2.20, same config), without its weightless `SelfAttentionMask`: our blocks
+  take the [batch, seq] mask."""
+  encoder = _encoder(embedding_width=embedding_width, dict_outputs=False)
+  assert [x.name for x in encoder.inputs] == ['input_word_ids', 'input_mask', 'input_type_ids']
+  assert [x.shape.as_list() for x in encoder.outputs] == [[None, None, HIDDEN], [None, HIDDEN]]
+  projection = ['Dense:embedding_projection'] if embedding_width else []
+  assert [f'{type(layer).__name__}:{layer.name}' for layer in encoder.layers] == [
+      'InputLayer:input_word_ids', 'OnDeviceEmbedding:word_embeddings',
+      'InputLayer:input_type_ids', 'PositionEmbedding:position_embedding',
+      'OnDeviceEmbedding:type_embeddings', f'Add:{encoder.layers[5].name}',
+      'LayerNormalization:embeddings/layer_norm', 'Dropout:embedding_dropout', *projection,
+      'InputLayer:input_mask', 'TransformerEncoderBlock:transformer/layer_0',
+      'TransformerEncoderBlock:transformer/layer_1',
+      f'SlicingOpLambda:{encoder.layers[-2].name}', 'Dense:pooler_transform']
+  expected = _model_garden_weight_names(2, embedding_width)
+  assert [w.name for w in encoder.weights] == expected
+  assert [w.shape for w in encoder.get_weights()] == [tuple(w.shape) for w in encoder.weights]
+  as_dict = _encoder(embedding_width=embedding_width)
+  assert sorted(as_dict.output) == ['encoder_outputs', 'pooled_output', 'sequence_output']
+  assert [w.name for w in as_dict.weights] == expected
+
+
+def _walk_layer_graph(model, inputs):
+  """`model`'s outputs computed by calling its layers one by one in the order of its layer graph
+  (`_nodes_by_depth`), the way graph walkers (e.g. differential-privacy gradient clipping) do."""
+  # pylint: disable=protected-access
+  flat = model._flatten_to_reference_inputs(inputs)
+  tensors = {}
+  for reference, value in zip(model.inputs, flat):
+    tensors[str(id(reference))] = [model._conform_to_reference_input(value, reference)] * (
+        model._tensor_usage_count[str(id(reference))])
+  for depth in sorted(model._nodes_by_depth, reverse=True):
+    for node in model._nodes_by_depth[depth]:
+      if node.is_input:
+        continue
+      args, kwargs = node.map_arguments(tensors)
+      outputs = node.layer(*args, **kwargs)
+      for output_id, value in zip(node.flat_output_ids, tf.nest.flatten(outputs)):
+        tensors[output_id] = [value] * model._tensor_usage_count[output_id]
+  results = [tensors[str(id(output))].pop() for output in model.outputs]
+  return tf.nest.pack_sequence_as(model._nested_outputs, results)
+
+
+@pytest.mark.parametrize('kwargs', [dict(), dict(norm_first=True, embedding_width=8),
+                                    dict(return_attention_scores=True, output_range=2)])
+def test_a_walk_of_the_layer_graph_rebuilds_the_encoder(kwargs):
+  encoder = _encoder(**kwargs)
+  word_ids, mask, type_ids = _inputs()
+  data = dict(input_word_ids=word_ids, input_mask=mask, input_type_ids=type_ids)
+  expected = encoder(data)
+  walked = _walk_layer_graph(encoder, data)
+  assert sorted(walked) == sorted(expected)
+  for got, want in zip(tf.nest.flatten(walked), tf.nest.flatten(expected)):
+    np.testing.assert_allclose(got, want, atol=1e-6)
+  # Walked on the symbolic inputs, the layers make a functional model of their own.
+  rebuilt = tf_keras.Model(encoder.inputs, _walk_layer_graph(encoder, encoder.inputs))
+  np.testing.assert_allclose(rebuilt(data)['sequence_output'], expected['sequence_output'],
+                             atol=1e-6)
