@@ -75,3 +75,29 @@ def _assert_shapes(outputs, expected):
       assert tuple(out.shape) == tuple(shape), (out.shape, shape)
   else:
     assert tuple(outputs.shape) == tuple(expected), (outputs.shape, expected)
+
+
+def walk_layer_graph(model: tf_keras.Model, inputs: Any) -> Any:
+  """`model`'s outputs, computed by calling the layers of its functional graph one by one.
+
+  Walks `_nodes_by_depth` from the inputs to the outputs, feeding each node the tensors its
+  arguments refer to, the way tools that rebuild a functional model from its graph do (e.g. the
+  per-example gradient clipping of differentially private training). `inputs` may be data or the
+  model's own symbolic `inputs` (then the result builds a new functional model).
+  """
+  # pylint: disable=protected-access
+  tensors = {}
+  for reference, value in zip(model.inputs, model._flatten_to_reference_inputs(inputs)):
+    key = str(id(reference))
+    tensors[key] = [model._conform_to_reference_input(value, reference)] * (
+        model._tensor_usage_count[key])
+  for depth in sorted(model._nodes_by_depth, reverse=True):
+    for node in model._nodes_by_depth[depth]:
+      if node.is_input:
+        continue
+      args, kwargs = node.map_arguments(tensors)
+      outputs = node.layer(*args, **kwargs)
+      for key, value in zip(node.flat_output_ids, tf.nest.flatten(outputs)):
+        tensors[key] = [value] * model._tensor_usage_count[key]
+  results = [tensors[str(id(output))].pop() for output in model.outputs]
+  return tf.nest.pack_sequence_as(model._nested_outputs, results)

@@ -6,6 +6,7 @@ Every layer is registered as Keras-serializable (`package='mlm_garden'`) and rou
 
 from official.nlp.modeling.layers.attention import CachedAttention
 from official.nlp.modeling.layers.attention import MultiHeadAttention
+from official.nlp.modeling.layers.cast_to_float32 import CastToFloat32
 from official.nlp.modeling.layers.cls_head import ClassificationHead
 from official.nlp.modeling.layers.cls_head import GaussianProcessClassificationHead
 from official.nlp.modeling.layers.cls_head import MultiClsHeads

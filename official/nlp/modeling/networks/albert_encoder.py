@@ -15,6 +15,7 @@ import tf_keras
 from official.modeling import checkpoint_compat
 from official.modeling import tf_utils
 from official.nlp.modeling import layers
+from official.nlp.modeling.layers import cast_to_float32
 
 _INPUT_NAMES = ('input_word_ids', 'input_mask', 'input_type_ids')
 
@@ -30,7 +31,9 @@ class AlbertEncoder(tf_keras.Model):
   `position_embedding`, `type_embeddings`, `embeddings/layer_norm`, `embedding_projection`,
   `transformer`, `pooler_transform`; in object checkpoints they are `layer_with_weights-0` ...
   `-6` (`-5` and `-6` are the block and the pooler when there is no projection), plus Model
-  Garden's attributes `_embedding_layer` and `_position_embedding_layer`.
+  Garden's attributes `_embedding_layer` and `_position_embedding_layer`. The layer graph is
+  Model Garden's (`layers` and `get_weights()` in its order), except that the block takes the
+  [batch, seq] mask rather than a `SelfAttentionMask` layer's [batch, seq, seq] one.
 
   Mixed precision: the sequence outputs are float32 and `pooled_output` is in the compute dtype
   (float16 under `mixed_float16`), as in Model Garden.
@@ -89,16 +92,21 @@ class AlbertEncoder(tf_keras.Model):
     initializer = tf_keras.initializers.get(initializer)
     clone = lambda: tf_utils.clone_initializer(initializer)
 
+    # Model Garden's graph (its layers in its order), with our layers; as in BertEncoder, the
+    # block takes the [batch, seq] mask (no SelfAttentionMask layer).
     word_ids, mask, type_ids = (tf_keras.Input(shape=(None,), dtype=tf.int32, name=name)
                                 for name in _INPUT_NAMES)
     word_embedding_layer = layers.OnDeviceEmbedding(
         vocab_size, embedding_width, initializer=clone(), name='word_embeddings')
+    word_embeddings = word_embedding_layer(word_ids)
     position_embedding_layer = layers.PositionEmbedding(
         max_sequence_length, initializer=clone(), name='position_embedding')
-    word_embeddings = word_embedding_layer(word_ids)
-    embeddings = (word_embeddings + position_embedding_layer(word_embeddings, broadcast=False)
-                  + layers.OnDeviceEmbedding(type_vocab_size, embedding_width, initializer=clone(),
-                                             use_one_hot=True, name='type_embeddings')(type_ids))
+    # The position rows [1, seq, width] broadcast in the add (not materialized per batch).
+    position_embeddings = position_embedding_layer(word_embeddings, broadcast=False)
+    type_embeddings = layers.OnDeviceEmbedding(
+        type_vocab_size, embedding_width, initializer=clone(), use_one_hot=True,
+        name='type_embeddings')(type_ids)
+    embeddings = tf_keras.layers.Add()([word_embeddings, position_embeddings, type_embeddings])
     x = tf_keras.layers.LayerNormalization(epsilon=1e-12, dtype=tf.float32,
                                            name='embeddings/layer_norm')(embeddings)
     x = layers.Dropout(dropout_rate, name='embedding_dropout')(x)
@@ -111,16 +119,16 @@ class AlbertEncoder(tf_keras.Model):
         attention_dropout=attention_dropout_rate, kernel_initializer=clone(), name='transformer')
     encoder_outputs = []
     for _ in range(num_layers):
-      x = shared_block(x, mask)
+      x = shared_block([x, mask])
       encoder_outputs.append(x)
     pooled = tf_keras.layers.Dense(hidden_size, activation='tanh', kernel_initializer=clone(),
                                    name='pooler_transform')(x[:, 0, :])
-    # Sequence outputs in float32 as Model Garden's (its blocks end in a float32 LayerNorm); the
-    # block passes the compute dtype on, and the casts are no-ops without mixed precision.
-    encoder_outputs = [tf.cast(output, tf.float32) for output in encoder_outputs]
+    if cast_to_float32.mixed_policy():
+      # Sequence outputs in float32 as Model Garden's (its block ends in a float32 LayerNorm).
+      encoder_outputs = layers.CastToFloat32(name='float32_outputs')(encoder_outputs)
     if dict_outputs:
       outputs = {'sequence_output': encoder_outputs[-1], 'pooled_output': pooled,
-                 'encoder_outputs': encoder_outputs}
+                 'encoder_outputs': list(encoder_outputs)}
     else:
       outputs = [encoder_outputs[-1], pooled]
     super().__init__(inputs=[word_ids, mask, type_ids], outputs=outputs, **kwargs)

@@ -16,6 +16,7 @@ import tf_keras
 from official.modeling import checkpoint_compat
 from official.modeling import tf_utils
 from official.nlp.modeling import layers
+from official.nlp.modeling.layers import cast_to_float32
 from official.nlp.modeling.networks import bert_encoder_config
 from official.nlp.modeling.networks import modernbert_encoder
 
@@ -69,19 +70,6 @@ _ARGS_DOC = """
 """
 
 
-class _Float32(tf_keras.layers.Layer):
-  """The identity in float32: under a mixed policy, Keras casts the inputs to this layer's float32
-  dtype, so the encoder's sequence outputs are float32 as Model Garden's (whose blocks end in a
-  float32 LayerNorm) while our blocks pass the compute dtype to each other."""
-
-  def __init__(self, **kwargs):
-    kwargs['dtype'] = 'float32'
-    super().__init__(**kwargs)
-
-  def call(self, inputs):
-    return tf.nest.map_structure(tf.identity, inputs)
-
-
 class _EncoderLayers:
   """The sub-layers of a BERT encoder (Model Garden's names: variable names and checkpoint keys)
   and the forward pass over them, shared by `BertEncoder` (which runs it on symbolic inputs to
@@ -132,8 +120,9 @@ class _EncoderLayers:
     if config['packed_documents']:
       self.document_ids = tf_keras.layers.Lambda(modernbert_encoder.document_ids_from_positions,
                                                  name='document_ids')
-    mixed = tf_keras.mixed_precision.global_policy().compute_dtype != 'float32'
-    self.to_float32 = _Float32(name='float32_outputs') if mixed else None
+    self.to_float32 = None
+    if cast_to_float32.mixed_policy():
+      self.to_float32 = layers.CastToFloat32(name='float32_outputs')
 
   def forward(self, word_ids, mask, type_ids, word_embeddings=None, dense=None,
               position_ids=None, training=None) -> Dict[str, Any]:

@@ -8,6 +8,7 @@ import tf_keras
 
 from official.modeling import tf_utils
 from official.nlp.modeling import layers
+from official.nlp.modeling.layers import cast_to_float32
 from official.nlp.modeling.layers import transformer_scaffold
 
 # What the default embedding network needs from `embedding_cfg`.
@@ -130,8 +131,9 @@ class EncoderScaffold(tf_keras.Model):
                                          kernel_initializer=pooler_layer_initializer,
                                          name='cls_transform')
     pooled = pooler_layer(encoder_outputs[-1][:, 0, :])
-    # Sequence outputs in float32 under mixed precision, as BertEncoder's.
-    encoder_outputs = [_float32(output) for output in encoder_outputs]
+    if cast_to_float32.mixed_policy():
+      # Sequence outputs in float32 under mixed precision, as BertEncoder's.
+      encoder_outputs = list(layers.CastToFloat32(name='float32_outputs')(encoder_outputs))
     if dict_outputs:
       outputs = dict(sequence_output=encoder_outputs[-1], pooled_output=pooled,
                      encoder_outputs=encoder_outputs)
@@ -268,7 +270,3 @@ class _Embeddings:
     self.outputs = layers.Dropout(cfg['dropout_rate'])(self.norm(embeddings))
     mask_layer = mask_cls(**(mask_cfg or {})) if inspect.isclass(mask_cls) else mask_cls
     self.attention_mask = mask_layer(self.outputs, mask)
-
-
-def _float32(tensor):
-  return tensor if tensor.dtype == tf.float32 else tf.cast(tensor, tf.float32)

@@ -199,3 +199,31 @@ def test_bad_arguments_and_inputs_are_named():
 
 def test_exported_from_networks():
   assert networks.AlbertEncoder is albert_encoder.AlbertEncoder
+
+
+def test_is_model_gardens_functional_model():
+  """Layers and weights in the order of Model Garden's functional AlbertEncoder (tf-models-official
+  2.20, same config), without its weightless `SelfAttentionMask`; a walk of the layer graph gives
+  the encoder's outputs."""
+  encoder = _encoder(dict_outputs=False)
+  assert [x.name for x in encoder.inputs] == ['input_word_ids', 'input_mask', 'input_type_ids']
+  assert [f'{type(layer).__name__}:{layer.name}' for layer in encoder.layers] == [
+      'InputLayer:input_word_ids', 'OnDeviceEmbedding:word_embeddings',
+      'InputLayer:input_type_ids', 'PositionEmbedding:position_embedding',
+      'OnDeviceEmbedding:type_embeddings', f'Add:{encoder.layers[5].name}',
+      'LayerNormalization:embeddings/layer_norm', 'Dropout:embedding_dropout',
+      'Dense:embedding_projection', 'InputLayer:input_mask', 'TransformerEncoderBlock:transformer',
+      f'SlicingOpLambda:{encoder.layers[-2].name}', 'Dense:pooler_transform']
+  names = [w.name for w in encoder.weights]
+  assert names[:7] == ['word_embeddings/embeddings:0', 'position_embedding/embeddings:0',
+                       'type_embeddings/embeddings:0', 'embeddings/layer_norm/gamma:0',
+                       'embeddings/layer_norm/beta:0', 'embedding_projection/kernel:0',
+                       'embedding_projection/bias:0']
+  assert names[7] == 'transformer/self_attention/query/kernel:0'
+  assert names[-2:] == ['pooler_transform/kernel:0', 'pooler_transform/bias:0']
+  assert len(names) == 7 + 16 + 2
+  word_ids, mask, type_ids = _inputs()
+  expected = encoder([word_ids, mask, type_ids])
+  walked = testing.walk_layer_graph(encoder, [word_ids, mask, type_ids])
+  for got, want in zip(walked, expected):
+    np.testing.assert_allclose(got, want, atol=1e-6)

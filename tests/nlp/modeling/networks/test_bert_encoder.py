@@ -459,27 +459,6 @@ def test_is_model_gardens_functional_model(embedding_width):
   assert [w.name for w in as_dict.weights] == expected
 
 
-def _walk_layer_graph(model, inputs):
-  """`model`'s outputs computed by calling its layers one by one in the order of its layer graph
-  (`_nodes_by_depth`), the way graph walkers (e.g. differential-privacy gradient clipping) do."""
-  # pylint: disable=protected-access
-  flat = model._flatten_to_reference_inputs(inputs)
-  tensors = {}
-  for reference, value in zip(model.inputs, flat):
-    tensors[str(id(reference))] = [model._conform_to_reference_input(value, reference)] * (
-        model._tensor_usage_count[str(id(reference))])
-  for depth in sorted(model._nodes_by_depth, reverse=True):
-    for node in model._nodes_by_depth[depth]:
-      if node.is_input:
-        continue
-      args, kwargs = node.map_arguments(tensors)
-      outputs = node.layer(*args, **kwargs)
-      for output_id, value in zip(node.flat_output_ids, tf.nest.flatten(outputs)):
-        tensors[output_id] = [value] * model._tensor_usage_count[output_id]
-  results = [tensors[str(id(output))].pop() for output in model.outputs]
-  return tf.nest.pack_sequence_as(model._nested_outputs, results)
-
-
 @pytest.mark.parametrize('kwargs', [dict(), dict(norm_first=True, embedding_width=8),
                                     dict(return_attention_scores=True, output_range=2)])
 def test_a_walk_of_the_layer_graph_rebuilds_the_encoder(kwargs):
@@ -487,11 +466,11 @@ def test_a_walk_of_the_layer_graph_rebuilds_the_encoder(kwargs):
   word_ids, mask, type_ids = _inputs()
   data = dict(input_word_ids=word_ids, input_mask=mask, input_type_ids=type_ids)
   expected = encoder(data)
-  walked = _walk_layer_graph(encoder, data)
+  walked = testing.walk_layer_graph(encoder, data)
   assert sorted(walked) == sorted(expected)
   for got, want in zip(tf.nest.flatten(walked), tf.nest.flatten(expected)):
     np.testing.assert_allclose(got, want, atol=1e-6)
   # Walked on the symbolic inputs, the layers make a functional model of their own.
-  rebuilt = tf_keras.Model(encoder.inputs, _walk_layer_graph(encoder, encoder.inputs))
+  rebuilt = tf_keras.Model(encoder.inputs, testing.walk_layer_graph(encoder, encoder.inputs))
   np.testing.assert_allclose(rebuilt(data)['sequence_output'], expected['sequence_output'],
                              atol=1e-6)

@@ -9,6 +9,7 @@ import tf_keras
 
 from official.nlp.modeling import layers
 from official.nlp.modeling import networks
+from tests import testing
 from tests.nlp.modeling import numpy_bert
 
 _EMBEDDING_CFG = dict(vocab_size=20, type_vocab_size=2, hidden_size=8, max_seq_length=6,
@@ -75,6 +76,23 @@ def test_names_outputs_and_embedding_table():
   assert isinstance(encoder._output_layer_norm, tf_keras.layers.LayerNormalization)
   with pytest.raises(RuntimeError, match='uses the default embeddings'):
     _ = encoder.embedding_network
+
+
+def test_is_model_gardens_functional_model():
+  """Layers in the order of Model Garden's EncoderScaffold (tf-models-official 2.20, default
+  embeddings); a walk of the layer graph gives the encoder's outputs."""
+  encoder = _encoder()
+  assert [x.name for x in encoder.inputs] == ['input_word_ids', 'input_mask', 'input_type_ids']
+  names = [f'{type(layer).__name__}:{layer.name}' for layer in encoder.layers]
+  assert [name.split(':')[0] for name in names] == [
+      'InputLayer', 'OnDeviceEmbedding', 'InputLayer', 'PositionEmbedding', 'OnDeviceEmbedding',
+      'Add', 'LayerNormalization', 'Dropout', 'InputLayer', 'SelfAttentionMask', 'Transformer',
+      'Transformer', 'SlicingOpLambda', 'Dense']
+  assert names[-1] == 'Dense:cls_transform' and names[1] == 'OnDeviceEmbedding:word_embeddings'
+  data = [*_batch()]
+  expected = encoder(data, training=False)
+  for got, want in zip(testing.walk_layer_graph(encoder, data), expected):
+    np.testing.assert_allclose(got, want, atol=1e-6)
 
 
 def test_mixed_precision_output_dtypes():
