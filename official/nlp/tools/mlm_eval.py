@@ -56,6 +56,9 @@ def _define_flags() -> flags.FlagValues:
                        'better dev score.', lower_bound=1, **define)
   flags.DEFINE_integer('batch_size', defaults.batch_size, 'Examples a step.', lower_bound=1,
                        **define)
+  flags.DEFINE_enum('precision', defaults.precision, list(downstream_eval.PRECISIONS),
+                    'Fine-tuning precision (auto: bfloat16 where the CPU computes it natively).',
+                    **define)
   flags.DEFINE_bool('random_init', True, 'Also fine-tune each architecture from random '
                     'initialisation (the control).', **define)
   flags.DEFINE_string('data_dir', downstream_eval.DEFAULT_DATA_DIR, 'Where the corpora are (or '
@@ -92,7 +95,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                            f'{sorted(downstream_data.TASKS)}', status=2)
   settings = downstream_eval.FinetuneSettings(
       learning_rates=learning_rates, seeds=fv.seeds, max_epochs=fv.max_epochs,
-      patience=fv.patience, batch_size=fv.batch_size)
+      patience=fv.patience, batch_size=fv.batch_size, precision=fv.precision)
   try:
     settings.validate()
   except ValueError as e:

@@ -14,7 +14,7 @@ from tests.nlp.data.test_downstream_data import make_data_dir
 from tests.nlp.serving import tiny_run
 
 SETTINGS = downstream_eval.FinetuneSettings(learning_rates=(1e-3,), seeds=2, max_epochs=2,
-                                            patience=1, batch_size=8)
+                                            patience=1, batch_size=8, precision='float32')
 
 
 @pytest.fixture(scope='module')
@@ -85,6 +85,7 @@ def test_random_init_config_restores_nothing(tiny):
   assert configs[False][0].task.init_checkpoint == ''
   params, steps_per_epoch = configs[False]
   assert steps_per_epoch == 3 and params.trainer.train_steps == 6
+  assert params.runtime.mixed_precision_dtype == 'float32'
   assert params.task.train_data.seed == 7 and params.task.model.num_classes == 2
   assert params.task.validation_data.include_example_id
 
@@ -120,6 +121,29 @@ def test_sweep_then_seeds_and_stored_runs_are_skipped(tmp_path, monkeypatch):
   calls.clear()
   assert downstream_eval._row_runs(*args, downstream_eval._Progress(5)) == row
   assert calls == []
+
+
+def test_stored_runs_of_other_settings_are_refused(tmp_path):
+  run_dir = str(tmp_path / 'runs')
+  downstream_eval.check_run_settings(run_dir, SETTINGS)
+  # More seeds or rates only add runs: accepted.
+  downstream_eval.check_run_settings(run_dir, downstream_eval.FinetuneSettings(
+      learning_rates=(1e-4, 1e-3), seeds=5, max_epochs=2, patience=1, batch_size=8,
+      precision='float32'))
+  other = downstream_eval.FinetuneSettings(learning_rates=(1e-3,), seeds=2, max_epochs=4,
+                                           patience=1, batch_size=8, precision='bfloat16')
+  with pytest.raises(ValueError, match=r"runs: its stored runs were made with max_epochs=2 \(now "
+                     r"4\), precision='float32' \(now 'bfloat16'\); use another --output_dir"):
+    downstream_eval.check_run_settings(run_dir, other)
+
+
+def test_auto_precision_follows_the_cpu(monkeypatch):
+  monkeypatch.setattr(downstream_eval.cpu_info, 'default_precision', lambda: 'bfloat16')
+  assert downstream_eval.FinetuneSettings().run_settings()['precision'] == 'bfloat16'
+  assert downstream_eval.FinetuneSettings(precision='float32').resolved_precision() == 'float32'
+  with pytest.raises(ValueError, match=r"precision must be one of \['auto', 'float32', "
+                     r"'bfloat16'\], found 'float16'"):
+    downstream_eval.FinetuneSettings(precision='float16').validate()
 
 
 def test_paired_tests_and_tables():
@@ -170,7 +194,7 @@ def test_cli_reuses_stored_runs(evaluated, monkeypatch, capsys):
       'mlm_eval', f'--model=tiny={evaluated["model_dir"]}',
       f'--output_dir={evaluated["output_dir"]}', '--tasks=mr,pos', '--seeds=2',
       '--learning_rates=1e-3', '--max_epochs=2', '--patience=1', '--batch_size=8',
-      '--norandom_init', f'--data_dir={evaluated["data_dir"]}'])
+      '--precision=float32', '--norandom_init', f'--data_dir={evaluated["data_dir"]}'])
   assert status == 0
   assert capsys.readouterr().out == evaluated['report']['markdown']
 
