@@ -11,6 +11,9 @@ import tf_keras
 from official.core import task_model
 from official.modeling import tf_utils
 from official.nlp.modeling import layers
+from official.nlp.modeling import networks
+from official.nlp.modeling.models import bert_classifier
+from official.nlp.modeling.models import functional_model
 from official.nlp.modeling.networks import bert_encoder
 from official.nlp.modeling.networks import modernbert_encoder
 
@@ -204,28 +207,31 @@ class BertPretrainerV2(task_model.TaskStepsMixin, tf_keras.Model):
 
 
 @tf_keras.utils.register_keras_serializable(package='mlm_garden')
-class BertPretrainer(task_model.TaskStepsMixin, tf_keras.Model):
-  """Model Garden's first BERT pretraining model (prefer `BertPretrainerV2`).
+class BertPretrainer(functional_model.FunctionalModel):
+  """Model Garden's first BERT pretraining model (prefer `BertPretrainerV2`), a functional Keras
+  model as Model Garden's.
 
-  A masked-LM head `cls/predictions` tied to the network's embedding table, and a dense
-  classifier `classification` on the pooled output (e.g. next-sentence prediction).
+  The graph: the network on its own `inputs`, a masked-LM head `cls/predictions` tied to its
+  embedding table on the sequence output at `masked_lm_positions`, and a `Classification`
+  network `classification` on the pooled output (e.g. next-sentence prediction).
 
   Args:
     network: an encoder returning `[sequence_output, pooled_output]` (or a dict with them),
       e.g. `BertEncoder(...)`; with every layer's outputs, the last layer's is used.
     num_classes: classes of the classifier.
-    num_token_predictions: masked positions per sequence (the width of `inputs[-1]`).
+    num_token_predictions: masked positions per sequence (the width of `masked_lm_positions`).
     embedding_table: the masked-LM output table (default: `network.get_embedding_table()`).
     activation: activation of the masked-LM transform.
     initializer: initializer of the masked-LM transform and the classifier.
     output: 'logits', or 'predictions' (log-probabilities) for both heads.
 
   Call args:
-    inputs: a list `[input_word_ids, input_mask, input_type_ids, masked_lm_positions]`, or a
-      dict with those keys.
+    inputs: a list `[input_word_ids, input_mask, input_type_ids, masked_lm_positions]` (the
+      network's inputs, then the positions), or a dict with those keys.
 
   Returns:
-    dict: `masked_lm` [batch, num_token_predictions, vocab], `classification` [batch, num_classes].
+    dict: `masked_lm` float32 [batch, num_token_predictions, vocab], `classification` float32
+    [batch, num_classes].
 
   Example:
     >>> encoder = BertEncoder(vocab_size=100, hidden_size=16, num_layers=1, num_attention_heads=2,
@@ -237,68 +243,47 @@ class BertPretrainer(task_model.TaskStepsMixin, tf_keras.Model):
   def __init__(self, network: tf_keras.layers.Layer, num_classes: int, num_token_predictions: int,
                embedding_table: Optional[tf.Variable] = None, activation: Any = None,
                initializer: Any = 'glorot_uniform', output: str = 'logits', **kwargs):
-    super().__init__(**kwargs)
     if output not in ('logits', 'predictions'):
       raise ValueError(f'Unknown `output` value "{output}": BertPretrainer output must be '
                        f"'logits' or 'predictions'")
-    self._config = dict(num_classes=num_classes, num_token_predictions=num_token_predictions,
-                        activation=tf_utils.serialize_activation(activation),
-                        initializer=tf_keras.initializers.serialize(
-                            tf_keras.initializers.get(initializer)),
-                        output=output)
     initializer = tf_keras.initializers.get(initializer)
-    # `encoder`, `masked_lm`, `classification`: Model Garden's attribute names (checkpoint keys).
-    self.encoder = network
-    if embedding_table is None:
-      with tf.name_scope(self.name):
-        embedding_table = network.get_embedding_table()
-    self.masked_lm = layers.MaskedLM(embedding_table=embedding_table, activation=activation,
-                                     initializer=tf_utils.clone_initializer(initializer),
-                                     output=output, name='cls/predictions')
-    self.classification = tf_keras.layers.Dense(
-        num_classes, kernel_initializer=tf_utils.clone_initializer(initializer),
-        name='classification')
-    network_inputs = getattr(network, 'inputs', None)
-    if isinstance(network_inputs, Mapping):
-      symbolic = [network_inputs[name] for name in _ENCODER_INPUT_NAMES]
-    else:
-      symbolic = list(bert_encoder.symbolic_inputs().values())
-    symbolic.append(tf_keras.Input(shape=(num_token_predictions,), dtype=tf.int32,
-                                   name='masked_lm_positions'))
-    object.__setattr__(self, 'inputs', symbolic)  # untracked, as in BertPretrainerV2
-
-  def call(self, inputs: Union[Sequence[tf.Tensor], Mapping[str, tf.Tensor]], training=None):
-    if isinstance(inputs, Mapping):
-      positions = inputs['masked_lm_positions']
-      encoder_inputs = {name: inputs[name] for name in _ENCODER_INPUT_NAMES}
-    else:
-      if len(inputs) != 4:
-        raise ValueError('BertPretrainer inputs must be [input_word_ids, input_mask, '
-                         f'input_type_ids, masked_lm_positions], found {len(inputs)} tensors')
-      encoder_inputs, positions = list(inputs[:3]), inputs[3]
-    network_outputs = self.encoder(encoder_inputs, training=training)
-    if isinstance(network_outputs, Mapping):
-      sequence_output, pooled = network_outputs['sequence_output'], network_outputs['pooled_output']
-    else:
-      sequence_output, pooled = network_outputs[0], network_outputs[1]
-    if isinstance(sequence_output, (list, tuple)):  # every layer's outputs: use the last
-      sequence_output = sequence_output[-1]
+    sequence_output, cls_output = bert_classifier.sequence_and_pooled(network)
     length = sequence_output.shape[1]
-    predictions = self._config['num_token_predictions']
-    if length is not None and length < predictions:
+    if length is not None and length < num_token_predictions:
       raise ValueError(f'BertPretrainer: the network output length {length} is less than '
-                       f'num_token_predictions {predictions}')
-    logits = tf.cast(self.classification(pooled), tf.float32)
-    if self._config['output'] == 'predictions':
-      logits = tf.nn.log_softmax(logits)
-    return {'masked_lm': tf.cast(self.masked_lm(sequence_output, positions), tf.float32),
-            'classification': logits}
+                       f'num_token_predictions {num_token_predictions}')
+    positions = tf_keras.Input(shape=(num_token_predictions,), dtype=tf.int32,
+                               name='masked_lm_positions')
+    if isinstance(network.inputs, Mapping):
+      inputs = dict(network.inputs, masked_lm_positions=positions)
+    else:
+      inputs = list(network.inputs) + [positions]
+    if embedding_table is None:
+      embedding_table = network.get_embedding_table()
+    masked_lm = layers.MaskedLM(embedding_table=embedding_table, activation=activation,
+                                initializer=tf_utils.clone_initializer(initializer),
+                                output=output, name='cls/predictions')
+    classification = networks.Classification(
+        input_width=int(cls_output.shape[-1]), num_classes=num_classes,
+        initializer=tf_utils.clone_initializer(initializer), output=output,
+        name='classification')
+    outputs = {'masked_lm': masked_lm(sequence_output, masked_positions=positions),
+               'classification': classification(cls_output)}
+    super().__init__(inputs=inputs, outputs=bert_classifier.float32_outputs(outputs), **kwargs)
+    # Model Garden's attributes (checkpoint keys).
+    self.encoder = network
+    self.classification = classification
+    self.masked_lm = masked_lm
+    object.__setattr__(self, '_pretrainer_config', dict(
+        num_classes=num_classes, num_token_predictions=num_token_predictions,
+        activation=tf_utils.serialize_activation(activation),
+        initializer=tf_keras.initializers.serialize(initializer), output=output))
 
-  def get_build_config(self):
-    return None
+  def _completing_network(self) -> Any:
+    return self.__dict__.get('encoder')
 
   def get_config(self) -> Dict[str, Any]:
-    config = bert_encoder._plain(self._config)  # pylint: disable=protected-access
+    config = bert_encoder._plain(self._pretrainer_config)  # pylint: disable=protected-access
     return dict(config, name=self.name, network=tf_keras.layers.serialize(self.encoder))
 
   @classmethod

@@ -5,30 +5,35 @@ from typing import Any, Dict
 import tensorflow as tf
 import tf_keras
 
-from official.core import task_model
 from official.modeling import tf_utils
-from official.nlp.modeling.models.bert_classifier import _encoder_outputs
+from official.nlp.modeling import layers
+from official.nlp.modeling.models import bert_classifier
+from official.nlp.modeling.models import functional_model
 
 _OUTPUTS = ('logits', 'predictions')
 
 
 @tf_keras.utils.register_keras_serializable(package='mlm_garden')
-class BertTokenClassifier(task_model.TaskStepsMixin, tf_keras.Model):
-  """Token classifier on a BERT encoder (Model Garden's constructor).
+class BertTokenClassifier(functional_model.FunctionalModel):
+  """Token classifier on a BERT encoder, a functional Keras model (Model Garden's constructor,
+  graph and outputs).
 
-  The encoder's `sequence_output` goes through dropout and a dense `num_classes` layer named
-  `predictions/transform/logits`.
+  The graph: the encoder on its own `inputs`, dropout on its `sequence_output`, a dense
+  `num_classes` layer named `predictions/transform/logits`, and for `output='predictions'` a
+  log-softmax `Activation`.
 
   Args:
-    network: a `BertEncoder` (dict or list outputs).
+    network: an encoder with `inputs` (dict or list outputs).
     num_classes: tag classes.
     initializer: initializer of the output kernel.
     output: 'logits', or 'predictions' for log-probabilities (log-softmax).
     dropout_rate: dropout before the output layer.
-    output_encoder_outputs: also return `encoder_outputs` (the sequence output).
+    output_encoder_outputs: also return `encoder_outputs`: the sequence output the dense layer
+      reads (after the dropout, as in Model Garden).
 
   Call args:
-    inputs: dict with `input_word_ids`, `input_mask`, `input_type_ids` int [batch, seq].
+    inputs: dict with the encoder's inputs (`input_word_ids`, `input_mask`, `input_type_ids` int
+      [batch, seq]; other keys are ignored), or a list of them in `inputs` order.
 
   Returns:
     As Model Garden's, a dict: `logits` (or `predictions` with `output='predictions'`) float32
@@ -44,46 +49,47 @@ class BertTokenClassifier(task_model.TaskStepsMixin, tf_keras.Model):
   def __init__(self, network: tf_keras.Model, num_classes: int, initializer: Any = 'glorot_uniform',
                output: str = 'logits', dropout_rate: float = 0.1,
                output_encoder_outputs: bool = False, **kwargs):
-    super().__init__(**kwargs)
     if output not in _OUTPUTS:
       raise ValueError(f'BertTokenClassifier output must be one of {list(_OUTPUTS)}, found '
                        f'{output!r}')
     if num_classes < 1:
       raise ValueError(f'BertTokenClassifier num_classes must be >= 1, found {num_classes}')
-    self.encoder = network
-    self.num_classes = num_classes
-    self._initializer = tf_keras.initializers.get(initializer)
-    self._output = output
-    self._dropout_rate = dropout_rate
-    self._output_encoder_outputs = output_encoder_outputs
-    self.dropout = tf_keras.layers.Dropout(dropout_rate)
-    self.classifier = tf_keras.layers.Dense(
-        num_classes, kernel_initializer=tf_utils.clone_initializer(self._initializer),
+    initializer = tf_keras.initializers.get(initializer)
+    sequence_output, _ = bert_classifier.sequence_and_pooled(network)
+    sequence_output = layers.Dropout(dropout_rate)(sequence_output)
+    classifier = tf_keras.layers.Dense(
+        num_classes, kernel_initializer=tf_utils.clone_initializer(initializer),
         name='predictions/transform/logits')
-
-  def call(self, inputs, training=None):
-    sequence_output = _encoder_outputs(self.encoder, inputs, training=training)['sequence_output']
-    logits = tf.cast(self.classifier(self.dropout(sequence_output, training=training)),
-                     tf.float32)
-    outputs = {self._output: tf.nn.log_softmax(logits, axis=-1)
-               if self._output == 'predictions' else logits}
-    if self._output_encoder_outputs:
+    logits = classifier(sequence_output)
+    if output == 'logits':
+      outputs = {'logits': bert_classifier.float32_outputs(logits)}
+    else:  # float32 whatever the policy (a log-softmax in bfloat16 loses too much)
+      outputs = {'predictions': tf_keras.layers.Activation(tf.nn.log_softmax,
+                                                           dtype='float32')(logits)}
+    if output_encoder_outputs:
       outputs['encoder_outputs'] = sequence_output
-    return outputs
+    super().__init__(inputs=network.inputs, outputs=outputs, **kwargs)
+    # Model Garden's attributes, then `encoder` (the key of checkpoints written before this model
+    # was functional, which still restore).
+    self._network = network
+    self.encoder = network
+    self.classifier = classifier
+    object.__setattr__(self, '_tagger_config', dict(
+        num_classes=num_classes, initializer=tf_keras.initializers.serialize(initializer),
+        output=output, dropout_rate=dropout_rate, output_encoder_outputs=output_encoder_outputs))
+
+  @property
+  def num_classes(self) -> int:
+    return self._tagger_config['num_classes']
 
   @property
   def checkpoint_items(self) -> Dict[str, tf.Module]:
     """`{'encoder': network}` for partial restore."""
-    return {'encoder': self.encoder}
-
-  def get_build_config(self):
-    return None
+    return {'encoder': self._network}
 
   def get_config(self) -> Dict[str, Any]:
-    return {'network': tf_keras.layers.serialize(self.encoder), 'num_classes': self.num_classes,
-            'initializer': tf_keras.initializers.serialize(self._initializer),
-            'output': self._output, 'dropout_rate': self._dropout_rate,
-            'output_encoder_outputs': self._output_encoder_outputs, 'name': self.name}
+    return dict(self._tagger_config, network=tf_keras.layers.serialize(self._network),
+                name=self.name)
 
   @classmethod
   def from_config(cls, config: Dict[str, Any], custom_objects=None):

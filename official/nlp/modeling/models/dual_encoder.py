@@ -1,36 +1,39 @@
 """`DualEncoder`: one encoder applied to two texts, scored by in-batch dot products (retrieval)."""
 
-from typing import Any, Dict, Mapping, Sequence, Union
+from typing import Any, Dict, List, Mapping
 
 import tensorflow as tf
 import tf_keras
 
-from official.core import task_model
 from official.nlp.modeling import layers
-from official.nlp.modeling.models.bert_classifier import _encoder_outputs
+from official.nlp.modeling.layers import cast_to_float32
+from official.nlp.modeling.models import bert_classifier
+from official.nlp.modeling.models import functional_model
 
 _OUTPUTS = ('logits', 'predictions')
 _FIELDS = ('word_ids', 'mask', 'type_ids')
 _ENCODER_KEYS = ('input_word_ids', 'input_mask', 'input_type_ids')
 
-Inputs = Union[Mapping[str, tf.Tensor], Sequence[tf.Tensor]]
+
+def _l2_normalize(x: tf.Tensor) -> tf.Tensor:
+  return tf.nn.l2_normalize(x, axis=1)
 
 
 @tf_keras.utils.register_keras_serializable(package='mlm_garden')
-class DualEncoder(task_model.TaskStepsMixin, tf_keras.Model):
-  """A dual encoder (as in LaBSE, Feng et al. 2020) on a BERT encoder (Model Garden's constructor).
+class DualEncoder(functional_model.FunctionalModel):
+  """A dual encoder (as in LaBSE, Feng et al. 2020) on a BERT encoder, a functional Keras model
+  (Model Garden's constructor, graph and outputs).
 
   Both texts go through the same `network`; each is represented by its `pooled_output`,
-  L2-normalized with `normalize`. With `output='logits'` (training) the model scores every left
-  text against every right text of the batch with `MatMulWithMargin` (`dot_product`): example i's
-  positive is right text i, the others are its negatives. With `output='predictions'` (export) it
-  encodes one text, under the encoder's input names.
+  L2-normalized with `normalize` (a `Lambda` layer per side). With `output='logits'` (training)
+  the model scores every left text against every right text of the batch with `MatMulWithMargin`
+  (`dot_product`): example i's positive is right text i, the others are its negatives. With
+  `output='predictions'` (export) it encodes one text, under the encoder's input names.
 
   Args:
     network: an encoder with `sequence_output` and `pooled_output` (dict or `[sequence, pooled]`
       outputs), e.g. `BertEncoder`.
-    max_seq_length: the inputs' sequence length (part of the config, as in Model Garden, whose
-      model fixes its inputs to it; calls accept any length).
+    max_seq_length: the length of the graph's inputs (Model Garden's; calls accept any length).
     normalize: L2-normalize the pooled encodings.
     logit_scale: multiplies the dot products (`output='logits'`).
     logit_margin: subtracted from each positive pair's dot product (`output='logits'`).
@@ -64,66 +67,53 @@ class DualEncoder(task_model.TaskStepsMixin, tf_keras.Model):
                **kwargs):
     if output not in _OUTPUTS:
       raise ValueError(f'DualEncoder output must be one of {list(_OUTPUTS)}, found {output!r}')
-    super().__init__(**kwargs)
-    self.network = network
-    self._max_seq_length = max_seq_length
-    self._normalize = normalize
-    self._logit_scale = logit_scale
-    self._logit_margin = logit_margin
-    self._output = output
+
+    def encode(side: str):
+      names = [f'{side}_{field}' for field in _FIELDS] if side != 'input' else _ENCODER_KEYS
+      inputs = [tf_keras.Input(shape=(max_seq_length,), dtype=tf.int32, name=name)
+                for name in names]
+      outputs = bert_classifier.encoder_outputs(network, inputs)
+      encoded = outputs['pooled_output']
+      if normalize:
+        encoded = tf_keras.layers.Lambda(_l2_normalize)(encoded)
+      return inputs, outputs['sequence_output'], encoded
+
     if output == 'logits':
-      self._dot_product = layers.MatMulWithMargin(logit_scale=logit_scale,
-                                                  logit_margin=logit_margin, name='dot_product')
-
-  def _encode(self, inputs: Dict[str, tf.Tensor], training=None) -> Dict[str, tf.Tensor]:
-    outputs = _encoder_outputs(self.network, inputs, training=training)
-    pooled = outputs['pooled_output']
-    if self._normalize:
-      pooled = tf.nn.l2_normalize(pooled, axis=1)
-    return {'sequence_output': outputs['sequence_output'], 'pooled_output': pooled}
-
-  def _side(self, inputs: Inputs, side: str) -> Dict[str, tf.Tensor]:
-    """The encoder inputs of one side ('left', 'right' or 'input') of the call's inputs."""
-    if isinstance(inputs, Mapping):
-      names = [f'{side}_{field}' for field in _FIELDS] if side != 'input' else list(_ENCODER_KEYS)
-      if side == 'input' and not all(name in inputs for name in names):
-        names = [f'left_{field}' for field in _FIELDS]
-      missing = [name for name in names if name not in inputs]
-      if missing:
-        raise ValueError(f'{self.name} (output={self._output!r}) expects input keys {names}, '
-                         f'missing {missing} in {sorted(inputs)}')
-      tensors = [inputs[name] for name in names]
+      left_inputs, _, left = encode('left')
+      right_inputs, _, right = encode('right')
+      if cast_to_float32.mixed_policy():  # float32 logits whatever the policy
+        left, right = layers.CastToFloat32(name='float32_encodings')([left, right])
+      dot_product = layers.MatMulWithMargin(logit_scale=logit_scale, logit_margin=logit_margin,
+                                            dtype='float32', name='dot_product')
+      left_logits, right_logits = dot_product(left, right)
+      inputs = left_inputs + right_inputs
+      outputs = {'left_logits': left_logits, 'right_logits': right_logits}
     else:
-      count = 6 if self._output == 'logits' else 3
-      if len(inputs) != count:
-        raise ValueError(f'{self.name} (output={self._output!r}) expects a list of {count} '
-                         f'input tensors, found {len(inputs)}')
-      tensors = list(inputs[3:] if side == 'right' else inputs[:3])
-    return dict(zip(_ENCODER_KEYS, tensors))
+      inputs, sequence_output, pooled_output = encode('input')
+      outputs = {'sequence_output': sequence_output, 'pooled_output': pooled_output}
+    super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+    self.network = network  # Model Garden's attribute (checkpoint key, before and now)
+    object.__setattr__(self, '_dual_config', dict(
+        max_seq_length=max_seq_length, normalize=normalize, logit_scale=logit_scale,
+        logit_margin=logit_margin, output=output))
 
-  def call(self, inputs: Inputs, training=None) -> Dict[str, tf.Tensor]:
-    if self._output == 'predictions':
-      return self._encode(self._side(inputs, 'input'), training=training)
-    left = self._encode(self._side(inputs, 'left'), training=training)['pooled_output']
-    right = self._encode(self._side(inputs, 'right'), training=training)['pooled_output']
-    left_logits, right_logits = self._dot_product(tf.cast(left, tf.float32),
-                                                  tf.cast(right, tf.float32))
-    return {'left_logits': left_logits, 'right_logits': right_logits}
+  def _completing_network(self) -> Any:
+    return self.__dict__.get('network')
+
+  def _graph_inputs(self, inputs: Mapping[str, Any]) -> List[Any]:
+    if (self._dual_config['output'] == 'predictions' and 'input_word_ids' not in inputs
+        and 'left_word_ids' in inputs):
+      inputs = dict(zip(_ENCODER_KEYS, (inputs[f'left_{field}'] for field in _FIELDS)))
+    return super()._graph_inputs(inputs)
 
   @property
   def checkpoint_items(self) -> Dict[str, tf.Module]:
     """`encoder`: the shared encoder (for partial restores)."""
     return {'encoder': self.network}
 
-  def get_build_config(self):
-    # Built by calling on int ids; Keras' generic rebuild from shapes feeds floats.
-    return None
-
   def get_config(self) -> Dict[str, Any]:
-    return {'network': tf_keras.layers.serialize(self.network),
-            'max_seq_length': self._max_seq_length, 'normalize': self._normalize,
-            'logit_scale': self._logit_scale, 'logit_margin': self._logit_margin,
-            'output': self._output, 'name': self.name}
+    return dict(self._dual_config, network=tf_keras.layers.serialize(self.network),
+                name=self.name)
 
   @classmethod
   def from_config(cls, config: Dict[str, Any], custom_objects=None):

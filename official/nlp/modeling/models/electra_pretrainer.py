@@ -16,7 +16,7 @@ import tf_keras
 from official.core import task_model
 from official.modeling import tf_utils
 from official.nlp.modeling import layers
-from official.nlp.modeling.models.bert_classifier import _encoder_outputs
+from official.nlp.modeling.models.bert_classifier import encoder_outputs
 
 _ENCODER_INPUT_NAMES = ('input_word_ids', 'input_mask', 'input_type_ids')
 _REQUIRED_INPUTS = _ENCODER_INPUT_NAMES + ('masked_lm_positions', 'masked_lm_ids')
@@ -132,7 +132,7 @@ class ElectraPretrainer(task_model.TaskStepsMixin, tf_keras.Model):
       raise ValueError(f'ElectraPretrainer inputs lack {missing}; expected '
                        f'{list(_REQUIRED_INPUTS)}, found {sorted(inputs)}')
     generator_inputs = [inputs[name] for name in _ENCODER_INPUT_NAMES]
-    sequence_output = _encoder_outputs(self.generator_network, generator_inputs,
+    sequence_output = encoder_outputs(self.generator_network, generator_inputs,
                                        training=training)['sequence_output']
     lm_outputs = tf.cast(self.masked_lm(sequence_output, inputs['masked_lm_positions']),
                          tf.float32)
@@ -140,7 +140,7 @@ class ElectraPretrainer(task_model.TaskStepsMixin, tf_keras.Model):
 
     fake = self._get_fake_data(inputs, lm_outputs)
     disc_inputs = [fake['inputs'][name] for name in _ENCODER_INPUT_NAMES]
-    disc_sequence = _encoder_outputs(self.discriminator_network, disc_inputs,
+    disc_sequence = encoder_outputs(self.discriminator_network, disc_inputs,
                                      training=training)['sequence_output']
     disc_logits = self.discriminator_head(self.discriminator_projection(disc_sequence))
     return {'lm_outputs': lm_outputs,

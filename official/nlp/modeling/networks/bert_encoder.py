@@ -244,14 +244,14 @@ def _make_config(vocab_size: int, hidden_size: int, num_layers: int, num_attenti
 class BertEncoder(tf_keras.Model):
   """The BERT encoder, a functional Keras model (Model Garden's).
 
-  Embeddings = word + position + type (one-hot matmul), then LayerNorm and dropout, then an optional
-  `embedding_projection` when `embedding_width != hidden_size`; then `num_layers` transformer blocks;
-  the pooler is a tanh dense layer on the first token. Sub-layer names (variable names):
-  `word_embeddings`, `position_embedding`, `type_embeddings`, `embeddings/layer_norm`,
-  `embedding_projection`, `transformer/layer_%d`, `final_layer_norm` (pre-LN only), `pooler_transform`;
-  held as Model Garden's attributes `_embedding_layer`, `_position_embedding_layer`,
-  `_type_embedding_layer`, `_embedding_norm_layer`, `_embedding_projection`, `_transformer_layers`,
-  `_pooler_layer`.
+  Embeddings = word + position + type (one-hot matmul), then LayerNorm and dropout, then an
+  optional `embedding_projection` when `embedding_width != hidden_size`; then `num_layers`
+  transformer blocks; the pooler is a tanh dense layer on the first token. Sub-layer names
+  (variable names): `word_embeddings`, `position_embedding`, `type_embeddings`,
+  `embeddings/layer_norm`, `embedding_projection`, `transformer/layer_%d`, `final_layer_norm`
+  (pre-LN only), `pooler_transform`; held as Model Garden's attributes `_embedding_layer`,
+  `_position_embedding_layer`, `_type_embedding_layer`, `_embedding_norm_layer`,
+  `_embedding_projection`, `_transformer_layers`, `_pooler_layer`.
 
   As Model Garden's, the encoder is the functional model of its layer graph: `inputs` is the list
   of `input_word_ids`, `input_mask`, `input_type_ids` (`tf_keras.Input` int32 [batch, None]),
@@ -288,7 +288,8 @@ class BertEncoder(tf_keras.Model):
     >>> encoder = BertEncoder(vocab_size=100, hidden_size=16, num_layers=2, num_attention_heads=2,
     ...                       inner_dim=32, dict_outputs=True)
     >>> ids = tf.ones([2, 8], tf.int32)
-    >>> encoder(dict(input_word_ids=ids, input_mask=ids, input_type_ids=0 * ids))['pooled_output'].shape
+    >>> outputs = encoder(dict(input_word_ids=ids, input_mask=ids, input_type_ids=0 * ids))
+    >>> outputs['pooled_output'].shape
     TensorShape([2, 16])
     >>> [x.name for x in encoder.inputs]
     ['input_word_ids', 'input_mask', 'input_type_ids']

@@ -168,6 +168,19 @@ class ModernBertEncoder(tf_keras.Model):
     # Before Keras' input checks: the graph always takes position ids, callers need not.
     return super().__call__(_graph_inputs(inputs), *args, **kwargs)
 
+  def complete_inputs(self, inputs: Mapping[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+    """`inputs` with `input_position_ids` added when missing (as `__call__` fills them in).
+
+    For models built on this encoder's `inputs` (e.g. a functional `BertClassifier`), whose
+    callers give `input_word_ids`, `input_mask` (and `input_type_ids`) only.
+
+    Example:
+      >>> sorted(encoder.complete_inputs({'input_word_ids': ids, 'input_mask': ids}))
+      ['input_mask', 'input_position_ids', 'input_word_ids']
+    """
+    word_ids, mask, position_ids = _graph_inputs(inputs)
+    return dict(inputs, input_word_ids=word_ids, input_mask=mask, input_position_ids=position_ids)
+
   def get_embedding_table(self) -> tf.Variable:
     """The word-embedding variable [vocab_size, hidden_size]."""
     return self._embedding_layer.embeddings

@@ -21,7 +21,7 @@ def test_token_classifier_logits_and_predictions():
   assert set(model.checkpoint_items) == {'encoder'}
 
   log_probs = models.BertTokenClassifier(encoder, num_classes=5, output='predictions')
-  log_probs.classifier = model.classifier  # same head weights
+  log_probs.classifier.set_weights(model.classifier.get_weights())  # same head weights
   out = log_probs(_inputs(), training=False)['predictions'].numpy()
   expected = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
   np.testing.assert_allclose(out, expected, atol=1e-5)

@@ -50,7 +50,7 @@ def test_logits_are_scaled_cosines_with_a_margin():
 
 def test_list_inputs_and_list_output_encoder_give_the_same_logits():
   encoder = _encoder(dict_outputs=False)
-  model = models.DualEncoder(encoder, normalize=False)
+  model = models.DualEncoder(encoder, max_seq_length=8, normalize=False)
   pairs = _pairs()
   by_dict = model(pairs, training=False)['left_logits']
   keys = ['left_word_ids', 'left_mask', 'left_type_ids', 'right_word_ids', 'right_mask',
@@ -64,7 +64,7 @@ def test_list_inputs_and_list_output_encoder_give_the_same_logits():
 
 def test_predictions_encode_one_text():
   encoder = _encoder()
-  model = models.DualEncoder(encoder, output='predictions')
+  model = models.DualEncoder(encoder, max_seq_length=8, output='predictions')
   ids = _ids(2)
   inputs = {'input_word_ids': ids, 'input_mask': tf.ones_like(ids),
             'input_type_ids': tf.zeros_like(ids)}
@@ -85,7 +85,7 @@ def test_predictions_encode_one_text():
 
 def test_checkpoint_items_hold_the_shared_encoder():
   encoder = _encoder()
-  model = models.DualEncoder(encoder)
+  model = models.DualEncoder(encoder, max_seq_length=8)
   assert model.checkpoint_items == {'encoder': encoder}
 
 
@@ -93,13 +93,13 @@ def test_errors_name_the_problem():
   with pytest.raises(ValueError, match=r"output must be one of \['logits', 'predictions'\], "
                      r"found 'embeddings'"):
     models.DualEncoder(_encoder(), output='embeddings')
-  model = models.DualEncoder(_encoder())
+  model = models.DualEncoder(_encoder(), max_seq_length=8)
   pairs = _pairs()
   del pairs['right_mask']
-  with pytest.raises(ValueError, match=r"missing \['right_mask'\]"):
+  with pytest.raises(ValueError, match=r"lack \['right_mask'\]"):
     model(pairs)
   ids = _ids(0)
-  with pytest.raises(ValueError, match='expects a list of 6 input tensors, found 3'):
+  with pytest.raises(ValueError, match='takes a list of 6 inputs'):
     model([ids, ids, ids])
 
 
