@@ -15,6 +15,7 @@ Example:
   >>> controller.train_and_evaluate(train_steps=10_000, eval_steps=50, eval_interval=1000)
 """
 
+import contextlib
 import logging
 import time
 from typing import Any, Callable, Iterable, Optional, Union
@@ -92,8 +93,10 @@ class Controller:
       `orbit.utils.create_global_step()` or `optimizer.iterations`).
     trainer: an `AbstractTrainer` (needed by `train` and `train_and_evaluate`).
     evaluator: an `AbstractEvaluator` (needed by the evaluation methods).
-    strategy: the distribution strategy whose scope the runners are called in (None: the
-      current one).
+    strategy: the distribution strategy whose scope `trainer.train` is called in (None: the one
+      in scope when the controller is built, if any). A controller built outside every strategy
+      scope and given none enters no scope, as Model Garden's: the trainer's own strategy then
+      creates what its steps create (e.g. an optimizer's slots), not the default strategy.
     train_actions: callables applied to the outputs of every train loop.
     eval_actions: callables applied to the outputs of every evaluation.
     steps_per_loop: train steps per `trainer.train` call, or a function of the global step
@@ -164,6 +167,11 @@ class Controller:
     self.trainer = trainer
     self.evaluator = evaluator
     self.strategy = strategy or tf.distribute.get_strategy()
+    # The scope `trainer.train` runs in: a strategy given or in scope now, never the default one
+    # (entering it around a trainer built in another strategy's scope made the variables its
+    # steps create the default strategy's: "Mixing different tf.distribute.Strategy objects").
+    self._train_strategy = strategy or (
+        tf.distribute.get_strategy() if tf.distribute.has_strategy() else None)
     self.train_actions = list(train_actions or [])
     self.eval_actions = list(eval_actions or [])
     self.global_step = global_step
@@ -346,7 +354,8 @@ class Controller:
 
     with self.summary_manager.summary_writer().as_default(step=self.global_step), \
         tf.summary.record_if(should_record):
-      with self.strategy.scope():
+      with (self._train_strategy.scope() if self._train_strategy is not None
+            else contextlib.nullcontext()):
         start = _now()
         output = self.trainer.train(tf.convert_to_tensor(num_steps, tf.int32))
         self._step_timer.add(_now() - start)

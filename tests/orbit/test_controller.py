@@ -228,3 +228,35 @@ def test_output_log_level_moves_the_train_and_eval_lines(tmp_path, caplog):
   lines = [(r.levelno, r.getMessage()) for r in caplog.records
            if r.getMessage().startswith(('train |', 'eval |'))]
   assert len(lines) == 3 and {level for level, _ in lines} == {logging.DEBUG}
+
+
+class _StrategyRecorder(orbit.AbstractTrainer):
+  """Records the strategy in scope (None: none) when `train` is called."""
+
+  def __init__(self):
+    self.global_step = orbit.utils.create_global_step()
+    self.seen = []
+
+  def train(self, num_steps):
+    self.seen.append(tf.distribute.get_strategy() if tf.distribute.has_strategy() else None)
+    self.global_step.assign_add(tf.cast(num_steps, tf.int64))
+
+
+def test_train_enters_only_a_strategy_given_or_in_scope():
+  """A controller built outside every scope and given no strategy enters none (as Model
+  Garden's): the trainer's own strategy creates what its steps create. Entering the default
+  strategy's scope there made variables created in a step of a trainer built in a
+  OneDeviceStrategy's scope the default strategy's ('Mixing different tf.distribute.Strategy
+  objects'; tests/orbit/examples/single_task/test_orbit_tutorial.py)."""
+  strategy = tf.distribute.OneDeviceStrategy('/cpu:0')
+  outside = _StrategyRecorder()
+  orbit.Controller(trainer=outside, global_step=outside.global_step, steps_per_loop=1).train(1)
+  given = _StrategyRecorder()
+  orbit.Controller(trainer=given, global_step=given.global_step, steps_per_loop=1,
+                   strategy=strategy).train(1)
+  in_scope = _StrategyRecorder()
+  with strategy.scope():
+    controller = orbit.Controller(trainer=in_scope, global_step=in_scope.global_step,
+                                  steps_per_loop=1)
+  controller.train(1)
+  assert outside.seen == [None] and given.seen == [strategy] and in_scope.seen == [strategy]

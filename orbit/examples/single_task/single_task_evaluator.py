@@ -52,7 +52,7 @@ class SingleTaskEvaluator(orbit.StandardEvaluator):
     def replica_step(inputs: Dict[str, tf.Tensor]) -> None:
       inputs = dict(inputs)
       labels = inputs.pop(self.label_key)
-      outputs = self.model(inputs)
+      outputs = self.model(inputs, training=False)
       for metric in self.metrics:
         metric.update_state(labels, outputs)
 
