@@ -77,14 +77,23 @@ def _assert_shapes(outputs, expected):
     assert tuple(outputs.shape) == tuple(expected), (outputs.shape, expected)
 
 
-def walk_layer_graph(model: tf_keras.Model, inputs: Any) -> Any:
+def walk_layer_graph(model: tf_keras.Model, inputs: Any,
+                     call: Optional[Callable[[Any, Sequence[Any], Dict[str, Any]], Any]] = None
+                     ) -> Any:
   """`model`'s outputs, computed by calling the layers of its functional graph one by one.
 
   Walks `_nodes_by_depth` from the inputs to the outputs, feeding each node the tensors its
   arguments refer to, the way tools that rebuild a functional model from its graph do (e.g. the
   per-example gradient clipping of differentially private training). `inputs` may be data or the
   model's own symbolic `inputs` (then the result builds a new functional model).
+
+  Args:
+    model: a functional Keras model.
+    inputs: its inputs (data or symbolic).
+    call: `call(layer, args, kwargs)` computes a node (default: `layer(*args, **kwargs)`); e.g.
+      `layer.call(*args, **kwargs)` expands a layer into its sub-layers on symbolic inputs.
   """
+  call = call or (lambda layer, args, kwargs: layer(*args, **kwargs))
   # pylint: disable=protected-access
   tensors = {}
   for reference, value in zip(model.inputs, model._flatten_to_reference_inputs(inputs)):
@@ -96,7 +105,7 @@ def walk_layer_graph(model: tf_keras.Model, inputs: Any) -> Any:
       if node.is_input:
         continue
       args, kwargs = node.map_arguments(tensors)
-      outputs = node.layer(*args, **kwargs)
+      outputs = call(node.layer, args, kwargs)
       for key, value in zip(node.flat_output_ids, tf.nest.flatten(outputs)):
         tensors[key] = [value] * model._tensor_usage_count[key]
   results = [tensors[str(id(output))].pop() for output in model.outputs]

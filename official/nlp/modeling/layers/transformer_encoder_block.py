@@ -1,6 +1,6 @@
 """The transformer encoder block: BERT (post-LN), pre-LN, and ModernBERT's options."""
 
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Callable, Dict, Optional, Sequence
 
 import tensorflow as tf
 import tf_keras
@@ -12,8 +12,21 @@ from official.nlp.modeling.layers import self_attention
 from official.nlp.modeling.layers import dropout as dropout_lib
 from official.nlp.modeling.layers.rms_norm import RMSNorm  # also re-exported from here
 
-# Activations computed by `fused_ops.gelu` (value: its `approximate`).
-_FUSED_GELU = {'gelu': True, 'exact_gelu': False}
+
+@tf_keras.utils.register_keras_serializable(package='mlm_garden')
+def fused_gelu(x: tf.Tensor) -> tf.Tensor:
+  """GELU, tanh approximation ('gelu'), as one fused kernel (`fused_ops.gelu`)."""
+  return fused_ops.gelu(x, approximate=True)
+
+
+@tf_keras.utils.register_keras_serializable(package='mlm_garden')
+def fused_exact_gelu(x: tf.Tensor) -> tf.Tensor:
+  """GELU with the erf ('exact_gelu'), as one fused kernel (`fused_ops.gelu`)."""
+  return fused_ops.gelu(x, approximate=False)
+
+
+# Activations computed by a fused kernel, by name.
+_FUSED_GELU = {'gelu': fused_gelu, 'exact_gelu': fused_exact_gelu}
 
 
 @tf_keras.utils.register_keras_serializable(package='mlm_garden')
@@ -24,8 +37,13 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
   Pre-LN (`norm_first=True`): `x = x + attn(LN(x)); y = x + ffn(LN(x))`.
   Sub-layers (variable-name scopes): `self_attention`, `self_attention_layer_norm`, `intermediate`,
   `output`, `output_layer_norm`; held as Model Garden's attributes `_attention_layer`,
-  `_attention_layer_norm`, `_intermediate_dense`, `_output_dense`, `_output_layer_norm` (the
-  object-checkpoint keys). LayerNorms compute in float32 under mixed precision. The element-wise
+  `_attention_layer_norm` (also `_attention_layer_norm_kv`), `_intermediate_dense`,
+  `_output_dense`, `_output_layer_norm` (the object-checkpoint keys), and the weightless
+  `_attention_dropout`, `_intermediate_activation_layer` (an `Activation` layer; its function is
+  `_inner_activation`), `_inner_dropout_layer`, `_output_dropout`; the attention's dropout is its
+  `_dropout_layer`. The block computes with the layers these attributes hold, so a tool that
+  replaces one (e.g. by a copy from its config) changes the computation. LayerNorms compute in
+  float32 under mixed precision. The element-wise
   work runs as fused XLA kernels (`official.modeling.fused_ops`): GELU, and in post-LN with a known
   `training` flag dropout + residual add + LayerNorm; the matmuls are 2-D with the bias add fused.
 
@@ -222,14 +240,17 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
     """
     init = lambda: tf_utils.clone_initializer(self.kernel_initializer)
     self._attention_layer_norm = self._make_norm('self_attention_layer_norm')
-    if self._general:  # (an attribute in the general path only: a checkpoint key)
-      self._attention_layer_norm_kv = self._attention_layer_norm
-      if self.diff_q_kv_att_layer_norm:
-        self._attention_layer_norm_kv = self._make_norm('self_attention_layer_norm_kv')
-    # The activation (and gate) is applied by `_feed_forward` (GELU as a fused kernel).
+    # Model Garden's alias (the same layer; a separate one with diff_q_kv_att_layer_norm).
+    self._attention_layer_norm_kv = self._attention_layer_norm
+    if self.diff_q_kv_att_layer_norm:
+      self._attention_layer_norm_kv = self._make_norm('self_attention_layer_norm_kv')
     inner_width = self.inner_dim * (2 if self.gated_inner else 1)
     self._intermediate_dense = tf_keras.layers.Dense(
         inner_width, use_bias=self.use_bias, kernel_initializer=init(), name='intermediate')
+    # The activation (GELU as a fused kernel) as Model Garden's `Activation` layer, which
+    # `_feed_forward` calls (on the input half with `gated_inner`).
+    self._intermediate_activation_layer = tf_keras.layers.Activation(
+        self._inner_activation, name='intermediate_activation')
     self._output_dense = tf_keras.layers.Dense(
         width, use_bias=self.use_bias, kernel_initializer=init(), name='output')
     self._output_layer_norm = self._make_norm('output_layer_norm')
@@ -307,18 +328,21 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
 
   def _feed_forward(self, x, training=None):
     """dense -> activation (* gate) -> dense on [..., width], as 2-D matmuls, bias adds fused."""
+    if _is_symbolic(x):
+      return self._feed_forward_layers(x, training)
     dtype = x.dtype
     rows = tf.reshape(x, [-1, int(x.shape[-1])])
     for layer, activate in ((self._intermediate_dense, True), (self._output_dense, False)):
+      _build_like(layer, [None, int(rows.shape[-1])])
       rows = tf.matmul(rows, tf.cast(layer.kernel, dtype))
       if layer.use_bias:
         rows = tf_utils.bias_add(rows, tf.cast(layer.bias, dtype))
       if activate:
         if self.gated_inner:  # HF's `input, gate = Wi(x).chunk(2)`: the input half comes first
           inner, gate = tf.split(rows, 2, axis=-1)
-          rows = self._activation(inner) * gate
+          rows = tf.cast(self._intermediate_activation_layer(inner), dtype) * gate
         else:
-          rows = self._activation(rows)
+          rows = tf.cast(self._intermediate_activation_layer(rows), dtype)
         if self.inner_dropout:
           rows = self._inner_dropout_layer(rows, training=training)
     width = self._output_dense.units
@@ -326,15 +350,31 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
              else tf.concat([tf.shape(x)[:-1], [width]], axis=0))
     return tf.reshape(rows, shape)
 
-  def _activation(self, x):
+  def _feed_forward_layers(self, x, training=None):
+    """`_feed_forward` as calls of the sub-layers (for Keras symbolic inputs)."""
+    rows = self._intermediate_dense(x)
+    if self.gated_inner:
+      inner, gate = tf.split(rows, 2, axis=-1)
+      rows = self._intermediate_activation_layer(inner) * gate
+    else:
+      rows = self._intermediate_activation_layer(rows)
+    if self.inner_dropout:
+      rows = self._inner_dropout_layer(rows, training=training)
+    return self._output_dense(rows)
+
+  @property
+  def _inner_activation(self) -> Callable[[tf.Tensor], tf.Tensor]:
+    """The feed-forward activation as a function (Model Garden's attribute name): 'gelu' and
+    'exact_gelu' are the fused kernels of `fused_ops.gelu`."""
     if self.inner_activation in _FUSED_GELU:
-      return fused_ops.gelu(x, approximate=_FUSED_GELU[self.inner_activation])
-    return tf_utils.get_activation(self.inner_activation)(x)
+      return _FUSED_GELU[self.inner_activation]
+    return tf_utils.get_activation(self.inner_activation)
 
   def _dropout_add_norm(self, residual, branch, dropout, norm, training: bool):
     """norm(residual + dropout(branch)) as one fused kernel (post-LN)."""
     drop = training and dropout.rate > 0
     seed = dropout.dropout_seed() if drop else None
+    _build_like(norm, residual.shape)
     beta = norm.beta if norm.beta is not None else tf.zeros_like(norm.gamma)  # center=False
     return fused_ops.dropout_add_layer_norm(residual, branch, norm.gamma, beta, seed,
                                             dropout.rate if drop else 0.0, norm.epsilon)
@@ -354,7 +394,10 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
       return_attention_scores = self.return_attention_scores
     if output_range is None:
       output_range = self.output_range
-    training = dropout_lib.resolve_training(training)
+    # On Keras symbolic inputs (a tool rebuilding a layer graph from the block's `call`), the
+    # block is its sub-layers called one by one, with the dropout mode left to run time.
+    if not _is_symbolic(inputs):
+      training = dropout_lib.resolve_training(training)
     if self._general:
       if position_ids is not None or document_ids is not None:
         raise ValueError(f'{self.name}: position_ids and document_ids need our self-attention '
@@ -413,6 +456,25 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
                   rotary_theta=self.rotary_theta, attention_window=self.attention_window,
                   gated_inner=self.gated_inner, norm_use_bias=self.norm_use_bias)
     return config
+
+
+def _is_symbolic(x) -> bool:
+  """Whether `x` is a Keras symbolic tensor of a layer graph under construction (a `KerasTensor`,
+  not a `tf.Tensor`: the graph tensors of TF1-style graph mode take the fused path)."""
+  if isinstance(x, (tf.Tensor, tf.Variable)):
+    return False
+  try:
+    return tf_keras.backend.is_keras_tensor(x)
+  except ValueError:  # not a tensor (e.g. a numpy array)
+    return False
+
+
+def _build_like(layer: tf_keras.layers.Layer, shape) -> None:
+  """Builds `layer` for inputs of `shape` in its own name scope, unless it is built (a sub-layer
+  replaced by an unbuilt copy, e.g. from its config)."""
+  if not layer.built:
+    with tf.name_scope(layer.name):
+      layer.build(tf.TensorShape(shape))
 
 
 def _join(reasons: str, reason: str) -> str:

@@ -255,11 +255,15 @@ def test_default_block_variables_and_outputs_are_unchanged():
         ('layer_0/intermediate/kernel:0', (6, 8)), ('layer_0/intermediate/bias:0', (8,)),
         ('layer_0/output/kernel:0', (8, 6)), ('layer_0/output/bias:0', (6,)),
         ('layer_0/output_layer_norm/gamma:0', (6,)), ('layer_0/output_layer_norm/beta:0', (6,))]
-    # The object-checkpoint keys (Model Garden's attribute names).
+    # The object-checkpoint keys (Model Garden's attribute names; `_attention_layer_norm_kv` is
+    # `_attention_layer_norm` again, the activation layer has no variable).
     assert sorted(block._trackable_children()) == [  # pylint: disable=protected-access
-        '_attention_dropout', '_attention_layer', '_attention_layer_norm', '_attention_options',
-        '_inner_dropout_layer', '_intermediate_dense', '_output_dense', '_output_dropout',
-        '_output_layer_norm']
+        '_attention_dropout', '_attention_layer', '_attention_layer_norm',
+        '_attention_layer_norm_kv', '_attention_options', '_inner_dropout_layer',
+        '_intermediate_activation_layer', '_intermediate_dense', '_output_dense',
+        '_output_dropout', '_output_layer_norm']
+    # pylint: disable-next=protected-access
+    assert block._attention_layer_norm_kv is block._attention_layer_norm
     rng = np.random.default_rng(1)
     for v in block.weights:
       v.assign(rng.normal(scale=0.5, size=v.shape).astype(np.float32))
@@ -417,3 +421,26 @@ def test_modernbert_option_errors():
     _block(key_dim=4)(tf.zeros([1, 3, 16]), document_ids=tf.constant([[1, 1, 2]]))
   with pytest.raises(ValueError, match='rotary_theta needs an even head size, found key_dim=5'):
     layers.TransformerEncoderBlock(2, 8, rotary_theta=1e4)(tf.zeros([1, 3, 10]))
+
+
+def test_model_gardens_sub_layer_attributes():
+  """The attributes Model Garden's block has (and tools read): the sub-layers, the activation as
+  an `Activation` layer and `_inner_activation`; the block computes with what they hold."""
+  # pylint: disable=protected-access
+  block = layers.TransformerEncoderBlock(num_attention_heads=2, inner_dim=8,
+                                         inner_activation='gelu')
+  x = np.random.default_rng(0).normal(size=(2, 4, 6)).astype(np.float32)
+  expected = block(x, training=False).numpy()
+  for name in ('_attention_layer', '_attention_dropout', '_attention_layer_norm',
+               '_attention_layer_norm_kv', '_intermediate_dense', '_intermediate_activation_layer',
+               '_inner_dropout_layer', '_output_dense', '_output_dropout', '_output_layer_norm'):
+    assert isinstance(getattr(block, name), tf_keras.layers.Layer), name
+  assert isinstance(block._attention_layer._dropout_layer, tf_keras.layers.Dropout)
+  assert isinstance(block._intermediate_activation_layer, tf_keras.layers.Activation)
+  z = np.linspace(-3, 3, 7).astype(np.float32)
+  np.testing.assert_allclose(block._inner_activation(z), numpy_bert.gelu_tanh(z), atol=1e-6)
+  block._intermediate_activation_layer = tf_keras.layers.Activation('relu')
+  relu = block(x, training=False).numpy()
+  assert np.abs(relu - expected).max() > 1e-3
+  block._intermediate_activation_layer = tf_keras.layers.Activation(block._inner_activation)
+  np.testing.assert_allclose(block(x, training=False), expected, atol=1e-6)

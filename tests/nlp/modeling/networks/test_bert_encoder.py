@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
+from official.nlp.modeling import layers
 from official.nlp.modeling import networks
 from official.nlp.modeling.networks import bert_encoder
 from tests import testing
@@ -474,3 +475,79 @@ def test_a_walk_of_the_layer_graph_rebuilds_the_encoder(kwargs):
   rebuilt = tf_keras.Model(encoder.inputs, testing.walk_layer_graph(encoder, encoder.inputs))
   np.testing.assert_allclose(rebuilt(data)['sequence_output'], expected['sequence_output'],
                              atol=1e-6)
+
+
+def _replace_block_sub_layers(encoder):
+  """Replaces every block's sub-layers by copies from their configs under new names, the way
+  differential-privacy tools make layer names unique (the copies are unbuilt: new weights)."""
+  # pylint: disable=protected-access
+  def copy(layer, name):
+    return type(layer).from_config(dict(layer.get_config(), name=name))
+
+  for block in encoder.layers:
+    if not isinstance(block, layers.TransformerEncoderBlock):
+      continue
+    for name in ('_inner_dropout_layer', '_attention_dropout', '_attention_layer',
+                 '_attention_layer_norm', '_intermediate_dense', '_output_dense',
+                 '_output_dropout', '_output_layer_norm'):
+      setattr(block, name, copy(getattr(block, name), f'{block.name}/{name}'))
+    block._attention_layer._dropout_layer = copy(block._attention_layer._dropout_layer,
+                                                 f'{block.name}/attention_inner_dropout')
+    block._intermediate_activation_layer = tf_keras.layers.Activation(
+        block._inner_activation, name=f'{block.name}/intermediate_activation')
+
+
+def test_blocks_compute_with_the_sub_layers_their_attributes_hold():
+  """Model Garden's sub-layer attributes: replaced by copies (new, unbuilt weights), the blocks
+  compute with the copies; given the old weights, the encoder's outputs come back."""
+  encoder = _encoder()
+  word_ids, mask, type_ids = _inputs()
+  data = dict(input_word_ids=word_ids, input_mask=mask, input_type_ids=type_ids)
+  expected = encoder(data)['sequence_output'].numpy()
+  old = {block.name: [layer.get_weights() for layer in _weighted_sub_layers(block)]
+         for block in encoder.transformer_layers}
+  _replace_block_sub_layers(encoder)
+  encoder(data)  # builds the copies
+  for block in encoder.transformer_layers:
+    for layer, weights in zip(_weighted_sub_layers(block), old[block.name]):
+      layer.set_weights([0.5 * w for w in weights])
+  changed = encoder(data)['sequence_output'].numpy()
+  assert np.isfinite(changed).all() and np.abs(changed - expected).max() > 1e-2
+  for block in encoder.transformer_layers:
+    for layer, weights in zip(_weighted_sub_layers(block), old[block.name]):
+      layer.set_weights(weights)
+  np.testing.assert_allclose(encoder(data)['sequence_output'], expected, atol=1e-5)
+
+
+def _weighted_sub_layers(block):
+  # pylint: disable=protected-access
+  return [block._attention_layer._query_dense, block._attention_layer._key_dense,
+          block._attention_layer._value_dense, block._attention_layer._output_dense,
+          block._attention_layer_norm, block._intermediate_dense, block._output_dense,
+          block._output_layer_norm]
+
+
+@pytest.mark.parametrize('norm_first', [False, True])
+def test_blocks_expand_into_their_sub_layers_on_symbolic_inputs(norm_first):
+  """A graph walk that calls each block's `call` on symbolic inputs (as graph-rewriting tools do,
+  after making the sub-layers' names unique) rebuilds the encoder from the blocks' sub-layers:
+  the same weights, the same outputs."""
+  encoder = _encoder(norm_first=norm_first, output_dropout=0.1, attention_dropout=0.1)
+  _replace_block_sub_layers(encoder)
+  expand = lambda layer, args, kwargs: (
+      layer.call(*args, **kwargs) if isinstance(layer, layers.TransformerEncoderBlock)
+      else layer(*args, **kwargs))
+  expanded = tf_keras.Model(encoder.inputs,
+                            testing.walk_layer_graph(encoder, encoder.inputs, call=expand))
+  assert not any(isinstance(layer, layers.TransformerEncoderBlock) for layer in expanded.layers)
+  assert {layer.name for layer in expanded.layers} >= {
+      'transformer/layer_1/_intermediate_dense', 'transformer/layer_1/intermediate_activation'}
+  # The same variables (the encoder also still tracks each block's replaced attention norm,
+  # which `_attention_layer_norm_kv` keeps referring to, as in Model Garden).
+  assert len(expanded.trainable_weights) == 5 + 2 * 16 + 2 + (2 if norm_first else 0)
+  assert {id(w) for w in expanded.trainable_weights} <= {id(w) for w in encoder.trainable_weights}
+  word_ids, mask, type_ids = _inputs()
+  data = dict(input_word_ids=word_ids, input_mask=mask, input_type_ids=type_ids)
+  for key in ('sequence_output', 'pooled_output'):
+    np.testing.assert_allclose(expanded(data, training=False)[key],
+                               encoder(data, training=False)[key], atol=1e-5)
