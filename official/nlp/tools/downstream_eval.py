@@ -229,8 +229,8 @@ def prepare_task_data(task: downstream_data.DownstreamTask, splits: Dict[str, li
     seq_length: tokens a record (longer sentences are cut, longer tag sequences split).
   """
   if task.kind == 'tagging':
-    label_list = cfd._sorted_tags([t for part in splits.values() for _, tags in part  # pylint: disable=protected-access
-                                   for t in tags])
+    tags = [t for part in splits.values() for _, sentence_tags in part for t in sentence_tags]
+    label_list = cfd._sorted_tags(tags)  # pylint: disable=protected-access
   else:
     label_list = sorted({label for part in splits.values() for _, label in part})
   index = {label: i for i, label in enumerate(label_list)}
@@ -511,8 +511,8 @@ def markdown_tables(results: Dict[str, Any]) -> str:
       capped = (f', {row["hit_max_epochs"]} of {len(row["scores"])} seeds still improving at '
                 'max_epochs' if row['hit_max_epochs'] else '')
       lines.append(f'| {row["row"]} | {row["mean"]:.4f} | {row["std"]:.4f} '
-                   f'({len(row["scores"])} seeds) | {row["dev_mean"]:.4f} | lr {row["learning_rate"]:g}, '
-                   f'best epochs {row["best_epochs"]}{capped} |')
+                   f'({len(row["scores"])} seeds) | {row["dev_mean"]:.4f} | '
+                   f'lr {row["learning_rate"]:g}, best epochs {row["best_epochs"]}{capped} |')
     lines += ['', '| A | B | A - B (points) | p, t-test over seeds | p, permutation over '
               'examples |', '|---|---|---|---|---|']
     for test in task['tests']:
