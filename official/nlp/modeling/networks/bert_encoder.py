@@ -240,8 +240,30 @@ def _make_config(vocab_size: int, hidden_size: int, num_layers: int, num_attenti
   return config, initializer
 
 
+class _EncoderAccessors:
+  """Model Garden's accessors of an encoder's sub-layers, shared by `BertEncoder` and
+  `BertEncoderV2` (both hold `_embedding_layer`, `_transformer_layers`, `_pooler_layer`)."""
+
+  def get_embedding_table(self) -> tf.Variable:
+    """The word-embedding variable [vocab_size, embedding_width]."""
+    return self._embedding_layer.embeddings
+
+  def get_embedding_layer(self) -> tf_keras.layers.Layer:
+    return self._embedding_layer
+
+  @property
+  def transformer_layers(self) -> List[layers.TransformerEncoderBlock]:
+    """The blocks, first to last."""
+    return self._transformer_layers
+
+  @property
+  def pooler_layer(self) -> tf_keras.layers.Layer:
+    """The pooler's dense layer (`pooler_transform`)."""
+    return self._pooler_layer
+
+
 @tf_keras.utils.register_keras_serializable(package='mlm_garden')
-class BertEncoder(tf_keras.Model):
+class BertEncoder(_EncoderAccessors, tf_keras.Model):
   """The BERT encoder, a functional Keras model (Model Garden's).
 
   Embeddings = word + position + type (one-hot matmul), then LayerNorm and dropout, then an
@@ -374,23 +396,6 @@ class BertEncoder(tf_keras.Model):
     """int32 [batch, seq] position ids of packed rows, or None (positions 0..seq-1)."""
     return _position_ids(inputs, self._encoder_config['packed_documents'])
 
-  def get_embedding_table(self) -> tf.Variable:
-    """The word-embedding variable [vocab_size, embedding_width]."""
-    return self._embedding_layer.embeddings
-
-  def get_embedding_layer(self) -> tf_keras.layers.Layer:
-    return self._embedding_layer
-
-  @property
-  def transformer_layers(self) -> List[layers.TransformerEncoderBlock]:
-    """The blocks, first to last."""
-    return self._transformer_layers
-
-  @property
-  def pooler_layer(self) -> tf_keras.layers.Layer:
-    """The pooler's dense layer (`pooler_transform`)."""
-    return self._pooler_layer
-
   def _trackable_children(self, save_type='checkpoint', **kwargs):
     children = super()._trackable_children(save_type, **kwargs)
     if save_type != 'checkpoint':
@@ -427,7 +432,7 @@ class BertEncoder(tf_keras.Model):
 
 
 @tf_keras.utils.register_keras_serializable(package='mlm_garden')
-class BertEncoderV2(tf_keras.Model):
+class BertEncoderV2(_EncoderAccessors, tf_keras.Model):
   """Model Garden's `BertEncoderV2`: the BERT encoder as a subclassed model with dict outputs.
 
   The layers and computation of `BertEncoder` (`_EncoderLayers`), run in `call` rather than as a
@@ -526,23 +531,6 @@ class BertEncoderV2(tf_keras.Model):
                       dense_mask=zeros[:, :1] + 1, dense_type_ids=zeros[:, :1])
       self.call(inputs, training=False)
     self.built = True
-
-  def get_embedding_table(self) -> tf.Variable:
-    """The word-embedding variable [vocab_size, embedding_width]."""
-    return self._embedding_layer.embeddings
-
-  def get_embedding_layer(self) -> tf_keras.layers.Layer:
-    return self._embedding_layer
-
-  @property
-  def transformer_layers(self) -> List[layers.TransformerEncoderBlock]:
-    """The blocks, first to last."""
-    return self._transformer_layers
-
-  @property
-  def pooler_layer(self) -> tf_keras.layers.Layer:
-    """The pooler's dense layer (`pooler_transform`)."""
-    return self._pooler_layer
 
   def get_build_config(self):
     # `build` needs no shapes; reloading a saved encoder calls it when it was built.
