@@ -1,19 +1,26 @@
-"""Peak memory and wall time of `create_pretraining_data` with ONE output file (issue 14's memory bound).
+"""Peak memory and wall time of `create_pretraining_data` with ONE output file (issue 14's memory
+bound).
 
-Two inputs of about `--megabytes` MB (default 50), made from the docstrings of the interpreter's standard
-library (`data_tools.stdlib_corpus`, about 1.5 MB), repeated with the documents in a new seeded order each time:
+Two inputs of about `--megabytes` MB (default 50), made from the docstrings of the interpreter's
+standard
+library (`data_tools.stdlib_corpus`, about 1.5 MB), repeated with the documents in a new seeded
+order each time:
   * `corpus`: one sentence a line, a blank line between documents (the usual input);
-  * `one_line`: the same text as one single line (no newline at all: the worst case for line-based reading).
-The vocabulary is built from the corpus by `data_tools.build_vocab` (8,000 tokens). Each input is written to one
-output file with dupe_factor 5, max_seq_length 128, max_predictions_per_seq 20, seed 12345.
+  * `one_line`: the same text as one single line (no newline at all: the worst case for line-based
+    reading).
+The vocabulary is built from the corpus by `data_tools.build_vocab` (8,000 tokens). Each input is
+written to one output file with dupe_factor 5, max_seq_length 128, max_predictions_per_seq 20, seed
+12345.
 
-Memory: every process of the run's tree (the command and its forked workers) is sampled every 50 ms from
-/proc/PID/smaps_rollup; "peak RSS" is the largest sum of the tree's resident set sizes (pages shared between
-forked workers counted once per process: an upper bound), "peak PSS" the largest sum of proportional set sizes
-(shared pages split between the processes: the real footprint). The target is a peak RSS under 1 GB.
+Memory: every process of the run's tree (the command and its forked workers) is sampled every 50 ms
+from /proc/PID/smaps_rollup; "peak RSS" is the largest sum of the tree's resident set sizes (pages
+shared between forked workers counted once per process: an upper bound), "peak PSS" the largest sum
+of proportional set sizes (shared pages split between the processes: the real footprint). The target
+is a peak RSS under 1 GB.
 
 Usage:
-  python scripts/benchmark_create_pretraining_data_memory.py [--work_dir=/tmp/cpd-memory] [--num_workers=2]
+  python scripts/benchmark_create_pretraining_data_memory.py [--work_dir=/tmp/cpd-memory]
+  [--num_workers=2]
       [--megabytes=50] [--inputs=corpus,one_line] [--code_dir=/tmp/old]
 """
 

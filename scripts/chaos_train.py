@@ -10,7 +10,8 @@ resumed run (weights, optimizer slots, step counters, dropout random state) must
 Usage:
   python scripts/chaos_train.py --kills 3 --work_dir /tmp/chaos -- \\
       python -m official.nlp.train --experiment=bert/pretraining --mode=train \\
-      --config_file=configs/pretraining/bert_tiny.yaml --params_override=runtime.deterministic=true,...
+      --config_file=configs/pretraining/bert_tiny.yaml
+      --params_override=runtime.deterministic=true,...
 
 Exit code 0 when the checkpoints are equal, 1 when they differ, 2 on a failed run.
 """

@@ -1,27 +1,30 @@
-"""Helper of `scripts/compare_model_garden.sh`: writes the run configs, checks them against a framework's
-config classes, and reads the runs' results into one table.
+"""Helper of `scripts/compare_model_garden.sh`: writes the run configs, checks them against a
+framework's config classes, and reads the runs' results into one table.
 
 Subcommands:
-  split CORPUS OUT_DIR            documents (blank-line separated) -> OUT_DIR/train.txt (19 of 20) and
-                                  OUT_DIR/eval.txt (every 20th document).
-  write-config --out FILE ...     one override YAML for a run (data, batch, steps, schedule, runtime); it is
-                                  passed after the shared model YAML, identically to both frameworks.
-  check-config BASE OVERRIDE OUT  run with a framework's python: loads BASE then OVERRIDE strictly into its
-                                  `bert/pretraining` config; if some key is unknown there, writes OUT without
-                                  the unknown keys (printed as `dropped: a.b.c`) and prints OUT's path, else
-                                  prints BASE's path.
-  summarize RUN_DIR... --json F   per run: median steps/s (TensorBoard `steps_per_second` of model_dir/train,
-                                  the first summary (tracing, warm-up) left out when there are more), the last
-                                  eval `masked_lm_accuracy` (model_dir/validation) and its step. Runs of the
-                                  same variant (speed rounds, `round` > 0 in variant.json) are one row: its
-                                  steps/s is the median of the runs' figures, its accuracy the first run's.
-                                  Prints the side-by-side table and writes it as JSON to F. Each RUN_DIR
-                                  holds `variant.json` (written by the shell script) and `model/`. Also
-                                  compares the effective params.yaml of the first Model Garden and mlm-garden
-                                  runs.
+  split CORPUS OUT_DIR            documents (blank-line separated) -> OUT_DIR/train.txt (19 of 20)
+                                  and OUT_DIR/eval.txt (every 20th document).
+  write-config --out FILE ...     one override YAML for a run (data, batch, steps, schedule,
+                                  runtime); it is passed after the shared model YAML, identically to
+                                  both frameworks.
+  check-config BASE OVERRIDE OUT  run with a framework's python: loads BASE then OVERRIDE strictly
+                                  into its `bert/pretraining` config; if some key is unknown there,
+                                  writes OUT without the unknown keys (printed as `dropped: a.b.c`)
+                                  and prints OUT's path, else prints BASE's path.
+  summarize RUN_DIR... --json F   per run: median steps/s (TensorBoard `steps_per_second` of
+                                  model_dir/train, the first summary (tracing, warm-up) left out
+                                  when there are more), the last eval `masked_lm_accuracy`
+                                  (model_dir/validation) and its step. Runs of the same variant
+                                  (speed rounds, `round` > 0 in variant.json) are one row: its
+                                  steps/s is the median of the runs' figures, its accuracy the first
+                                  run's. Prints the side-by-side table and writes it as JSON to F.
+                                  Each RUN_DIR holds `variant.json` (written by the shell script)
+                                  and `model/`. Also compares the effective params.yaml of the first
+                                  Model Garden and mlm-garden runs.
 
-Event files are read with `tf.compat.v1.train.summary_iterator` (no tensorboard package needed); when a run has
-no summaries the steps/s rates are taken from its log (Model Garden: `steps/sec:`, mlm-garden: `N steps/s`).
+Event files are read with `tf.compat.v1.train.summary_iterator` (no tensorboard package needed);
+when a run has no summaries the steps/s rates are taken from its log (Model Garden: `steps/sec:`,
+mlm-garden: `N steps/s`).
 """
 
 import argparse
@@ -182,8 +185,9 @@ def _summarize_run(run_dir: str) -> Dict[str, Any]:
 
 
 def _combine_rounds(runs: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-  """One row per variant (in order of first appearance): the first run (round 0) with its steps/s replaced
-  by the median over all the variant's runs; `runs` lists each run's round, start, steps/s and load."""
+  """One row per variant (in order of first appearance): the first run (round 0) with its steps/s
+  replaced by the median over all the variant's runs; `runs` lists each run's round, start, steps/s
+  and load."""
   groups: Dict[str, List[Dict[str, Any]]] = {}
   for run in runs:
     groups.setdefault(run['variant'], []).append(run)

@@ -1,14 +1,15 @@
 """The embedded demo: pretrain BERT-tiny on the Python standard library's docstrings, no download.
 
-Steps (each prints what it did): extract the docstrings of the running interpreter's standard library as a
-corpus (one sentence a line, documents separated by blank lines), hold out 5% of the documents, build a
-WordPiece vocabulary, write masked-LM TFRecords (sequences of 64 tokens: docstring sentences are short),
-pretrain `configs/pretraining/bert_tiny.yaml` with `train.py --mode=train_and_eval` (5,000 steps of
-batch 64, no dropout, bfloat16 where the CPU has bfloat16 instructions), plot `training_curves.png`,
-and show what the model learned: fill-mask predictions (top-5 with probabilities) for new sentences
-in docstring style, and one line before training (the freshly initialized model) and one after, each
-with the count of top-1 predictions that are content words (`is_content_word`) and the masked-LM
-accuracy on held-out records.
+Steps (each prints what it did): extract the docstrings of the running interpreter's standard
+library as a
+corpus (one sentence a line, documents separated by blank lines), hold out 5% of the documents,
+build a WordPiece vocabulary, write masked-LM TFRecords (sequences of 64 tokens: docstring sentences
+are short), pretrain `configs/pretraining/bert_tiny.yaml` with `train.py --mode=train_and_eval`
+(5,000 steps of batch 64, no dropout, bfloat16 where the CPU has bfloat16 instructions), plot
+`training_curves.png`, and show what the model learned: fill-mask predictions (top-5 with
+probabilities) for new sentences in docstring style, and one line before training (the freshly
+initialized model) and one after, each with the count of top-1 predictions that are content words
+(`is_content_word`) and the masked-LM accuracy on held-out records.
 
 The defaults take about 6.5 minutes on 2 idle CPU cores (training about 14 steps/s; more on a
 busy machine); after them most top-1 predictions are content words that fit the sentence, e.g.
@@ -52,8 +53,8 @@ SENTENCES = [
 ]
 
 # English function words (articles, pronouns, prepositions, conjunctions, auxiliary and modal verbs,
-# quantifiers, common adverbs): a top-1 prediction among them, or punctuation, a number, a word piece
-# ('##...') or a special token, does not count as a content word.
+# quantifiers, common adverbs): a top-1 prediction among them, or punctuation, a number, a word
+# piece ('##...') or a special token, does not count as a content word.
 STOP_WORDS = frozenset('''
 a an the this that these those some any each every all both either neither no none other another
 such own same few more most much many several
@@ -72,7 +73,8 @@ Prediction = List[Tuple[str, float]]  # [(token, probability), ...], best first
 
 
 def is_content_word(token: str) -> bool:
-  """Whether a predicted token is a content word: a whole word of letters that is not a function word.
+  """Whether a predicted token is a content word: a whole word of letters that is not a function
+  word.
 
   Args:
     token: a vocabulary token, e.g. 'directory', 'the', '##s', ',', '[UNK]'.

@@ -1,12 +1,15 @@
-"""Writes a plain-text pretraining corpus from the Python documentation sources of Debian's `python3.X-doc`.
+"""Writes a plain-text pretraining corpus from the Python documentation sources of Debian's
+`python3.X-doc`.
 
-The reStructuredText sources (`/usr/share/doc/python3.11/html/_sources/**/*.rst.txt`) are read in sorted order;
-each section (its heading, then the text up to the next heading) becomes one document. Markup is reduced to its
-text (roles such as :func:`name` keep `name`; tables, comments and non-prose directives are dropped), paragraphs
-are joined and split into one sentence a line, with a blank line between documents (the Google BERT input
-format); the lines of code examples (literal blocks, code directives, doctests) are kept one a line; lines of
-fewer than two words are dropped. Used as the benchmark corpus of `scripts/benchmark_create_pretraining_data.sh`
-(Python 3.11: 8.0 MB, about 4,500 documents and 106,000 lines). The output depends only on the source files.
+The reStructuredText sources (`/usr/share/doc/python3.11/html/_sources/**/*.rst.txt`) are read in
+sorted order; each section (its heading, then the text up to the next heading) becomes one document.
+Markup is reduced to its
+text (roles such as :func:`name` keep `name`; tables, comments and non-prose directives are
+dropped), paragraphs are joined and split into one sentence a line, with a blank line between
+documents (the Google BERT input format); the lines of code examples (literal blocks, code
+directives, doctests) are kept one a line; lines of fewer than two words are dropped. Used as the
+benchmark corpus of `scripts/benchmark_create_pretraining_data.sh` (Python 3.11: 8.0 MB, about 4,500
+documents and 106,000 lines). The output depends only on the source files.
 
 Usage:
   python scripts/make_python_docs_corpus.py --output_file=/tmp/pydocs.txt
@@ -27,8 +30,8 @@ _MARKUP = re.compile(r"``|\*\*|(?<!\w)\*(?=\S)|(?<=\S)\*(?!\w)|`_{0,2}|\|")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
 _MIN_WORDS = 2
 _DIRECTIVE = re.compile(r"^\.\. ([\w:-]+)::(.*)$")
-# Directives whose body is code, markup or navigation (dropped); the bodies of others (function, class, note,
-# versionchanged, ...) are prose and kept.
+# Directives whose body is code, markup or navigation (dropped); the bodies of others (function,
+# class, note, versionchanged, ...) are prose and kept.
 _SKIPPED_DIRECTIVES = {"code-block", "sourcecode", "code", "doctest", "testcode", "testoutput", "testsetup",
                        "testcleanup", "productionlist", "toctree", "literalinclude", "highlight", "index",
                        "csv-table", "list-table", "table", "image", "figure", "raw", "include", "only",

@@ -1,13 +1,14 @@
 """Runs Model Garden's own unit tests against this checkout and prints pass counts per file.
 
-Model Garden (`tf-models-official`) ships its unit tests inside its wheel. This script downloads that wheel
-once into a cache (`--cache_dir`, never installed), copies the chosen test files into a temporary folder (flat
-names, so nothing there shadows our `official` package) and runs each file with pytest, with `PYTHONPATH` at
-this checkout. Not part of `make test`: it needs the network once and takes several minutes.
+Model Garden (`tf-models-official`) ships its unit tests inside its wheel. This script downloads
+that wheel once into a cache (`--cache_dir`, never installed), copies the chosen test files into a
+temporary folder (flat names, so nothing there shadows our `official` package) and runs each file
+with pytest, with `PYTHONPATH` at this checkout. Not part of `make test`: it needs the network once
+and takes several minutes.
 
-`--peer` runs the same files against Model Garden itself instead (the unpacked wheel on `PYTHONPATH`, with a
-Python that has Model Garden's dependencies, e.g. the throwaway venv of `scripts/compare_model_garden.sh`),
-which gives the reference counts.
+`--peer` runs the same files against Model Garden itself instead (the unpacked wheel on
+`PYTHONPATH`, with a Python that has Model Garden's dependencies, e.g. the throwaway venv of
+`scripts/compare_model_garden.sh`), which gives the reference counts.
 
 Example:
     python scripts/run_model_garden_tests.py --set=core
@@ -33,7 +34,8 @@ import zipfile
 
 MG_VERSION = '2.20.0'
 REPO = pathlib.Path(__file__).resolve().parent.parent
-# Passed counts of Model Garden itself on these files (`--peer --save_counts=...`), the reference of the ratios.
+# Passed counts of Model Garden itself on these files (`--peer --save_counts=...`), the reference of
+# the ratios.
 PEER_COUNTS = REPO / 'scripts' / 'model_garden_test_counts.json'
 
 # The eight files of issue 13's first acceptance point.
@@ -48,8 +50,8 @@ CORE_FILES = (
     'official/modeling/optimization/optimizer_factory_test.py',
 )
 
-# Model Garden's tests of the other modules we ship (layers, networks, models, configs, data loaders, tasks,
-# hyperparams, optimization, tf_utils, activations, core, orbit).
+# Model Garden's tests of the other modules we ship (layers, networks, models, configs, data
+# loaders, tasks, hyperparams, optimization, tf_utils, activations, core, orbit).
 WIDE_FILES = (
     'official/common/distribute_utils_test.py',
     'official/core/registry_test.py',
@@ -85,9 +87,10 @@ WIDE_FILES = (
     'orbit/utils/common_test.py',
 )
 
-# Issue 21: the rest of Model Garden's modules a BERT-family user touches (encoders, their pretraining with MLM,
-# NSP/SOP and ELECTRA, their fine-tuning incl. dual encoders, the text layers, core, orbit, utils). The README's
-# compatibility section lists what is out of scope (XLNet, T5/seq2seq, other encoder types we refuse, TF Hub, ...).
+# Issue 21: the rest of Model Garden's modules a BERT-family user touches (encoders, their
+# pretraining with MLM, NSP/SOP and ELECTRA, their fine-tuning incl. dual encoders, the text layers,
+# core, orbit, utils). The README's compatibility section lists what is out of scope (XLNet,
+# T5/seq2seq, other encoder types we refuse, TF Hub, ...).
 SCOPE_FILES = (
     'official/nlp/modeling/layers/attention_test.py',
     'official/nlp/modeling/layers/factorized_embedding_test.py',
@@ -143,12 +146,12 @@ SCOPE_FILES = (
     'tensorflow_models/tensorflow_models_test.py',
 )
 
-# Runs pytest with sys.argv emptied: some of Model Garden's tests parse absl flags from sys.argv, where pytest's own
-# options would be unknown flags.
+# Runs pytest with sys.argv emptied: some of Model Garden's tests parse absl flags from sys.argv,
+# where pytest's own options would be unknown flags.
 _PYTEST_WITH_CLEAN_ARGV = 'import sys, pytest; args = sys.argv[1:]; del sys.argv[1:]; sys.exit(pytest.main(args))'
 
-# absltest.main parses absl flags before Model Garden's tests run (tf.test.TestCase.get_temp_dir reads
-# --test_tmpdir); under pytest nobody does, so each test folder gets this conftest.
+# absltest.main parses absl flags before Model Garden's tests run (tf.test.TestCase.get_temp_dir
+# reads --test_tmpdir); under pytest nobody does, so each test folder gets this conftest.
 _CONFTEST = '''from absl import flags
 
 

@@ -1,12 +1,12 @@
 """`Task`: everything about one training objective (model, inputs, loss, metrics, steps).
 
-The trainer stays generic: it calls `build_model`, `create_optimizer`, `build_inputs`, `build_metrics`,
-`train_step` and `validation_step`, and `initialize` to restore `init_checkpoint`.
+The trainer stays generic: it calls `build_model`, `create_optimizer`, `build_inputs`,
+`build_metrics`, `train_step` and `validation_step`, and `initialize` to restore `init_checkpoint`.
 
 Keras-native use: a model class that lists `task_model.TaskStepsMixin` and is handed the task in
-`build_model` (`model.use_task_steps(self)`, as every NLP task does) trains the task's loss and reports
-its metrics in `fit`/`evaluate` when compiled without a loss; the metrics of `build_metrics` may be
-created eagerly and updated inside a `tf.function` (e.g. around `validation_step`):
+`build_model` (`model.use_task_steps(self)`, as every NLP task does) trains the task's loss and
+reports its metrics in `fit`/`evaluate` when compiled without a loss; the metrics of `build_metrics`
+may be created eagerly and updated inside a `tf.function` (e.g. around `validation_step`):
 
   >>> model = task.build_model()
   >>> model.compile(tf_keras.optimizers.Adam(1e-4))

@@ -294,7 +294,7 @@ def parse_configuration(flags_obj: Any, lock_return: bool = True,
   return params
 
 
-# ---- models and checkpoints -----------------------------------------------------------------------
+# ---- models and checkpoints ----------------------------------------------------------------------
 def write_model_params(model: Union[tf.Module, tf_keras.Model], output_path: str) -> None:
   """Writes one line `name [shape]` per model variable, then `Total params: N`.
 

@@ -136,9 +136,9 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
     items = dict(getattr(self.model, 'checkpoint_items', {}) or {})
     if params.runtime.deterministic:
       items['dropout_random_state'] = checkpointing.dropout_random_state(self.model)
-    # One replica: a plain tf.data iterator, saved in the checkpoint. Several replicas: tf.distribute
-    # iterators cannot be saved, so the input is built after the restore and skips the batches the
-    # restored steps consumed (`_make_train_iterator`).
+    # One replica: a plain tf.data iterator, saved in the checkpoint. Several replicas:
+    # tf.distribute iterators cannot be saved, so the input is built after the restore and skips the
+    # batches the restored steps consumed (`_make_train_iterator`).
     self.train_iterator = None
     if train and strategy.num_replicas_in_sync == 1:
       self.train_iterator = self._make_train_iterator()

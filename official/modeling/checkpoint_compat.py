@@ -15,8 +15,8 @@ written by either framework restores into the other with no conversion step:
   restores them from a checkpoint written either way (Model Garden's, ours, or ours before this
   change, whose slots are the `_variables` list).
 - `pretrainer_items`, `restore_head_weights`, `root_names`: read pretrainer checkpoints of both
-  layouts of the heads (Model Garden's `next_sentence.pooler_dense` + `model/classification_heads/0`,
-  or ours before these keys, `next_sentence/{dense,out_proj}`).
+  layouts of the heads (Model Garden's `next_sentence.pooler_dense` +
+  `model/classification_heads/0`, or ours before these keys, `next_sentence/{dense,out_proj}`).
 
 Example:
   >>> ckpt = tf.train.Checkpoint(model=model, optimizer=optimizer, **model.checkpoint_items)
@@ -188,7 +188,8 @@ def functional_layer_aliases(layers: Sequence[Optional[Any]]) -> 'collections.Or
 
 
 class LegacySlotsMixin:
-  """Saves and restores a v2 Keras optimizer's moments as legacy slot variables (Model Garden's keys).
+  """Saves and restores a v2 Keras optimizer's moments as legacy slot variables (Model Garden's
+  keys).
 
   For a Keras `Optimizer` subclass that keeps its moments in `_momentums`, `_velocities` (and
   optionally `_velocity_hats`), one entry per variable passed to `build` (indexed by
@@ -197,7 +198,8 @@ class LegacySlotsMixin:
   - the moments are saved as slots `m`, `v`, `vhat` of their model variables
     (`<variable path>/.OPTIMIZER_SLOT/<optimizer path>/m`), which TensorFlow's checkpoint machinery
     restores through `_create_or_restore_slot_variable` (also from Model Garden's checkpoints);
-  - a checkpoint that still has the `_variables` list (written before this mixin) restores as before.
+  - a checkpoint that still has the `_variables` list (written before this mixin) restores as
+    before.
   A slot restoration that arrives before `build` waits until `restore_deferred_slots` is called at
   the end of `build`.
 

@@ -11,7 +11,8 @@ _POLICIES = {None: 'float32', 'float32': 'float32', 'bfloat16': 'mixed_bfloat16'
 
 
 def set_mixed_precision_policy(dtype: Union[None, str, tf.DType]) -> None:
-  """Sets the global policy: None/'float32', 'bfloat16' (mixed_bfloat16) or 'float16' (mixed_float16).
+  """Sets the global policy: None/'float32', 'bfloat16' (mixed_bfloat16) or 'float16'
+  (mixed_float16).
 
   `dtype` may also be a `tf.DType` (tf.float32, tf.bfloat16, tf.float16), as in Model Garden.
 

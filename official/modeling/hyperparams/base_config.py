@@ -1,16 +1,16 @@
 """Dataclass configs that double as a YAML schema, with strict overrides and validation.
 
-A config is a plain dataclass deriving from `Config`. Its fields are the YAML keys; nested configs are
-fields whose type is another `Config`. Values are coerced to the annotated type when they are set through
-`override`/`from_dict`/`from_yaml`, and every error names the full dotted key path, what was expected and
-what was found.
+A config is a plain dataclass deriving from `Config`. Its fields are the YAML keys; nested configs
+are fields whose type is another `Config`. Values are coerced to the annotated type when they are
+set through `override`/`from_dict`/`from_yaml`, and every error names the full dotted key path, what
+was expected and what was found.
 
-Model Garden's behaviour is kept where its code and tests rely on it: `Config` is a `ParamsDict`; every
-config takes a dict as its first positional argument (`OptimizationConfig({'optimizer': ...})`) and
-relations as its second (`restrictions=['a.b < c']`, checked by `validate`); the bare `Config({...})`
-holds any keys; unknown and reserved keys raise `ConfigKeyError`, both a `ValueError` and a
-`KeyError`; `lock()` freezes a config; `bind` attaches a builder; a one-of exports only its selected
-member.
+Model Garden's behaviour is kept where its code and tests rely on it: `Config` is a `ParamsDict`;
+every config takes a dict as its first positional argument (`OptimizationConfig({'optimizer':
+...})`) and relations as its second (`restrictions=['a.b < c']`, checked by `validate`); the bare
+`Config({...})` holds any keys; unknown and reserved keys raise `ConfigKeyError`, both a
+`ValueError` and a `KeyError`; `lock()` freezes a config; `bind` attaches a builder; a one-of
+exports only its selected member.
 
 Example:
   >>> @dataclasses.dataclass
@@ -318,8 +318,8 @@ class Config(params_dict.ParamsDict):
   """Base class of all configs: a dataclass with YAML I/O, strict overrides and validation.
 
   Subclasses declare fields with defaults. Nested configs use
-  `dataclasses.field(default_factory=ChildConfig)`. Bounded fields use `hyperparams.field(..., ge=0)`.
-  Override `validate` (calling `super().validate()` first) for cross-field checks; raise
+  `dataclasses.field(default_factory=ChildConfig)`. Bounded fields use `hyperparams.field(...,
+  ge=0)`. Override `validate` (calling `super().validate()` first) for cross-field checks; raise
   `ConfigError(field_name, message)` there and the caller prefixes the full path.
 
   As in Model Garden, the first two positional arguments of every config are `default_params` (a
@@ -368,7 +368,8 @@ class Config(params_dict.ParamsDict):
     self.override(default_params, is_strict=False)
 
   def __eq__(self, other: Any) -> bool:
-    # Subclasses get the dataclass __eq__ (declared fields); the schema-less Config compares its keys.
+    # Subclasses get the dataclass __eq__ (declared fields); the schema-less Config compares its
+    # keys.
     if type(other) is not type(self):
       return NotImplemented
     return self.as_dict() == other.as_dict()
@@ -635,9 +636,10 @@ def _plain(value: Any) -> Any:
 class OneOfConfig(Config):
   """A config holding several alternatives of which `type` selects one.
 
-  Subclasses declare `type: Optional[str] = <default member or None>` and one field per member. In YAML
-  `encoder: {type: bert, bert: {num_layers: 4}}`; `type` may be left out when the mapping names exactly
-  one member and no type is selected yet. `as_dict` exports `type` and the selected member only.
+  Subclasses declare `type: Optional[str] = <default member or None>` and one field per member. In
+  YAML `encoder: {type: bert, bert: {num_layers: 4}}`; `type` may be left out when the mapping names
+  exactly one member and no type is selected yet. `as_dict` exports `type` and the selected member
+  only.
 
   Example:
     >>> cfg = EncoderConfig.from_dict({'bert': {'num_layers': 4}})

@@ -1,4 +1,5 @@
-"""`ParamsDict` (a nested, attribute-style dictionary) and the override forms `--params_override` accepts.
+"""`ParamsDict` (a nested, attribute-style dictionary) and the override forms `--params_override`
+accepts.
 
 `ParamsDict` is the schema-less base of `Config`: keys are attributes, nested dicts become nested
 `ParamsDict`s, `override` updates in place (strictly: only existing keys), `lock` freezes it and
@@ -201,7 +202,8 @@ class ParamsDict:
     """Checks the restrictions given at construction.
 
     Raises:
-      KeyError: (a `ConfigKeyError`) a key of a restriction does not exist, or the relation is false.
+      KeyError: (a `ConfigKeyError`) a key of a restriction does not exist, or the relation is
+      false.
       ValueError: a restriction is not a binary relation of the supported operators.
     """
     check_restrictions(self.as_dict(), self.__dict__.get('_restrictions') or [])
@@ -261,7 +263,8 @@ def check_restrictions(tree: Mapping[str, Any], restrictions: Sequence[str]) -> 
     restrictions: relation strings; operands are dotted keys, numbers or `None`.
 
   Raises:
-    KeyError: (a `ConfigKeyError`) a missing key, or a relation that does not hold (naming both sides).
+    KeyError: (a `ConfigKeyError`) a missing key, or a relation that does not hold (naming both
+    sides).
     ValueError: an unsupported relation.
 
   Example:
@@ -490,7 +493,8 @@ def _emit_json(node: Any, name: str = '') -> str:
 
 
 def nested_csv_str_to_json_str(csv_str: str) -> str:
-  """Turns `'a=1, b.c=x, d[1]=4, d[0]=3'` into the flow-YAML string `'{a : 1, b : {c : x}, d : [3, 4]}'`.
+  """Turns `'a=1, b.c=x, d[1]=4, d[0]=3'` into the flow-YAML string `'{a : 1, b : {c : x}, d : [3,
+  4]}'`.
 
   Values are kept as written (quoted strings, numbers, one-level lists); values containing `://`
   (e.g. `gs://bucket/file`) are quoted.

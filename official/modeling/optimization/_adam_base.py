@@ -22,10 +22,10 @@ class AdamBase(checkpoint_compat.LegacySlotsMixin, gradient_clipping.GradientCli
                tf_keras.optimizers.Optimizer):
   """Adam moments `m`, `v` (slot names as tf_keras Adam), bias-correction terms and decay masks.
 
-  Subclasses implement `update_step` with `self._moments(gradient, variable)` and `self.decays(var)`.
-  Checkpoints hold the moments as legacy slots and `iter` (Model Garden's keys; `checkpoint_compat`).
-  Which variables are decayed is decided once, in `build`, from the (mirrored) model variables' names,
-  so every replica makes the same decision.
+  Subclasses implement `update_step` with `self._moments(gradient, variable)` and
+  `self.decays(var)`. Checkpoints hold the moments as legacy slots and `iter` (Model Garden's keys;
+  `checkpoint_compat`). Which variables are decayed is decided once, in `build`, from the (mirrored)
+  model variables' names, so every replica makes the same decision.
   """
 
   def __init__(self, learning_rate: Any, beta_1: float, beta_2: float, epsilon: float,

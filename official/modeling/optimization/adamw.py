@@ -27,7 +27,8 @@ class AdamWeightDecay(_adam_base.AdamBase):
     amsgrad: use the running maximum of v (AMSGrad).
     weight_decay_rate: decoupled decay rate; 0 disables.
     include_in_weight_decay: regexes (re.search on names without `:0`) always decayed.
-    exclude_from_weight_decay: regexes of variables not decayed, e.g. ['LayerNorm', 'layer_norm', 'bias'].
+    exclude_from_weight_decay: regexes of variables not decayed, e.g. ['LayerNorm', 'layer_norm',
+      'bias'].
     gradient_clip_norm: global-norm clipping of the cross-replica summed gradients; 0/None disables.
     name: the optimizer name.
     **kwargs: `global_clipnorm`, `clipnorm`, `clipvalue`, `gradient_transformers`,
@@ -152,7 +153,8 @@ class AdamWeightDecay(_adam_base.AdamBase):
     The decay is applied first: Adam's update does not depend on w, so decaying w before it equals
     decaying with the pre-step w afterwards (to float rounding). `ResourceApplyAdam` computes
     lr * sqrt(1 - beta_2**t) / (1 - beta_1**t) * m / (sqrt(v) + epsilon) exactly as the module
-    docstring; on CPU it is several times faster than the equivalent separate ops, and XLA supports it.
+    docstring; on CPU it is several times faster than the equivalent separate ops, and XLA supports
+    it.
     """
     dtype = variable.dtype
     if isinstance(gradient, tf.IndexedSlices):

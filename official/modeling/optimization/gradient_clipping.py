@@ -7,7 +7,8 @@ hook that sees variables. This mixin makes the order explicit and the same with 
 `apply_gradients(..., skip_gradients_aggregation=True)`):
 
   1. sum across replicas (unless `skip_gradients_aggregation=True`; a `gradient_aggregator`
-     callable, when given, replaces this sum), and sum repeated rows of sparse gradients (tf_keras clips before merging them, which miscomputes the norm),
+     callable, when given, replaces this sum), and sum repeated rows of sparse gradients (tf_keras
+     clips before merging them, which miscomputes the norm),
   2. clip by global norm (`global_clipnorm`, and subclasses' extra norms such as AdamW's
      `gradient_clip_norm`; when several are set the smallest wins),
   3. clip each gradient by norm (`clipnorm`), then by value (`clipvalue`),
@@ -70,7 +71,8 @@ class GradientClippingMixin:
     if not grads_and_vars:
       return grads_and_vars
     grads, variables = [list(x) for x in zip(*grads_and_vars)]
-    # Sum repeated rows of sparse (embedding) gradients first: norms of the raw slices would be wrong.
+    # Sum repeated rows of sparse (embedding) gradients first: norms of the raw slices would be
+    # wrong.
     grads = self._deduplicate_sparse_grad(grads)
     norms = [float(n) for n in self._global_clip_norms() if n is not None and n > 0]
     if norms and any(g is not None for g in grads):

@@ -1,4 +1,5 @@
-"""`SGD`, `Adam`, `RMSprop`, `Adagrad`: tf_keras's optimizers, clipping the cross-replica summed gradients.
+"""`SGD`, `Adam`, `RMSprop`, `Adagrad`: tf_keras's optimizers, clipping the cross-replica summed
+gradients.
 
 They accept the same arguments as their `tf_keras.optimizers` namesakes plus `gradient_transformers`
 and `gradient_aggregator`; see `gradient_clipping` for the order of clipping steps.
@@ -31,7 +32,8 @@ class Adam(gradient_clipping.GradientClippingMixin, tf_keras.optimizers.Adam):
 
 @_register
 class RMSprop(gradient_clipping.GradientClippingMixin, tf_keras.optimizers.RMSprop):
-  """`tf_keras.optimizers.RMSprop` (rho, momentum, centered) with explicit post-aggregation clipping.
+  """`tf_keras.optimizers.RMSprop` (rho, momentum, centered) with explicit post-aggregation
+  clipping.
 
   Example:
     >>> opt = RMSprop(learning_rate=1e-3, rho=0.9, clipvalue=1.0)

@@ -3,7 +3,8 @@
 Per step, for each variable w with summed (and clipped) gradient g and momentum buffer v:
   g += weight_decay_rate * w                                   [if decayed]
   classic momentum (default):
-    r = eeta * ||w|| / ||g|| if both norms are > 0 else 1     [1 for variables excluded from adaptation]
+    r = eeta * ||w|| / ||g|| if both norms are > 0 else 1     [1 for variables excluded from
+                                                              adaptation]
     v = momentum * v + lr * r * g;  w -= momentum * v + lr * r * g  (nesterov)  or  w -= v
   popular momentum (`classic_momentum=False`):
     v = momentum * v + g;  u = momentum * v + g (nesterov) or v

@@ -1,10 +1,11 @@
 """Learning-rate schedules with a step offset, and warmup wrappers (serializable, XLA-friendly).
 
-Every schedule maps an optimizer step (an int or float scalar tensor, e.g. `optimizer.iterations`) to a
-float32 learning rate without Python branching on tensors (XLA compiles it), and round-trips through
-`get_config`/`from_config` and `tf_keras.optimizers.schedules.serialize`. The `...WithOffset` decays
-(polynomial, cosine, exponential, piecewise constant) are Keras's schedules (`base_lr_class`) given
-`max(step - offset, 0)`; the power and step-cosine schedules and the warmups are our own.
+Every schedule maps an optimizer step (an int or float scalar tensor, e.g. `optimizer.iterations`)
+to a float32 learning rate without Python branching on tensors (XLA compiles it), and round-trips
+through `get_config`/`from_config` and `tf_keras.optimizers.schedules.serialize`. The
+`...WithOffset` decays (polynomial, cosine, exponential, piecewise constant) are Keras's schedules
+(`base_lr_class`) given `max(step - offset, 0)`; the power and step-cosine schedules and the warmups
+are our own.
 
 Example:
   >>> decay = PolynomialDecayWithOffset(1e-4, decay_steps=1000, end_learning_rate=0.0)
@@ -36,8 +37,8 @@ def _shifted(step: Any, offset: int) -> tf.Tensor:
 class _OffsetMixin:
   """Shifts the step by `offset` before the Keras schedule (`base_lr_class`) sees it.
 
-  `schedule(step) == base_lr_class(**same_args)(step - offset)` for `step >= offset`; before `offset`
-  the schedule holds its step-0 value.
+  `schedule(step) == base_lr_class(**same_args)(step - offset)` for `step >= offset`; before
+  `offset` the schedule holds its step-0 value.
   """
   base_lr_class: type = _Schedule
 
@@ -58,7 +59,8 @@ class PolynomialDecayWithOffset(_OffsetMixin, tf_keras.optimizers.schedules.Poly
   """Polynomial decay from `initial_learning_rate` to `end_learning_rate`, starting at `offset`.
 
   lr(step) = (init - end) * (1 - s / d) ** power + end, with s = max(step - offset, 0) and, without
-  `cycle`, s clipped to d = decay_steps; with `cycle`, d = decay_steps * max(ceil(s / decay_steps), 1).
+  `cycle`, s clipped to d = decay_steps; with `cycle`, d = decay_steps * max(ceil(s / decay_steps),
+  1).
   """
   base_lr_class = tf_keras.optimizers.schedules.PolynomialDecay
 
@@ -87,7 +89,8 @@ class PolynomialDecayWithOffset(_OffsetMixin, tf_keras.optimizers.schedules.Poly
 
 @_register
 class CosineDecayWithOffset(_OffsetMixin, tf_keras.optimizers.schedules.CosineDecay):
-  """Cosine decay from `initial_learning_rate` to `alpha * initial_learning_rate`, starting at `offset`.
+  """Cosine decay from `initial_learning_rate` to `alpha * initial_learning_rate`, starting at
+  `offset`.
 
   lr(step) = init * ((1 - alpha) * 0.5 * (1 + cos(pi * s / decay_steps)) + alpha), with
   s = clip(step - offset, 0, decay_steps).
@@ -207,7 +210,8 @@ class DirectPowerDecay(_Schedule):
 
 @_register
 class PowerAndLinearDecay(_Schedule):
-  """A power decay whose last `linear_decay_fraction` of `total_decay_steps` also ramps linearly to 0.
+  """A power decay whose last `linear_decay_fraction` of `total_decay_steps` also ramps linearly to
+  0.
 
   With s = step - offset: lr = init * max(s, 1) ** power * min(1, (total - s) / (total * fraction)),
   never below 0 (the linear factor is 1 when `fraction` is 0); before `offset` (s <= 1) lr = init.
@@ -431,7 +435,8 @@ class LinearWarmup(_Warmup):
 
 @_register
 class PolynomialWarmUp(_Warmup):
-  """Polynomial warmup: `after(warmup_steps) * (max(step, 1) / warmup_steps) ** power` before warmup_steps.
+  """Polynomial warmup: `after(warmup_steps) * (max(step, 1) / warmup_steps) ** power` before
+  warmup_steps.
 
   From `warmup_steps` on the wrapped schedule applies, counted from step 0.
 

@@ -1,11 +1,13 @@
-"""`OptimizerFactory`: builds the learning-rate schedule and the optimizer from an `OptimizationConfig`.
+"""`OptimizerFactory`: builds the learning-rate schedule and the optimizer from an
+`OptimizationConfig`.
 
 Optimizer classes are looked up by `optimizer.type` in `LEGACY_OPTIMIZERS_CLS` (the default,
-`use_legacy_optimizer=True`) or `NEW_OPTIMIZERS_CLS`. mlm-garden ships no legacy (`tf_keras.optimizers.
-legacy`) optimizers: both tables hold our `tf_keras.optimizers.Optimizer` subclasses, which clip the
-cross-replica summed gradients (`gradient_clipping`). `register_optimizer_cls` adds a type. With
-`ema` set, the optimizer is wrapped in `ema_optimizer.ExponentialMovingAverage` (from either table:
-Model Garden allows only its legacy optimizers there).
+`use_legacy_optimizer=True`) or `NEW_OPTIMIZERS_CLS`. mlm-garden ships no legacy
+(`tf_keras.optimizers.legacy`) optimizers: both tables hold our `tf_keras.optimizers.Optimizer`
+subclasses, which clip the cross-replica summed gradients (`gradient_clipping`).
+`register_optimizer_cls` adds a type. With `ema` set, the optimizer is wrapped in
+`ema_optimizer.ExponentialMovingAverage` (from either table: Model Garden allows only its legacy
+optimizers there).
 
 Example:
   >>> factory = OptimizerFactory(params.trainer.optimizer_config)
@@ -38,7 +40,8 @@ _OPTIMIZERS: Dict[str, type] = {
     'adagrad': keras_optimizers.Adagrad,
 }
 
-# Model Garden's two tables (legacy and new Keras optimizers); here they start with the same classes.
+# Model Garden's two tables (legacy and new Keras optimizers); here they start with the same
+# classes.
 LEGACY_OPTIMIZERS_CLS: Dict[str, type] = dict(_OPTIMIZERS)
 NEW_OPTIMIZERS_CLS: Dict[str, type] = dict(_OPTIMIZERS)
 OPTIMIZER_CLASSES = LEGACY_OPTIMIZERS_CLS  # The default table (earlier mlm-garden name).

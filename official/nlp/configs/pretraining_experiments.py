@@ -1,4 +1,5 @@
-"""Registered pretraining experiments: `bert/pretraining` (static masks) and `bert/pretraining_dynamic`.
+"""Registered pretraining experiments: `bert/pretraining` (static masks) and
+`bert/pretraining_dynamic`.
 
 Also `electra/pretraining` (ELECTRA's generator and discriminator on the same records).
 

@@ -20,8 +20,8 @@ import numpy as np
 def collect_step_logs(state: Optional[Dict[str, List[np.ndarray]]],
                       step_logs: Optional[Mapping[str, Any]],
                       keys: Sequence[str]) -> Dict[str, List[np.ndarray]]:
-  """Appends the `keys` of one eval step's logs (one array, or a list/tuple of per-replica arrays) to
-  `state` (created when None): the body of the fine-tuning tasks' `aggregate_logs`.
+  """Appends the `keys` of one eval step's logs (one array, or a list/tuple of per-replica arrays)
+  to `state` (created when None): the body of the fine-tuning tasks' `aggregate_logs`.
 
   Example:
     >>> collect_step_logs(None, {'labels': [np.array([1]), np.array([0])]}, ['labels'])

@@ -1,4 +1,5 @@
-"""Benchmarks pretraining train steps: steps/s, sequences/s, tokens/s, model TFLOP/s, fraction of peak.
+"""Benchmarks pretraining train steps: steps/s, sequences/s, tokens/s, model TFLOP/s, fraction of
+peak.
 
 Builds each variant the way `official/nlp/train.py` does (the runtime's distribution strategy, the
 task, and `official.core.trainer.Trainer`, whose compiled train loop is what a real run executes)

@@ -65,7 +65,7 @@ class WeightEntry:
     return self.hf_name if fmt == 'hf' else self.google_name
 
 
-# ---- the table ------------------------------------------------------------------------------------
+# ---- the table -----------------------------------------------------------------------------------
 def _dense(layer, hf: str, google: str, part: str, kernel_kind: str = 'kernel',
            bias_kind: str = 'plain') -> List[WeightEntry]:
   return [WeightEntry(layer.kernel, f'{hf}.weight', f'{google}/kernel', kernel_kind, part),
@@ -171,7 +171,7 @@ def pretrainer_entries(pretrainer: models.BertPretrainerV2) -> List[WeightEntry]
   return entries
 
 
-# ---- layouts ----------------------------------------------------------------------------------------
+# ---- layouts -------------------------------------------------------------------------------------
 def _check(kind: str, fmt: str) -> None:
   if kind not in KINDS:
     raise ValueError(f'unknown weight kind {kind!r}; expected one of {KINDS}')
@@ -223,7 +223,7 @@ def from_external(kind: str, fmt: str, value: np.ndarray, shape: Sequence[int]) 
   return np.ascontiguousarray(value.reshape(shape))
 
 
-# ---- reading and writing ----------------------------------------------------------------------------
+# ---- reading and writing -------------------------------------------------------------------------
 def export_tensors(entries: Sequence[WeightEntry], fmt: str) -> Dict[str, np.ndarray]:
   """External name -> float32 array of every entry.
 
@@ -289,7 +289,7 @@ def check_unused(names: Iterable[str], used: Set[str], source: str, allow_unused
   logging.warning(message)
 
 
-# ---- configs ------------------------------------------------------------------------------------------
+# ---- configs -------------------------------------------------------------------------------------
 def read_json_config(path: str) -> Dict[str, Any]:
   """The JSON object in `path` (a `config.json` / `bert_config.json`).
 
@@ -379,7 +379,7 @@ def build_pretrainer(config: bert.PretrainerConfig) -> models.BertPretrainerV2:
   return task.build_model()
 
 
-# ---- loading a model ------------------------------------------------------------------------------------
+# ---- loading a model -----------------------------------------------------------------------------
 _MLM_MARKER = {'hf': 'cls.predictions.bias', 'google': 'cls/predictions/output_bias'}
 _NSP_MARKER = {'hf': 'cls.seq_relationship.weight', 'google': 'cls/seq_relationship/output_weights'}
 _HEAD_PREFIX = {'hf': 'cls.', 'google': 'cls/'}

@@ -1,4 +1,5 @@
-"""Learning-rate and warmup configs: the `learning_rate` and `warmup` one-ofs of `OptimizationConfig`.
+"""Learning-rate and warmup configs: the `learning_rate` and `warmup` one-ofs of
+`OptimizationConfig`.
 
 Steps count optimizer updates. Fields that Model Garden leaves at None (`initial_learning_rate`,
 `decay_steps`, `warmup_steps`) are required once their member is selected.
@@ -60,7 +61,8 @@ class PolynomialLrConfig(hyperparams.Config):
 class LinearLrConfig(hyperparams.Config):
   """Linear decay from `initial_learning_rate` to `end_learning_rate` (polynomial with power 1).
 
-  An mlm-garden addition: Model Garden has no `linear` learning-rate member (use `polynomial` there).
+  An mlm-garden addition: Model Garden has no `linear` learning-rate member (use `polynomial`
+  there).
   """
   name: str = 'LinearDecay'
   initial_learning_rate: Optional[float] = hyperparams.field(None, ge=0.0, le=FLOAT32_MAX)
@@ -81,8 +83,8 @@ class CosineLrConfig(hyperparams.Config):
 
 @dataclasses.dataclass
 class ExponentialLrConfig(hyperparams.Config):
-  """`init * decay_rate ** (s / decay_steps)` with `s = max(step - offset, 0)`; `staircase` floors the
-  exponent."""
+  """`init * decay_rate ** (s / decay_steps)` with `s = max(step - offset, 0)`; `staircase` floors
+  the exponent."""
   name: str = 'ExponentialDecay'
   initial_learning_rate: Optional[float] = hyperparams.field(None, ge=0.0, le=FLOAT32_MAX)
   decay_steps: Optional[int] = hyperparams.field(None, gt=0)

@@ -25,8 +25,8 @@ class OptimizationConfig(hyperparams.Config):
     optimizer: the optimizer one-of (`sgd`, `adam`, `adamw`, `lamb`, `rmsprop`, `lars`, `adagrad`).
     ema: moving averages of the weights (`EMAConfig`), evaluated instead of the trained ones;
       None (the default) disables them.
-    learning_rate: the schedule one-of (`constant`, `stepwise`, `exponential`, `polynomial`, `linear`,
-      `cosine`, `power`, `power_linear`, `power_with_offset`, `step_cosine_with_offset`).
+    learning_rate: the schedule one-of (`constant`, `stepwise`, `exponential`, `polynomial`,
+      `linear`, `cosine`, `power`, `power_linear`, `power_with_offset`, `step_cosine_with_offset`).
     warmup: the warmup one-of (`linear`, `polynomial`); None type means no warmup.
   """
   optimizer: optimizer_config.OptimizerConfig = dataclasses.field(

@@ -61,8 +61,10 @@ class AdamWeightDecayConfig(BaseOptimizerConfig):
 
   Attributes:
     weight_decay_rate: `var -= lr * weight_decay_rate * var` each step; 0 disables.
-    include_in_weight_decay: regexes (searched in variable names) always decayed; wins over exclusion.
-    exclude_from_weight_decay: regexes of variables not decayed, e.g. ['LayerNorm', 'layer_norm', 'bias'].
+    include_in_weight_decay: regexes (searched in variable names) always decayed; wins over
+      exclusion.
+    exclude_from_weight_decay: regexes of variables not decayed, e.g. ['LayerNorm', 'layer_norm',
+      'bias'].
     gradient_clip_norm: global-norm clipping of the summed gradients; 0 or None disables.
   """
   name: str = 'AdamWeightDecay'

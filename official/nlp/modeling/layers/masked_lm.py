@@ -84,7 +84,8 @@ class MaskedLM(tf_keras.layers.Layer):
     super().build(input_shape)
 
   def call(self, sequence_data, masked_positions):
-    # Gather first: the transform then runs on [batch, num_predictions] rows, not the whole sequence.
+    # Gather first: the transform then runs on [batch, num_predictions] rows, not the whole
+    # sequence.
     gathered = tf.gather(sequence_data, tf.cast(masked_positions, tf.int32), batch_dims=1)
     hidden = self.layer_norm(self.dense(gathered))  # float32 LayerNorm
     table = tf.cast(self.embedding_table, self.compute_dtype)

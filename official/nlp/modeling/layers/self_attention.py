@@ -19,11 +19,12 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
   """Self-attention over a sequence with a padding mask.
 
   Sub-layers (the variable names and object-checkpoint keys of Keras' `MultiHeadAttention`, which
-  Model Garden uses): `_query_dense`/`_key_dense`/`_value_dense` named `query`/`key`/`value`, kernels
-  [hidden, heads, head_dim] and biases [heads, head_dim]; `_output_dense` named `attention_output`,
-  kernel [heads, head_dim, hidden] and bias [hidden]. Q, K and V come from one matmul, the scores of
-  all heads from one batched matmul into [batch, heads, query, key]; mask, softmax (float32 whatever
-  the compute dtype) and dropout run as one fused kernel (`fused_ops.masked_softmax_dropout`).
+  Model Garden uses): `_query_dense`/`_key_dense`/`_value_dense` named `query`/`key`/`value`,
+  kernels [hidden, heads, head_dim] and biases [heads, head_dim]; `_output_dense` named
+  `attention_output`, kernel [heads, head_dim, hidden] and bias [hidden]. Q, K and V come from one
+  matmul, the scores of all heads from one batched matmul into [batch, heads, query, key]; mask,
+  softmax (float32 whatever the compute dtype) and dropout run as one fused kernel
+  (`fused_ops.masked_softmax_dropout`).
 
   Args:
     num_heads: attention heads.
