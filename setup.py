@@ -20,7 +20,8 @@ setuptools.setup(
     long_description=open('README.md', encoding='utf-8').read(),
     long_description_content_type='text/markdown',
     packages=setuptools.find_packages(include=[
-        'official', 'official.*', 'orbit', 'orbit.*', 'data_tools', 'tensorflow_models', 'tensorflow_models.*']),
+        'official', 'official.*', 'orbit', 'orbit.*', 'data_tools', 'tensorflow_models',
+        'tensorflow_models.*']),
     python_requires='>=3.10',
     install_requires=RUNTIME_REQUIREMENTS,
     extras_require={

@@ -10,7 +10,8 @@ may be created eagerly and updated inside a `tf.function` (e.g. around `validati
 
   >>> model = task.build_model()
   >>> model.compile(tf_keras.optimizers.Adam(1e-4))
-  >>> model.fit(task.build_inputs(params.train_data), steps_per_epoch=100)  # loss, masked_lm_accuracy, ...
+  >>> model.fit(task.build_inputs(params.train_data),
+  ...           steps_per_epoch=100)  # loss, masked_lm_accuracy, ...
 
 Example:
   >>> class MyTask(Task):

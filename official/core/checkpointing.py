@@ -299,8 +299,8 @@ def resolve_checkpoint(path: str) -> Optional[str]:
   if tf.io.gfile.isdir(path):
     prefix = tf.train.latest_checkpoint(path)
     if prefix is None and not tf.io.gfile.exists(f'{path.rstrip("/")}/checkpoint'):
-      logging.warning('task.init_checkpoint %r: the directory holds no checkpoint; nothing restored',
-                      path)
+      logging.warning(
+          'task.init_checkpoint %r: the directory holds no checkpoint; nothing restored', path)
       return None
   else:
     prefix = path

@@ -32,7 +32,7 @@ class Registry:
     return register
 
   def lookup(self, key: Any) -> Any:
-    """The object registered under `key`; unknown keys raise KeyError listing the registered ones."""
+    """The object registered under `key`; an unknown key raises KeyError listing the known ones."""
     if key not in self._items:
       known = ', '.join(sorted(_name(k) for k in self._items)) or '(none)'
       raise KeyError(f'unknown {self.kind} {_name(key)!r}; registered: {known}')

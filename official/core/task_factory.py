@@ -54,12 +54,13 @@ def get_task(task_config: Union[cfg.TaskConfig, type], config: Optional[cfg.Task
   """
   if isinstance(task_config, type):
     if not issubclass(task_config, base_task.Task):
-      raise TypeError(f'get_task: {task_config.__name__} is not a Task subclass (give a task config, '
-                      'or a Task class and its config)')
+      raise TypeError(f'get_task: {task_config.__name__} is not a Task subclass (give a task '
+                      'config, or a Task class and its config)')
     if config is None:
       config = kwargs.pop('params', None)
     return task_config(config, **kwargs)
   if config is not None:
     raise TypeError(f'get_task: a config was given twice ({type(task_config).__name__} and '
-                    f'{type(config).__name__}); give get_task(config) or get_task(TaskClass, config)')
+                    f'{type(config).__name__}); give get_task(config) or '
+                    'get_task(TaskClass, config)')
   return get_task_cls(type(task_config))(task_config, **kwargs)

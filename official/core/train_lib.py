@@ -177,7 +177,8 @@ class OrbitExperimentRunner:
   def _build_train_actions(self) -> List[orbit.Action]:
     actions = list(self._train_actions)
     trainer = self._trainer
-    if train_utils.is_multi_worker(self.strategy) and self.params.trainer.preemption_on_demand_checkpoint:
+    if (train_utils.is_multi_worker(self.strategy) and
+        self.params.trainer.preemption_on_demand_checkpoint):
       # On SIGTERM to any worker, all workers agree on a loop after which every one of them
       # saves (the chief into model_dir); then training ends normally (exit code 0).
       actions.append(orbit.actions.SaveCheckpointIfPreempted(

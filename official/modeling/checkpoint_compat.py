@@ -166,7 +166,8 @@ def functional_checkpoint_children(children: Dict[str, Any],
   return ordered
 
 
-def functional_layer_aliases(layers: Sequence[Optional[Any]]) -> 'collections.OrderedDict[str, Any]':
+def functional_layer_aliases(layers: Sequence[Optional[Any]]
+                             ) -> 'collections.OrderedDict[str, Any]':
   """`{'layer_with_weights-<i>': layer}` for the layers with weights, in functional-model order.
 
   Args:

@@ -30,7 +30,8 @@ import numpy as np
 
 from official.common import distribute_utils
 from official.common import quiet
-from official.common import registry_imports  # pylint: disable=unused-import
+# Imported for its registrations (experiments and tasks).
+from official.common import registry_imports  # pylint: disable=unused-import  # noqa: F401
 from official.core import config_definitions as cfg
 from official.core import task_factory
 from official.core import train_lib

@@ -40,8 +40,9 @@ flags.DEFINE_bool('enable_async_checkpointing', False, 'Save checkpoints in the 
 flags.DEFINE_bool('allow_config_change', False, 'Train in a --model_dir whose params.yaml differs '
                   'from the new config in keys that change what is trained (model, optimizer, '
                   'training data); without it such a run fails listing the differing keys.')
-flags.DEFINE_multi_string('experiment_module', [], 'Python module(s) to import before looking up '
-                          '--experiment, so that they can register their own experiments and tasks.')
+flags.DEFINE_multi_string('experiment_module', [], 'Python module(s) to import before looking '
+                          'up --experiment, so that they can register their own experiments and '
+                          'tasks.')
 
 
 def _fail(message: str) -> None:
@@ -52,7 +53,8 @@ def _fail(message: str) -> None:
 def _build_params():
   """Imports registrations and builds the validated params; exits 1 with a message on bad input."""
   # Function-level: keeps TensorFlow out of mlm-train's start-up.
-  from official.common import registry_imports  # pylint: disable=g-import-not-at-top,unused-import
+  # Imported for its registrations (experiments and tasks).
+  from official.common import registry_imports  # pylint: disable=g-import-not-at-top,unused-import  # noqa: F401
   from official.core import exp_factory  # pylint: disable=g-import-not-at-top
   from official.core import train_utils  # pylint: disable=g-import-not-at-top
   for module in FLAGS.experiment_module:
@@ -135,9 +137,9 @@ def main(argv) -> None:
     line = pretrain_dataloader.record_error_line(e)
     if line is None and isinstance(e, tf.errors.DataLossError):
       reason = (e.message or str(e)).strip().splitlines()[-1].strip()
-      line = (f'task.train_data.input_path={params.task.train_data.input_path}: a truncated or corrupt '
-              f'TFRecord ({reason}); rewrite the file, or check every file before training with '
-              'task.train_data.verify_records=checksum')
+      line = (f'task.train_data.input_path={params.task.train_data.input_path}: a truncated or '
+              f'corrupt TFRecord ({reason}); rewrite the file, or check every file before '
+              'training with task.train_data.verify_records=checksum')
     if line is None:
       raise
     _fail(line)

@@ -59,7 +59,7 @@ def _install_scalar_fallback() -> None:
   """Makes `tf.summary.scalar` usable when TensorBoard is not installed."""
   try:
     # Function-level: probes for TensorBoard, an optional dependency.
-    import tensorboard  # pylint: disable=g-import-not-at-top,unused-import
+    import tensorboard  # pylint: disable=g-import-not-at-top,unused-import  # noqa: F401
     return
   except ImportError:
     pass

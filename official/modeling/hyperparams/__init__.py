@@ -1,4 +1,4 @@
-"""Dataclass configs with YAML I/O, strict overrides and validation (Model Garden's `hyperparams`)."""
+"""Model Garden's `hyperparams`: dataclass configs with YAML I/O, strict overrides, validation."""
 
 from official.modeling.hyperparams import base_config
 from official.modeling.hyperparams import flat_oneof

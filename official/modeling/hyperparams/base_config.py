@@ -149,7 +149,8 @@ _UNION_TYPES = (typing.Union, types.UnionType)
 _SEQUENCE_ORIGINS = (list, tuple, typing.Sequence, collections.abc.Sequence)
 
 
-def coerce_value(value: Any, tp: Any, path: str, is_strict: bool = True, current: Any = None) -> Any:
+def coerce_value(value: Any, tp: Any, path: str, is_strict: bool = True,
+                 current: Any = None) -> Any:
   """Converts `value` to the annotated type `tp`, or raises `ConfigError` naming `path`.
 
   Args:
@@ -209,7 +210,8 @@ def coerce_value(value: Any, tp: Any, path: str, is_strict: bool = True, current
     # Tuple[A, B] has a fixed length; Tuple[A] and Tuple[A, ...] are read as any number of A's.
     if origin is tuple and len(args) >= 2 and args[1] is not Ellipsis:
       if len(args) != len(value):
-        raise ConfigError(path, f'expected {len(args)} items ({_type_name(tp)}), found {len(value)}')
+        raise ConfigError(path, f'expected {len(args)} items ({_type_name(tp)}), '
+                                f'found {len(value)}')
       return tuple(coerce_value(v, a, f'{path}[{i}]', is_strict) for i, (v, a) in
                    enumerate(zip(value, args)))
     item_tp = args[0] if args else Any
@@ -224,7 +226,8 @@ def coerce_value(value: Any, tp: Any, path: str, is_strict: bool = True, current
     if not isinstance(value, Mapping):
       raise ConfigError(path, f'expected a mapping ({_type_name(tp)}), found {_describe(value)}')
     key_tp, val_tp = args if args else (Any, Any)
-    return {coerce_value(k, key_tp, f'{path}[{k!r}]'): coerce_value(v, val_tp, f'{path}.{k}', is_strict)
+    return {coerce_value(k, key_tp, f'{path}[{k!r}]'):
+                coerce_value(v, val_tp, f'{path}.{k}', is_strict)
             for k, v in value.items()}
   if origin is typing.Literal:
     if value not in args:
@@ -363,8 +366,8 @@ class Config(params_dict.ParamsDict):
     if default_params is None:
       return
     if not isinstance(default_params, (Mapping, params_dict.ParamsDict)):
-      raise TypeError(f'{type(self).__name__}: the first positional argument is `default_params` (a '
-                      f'dict of values), found {default_params!r}; pass fields by keyword')
+      raise TypeError(f'{type(self).__name__}: the first positional argument is `default_params` '
+                      f'(a dict of values), found {default_params!r}; pass fields by keyword')
     self.override(default_params, is_strict=False)
 
   def __eq__(self, other: Any) -> bool:
@@ -425,8 +428,8 @@ class Config(params_dict.ParamsDict):
 
   def __setattr__(self, key: str, value: Any) -> None:
     if key in ('BUILDER', '_BUILDER'):
-      raise AttributeError('`BUILDER` is a property and `_BUILDER` is the reserved class attribute; '
-                           'bind a builder with `bind(ConfigClass)` at the class level')
+      raise AttributeError('`BUILDER` is a property and `_BUILDER` is the reserved class '
+                           'attribute; bind a builder with `bind(ConfigClass)` at the class level')
     if key.startswith('_'):
       object.__setattr__(self, key, value)
       return
@@ -464,7 +467,8 @@ class Config(params_dict.ParamsDict):
     if overrides is None:
       return
     if not isinstance(overrides, Mapping):
-      raise ConfigError(path, f'expected a mapping for {type(self).__name__}, found {_describe(overrides)}')
+      raise ConfigError(path, f'expected a mapping for {type(self).__name__}, '
+                              f'found {_describe(overrides)}')
     types_ = _field_types(type(self))
     aliases = getattr(type(self), 'FIELD_ALIASES', {})
     for key, value in overrides.items():
@@ -484,7 +488,8 @@ class Config(params_dict.ParamsDict):
           raise e.with_prefix(path) from None
         object.__setattr__(self, key, value)
       elif key in self.__dict__ and not str(key).startswith('_'):
-        object.__setattr__(self, key, _override_untyped(self.__dict__[key], value, is_strict, key_path))
+        object.__setattr__(self, key,
+                           _override_untyped(self.__dict__[key], value, is_strict, key_path))
       elif is_strict or not isinstance(key, str) or key.startswith('_'):
         raise ConfigKeyError(key_path, params_dict._unknown_key_message(key, self))  # pylint: disable=protected-access
       else:

@@ -441,7 +441,10 @@ _CSV_KEY = re.compile(r'([A-Za-z][\w.]*)(?:\[(\d+)\])?')
 
 
 def _csv_tree(csv_str: str) -> Dict[str, Any]:
-  """Parses `a.b=1,a.c[0]=2` into an ordered tree of raw value strings; indexed items go to lists."""
+  """Parses `a.b=1,a.c[0]=2` into an ordered tree of raw value strings.
+
+  Indexed items (`a.c[0]`) go to lists.
+  """
   tree: Dict[str, Any] = {}
   try:
     items = _split_top_level(csv_str)

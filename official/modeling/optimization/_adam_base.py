@@ -32,7 +32,8 @@ class AdamBase(checkpoint_compat.LegacySlotsMixin, gradient_clipping.GradientCli
                weight_decay_rate: float, include_in_weight_decay: Optional[Sequence[str]],
                exclude_from_weight_decay: Optional[Sequence[str]], name: str, **kwargs: Any):
     if kwargs.pop('weight_decay', None) is not None:
-      raise ValueError(f'{name}: use weight_decay_rate (decoupled, regex exclusions), not weight_decay')
+      raise ValueError(f'{name}: use weight_decay_rate (decoupled, regex exclusions), '
+                       'not weight_decay')
     decay = kwargs.pop('decay', 0.0)
     super().__init__(name=name, weight_decay=None, **kwargs)
     if decay is None or decay < 0:
@@ -101,7 +102,10 @@ class AdamBase(checkpoint_compat.LegacySlotsMixin, gradient_clipping.GradientCli
     return self._decay_mask[self._index(variable)]
 
   def _moments(self, gradient: Any, variable: tf.Variable) -> Tuple[tf.Tensor, ...]:
-    """Updates `m` and `v`; returns (lr, m, v, 1 - beta_1**t, 1 - beta_2**t) in the variable's dtype."""
+    """Updates `m` and `v`; returns (lr, m, v, 1 - beta_1**t, 1 - beta_2**t).
+
+    All in the variable's dtype.
+    """
     dtype = variable.dtype
     if isinstance(gradient, tf.IndexedSlices):
       # Embedding gradients: the moments of every row decay each step, so a dense update is exact.

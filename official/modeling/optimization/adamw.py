@@ -51,7 +51,8 @@ class AdamWeightDecay(_adam_base.AdamBase):
     super().__init__(learning_rate, beta_1, beta_2, epsilon, weight_decay_rate,
                      include_in_weight_decay, exclude_from_weight_decay, name, **kwargs)
     if gradient_clip_norm is not None and gradient_clip_norm < 0:
-      raise ValueError(f'{name}: gradient_clip_norm must be >= 0 or None, found {gradient_clip_norm!r}')
+      raise ValueError(f'{name}: gradient_clip_norm must be >= 0 or None, '
+                       f'found {gradient_clip_norm!r}')
     self.amsgrad = bool(amsgrad)
     self.gradient_clip_norm = gradient_clip_norm
     self._apply_all_kernels = self._no_dependency({})

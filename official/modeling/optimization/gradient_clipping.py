@@ -104,7 +104,8 @@ class GradientClippingMixin:
     grads_and_vars = list(grads_and_vars)
     aggregate = kwargs.pop('experimental_aggregate_gradients', True)
     if kwargs:
-      raise TypeError(f'{type(self).__name__}.apply_gradients: unexpected arguments {sorted(kwargs)}')
+      raise TypeError(f'{type(self).__name__}.apply_gradients: unexpected arguments '
+                      f'{sorted(kwargs)}')
     if aggregate and not skip_gradients_aggregation and grads_and_vars:
       if self._gradient_aggregator is not None:
         grads_and_vars = list(self._gradient_aggregator(grads_and_vars))

@@ -2,7 +2,8 @@
 
 Per step t, for each variable w with summed (and clipped) gradient g:
   m = beta_1 * m + (1 - beta_1) * g;  v = beta_2 * v + (1 - beta_2) * g**2
-  u = (m / (1 - beta_1**t)) / (sqrt(v / (1 - beta_2**t)) + epsilon) + weight_decay_rate * w  [if decayed]
+  u = (m / (1 - beta_1**t)) / (sqrt(v / (1 - beta_2**t)) + epsilon)
+      + weight_decay_rate * w  [if decayed]
   r = ||w|| / ||u|| if both norms are > 0 else 1     [1 for variables excluded from layer
                                                      adaptation]
   w -= lr * r * u

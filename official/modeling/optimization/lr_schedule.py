@@ -79,7 +79,8 @@ class PolynomialDecayWithOffset(_OffsetMixin, tf_keras.optimizers.schedules.Poly
       name: the schedule's name.
 
     Example:
-      >>> PolynomialDecayWithOffset(1.0, decay_steps=100, end_learning_rate=0.0, offset=10)(60)  # 0.5
+      >>> PolynomialDecayWithOffset(1.0, decay_steps=100, end_learning_rate=0.0,
+      ...                           offset=10)(60)  # 0.5
     """
     _check_decay_steps(name, decay_steps)
     super().__init__(float(initial_learning_rate), int(decay_steps), float(end_learning_rate),

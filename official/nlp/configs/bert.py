@@ -12,8 +12,8 @@ from typing import List, Optional
 from official.modeling import hyperparams
 from official.nlp.configs import encoders
 # The encoder configs, importable from here too (`bert.EncoderConfig`), as how-tos write them.
-from official.nlp.configs.encoders import BertEncoderConfig  # pylint: disable=unused-import
-from official.nlp.configs.encoders import EncoderConfig  # pylint: disable=unused-import
+from official.nlp.configs.encoders import BertEncoderConfig  # pylint: disable=unused-import  # noqa: F401
+from official.nlp.configs.encoders import EncoderConfig  # pylint: disable=unused-import  # noqa: F401
 
 
 @dataclasses.dataclass

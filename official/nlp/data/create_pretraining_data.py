@@ -77,7 +77,7 @@ from official.nlp.data import vocab_assets
 from official.nlp.data.data_metadata import load_metadata  # re-exported for the training task
 # Model Garden's string-token API lives in its own module; its names stay importable from here
 # (Model Garden's tests also call `_window` and `_tokens_to_grams`).
-from official.nlp.data.string_token_instances import (TrainingInstance, _tokens_to_grams, _window,
+from official.nlp.data.string_token_instances import (TrainingInstance, _tokens_to_grams, _window,  # noqa: F401
                                                       create_instances_from_document,
                                                       create_masked_lm_predictions,
                                                       create_training_instances,

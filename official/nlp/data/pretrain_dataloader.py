@@ -33,10 +33,10 @@ from official.nlp.data import data_loader_factory
 from official.nlp.data import data_metadata
 # The record helpers every loader uses, and the XLNet loader (Model Garden keeps it in this
 # module): re-exported, so their old paths keep working.
-from official.nlp.data.tfrecord_reader import (check_features, compression, list_input_files,
+from official.nlp.data.tfrecord_reader import (check_features, compression, list_input_files,  # noqa: F401
                                                load_records, record_error_line, record_stream,
                                                records_filling_the_file, verify_records)
-from official.nlp.data.xlnet_pretrain_dataloader import (XLNET_SAMPLE_STRATEGIES,
+from official.nlp.data.xlnet_pretrain_dataloader import (XLNET_SAMPLE_STRATEGIES,  # noqa: F401
                                                          XLNetPretrainDataConfig,
                                                          XLNetPretrainDataLoader)
 

@@ -124,7 +124,7 @@ def _save(module: tf.Module, export_dir: str, config: Dict[str, Any],
   # Tracing the signatures and writing the variables is the slow part of an export.
   logging.info('saving the signatures %s to %s', ', '.join(config['signatures']), export_dir)
   try:
-    if file_utils.is_remote(export_dir):  # object stores cannot rename directories: written in place
+    if file_utils.is_remote(export_dir):  # object stores cannot rename directories: write in place
       if replace:
         tf.io.gfile.rmtree(export_dir)
       _write_export(module, export_dir, config, vocab_file)
@@ -183,7 +183,8 @@ def export_pretrainer(pretrainer: tf_keras.Model, export_dir: str, seq_length: i
   vocab_size = serving_signatures.embedding_table_rows(encoder)
   config = dict(model_type='pretrainer', seq_length=int(seq_length),
                 max_sequence_length=serving_signatures.max_sequence_length(encoder),
-                top_k=int(top_k), num_classes=None, vocab_size=vocab_size, do_lower_case=bool(do_lower_case),
+                top_k=int(top_k), num_classes=None, vocab_size=vocab_size,
+                do_lower_case=bool(do_lower_case),
                 source_checkpoint=source_checkpoint,
                 **_vocab_info(vocab_file, do_lower_case, vocab_size, vocab_sha256))
   return _save(module, export_dir, config, vocab_file, overwrite)

@@ -24,7 +24,7 @@ import tensorflow as tf
 import tf_keras
 
 # Registers the experiments and tasks whose params.yaml a model_dir may hold.
-from official.common import registry_imports  # pylint: disable=unused-import
+from official.common import registry_imports  # pylint: disable=unused-import  # noqa: F401
 from official.core import exp_factory
 from official.core import task_factory
 from official.modeling import hyperparams

@@ -135,7 +135,7 @@ class DualEncoderTask(base_task.Task):
       loss += tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
           labels=_ranking_labels(logits), logits=logits))
     if aux_losses:
-      loss += tf.add_n([tf.cast(l, tf.float32) for l in aux_losses])
+      loss += tf.add_n([tf.cast(aux, tf.float32) for aux in aux_losses])
     return loss
 
   def build_metrics(self, training: Optional[bool] = None) -> List[tf_keras.metrics.Metric]:

@@ -177,7 +177,7 @@ class QuestionAnsweringTask(finetuning_utils.FinetuningEvalMixin, vocab_assets.M
         labels['end_positions'], tf.cast(end_logits, tf.float32), from_logits=True)
     loss = (tf.reduce_mean(start_loss) + tf.reduce_mean(end_loss)) / 2
     if aux_losses:
-      loss += tf.add_n([tf.cast(l, tf.float32) for l in aux_losses])
+      loss += tf.add_n([tf.cast(aux, tf.float32) for aux in aux_losses])
     return loss
 
   def build_metrics(self, training: Optional[bool] = None) -> List[tf_keras.metrics.Metric]:

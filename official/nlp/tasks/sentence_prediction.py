@@ -226,8 +226,8 @@ class SentencePredictionTask(finetuning_utils.FinetuningEvalMixin, vocab_assets.
     finetuning_utils.check_vocab_size(metadata, model.encoder.get().vocab_size, model.encoder.type)
     if metadata and metadata.get('num_classes') not in (None, model.num_classes):
       raise ValueError(f'task.model.num_classes is {model.num_classes} but the records have '
-                       f'num_classes={metadata["num_classes"]} (labels {metadata.get("label_list")}, '
-                       f'{metadata["metadata_path"]})')
+                       f'num_classes={metadata["num_classes"]} '
+                       f'(labels {metadata.get("label_list")}, {metadata["metadata_path"]})')
     return dataset
 
   def build_losses(self, labels: Mapping[str, tf.Tensor], model_outputs: tf.Tensor,
@@ -250,7 +250,7 @@ class SentencePredictionTask(finetuning_utils.FinetuningEvalMixin, vocab_assets.
       loss = tf.reduce_mean(tf_keras.losses.sparse_categorical_crossentropy(
           labels, logits, from_logits=True))
     if aux_losses:
-      loss += tf.add_n([tf.cast(l, tf.float32) for l in aux_losses])
+      loss += tf.add_n([tf.cast(aux, tf.float32) for aux in aux_losses])
     return loss
 
   def build_metrics(self, training: Optional[bool] = None) -> List[tf_keras.metrics.Metric]:

@@ -207,7 +207,7 @@ class TaggingTask(finetuning_utils.FinetuningEvalMixin, vocab_assets.ModelDirVoc
         tf.maximum(labels, 0), tf.cast(_logits(model_outputs), tf.float32), from_logits=True)
     loss = tf.math.divide_no_nan(tf.reduce_sum(per_position * weights), tf.reduce_sum(weights))
     if aux_losses:
-      loss += tf.add_n([tf.cast(l, tf.float32) for l in aux_losses])
+      loss += tf.add_n([tf.cast(aux, tf.float32) for aux in aux_losses])
     return loss
 
   def build_metrics(self, training: Optional[bool] = None) -> List[tf_keras.metrics.Metric]:

@@ -50,7 +50,8 @@ import tensorflow as tf  # pylint: disable=g-import-not-at-top,wrong-import-posi
 from official.common import cli_utils
 from official.common import distribute_utils
 from official.common import quiet
-from official.common import registry_imports  # pylint: disable=unused-import
+# Imported for its registrations (experiments and tasks).
+from official.common import registry_imports  # pylint: disable=unused-import  # noqa: F401
 from official.core import exp_factory
 from official.core import task_factory
 from official.core import trainer as trainer_lib

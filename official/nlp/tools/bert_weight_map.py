@@ -18,8 +18,8 @@ absolute. Configs go through `BertEncoderConfig` both ways
 (`bert_encoder_config.encoder_config_from_external`, `bert_encoder_config.external_config`).
 
 Example:
-  >>> entries = encoder_entries(encoder)                 # a built BertEncoder
-  >>> tensors = export_tensors(entries, 'hf')            # {'embeddings.word_embeddings.weight': ...}
+  >>> entries = encoder_entries(encoder)       # a built BertEncoder
+  >>> tensors = export_tensors(entries, 'hf')  # {'embeddings.word_embeddings.weight': ...}
   >>> restore(entries, tensors, 'hf', source='model.safetensors')
 """
 
@@ -82,7 +82,8 @@ def check_representable(encoder: networks.BertEncoder) -> None:
   config = encoder.get_config()
   if config['embedding_width'] != config['hidden_size']:
     raise ValueError(f'embedding_width {config["embedding_width"]} != hidden_size '
-                     f'{config["hidden_size"]}: factorized embeddings have no BERT checkpoint names')
+                     f'{config["hidden_size"]}: factorized embeddings have no BERT checkpoint '
+                     'names')
   if config['norm_first']:
     raise ValueError('norm_first=True (pre-LN) encoders have no BERT checkpoint layout')
 
@@ -94,7 +95,10 @@ def build_encoder_variables(encoder: networks.BertEncoder) -> None:
 
 
 def encoder_entries(encoder: networks.BertEncoder) -> List[WeightEntry]:
-  """The table of a built `BertEncoder` (post-LN, embedding width = hidden size), pooler included."""
+  """The table of a built `BertEncoder`, pooler included.
+
+  For a post-LN encoder whose embedding width equals its hidden size.
+  """
   check_representable(encoder)
   # pylint: disable=protected-access
   entries = [
@@ -150,7 +154,10 @@ def check_next_sentence_head(head: layers.ClassificationHead, hidden_size: int) 
 
 
 def next_sentence_entries(head: layers.ClassificationHead, hidden_size: int) -> List[WeightEntry]:
-  """The next-sentence head: its `pooler_dense` is BERT's pooler, `logits` `cls.seq_relationship`."""
+  """The next-sentence head's table.
+
+  Its `pooler_dense` is BERT's pooler, its `logits` `cls.seq_relationship`.
+  """
   check_next_sentence_head(head, hidden_size)
   return (_dense(head.dense, 'pooler.dense', 'bert/pooler/dense', NEXT_SENTENCE) +
           [WeightEntry(head.out_proj.kernel, 'cls.seq_relationship.weight',

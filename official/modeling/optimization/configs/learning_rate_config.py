@@ -47,7 +47,10 @@ class StepwiseLrConfig(hyperparams.Config):
 
 @dataclasses.dataclass
 class PolynomialLrConfig(hyperparams.Config):
-  """`(init - end) * (1 - s / decay_steps) ** power + end` with `s = min(step - offset, decay_steps)`."""
+  """Polynomial decay: `(init - end) * (1 - s / decay_steps) ** power + end`.
+
+  With `s = min(step - offset, decay_steps)`.
+  """
   name: str = 'PolynomialDecay'
   initial_learning_rate: Optional[float] = hyperparams.field(None, ge=0.0, le=FLOAT32_MAX)
   decay_steps: Optional[int] = hyperparams.field(None, gt=0)
@@ -73,7 +76,10 @@ class LinearLrConfig(hyperparams.Config):
 
 @dataclasses.dataclass
 class CosineLrConfig(hyperparams.Config):
-  """`init * ((1 - alpha) * 0.5 * (1 + cos(pi * s / decay_steps)) + alpha)`, s clipped to decay_steps."""
+  """Cosine decay: `init * ((1 - alpha) * 0.5 * (1 + cos(pi * s / decay_steps)) + alpha)`.
+
+  With `s` clipped to `decay_steps`.
+  """
   name: str = 'CosineDecay'
   initial_learning_rate: Optional[float] = hyperparams.field(None, ge=0.0, le=FLOAT32_MAX)
   decay_steps: Optional[int] = hyperparams.field(None, gt=0)

@@ -83,11 +83,15 @@ class ClassificationHead(tf_keras.layers.Layer):
 
 def _pooler_dense(inner_dim: int, activation: Optional[str],
                   initializer: Any) -> Optional[tf_keras.layers.Layer]:
-  """The `pooler_dense` layer of a head (`inner_dim` units, then `activation`), or None when `inner_dim` is 0."""
+  """A head's `pooler_dense` layer (`inner_dim` units, then `activation`).
+
+  None when `inner_dim` is 0.
+  """
   if not inner_dim:
     return None
   return tf_keras.layers.Dense(inner_dim, activation=tf_utils.get_activation(activation),
-                               kernel_initializer=tf_utils.clone_initializer(initializer), name='pooler_dense')
+                               kernel_initializer=tf_utils.clone_initializer(initializer),
+                               name='pooler_dense')
 
 
 def _pool(features: tf.Tensor, cls_token_idx: int,

@@ -1,4 +1,4 @@
-"""The masked-LM head of BERT: predicts the tokens at masked positions with the tied embedding table."""
+"""BERT's masked-LM head: predicts the tokens at masked positions with the tied embedding table."""
 
 from typing import Any, Dict, Optional
 

@@ -1,4 +1,4 @@
-"""Keras-NLP's `MaskedLMHead`: predictions for masked positions, optionally tied to the embeddings."""
+"""Keras-NLP's `MaskedLMHead`: predictions at masked positions, optionally tied to embeddings."""
 
 from typing import Any, Dict, Optional
 
