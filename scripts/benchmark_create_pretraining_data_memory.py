@@ -65,7 +65,10 @@ def _memory_kb(pid: int) -> Tuple[int, int]:
 
 
 def measure(command: List[str], log_path: str, cwd: str = _REPO) -> Tuple[float, float, float]:
-  """Runs `command` in `cwd`; returns `(wall seconds, peak RSS MB, peak PSS MB)` of its process tree."""
+  """Runs `command` in `cwd`; returns `(wall seconds, peak RSS MB, peak PSS MB)`.
+
+  The peaks are those of its whole process tree.
+  """
   start = time.perf_counter()
   peak_rss = peak_pss = 0
   with open(log_path, "w") as log:
@@ -86,7 +89,8 @@ def measure(command: List[str], log_path: str, cwd: str = _REPO) -> Tuple[float,
 def _make_inputs(work_dir: str, python: str, megabytes: float) -> Tuple[str, str, str]:
   base = os.path.join(work_dir, "stdlib.txt")
   if not os.path.isfile(base):
-    subprocess.run([python, "-m", "data_tools.stdlib_corpus", f"--output_file={base}"], cwd=_REPO, check=True)
+    subprocess.run([python, "-m", "data_tools.stdlib_corpus", f"--output_file={base}"], cwd=_REPO,
+                   check=True)
   corpus = os.path.join(work_dir, f"corpus_{megabytes:g}mb.txt")
   one_line = os.path.join(work_dir, f"one_line_{megabytes:g}mb.txt")
   if not (os.path.isfile(corpus) and os.path.isfile(one_line)):
@@ -95,7 +99,8 @@ def _make_inputs(work_dir: str, python: str, megabytes: float) -> Tuple[str, str
     rng = random.Random(0)
     target = int(megabytes * 1e6)
     written = 0
-    with open(corpus, "w", encoding="utf-8") as out, open(one_line, "w", encoding="utf-8") as line_out:
+    with (open(corpus, "w", encoding="utf-8") as out,
+          open(one_line, "w", encoding="utf-8") as line_out):
       while written < target:
         rng.shuffle(documents)
         for document in documents:
@@ -106,7 +111,8 @@ def _make_inputs(work_dir: str, python: str, megabytes: float) -> Tuple[str, str
             break
   vocab_dir = os.path.join(work_dir, "vocab")
   if not os.path.isfile(os.path.join(vocab_dir, "vocab.txt")):
-    subprocess.run([python, "-m", "data_tools.build_vocab", f"--input_file={base}", f"--output_dir={vocab_dir}"],
+    subprocess.run([python, "-m", "data_tools.build_vocab", f"--input_file={base}",
+                    f"--output_dir={vocab_dir}"],
                    cwd=_REPO, check=True, stdout=subprocess.DEVNULL)
   return corpus, one_line, os.path.join(vocab_dir, "vocab.txt")
 
@@ -118,21 +124,24 @@ def main() -> None:
   parser.add_argument("--megabytes", type=float, default=50)
   parser.add_argument("--inputs", default="corpus,one_line")
   parser.add_argument("--python", default=os.path.join(_REPO, ".venv", "bin", "python"))
-  parser.add_argument("--code_dir", default=_REPO, help="Where `data_tools` is imported from (e.g. an export of "
-                      "another commit: `git archive HEAD official data_tools | tar -x -C /tmp/old`).")
+  parser.add_argument("--code_dir", default=_REPO,
+                      help="Where `data_tools` is imported from (e.g. an export of another commit: "
+                      "`git archive HEAD official data_tools | tar -x -C /tmp/old`).")
   args = parser.parse_args()
   os.makedirs(os.path.join(args.work_dir, "out"), exist_ok=True)
   corpus, one_line, vocab = _make_inputs(args.work_dir, args.python, args.megabytes)
   inputs = {"corpus": corpus, "one_line": one_line}
-  print(f"{'input':<10}{'MB':>7}{'wall s':>9}{'peak RSS MB':>13}{'peak PSS MB':>13}{'output MB':>11}")
+  print(f"{'input':<10}{'MB':>7}{'wall s':>9}{'peak RSS MB':>13}{'peak PSS MB':>13}"
+        f"{'output MB':>11}")
   for name in args.inputs.split(","):
     output = os.path.join(args.work_dir, "out", f"{name}.tfrecord")
-    command = [args.python, "-m", "data_tools.create_pretraining_data", f"--input_file={inputs[name]}",
-               f"--output_file={output}", f"--vocab_file={vocab}", "--dupe_factor=5", "--max_seq_length=128",
-               "--max_predictions_per_seq=20", "--random_seed=12345", f"--num_workers={args.num_workers}"]
+    command = [args.python, "-m", "data_tools.create_pretraining_data",
+               f"--input_file={inputs[name]}", f"--output_file={output}", f"--vocab_file={vocab}",
+               "--dupe_factor=5", "--max_seq_length=128", "--max_predictions_per_seq=20",
+               "--random_seed=12345", f"--num_workers={args.num_workers}"]
     wall, rss, pss = measure(command, os.path.join(args.work_dir, f"{name}.log"), args.code_dir)
-    print(f"{name:<10}{os.path.getsize(inputs[name]) / 1e6:>7.1f}{wall:>9.1f}{rss:>13.0f}{pss:>13.0f}"
-          f"{os.path.getsize(output) / 1e6:>11.1f}", flush=True)
+    print(f"{name:<10}{os.path.getsize(inputs[name]) / 1e6:>7.1f}{wall:>9.1f}{rss:>13.0f}"
+          f"{pss:>13.0f}{os.path.getsize(output) / 1e6:>11.1f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -44,7 +44,8 @@ def measure(config_file: str, seq_length: int, tokens_per_batch: int, steps: int
   # Function-level: the parent process only starts children (no TensorFlow there).
   import tensorflow as tf
   import tf_keras
-  from official.common import registry_imports  # pylint: disable=unused-import
+  # Imported for its registrations (experiments and tasks).
+  from official.common import registry_imports  # pylint: disable=unused-import  # noqa: F401
   from official.core import task_factory
   from official.modeling import performance
   from official.nlp import api

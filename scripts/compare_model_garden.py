@@ -85,7 +85,10 @@ def _write_config(args: argparse.Namespace) -> None:
 
 
 def _unknown_keys(values: Any, reference: Any, prefix: str) -> List[str]:
-  """Dotted paths of the keys of `values` (a YAML tree) that `reference` (a config's as_dict) lacks."""
+  """Dotted paths of the keys of `values` (a YAML tree) that `reference` lacks.
+
+  `reference` is a config's `as_dict()`.
+  """
   unknown = []
   if isinstance(values, dict) and isinstance(reference, dict):
     for key, value in values.items():
@@ -111,7 +114,8 @@ def _drop(values: Any, path: List[str]) -> None:
 def _check_config(base: str, override: str, out: str) -> None:
   # Function-level: runs under either framework's Python, each with its own `official`.
   import yaml  # pylint: disable=g-import-not-at-top
-  from official.common import registry_imports  # pylint: disable=g-import-not-at-top,unused-import
+  # Imported for its registrations (experiments and tasks).
+  from official.common import registry_imports  # pylint: disable=g-import-not-at-top,unused-import  # noqa: F401
   from official.core import exp_factory  # pylint: disable=g-import-not-at-top
   from official.modeling import hyperparams  # pylint: disable=g-import-not-at-top
   import official  # pylint: disable=g-import-not-at-top
@@ -123,7 +127,8 @@ def _check_config(base: str, override: str, out: str) -> None:
   use = base
   if unknown:
     for path in unknown:
-      print(f'dropped: {path} (not a field of this framework\'s bert/pretraining config)', file=sys.stderr)
+      print(f'dropped: {path} (not a field of this framework\'s bert/pretraining config)',
+            file=sys.stderr)
       _drop(values, path.split('.'))
     with open(out, 'w', encoding='utf-8') as f:
       yaml.safe_dump(values, f, sort_keys=False)
@@ -195,10 +200,12 @@ def _combine_rounds(runs: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
   for group in groups.values():
     group = sorted(group, key=lambda r: r.get('round', 0))
     row = dict(group[0])
-    row['runs'] = [{'round': r.get('round', 0), 'start': r.get('start'), 'train_steps': r['train_steps'],
+    row['runs'] = [{'round': r.get('round', 0), 'start': r.get('start'),
+                    'train_steps': r['train_steps'],
                     'median_steps_per_second': r['median_steps_per_second'],
                     'loadavg_before': r.get('loadavg_before')} for r in group]
-    rates = [r['median_steps_per_second'] for r in group if r['median_steps_per_second'] is not None]
+    rates = [r['median_steps_per_second'] for r in group
+             if r['median_steps_per_second'] is not None]
     row['median_steps_per_second'] = statistics.median(rates) if rates else None
     rows.append(row)
   return rows
@@ -223,7 +230,8 @@ def _config_differences(mg_dir: str, ours_dir: str) -> List[str]:
     with open(os.path.join(run_dir, 'model', 'params.yaml'), encoding='utf-8') as f:
       flat.append(nested.flatten(yaml.safe_load(f)))
   mg, ours = flat
-  return [f'{key}: model_garden={mg[key]!r} mlm_garden={ours[key]!r}' for key in sorted(set(mg) & set(ours))
+  return [f'{key}: model_garden={mg[key]!r} mlm_garden={ours[key]!r}'
+          for key in sorted(set(mg) & set(ours))
           if mg[key] != ours[key] and key not in _PER_VARIANT]
 
 
@@ -247,41 +255,50 @@ def _summarize(run_dirs: List[str], json_path: str, settings: Optional[str] = No
   if mg_dir and ours_dir and all(os.path.exists(os.path.join(d, 'model', 'params.yaml'))
                                  for d in (mg_dir, ours_dir)):
     differences = _config_differences(mg_dir, ours_dir)
-    print(f'effective configs (params.yaml of {os.path.basename(mg_dir)} and {os.path.basename(ours_dir)}): '
-          + ('fields both frameworks have are identical (apart from dtype, XLA and steps)' if not differences
-             else f'{len(differences)} shared field(s) differ:'))
+    print(f'effective configs (params.yaml of {os.path.basename(mg_dir)} and '
+          f'{os.path.basename(ours_dir)}): '
+          + ('fields both frameworks have are identical (apart from dtype, XLA and steps)'
+             if not differences else f'{len(differences)} shared field(s) differ:'))
     for line in differences:
       print(f'  {line}')
   mg_float32, mg_bfloat16 = _reference(rows, 'float32'), _reference(rows, 'bfloat16')
-  header = ('variant', 'framework', 'dtype', 'xla', 'steps', 'steps/s', 'per run', 'vs MG fp32', 'vs MG bf16',
-            'eval MLM acc', 'vs MG fp32 (pts)', 'eval NSP acc', 'wall s', 'load 1m before/after')
+  header = ('variant', 'framework', 'dtype', 'xla', 'steps', 'steps/s', 'per run', 'vs MG fp32',
+            'vs MG bf16', 'eval MLM acc', 'vs MG fp32 (pts)', 'eval NSP acc', 'wall s',
+            'load 1m before/after')
   lines = []
   for r in rows:
     r['speedup_vs_mg_float32'] = _ratio(r, mg_float32)
     r['speedup_vs_mg_bfloat16'] = _ratio(r, mg_bfloat16)
     # Accuracy difference in points, only against the Model Garden float32 run of the same length.
-    same = (mg_float32 and r['masked_lm_accuracy'] is not None and mg_float32['masked_lm_accuracy'] is not None
+    same = (mg_float32 and r['masked_lm_accuracy'] is not None
+            and mg_float32['masked_lm_accuracy'] is not None
             and r['eval_step'] == mg_float32['eval_step'])
     r['mlm_accuracy_points_vs_mg_float32'] = (
         100 * (r['masked_lm_accuracy'] - mg_float32['masked_lm_accuracy']) if same else None)
-    lines.append((r['variant'], r['framework'], r['dtype'], 'on' if r['xla'] else 'off', str(r['train_steps']),
+    lines.append((r['variant'], r['framework'], r['dtype'], 'on' if r['xla'] else 'off',
+                  str(r['train_steps']),
                   _fmt(r['median_steps_per_second'], '.3f'),
                   ' '.join(_fmt(run['median_steps_per_second'], '.3f') for run in r['runs']),
-                  _fmt(r['speedup_vs_mg_float32'], '.2f') + ('x' if r['speedup_vs_mg_float32'] else ''),
-                  _fmt(r['speedup_vs_mg_bfloat16'], '.2f') + ('x' if r['speedup_vs_mg_bfloat16'] else ''),
-                  _fmt(r['masked_lm_accuracy'], '.4f') + (f' @{r["eval_step"]}' if r['eval_step'] else ''),
+                  _fmt(r['speedup_vs_mg_float32'], '.2f') +
+                  ('x' if r['speedup_vs_mg_float32'] else ''),
+                  _fmt(r['speedup_vs_mg_bfloat16'], '.2f') +
+                  ('x' if r['speedup_vs_mg_bfloat16'] else ''),
+                  _fmt(r['masked_lm_accuracy'], '.4f') +
+                  (f' @{r["eval_step"]}' if r['eval_step'] else ''),
                   _fmt(r['mlm_accuracy_points_vs_mg_float32'], '+.2f'),
                   _fmt(r['next_sentence_accuracy'], '.4f'), _fmt(r.get('wall_seconds'), '.0f'),
-                  f"{r.get('loadavg_before', '-').split(' ')[0]}/{r.get('loadavg_after', '-').split(' ')[0]}"))
+                  f"{r.get('loadavg_before', '-').split(' ')[0]}/"
+                  f"{r.get('loadavg_after', '-').split(' ')[0]}"))
   widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(header)]
   print('  '.join(h.ljust(w) for h, w in zip(header, widths)))
   print('  '.join('-' * w for w in widths))
   for line in lines:
     print('  '.join(c.ljust(w) for c, w in zip(line, widths)))
-  print('steps/s: per run, the median of its steps_per_second summaries (one per loop of steps_per_loop '
-        'steps), the first left out (tracing/warm-up); per variant, the median of its runs ("per run", in '
-        'order of rounds); "vs MG": ratios of steps/s; "(pts)": MLM accuracy minus Model Garden '
-        "float32's at the same step, in points; wall s and load: the first run")
+  print('steps/s: per run, the median of its steps_per_second summaries (one per loop of '
+        'steps_per_loop steps), the first left out (tracing/warm-up); per variant, the median of '
+        'its runs ("per run", in order of rounds); "vs MG": ratios of steps/s; "(pts)": MLM '
+        "accuracy minus Model Garden float32's at the same step, in points; wall s and load: the "
+        'first run')
   report: Dict[str, Any] = {}
   if settings and os.path.exists(settings):
     with open(settings, encoding='utf-8') as f:
@@ -321,7 +338,8 @@ def main(argv: Optional[List[str]] = None) -> int:
   p = sub.add_parser('summarize')
   p.add_argument('run_dirs', nargs='+')
   p.add_argument('--json', required=True)
-  p.add_argument('--settings', help='a JSON file of the comparison settings, copied into the report')
+  p.add_argument('--settings',
+                 help='a JSON file of the comparison settings, copied into the report')
   args = parser.parse_args(argv)
   if args.command == 'split':
     _split(args.corpus, args.out_dir)

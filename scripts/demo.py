@@ -314,7 +314,8 @@ def _probe(model_dir: str, vocab_file: str):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import tf_keras  # pylint: disable=g-import-not-at-top
   from official.core import exp_factory  # pylint: disable=g-import-not-at-top
-  from official.common import registry_imports  # pylint: disable=g-import-not-at-top,unused-import
+  # Imported for its registrations (experiments and tasks).
+  from official.common import registry_imports  # pylint: disable=g-import-not-at-top,unused-import  # noqa: F401
   from official.modeling import hyperparams  # pylint: disable=g-import-not-at-top
   from official.nlp.data import tokenization  # pylint: disable=g-import-not-at-top
   from official.nlp.tasks import masked_lm  # pylint: disable=g-import-not-at-top

@@ -32,14 +32,15 @@ _MIN_WORDS = 2
 _DIRECTIVE = re.compile(r"^\.\. ([\w:-]+)::(.*)$")
 # Directives whose body is code, markup or navigation (dropped); the bodies of others (function,
 # class, note, versionchanged, ...) are prose and kept.
-_SKIPPED_DIRECTIVES = {"code-block", "sourcecode", "code", "doctest", "testcode", "testoutput", "testsetup",
-                       "testcleanup", "productionlist", "toctree", "literalinclude", "highlight", "index",
-                       "csv-table", "list-table", "table", "image", "figure", "raw", "include", "only",
-                       "tabularcolumns", "sectionauthor", "moduleauthor", "opcode", "cmdoption", "option",
-                       "program", "envvar", "audit-event", "impl-detail", "availability", "c:macro"}
+_SKIPPED_DIRECTIVES = {"code-block", "sourcecode", "code", "doctest", "testcode", "testoutput",
+                       "testsetup", "testcleanup", "productionlist", "toctree", "literalinclude",
+                       "highlight", "index", "csv-table", "list-table", "table", "image", "figure",
+                       "raw", "include", "only", "tabularcolumns", "sectionauthor", "moduleauthor",
+                       "opcode", "cmdoption", "option", "program", "envvar", "audit-event",
+                       "impl-detail", "availability", "c:macro"}
 _CODE_DIRECTIVES = {"code-block", "sourcecode", "code", "doctest", "testcode", "testoutput"}
-_TEXT_DIRECTIVES = {"note", "warning", "important", "tip", "caution", "attention", "seealso", "versionadded",
-                    "versionchanged", "deprecated", "deprecated-removed"}
+_TEXT_DIRECTIVES = {"note", "warning", "important", "tip", "caution", "attention", "seealso",
+                    "versionadded", "versionchanged", "deprecated", "deprecated-removed"}
 
 
 def _plain(text: str) -> str:
@@ -53,7 +54,8 @@ def _sections(lines: List[str]) -> Iterator[List[str]]:
   """Paragraph texts of each section of one rst file."""
   paragraphs: List[str] = []
   current: List[str] = []
-  skip_indent = None  # inside a directive body or a literal block: skip lines indented deeper than this
+  # Inside a directive body or a literal block: skip lines indented deeper than this.
+  skip_indent = None
   code = False  # the skipped block is code: its lines are kept, one a line
   for index, raw in enumerate(lines):
     line = raw.rstrip()
@@ -88,10 +90,12 @@ def _sections(lines: List[str]) -> Iterator[List[str]]:
         current = []
       directive = _DIRECTIVE.match(stripped)
       if directive is None or directive.group(1) in _SKIPPED_DIRECTIVES:
-        skip_indent = indent  # comments, targets, code: drop the body (code lines are kept as lines)
+        # Comments, targets, code: drop the body (code lines are kept as lines).
+        skip_indent = indent
         code = directive is not None and directive.group(1) in _CODE_DIRECTIVES
       elif directive.group(2).strip() and directive.group(1) in _TEXT_DIRECTIVES:
-        current = [directive.group(2).strip()]  # e.g. ".. note:: text", ".. versionadded:: 3.2 text"
+        # E.g. ".. note:: text", ".. versionadded:: 3.2 text".
+        current = [directive.group(2).strip()]
       continue
     if stripped.startswith((">>>", "...", "$ ")):
       if current:
@@ -124,10 +128,14 @@ def _sections(lines: List[str]) -> Iterator[List[str]]:
 
 
 def corpus_documents(source_dir: str) -> Iterator[List[str]]:
-  """Documents (lists of sentences) of all `*.rst.txt` files under `source_dir`, in sorted path order."""
+  """Documents (lists of sentences) of all `*.rst.txt` files under `source_dir`.
+
+  The files are read in sorted path order.
+  """
   paths = sorted(glob.glob(os.path.join(source_dir, "**", "*.rst.txt"), recursive=True))
   if not paths:
-    raise FileNotFoundError(f"no *.rst.txt files under {source_dir!r} (install Debian's python3.11-doc)")
+    raise FileNotFoundError(f"no *.rst.txt files under {source_dir!r} "
+                            "(install Debian's python3.11-doc)")
   for path in paths:
     with open(path, encoding="utf-8", errors="replace") as f:
       lines = f.read().splitlines()
@@ -155,8 +163,8 @@ def main(argv=None) -> int:
       documents += 1
       sentences += len(document)
   size = os.path.getsize(args.output_file)
-  print(f"wrote {args.output_file}: {size / 1e6:.1f} MB, {documents} documents, {sentences} sentences",
-        file=sys.stderr)
+  print(f"wrote {args.output_file}: {size / 1e6:.1f} MB, {documents} documents, "
+        f"{sentences} sentences", file=sys.stderr)
   return 0
 
 

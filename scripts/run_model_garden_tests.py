@@ -148,7 +148,8 @@ SCOPE_FILES = (
 
 # Runs pytest with sys.argv emptied: some of Model Garden's tests parse absl flags from sys.argv,
 # where pytest's own options would be unknown flags.
-_PYTEST_WITH_CLEAN_ARGV = 'import sys, pytest; args = sys.argv[1:]; del sys.argv[1:]; sys.exit(pytest.main(args))'
+_PYTEST_WITH_CLEAN_ARGV = ('import sys, pytest; args = sys.argv[1:]; del sys.argv[1:]; '
+                           'sys.exit(pytest.main(args))')
 
 # absltest.main parses absl flags before Model Garden's tests run (tf.test.TestCase.get_temp_dir
 # reads --test_tmpdir); under pytest nobody does, so each test folder gets this conftest.
@@ -160,7 +161,8 @@ def pytest_configure(config):
     flags.FLAGS.mark_as_parsed()
 '''
 
-SETS = {'core': CORE_FILES, 'wide': WIDE_FILES, 'scope': SCOPE_FILES, 'all': CORE_FILES + WIDE_FILES + SCOPE_FILES}
+SETS = {'core': CORE_FILES, 'wide': WIDE_FILES, 'scope': SCOPE_FILES,
+        'all': CORE_FILES + WIDE_FILES + SCOPE_FILES}
 
 
 @dataclasses.dataclass
@@ -187,7 +189,8 @@ def fetch_wheel(cache_dir: pathlib.Path, python: str) -> pathlib.Path:
   cache_dir.mkdir(parents=True, exist_ok=True)
   wheels = list(cache_dir.glob(f'tf_models_official-{MG_VERSION}-*.whl'))
   if not wheels:
-    print(f'Downloading tf-models-official=={MG_VERSION} (wheel only, not installed) to {cache_dir}')
+    print(f'Downloading tf-models-official=={MG_VERSION} (wheel only, not installed) to '
+          f'{cache_dir}')
     subprocess.run([python, '-m', 'pip', 'download', '--quiet', '--no-deps', '-d', str(cache_dir),
                     f'tf-models-official=={MG_VERSION}'], check=True)
     wheels = list(cache_dir.glob(f'tf_models_official-{MG_VERSION}-*.whl'))
@@ -217,8 +220,9 @@ def run_file(source: pathlib.Path, rel: str, work: pathlib.Path, env: dict[str, 
   result = FileResult(rel)
   try:
     proc = subprocess.run(
-        [python, '-c', _PYTEST_WITH_CLEAN_ARGV, '-q', '-p', 'no:cacheprovider', '-o', 'addopts=', '--rootdir',
-         str(folder), f'--junitxml={report}', flat], cwd=folder, env=env, capture_output=True, text=True, timeout=timeout)
+        [python, '-c', _PYTEST_WITH_CLEAN_ARGV, '-q', '-p', 'no:cacheprovider', '-o', 'addopts=',
+         '--rootdir', str(folder), f'--junitxml={report}', flat],
+        cwd=folder, env=env, capture_output=True, text=True, timeout=timeout)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / 'output.txt').write_text(proc.stdout + proc.stderr)
   except subprocess.TimeoutExpired:
@@ -246,17 +250,22 @@ def run_file(source: pathlib.Path, rel: str, work: pathlib.Path, env: dict[str, 
 
 def main(argv: list[str] | None = None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-  parser.add_argument('--set', choices=sorted(SETS), default='all', help='which group of test files to run')
-  parser.add_argument('--files', default='', help='comma-separated paths inside the wheel (overrides --set)')
+  parser.add_argument('--set', choices=sorted(SETS), default='all',
+                      help='which group of test files to run')
+  parser.add_argument('--files', default='',
+                      help='comma-separated paths inside the wheel (overrides --set)')
   parser.add_argument('--peer', action='store_true', help="run against Model Garden's own package")
   parser.add_argument('--cache_dir', default=os.path.expanduser('~/.cache/mlm-garden/model-garden'),
                       help='where the wheel is downloaded and unpacked')
-  parser.add_argument('--keep', default='', help='keep the temporary folder (pytest output per file) here')
+  parser.add_argument('--keep', default='',
+                      help='keep the temporary folder (pytest output per file) here')
   parser.add_argument('--jobs', type=int, default=2, help='test files run at once')
   parser.add_argument('--timeout', type=float, default=900, help='seconds per test file')
-  parser.add_argument('--save_counts', default='', help='write the per-file counts to this JSON file')
+  parser.add_argument('--save_counts', default='',
+                      help='write the per-file counts to this JSON file')
   parser.add_argument('--peer_counts', default=str(PEER_COUNTS),
-                      help="JSON of Model Garden's own per-file counts (from --peer --save_counts), for the ratios")
+                      help="JSON of Model Garden's own per-file counts (from --peer "
+                      '--save_counts), for the ratios')
   args = parser.parse_args(argv)
   if args.jobs < 1:
     parser.error(f'--jobs must be >= 1, got {args.jobs}')
@@ -272,14 +281,17 @@ def main(argv: list[str] | None = None) -> int:
   env['PYTHONPATH'] = str(wheel_dir if args.peer else REPO)
   env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
   env.setdefault('CUDA_VISIBLE_DEVICES', '')
-  work = pathlib.Path(args.keep) if args.keep else pathlib.Path(tempfile.mkdtemp(prefix='mg-tests-'))
+  work = (pathlib.Path(args.keep) if args.keep
+          else pathlib.Path(tempfile.mkdtemp(prefix='mg-tests-')))
   if args.keep:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-  against = f'Model Garden {MG_VERSION} ({wheel_dir})' if args.peer else f'this checkout ({REPO})'
+  against = (f'Model Garden {MG_VERSION} ({wheel_dir})' if args.peer
+             else f'this checkout ({REPO})')
   print(f'Running {len(files)} Model Garden test files against {against}')
   with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-    results = list(pool.map(lambda f: run_file(wheel_dir, f, work, env, python, args.timeout), files))
+    results = list(pool.map(lambda f: run_file(wheel_dir, f, work, env, python, args.timeout),
+                            files))
   if not args.keep:
     shutil.rmtree(work, ignore_errors=True)
 
@@ -297,32 +309,43 @@ def load_peer_counts(path: str) -> dict[str, int]:
   if not path or not os.path.isfile(path):
     return {}
   try:
-    return {name: counts['passed'] for name, counts in json.loads(pathlib.Path(path).read_text())['files'].items()}
+    return {name: counts['passed']
+            for name, counts in json.loads(pathlib.Path(path).read_text())['files'].items()}
   except (ValueError, KeyError, TypeError) as error:
-    sys.exit(f'error: --peer_counts {path}: expected the JSON written by --save_counts ({error!r})')
+    sys.exit(f'error: --peer_counts {path}: expected the JSON written by --save_counts '
+             f'({error!r})')
 
 
-def format_table(results: list[FileResult], peer: dict[str, int], groups: dict[str, tuple[str, ...]]) -> str:
-  """The per-file table, then totals per group of files (with the share of the peer's passes when known)."""
+def format_table(results: list[FileResult], peer: dict[str, int],
+                 groups: dict[str, tuple[str, ...]]) -> str:
+  """The per-file table, then totals per group of files.
+
+  The totals include the share of the peer's passes when known.
+  """
   width = max(len(r.path) for r in results)
   with_peer = bool(peer)
-  lines = [f'{"file":<{width}}  passed  failed  errors  skipped  seconds' + ('  peer passed' if with_peer else '')]
+  lines = [f'{"file":<{width}}  passed  failed  errors  skipped  seconds'
+           + ('  peer passed' if with_peer else '')]
   for r in results:
-    line = f'{r.path:<{width}}  {r.passed:6d}  {r.failed:6d}  {r.errors:6d}  {r.skipped:7d}  {r.seconds:7.0f}'
+    line = (f'{r.path:<{width}}  {r.passed:6d}  {r.failed:6d}  {r.errors:6d}  {r.skipped:7d}  '
+            f'{r.seconds:7.0f}')
     if with_peer:
       line += f'  {peer.get(r.path, 0):11d}'
     lines.append(line + (f'  {r.note}' if r.note else ''))
   by_path = {r.path: r for r in results}
   for name, files in list(groups.items()) + [('run', tuple(by_path))]:
     chosen = [by_path[f] for f in files if f in by_path]
-    if not chosen or (name != 'run' and len(chosen) != len(files)) or (name == 'all' and len(groups) > 1):
+    if (not chosen or (name != 'run' and len(chosen) != len(files)) or
+        (name == 'all' and len(groups) > 1)):
       continue
     passed = sum(r.passed for r in chosen)
     total = sum(r.total for r in chosen)
-    line = f'TOTAL {name} ({len(chosen)} files): passed {passed} of {total}, skipped {sum(r.skipped for r in chosen)}'
+    line = (f'TOTAL {name} ({len(chosen)} files): passed {passed} of {total}, '
+            f'skipped {sum(r.skipped for r in chosen)}')
     if with_peer:
       reference = sum(peer.get(r.path, 0) for r in chosen)
-      line += f'; Model Garden itself passes {reference}: {100 * passed / max(reference, 1):.1f}% of it'
+      line += (f'; Model Garden itself passes {reference}: '
+               f'{100 * passed / max(reference, 1):.1f}% of it')
     lines.append(line)
   return '\n'.join(lines)
 
