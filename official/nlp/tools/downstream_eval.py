@@ -418,18 +418,32 @@ class _Progress:
                  eta)
 
 
-def check_run_settings(run_dir: str, settings: FinetuneSettings) -> None:
+def check_run_settings(run_dir: str, settings: FinetuneSettings,
+                       model: Optional[str] = None) -> None:
   """Records `settings.run_settings()` in a new `run_dir`; refuses one whose runs used others.
 
+  Args:
+    run_dir: one row's runs of one task.
+    settings: how the runs train.
+    model: what the row starts from (`model_identity`); a row name reused for another model is
+      refused rather than served the other model's stored runs. Directories written before this
+      was recorded take it on their next use.
+
   Raises:
-    ValueError: the stored runs were made with other settings (naming them and the directory).
+    ValueError: the stored runs were made with other settings or another model (naming them and
+      the directory).
   """
   path = os.path.join(run_dir, RUN_SETTINGS_FILE)
   current = settings.run_settings()
+  if model is not None:
+    current['model'] = model
   stored = _read_json(path)
   if stored is None:
     _write_json(path, current)
     return
+  if model is not None and 'model' not in stored:
+    stored = dict(stored, model=model)
+    _write_json(path, stored)
   changed = sorted(k for k in set(stored) | set(current) if stored.get(k) != current.get(k))
   if changed:
     found = ', '.join(f'{k}={stored.get(k)!r} (now {current.get(k)!r})' for k in changed)
@@ -437,12 +451,28 @@ def check_run_settings(run_dir: str, settings: FinetuneSettings) -> None:
                      '--output_dir, the same settings, or delete that directory')
 
 
+def model_identity(source: ModelSource, pretrained: bool) -> str:
+  """What a row's runs start from: the checkpoint restored (a directory resolved to its latest
+  checkpoint), or for a random-init control the encoder config.
+
+  Example:
+    >>> model_identity(source, pretrained=True)
+    '/tmp/ttq/runs/modern-modern/lr0.003/model/ckpt-1758'
+  """
+  if not pretrained:
+    return 'random init: ' + json.dumps(source.encoder, sort_keys=True)
+  checkpoint = source.init_checkpoint
+  if os.path.isdir(checkpoint):
+    checkpoint = tf.train.latest_checkpoint(checkpoint) or checkpoint
+  return os.path.abspath(checkpoint)
+
+
 def _row_runs(task: downstream_data.DownstreamTask, source: ModelSource, pretrained: bool,
               data: TaskData, settings: FinetuneSettings, run_dir: str,
               progress: _Progress) -> Dict[str, Any]:
   """The learning-rate sweep on seed 0, then every seed at the best rate (stored runs skipped)."""
   row = source.name if pretrained else f'{source.name} ({RANDOM_INIT})'
-  check_run_settings(run_dir, settings)
+  check_run_settings(run_dir, settings, model_identity(source, pretrained))
 
   def run(learning_rate: float, seed: int) -> Dict[str, Any]:
     path = os.path.join(run_dir, f'lr={learning_rate:g},seed={seed}.json')
