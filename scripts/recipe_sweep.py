@@ -986,8 +986,10 @@ def downstream(work_dir: str, runs: Mapping[str, Any], best: Mapping[str, str],
   models = {}
   for cell_name, name in best.items():
     cell = _cell(cell_name)
-    models[f'{cell.arch}_arch-{cell.data}_data'] = os.path.join(
-        Run(cell, runs[name]['learning_rate']).directory(work_dir), 'model')
+    rate = runs[name]['learning_rate']
+    # The rate is in the row name: a better run found later gets its own fine-tuning runs.
+    models[f'{cell.arch}_arch-{cell.data}_data-lr{rate:g}'] = os.path.join(
+        Run(cell, rate).directory(work_dir), 'model')
   key = dict(models=models, tasks=list(tasks), seeds=seeds)
   path = os.path.join(work_dir, 'downstream.json')
   cached = read_json(path)

@@ -313,8 +313,8 @@ def test_downstream_gets_the_best_model_dirs_and_is_cached(tmp_path, monkeypatch
   first = sweep.downstream(work, results['runs'], best, ['mr', 'pos'], 3, '/p3')
   assert first == {'markdown': '| task | a |', 'scores': {'mr': 0.7}}
   assert calls == [dict(
-      models={'bert_arch-bert_data': f'{work}/runs/bert-bert/lr0.001/model',
-              'modern_arch-modern_data': f'{work}/runs/modern-modern/lr0.001/model'},
+      models={'bert_arch-bert_data-lr0.001': f'{work}/runs/bert-bert/lr0.001/model',
+              'modern_arch-modern_data-lr0.001': f'{work}/runs/modern-modern/lr0.001/model'},
       output_dir=f'{work}/downstream', tasks=('mr', 'pos'), seeds=3, data_dir='/p3')]
   assert sweep.downstream(work, results['runs'], best, ['mr', 'pos'], 3, '/p3') == first
   assert len(calls) == 1  # cached while the best runs, tasks and seeds stay the same
