@@ -1,8 +1,5 @@
 """Tests of `trainer.gradient_accumulation_steps` (official/core/trainer.py, step_functions.py)."""
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -13,9 +10,8 @@ from official.core import task_factory
 from official.core import train_lib
 from official.core import trainer as trainer_lib
 from official.modeling import hyperparams
-from tests.core import toy_task  # pylint: disable=unused-import
-from tests.paths import ROOT
-from tests.processes import subprocess_env
+from tests.core import toy_task  # noqa: F401  # pylint: disable=unused-import  (registers it)
+from tests.processes import run_on_two_cpus
 
 
 def _train(model_dir, batch_size, accumulation_steps, train_steps=6, strategy=None, xla=False):
@@ -70,8 +66,6 @@ def test_two_replica_mirrored_accumulation_matches_one_device(tmp_path):
   """Two virtual CPUs: per-replica accumulators, one all-reduce per update, same weights."""
   code = f"""
 import numpy as np, tensorflow as tf
-cpu = tf.config.list_physical_devices('CPU')[0]
-tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 from official.common import distribute_utils
 from tests.core import test_gradient_accumulation as t
 strategy = distribute_utils.get_distribution_strategy('mirrored')
@@ -79,8 +73,7 @@ assert strategy.num_replicas_in_sync == 2
 model, _ = t._train({str(tmp_path / 'two')!r}, 4, 2, strategy=strategy)
 np.save({str(tmp_path / 'two.npy')!r}, model.get_weights()[0])
 """
-  result = subprocess.run([sys.executable, '-c', code], cwd=ROOT, env=subprocess_env(),
-                          capture_output=True, text=True, timeout=240, check=False)
+  result = run_on_two_cpus(code)
   assert result.returncode == 0, result.stderr[-2000:]
   big, _ = _train(tmp_path / 'big', batch_size=8, accumulation_steps=1)
   np.testing.assert_allclose(np.load(tmp_path / 'two.npy'), big.get_weights()[0], rtol=1e-5)

@@ -1,9 +1,6 @@
 """Moving averages of the weights (`optimizer_config.ema`) in official/core/trainer.py: the averages
 are created with the model, and evaluations run on them."""
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -14,8 +11,7 @@ from official.core import task_factory
 from official.core import trainer as trainer_lib
 from official.modeling import optimization
 from tests.core import toy_task
-from tests.paths import ROOT
-from tests.processes import subprocess_env
+from tests.processes import run_on_two_cpus
 
 _EMA = {'average_decay': 0.8, 'start_step': 2, 'dynamic_decay': True}
 
@@ -100,8 +96,6 @@ def test_two_replica_mirrored_evaluation_uses_the_averages(tmp_path):
   """Two virtual CPUs: the averages are mirrored, and swapped in and out on both replicas."""
   code = f"""
 import numpy as np, tensorflow as tf
-cpu = tf.config.list_physical_devices('CPU')[0]
-tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 from tests.core import test_trainer_ema as t
 trainer = t._trainer({str(tmp_path)!r}, 'mirrored')
 assert trainer.strategy.num_replicas_in_sync == 2
@@ -116,6 +110,5 @@ np.testing.assert_array_equal(after[1], weights[1])
 np.testing.assert_allclose(logs['validation_loss'], t._validation_loss(trainer, averages[0], 4),
                            rtol=1e-4)
 """
-  result = subprocess.run([sys.executable, '-c', code], cwd=ROOT, env=subprocess_env(),
-                          capture_output=True, text=True, timeout=240, check=False)
+  result = run_on_two_cpus(code)
   assert result.returncode == 0, result.stderr[-2000:]

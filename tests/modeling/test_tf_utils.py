@@ -1,15 +1,12 @@
 """Tests for official/modeling/tf_utils.py."""
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 import tensorflow as tf
 import tf_keras
 
 from official.modeling import tf_utils
-from tests.paths import ROOT
+from tests.processes import run_on_two_cpus
 
 
 def test_gelu_is_the_tanh_approximation():
@@ -178,8 +175,6 @@ def test_model_garden_activation_names_keras_layers_and_kwargs():
 _CONCAT_SCRIPT = r"""
 import numpy as np
 import tensorflow as tf
-cpu = tf.config.list_physical_devices('CPU')[0]
-tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 from official.modeling import tf_utils
 strategy = tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1'])
 
@@ -209,6 +204,5 @@ def test_replica_id_and_cross_replica_concat_with_two_replicas():
   assert int(tf_utils.get_replica_id()) == 0
   np.testing.assert_array_equal(tf_utils.cross_replica_concat(tf.ones([2, 3]), axis=0),
                                 np.ones([2, 3]))
-  result = subprocess.run([sys.executable, '-c', _CONCAT_SCRIPT], capture_output=True, text=True,
-                          timeout=300, cwd=ROOT, check=False)
+  result = run_on_two_cpus(_CONCAT_SCRIPT)
   assert result.returncode == 0 and result.stdout.strip().endswith('ok'), result.stderr[-2000:]

@@ -1,13 +1,11 @@
 """Tests for official/modeling/optimization/gradient_clipping.py.
 
 Clipping must act on the gradients summed across replicas: the MirroredStrategy test runs in a
-subprocess because the 2 logical CPU devices must be configured before TensorFlow initializes.
+child process (`run_on_two_cpus`) because the 2 logical CPU devices must be configured before
+TensorFlow initializes.
 """
 
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -16,7 +14,7 @@ import tf_keras
 
 from official.modeling.optimization import adamw
 from official.modeling.optimization import keras_optimizers
-from tests.paths import ROOT
+from tests.processes import run_on_two_cpus
 
 
 def _np_clip_by_global_norm(grads, clip):
@@ -96,8 +94,6 @@ _DISTRIBUTED_SCRIPT = r'''
 import json
 import numpy as np
 import tensorflow as tf
-cpu = tf.config.list_physical_devices('CPU')[0]
-tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 import tf_keras
 from official.modeling import optimization
 
@@ -156,10 +152,7 @@ print('RESULT ' + json.dumps(out))
 
 @pytest.fixture(scope='module')
 def distributed_results():
-  env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''),
-             TF_CPP_MIN_LOG_LEVEL='2')
-  proc = subprocess.run([sys.executable, '-c', _DISTRIBUTED_SCRIPT], capture_output=True, text=True,
-                        env=env, cwd=ROOT, timeout=300, check=False)
+  proc = run_on_two_cpus(_DISTRIBUTED_SCRIPT)
   lines = [l for l in proc.stdout.splitlines() if l.startswith('RESULT ')]
   assert proc.returncode == 0 and lines, proc.stderr[-3000:]
   return json.loads(lines[-1][len('RESULT '):])
