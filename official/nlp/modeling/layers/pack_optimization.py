@@ -116,7 +116,8 @@ class StridedTransformerEncoderBlock(transformer_encoder_block.TransformerEncode
   """`TransformerEncoderBlock` attending from every `stride`-th position to all positions.
 
   Takes the block's arguments except `output_range` and `src_block_size` (ValueError). Computed by
-  the block's query/key-value path (Keras attention layers with the block's sub-layer names).
+  the block's Keras attention path (`KerasAttentionPath`, or `EfficientAttentionPath` with the
+  efficient-attention options), with the block's sub-layer names.
 
   Call args:
     inputs: [batch, seq, hidden], `[inputs, attention_mask]` or `[inputs, key_value,
@@ -132,11 +133,12 @@ class StridedTransformerEncoderBlock(transformer_encoder_block.TransformerEncode
     TensorShape([2, 2, 8])
   """
 
+  # Our fused self-attention attends from a prefix of the keys only; Keras' layers take any query.
+  _keras_attention_reason = 'strided queries'
+
   def __init__(self, *args, **kwargs):
     super().__init__(*args, **kwargs)
     _reject(self, self.output_range, self._attention_options['src_block_size'])
-    # The fused path attends from a prefix only; the general one takes any query.
-    self._general = True
 
   def call(self, inputs, stride: Stride, training=None):
     x, key_value, mask = attention.split_block_inputs(self, inputs)

@@ -7,9 +7,8 @@ import tf_keras
 
 from official.modeling import fused_ops
 from official.modeling import tf_utils
-from official.nlp.modeling.layers import efficient_attention
-from official.nlp.modeling.layers import self_attention
 from official.nlp.modeling.layers import dropout as dropout_lib
+from official.nlp.modeling.layers import encoder_block_attention
 from official.nlp.modeling.layers.rms_norm import RMSNorm  # also re-exported from here
 
 
@@ -43,16 +42,21 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
   `_inner_activation`), `_inner_dropout_layer`, `_output_dropout`; the attention's dropout is its
   `_dropout_layer`. The block computes with the layers these attributes hold, so a tool that
   replaces one (e.g. by a copy from its config) changes the computation. LayerNorms compute in
-  float32 under mixed precision. The element-wise
-  work runs as fused XLA kernels (`official.modeling.fused_ops`): GELU, and in post-LN with a known
-  `training` flag dropout + residual add + LayerNorm; the matmuls are 2-D with the bias add fused.
+  float32 under mixed precision.
 
-  Model Garden's other options (`key_dim`, `value_dim`, `output_last_dim`,
-  `use_query_residual=False`, `attention_axes`, `diff_q_kv_att_layer_norm`, the efficient-attention
-  options, separate query and key/value inputs, inputs of rank other than 3) are computed by a
-  plain Keras attention (`tf_keras.layers.MultiHeadAttention`) with the same sub-layer names;
-  BERT's configuration always takes the fused path. The ModernBERT options (`rotary_theta`,
-  `attention_window`) need the fused path.
+  One forward body (`call`): attention -> dropout -> residual -> norm -> feed-forward -> dropout
+  -> residual -> norm (post-LN; pre-LN normalizes each branch's input instead). The attention
+  layer and how it is fed is the block's attention path (`encoder_block_attention`), chosen when
+  the block is built: our fused self-attention (`FusedSelfAttentionPath`, BERT's and ModernBERT's
+  configurations), Keras' `MultiHeadAttention` for Model Garden's other options (`key_dim`,
+  `value_dim`, `output_last_dim`, `use_query_residual=False`, `attention_axes`,
+  `diff_q_kv_att_layer_norm`, separate query and key/value inputs, inputs of rank other than 3;
+  `KerasAttentionPath`), or `EfficientAttention` for the efficient-attention options
+  (`EfficientAttentionPath`); all with the same sub-layer names. On the fused path the
+  element-wise work runs as fused XLA kernels (`official.modeling.fused_ops`): GELU, and in
+  post-LN with a known `training` flag dropout + residual add + LayerNorm; the matmuls are 2-D
+  with the bias add fused. The ModernBERT options (`rotary_theta`, `attention_window`) need the
+  fused path.
 
   Args:
     num_attention_heads: attention heads, each hidden_size // num_attention_heads wide (or
@@ -109,10 +113,18 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
     [batch, output_range or seq, hidden] (and the probabilities when asked).
 
   Example:
-    >>> block = TransformerEncoderBlock(num_attention_heads=2, inner_dim=32, inner_activation='gelu')
+    >>> block = TransformerEncoderBlock(num_attention_heads=2, inner_dim=32,
+    ...                                 inner_activation='gelu')
     >>> block(tf.zeros([2, 5, 16]), tf.ones([2, 5])).shape
     TensorShape([2, 5, 16])
   """
+
+  # Set by `build` (`encoder_block_attention.attention_path`). A class attribute, so that Keras
+  # does not track the instance's value (no checkpoint key).
+  _attention_path: Optional[encoder_block_attention.AttentionPath] = None
+  # Why a subclass needs Keras' attention layers whatever its options ('' for no reason), e.g.
+  # queries that are not a prefix of the keys.
+  _keras_attention_reason: str = ''
 
   def __init__(self, num_attention_heads: int, inner_dim: int, inner_activation: Any = 'gelu',
                output_dropout: float = 0.0, attention_dropout: float = 0.0,
@@ -164,64 +176,35 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
         use_sigmoid_attn=use_sigmoid_attn, sigmoid_attn_bias=sigmoid_attn_bias,
         linformer_dim=linformer_dim,
         linformer_shared_kv_projection=linformer_shared_kv_projection)
-    efficient = (num_kv_heads is not None or src_block_size is not None or use_sigmoid_attn
-                 or linformer_dim is not None)
-    # Options only the plain Keras attention computes (BERT's configuration has none of them),
-    # as one string (a list attribute would be tracked: a new checkpoint key).
-    self._general_reason = ', '.join(name for name, used in (
-        ('attention_axes', attention_axes is not None),
-        ('use_query_residual=False', not use_query_residual), ('key_dim', key_dim is not None),
-        ('value_dim', value_dim is not None), ('output_last_dim', output_last_dim is not None),
-        ('diff_q_kv_att_layer_norm', diff_q_kv_att_layer_norm),
-        ('the efficient-attention options', efficient)) if used)
-    self._general = bool(self._general_reason)
-    self._efficient_attention = efficient
 
   def build(self, input_shape):
+    key_value_shape = None
     if isinstance(input_shape, (list, tuple)) and input_shape and not isinstance(
         input_shape[0], (int, type(None))):
       # Model Garden's list inputs: [x, mask] or [query, key_value, mask].
       shapes = [tf.TensorShape(shape) for shape in input_shape]
       input_shape = shapes[0]
       if len(shapes) == 3:
-        self._general = True
-        self._general_reason = _join(self._general_reason, 'a separate key/value input')
         key_value_shape = shapes[1]
-      else:
-        key_value_shape = input_shape
     else:
       input_shape = tf.TensorShape(input_shape)
-      key_value_shape = input_shape
-    if input_shape.rank != 3:
-      self._general = True
-      self._general_reason = _join(self._general_reason, f'inputs of rank {input_shape.rank}')
-    if self._general:
-      if self.rotary_theta is not None or self.attention_window is not None:
-        raise ValueError(f'{self.name}: rotary_theta and attention_window need self-attention '
-                         f'on [batch, seq, hidden] inputs; found {self._general_reason}')
-      self._build_general(input_shape, key_value_shape)
-      return
-    hidden = int(input_shape[-1])
-    if not 0 < self.num_attention_heads <= hidden:
-      raise ValueError(f'num_attention_heads must be between 1 and the hidden size {hidden}, '
-                       f'found {self.num_attention_heads}')
-    # A hidden size the heads do not divide is allowed (as in Model Garden): each head is
-    # hidden // heads wide and the attention output projects back to `hidden`.
+    path = encoder_block_attention.attention_path(self, input_shape, key_value_shape)
+    self._attention_path = path
     # Attribute names follow Model Garden's block, so object-checkpoint keys match too.
-    self._attention_layer = self_attention.MultiHeadSelfAttention(
-        self.num_attention_heads, hidden // self.num_attention_heads, self.attention_dropout,
-        kernel_initializer=tf_utils.clone_initializer(
-            self.attention_initializer or self.kernel_initializer), use_bias=self.use_bias,
-        rotary_theta=self.rotary_theta, attention_window=self.attention_window,
-        name='self_attention')
-    sequence_shape = tf.TensorShape([None] * (len(input_shape) - 1) + [hidden])
-    self._build_sublayers(hidden, build_norms_for=sequence_shape)
-    # The fused kernels take seeds from the dropout layers without calling them: building them
-    # creates their random generators now, so a deterministic run's checkpoint includes them.
-    for layer in (self._attention_dropout, self._output_dropout):
-      layer.build(sequence_shape)
-    if self.inner_dropout:
-      self._inner_dropout_layer.build(tf.TensorShape([None, self.inner_dim]))
+    self._attention_layer = path.make_layer(self, input_shape, key_value_shape)
+    width = self.output_last_dim or int(input_shape[-1])
+    if path.fused:
+      sequence_shape = tf.TensorShape([None] * (len(input_shape) - 1) + [width])
+      self._build_sublayers(width, build_norms_for=sequence_shape)
+      # The fused kernels take seeds from the dropout layers without calling them: building
+      # them creates their random generators now, so a deterministic run's checkpoint includes
+      # them.
+      for layer in (self._attention_dropout, self._output_dropout):
+        layer.build(sequence_shape)
+      if self.inner_dropout:
+        self._inner_dropout_layer.build(tf.TensorShape([None, self.inner_dim]))
+    else:  # Keras' attention layers: they and the norms are built at the first call
+      self._build_sublayers(width)
     super().build(input_shape)
 
   def _make_norm(self, name: str):
@@ -272,60 +255,6 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
     # LayerNorm runs in float32 (its dtype policy); the result goes back to the compute dtype.
     return tf.cast(layer(x), x.dtype)
 
-  def _build_general(self, query_shape: tf.TensorShape, key_value_shape: tf.TensorShape):
-    """The sub-layers of the plain Keras path (Model Garden's names and options)."""
-    hidden = int(query_shape[-1])
-    key_dim = self.key_dim or max(hidden // self.num_attention_heads, 1)
-    attention_initializer = tf_utils.clone_initializer(
-        self.attention_initializer or self.kernel_initializer)
-    if self._efficient_attention:
-      self._attention_layer = efficient_attention.EfficientAttention(
-          num_heads=self.num_attention_heads, key_dim=key_dim, value_dim=self.value_dim,
-          dropout=self.attention_dropout, use_bias=self.use_bias,
-          kernel_initializer=attention_initializer, output_shape=self.output_last_dim,
-          name='self_attention', **self._attention_options)
-    else:
-      self._attention_layer = tf_keras.layers.MultiHeadAttention(
-          num_heads=self.num_attention_heads, key_dim=key_dim, value_dim=self.value_dim,
-          dropout=self.attention_dropout, use_bias=self.use_bias,
-          kernel_initializer=attention_initializer, attention_axes=self.attention_axes,
-          output_shape=self.output_last_dim, name='self_attention')
-    self._build_sublayers(self.output_last_dim or hidden)
-    super().build(query_shape)
-
-  def _general_call(self, query, key_value, attention_mask, output_range, return_scores,
-                    training):
-    """Model Garden's block with plain Keras layers (any option, rank or query/key-value pair)."""
-    if key_value is None:
-      key_value = query
-    if attention_mask is not None:
-      attention_mask = tf.convert_to_tensor(attention_mask)
-    if output_range:
-      query = query[:, :output_range]
-      if attention_mask is not None and attention_mask.shape.rank == 3:
-        attention_mask = attention_mask[:, :output_range]
-    if attention_mask is not None and attention_mask.shape.rank == 2:
-      attention_mask = attention_mask[:, None, :]  # [batch, keys] -> every query
-    residual = query
-    if self.norm_first:
-      query = self._norm(self._attention_layer_norm, query)
-      key_value = self._norm(self._attention_layer_norm_kv, key_value)
-    attention, scores = self._attention_layer(
-        query, key_value, attention_mask=attention_mask, return_attention_scores=True,
-        training=training)
-    attention = self._attention_dropout(attention, training=training)
-    if self.use_query_residual:
-      attention = residual + attention
-    if self.norm_first:
-      x = attention
-      ffn_input = self._norm(self._output_layer_norm, x)
-    else:
-      x = self._norm(self._attention_layer_norm, attention)
-      ffn_input = x
-    ffn = self._output_dropout(self._feed_forward(ffn_input, training), training=training)
-    output = x + ffn if self.norm_first else self._norm(self._output_layer_norm, x + ffn)
-    return (output, scores) if return_scores else output
-
   def _feed_forward(self, x, training=None):
     """dense -> activation (* gate) -> dense on [..., width], as 2-D matmuls, bias adds fused."""
     if _is_symbolic(x):
@@ -370,14 +299,20 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
       return _FUSED_GELU[self.inner_activation]
     return tf_utils.get_activation(self.inner_activation)
 
-  def _dropout_add_norm(self, residual, branch, dropout, norm, training: bool):
-    """norm(residual + dropout(branch)) as one fused kernel (post-LN)."""
-    drop = training and dropout.rate > 0
-    seed = dropout.dropout_seed() if drop else None
-    _build_like(norm, residual.shape)
-    beta = norm.beta if norm.beta is not None else tf.zeros_like(norm.gamma)  # center=False
-    return fused_ops.dropout_add_layer_norm(residual, branch, norm.gamma, beta, seed,
-                                            dropout.rate if drop else 0.0, norm.epsilon)
+  def _residual(self, residual, branch, dropout, norm, training, fused: bool):
+    """`norm(residual + dropout(branch))`; no norm in pre-LN (None), no residual with
+    `use_query_residual=False` (None). `fused`: one XLA kernel (post-LN, a Python `training`)."""
+    if fused:
+      drop = training and dropout.rate > 0
+      seed = dropout.dropout_seed() if drop else None
+      _build_like(norm, residual.shape)
+      beta = norm.beta if norm.beta is not None else tf.zeros_like(norm.gamma)  # center=False
+      return fused_ops.dropout_add_layer_norm(residual, branch, norm.gamma, beta, seed,
+                                              dropout.rate if drop else 0.0, norm.epsilon)
+    x = dropout(branch, training=training)
+    if residual is not None:
+      x = residual + x
+    return x if norm is None else self._norm(norm, x)
 
   def call(self, inputs, attention_mask=None, return_attention_scores: Optional[bool] = None,
            training=None, output_range: Optional[int] = None, position_ids=None,
@@ -398,40 +333,23 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
     # block is its sub-layers called one by one, with the dropout mode left to run time.
     if not _is_symbolic(inputs):
       training = dropout_lib.resolve_training(training)
-    if self._general:
-      if position_ids is not None or document_ids is not None:
-        raise ValueError(f'{self.name}: position_ids and document_ids need our self-attention '
-                         f'(on [batch, seq, hidden] inputs); found {self._general_reason}')
-      return self._general_call(inputs, key_value, attention_mask, output_range,
-                                return_attention_scores, training)
-    if key_value is not None:
-      raise ValueError(f'{self.name} was built for self-attention; a separate key/value input '
-                       'needs the layer to be first called with [query, key_value, mask]')
-    x = inputs
-    residual = x if output_range is None else x[:, :output_range]
-    attention_input = self._norm(self._attention_layer_norm, x) if self.norm_first else x
-    attention = self._attention_layer(
-        attention_input, attention_mask, query_length=output_range,
-        return_attention_scores=return_attention_scores, training=training,
+    # The attention branch (pre-LN: on normalized inputs) and the residual it adds to.
+    residual, attention, scores = self._attention_path.attend(
+        self, inputs, key_value, attention_mask, output_range, return_attention_scores, training,
         position_ids=position_ids, document_ids=document_ids)
-    if return_attention_scores:
-      attention, scores = attention
-    if not self.norm_first and isinstance(training, bool) and not self.use_rms_norm:
-      # BERT's post-LN: dropout, residual add and LayerNorm as one fused kernel each way.
-      x = self._dropout_add_norm(residual, attention, self._attention_dropout,
-                                 self._attention_layer_norm, training)
-      output = self._dropout_add_norm(x, self._feed_forward(x, training), self._output_dropout,
-                                      self._output_layer_norm, training)
+    if self.norm_first:  # each branch reads normalized inputs; the residual stream is not
+      attention_norm = output_norm = None
     else:
-      attention = self._attention_dropout(attention, training=training)
-      if self.norm_first:
-        x = residual + attention
-        ffn_input = self._norm(self._output_layer_norm, x)
-      else:
-        x = self._norm(self._attention_layer_norm, residual + attention)
-        ffn_input = x
-      ffn = self._output_dropout(self._feed_forward(ffn_input, training), training=training)
-      output = x + ffn if self.norm_first else self._norm(self._output_layer_norm, x + ffn)
+      attention_norm, output_norm = self._attention_layer_norm, self._output_layer_norm
+    # BERT's post-LN on the fused path: dropout, residual add and LayerNorm as one fused kernel
+    # each way.
+    fused = (self._attention_path.fused and not self.norm_first and isinstance(training, bool)
+             and not self.use_rms_norm)
+    x = self._residual(residual, attention, self._attention_dropout, attention_norm, training,
+                       fused)
+    ffn_input = self._norm(self._output_layer_norm, x) if self.norm_first else x
+    output = self._residual(x, self._feed_forward(ffn_input, training), self._output_dropout,
+                            output_norm, training, fused)
     if return_attention_scores:
       return output, scores
     return output
@@ -475,7 +393,3 @@ def _build_like(layer: tf_keras.layers.Layer, shape) -> None:
   if not layer.built:
     with tf.name_scope(layer.name):
       layer.build(tf.TensorShape(shape))
-
-
-def _join(reasons: str, reason: str) -> str:
-  return f'{reasons}, {reason}' if reasons else reason
