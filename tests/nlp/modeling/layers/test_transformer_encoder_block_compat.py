@@ -1,0 +1,58 @@
+"""TransformerEncoderBlock against a fixture its earlier code wrote (tests/testdata/encoder_block).
+
+For every attention path (fused, Keras, efficient; float32 and mixed_bfloat16), the block's
+subclasses and the encoders built on it (`encoder_block_fixtures.CASES`): the same variables in
+the same Keras order, the same config, the same checkpoint keys; the old checkpoint restores and
+the outputs, dropout outputs and gradients are those the old code computed.
+"""
+
+import json
+import pathlib
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.nlp.modeling.layers import encoder_block_fixtures as fixtures
+
+FIXTURE = pathlib.Path(__file__).resolve().parents[3] / 'testdata' / 'encoder_block'
+
+
+@pytest.fixture(scope='module')
+def stored():
+  with open(FIXTURE / 'layout.json') as f:
+    layouts = json.load(f)['cases']
+  with np.load(FIXTURE / 'outputs.npz') as data:
+    outputs = dict(data)
+  return layouts, outputs
+
+
+def test_every_case_is_in_the_fixture(stored):
+  layouts, _ = stored
+  assert sorted(layouts) == sorted(fixtures.CASES)
+
+
+@pytest.mark.parametrize('name', sorted(fixtures.CASES))
+def test_variables_checkpoint_and_numbers_match_the_old_block(name, stored, tmp_path):
+  layouts, expected_outputs = stored
+  layer, args, kwargs = fixtures.build(name)
+  layout = fixtures.layout(layer)
+  assert layout['weights'] == layouts[name]['weights']  # names, shapes and Keras' order
+  assert layout['config'] == layouts[name]['config']
+  for v in layer.weights:  # the numbers below come from the old checkpoint, not from `build`
+    v.assign(tf.zeros_like(v))
+  checkpoint = tf.train.Checkpoint(**{name: layer})
+  checkpoint.read(str(FIXTURE / 'blocks')).expect_partial().assert_existing_objects_matched()
+  assert fixtures.checkpoint_keys(checkpoint.write(str(tmp_path / 'new')), name) == (
+      layouts[name]['checkpoint'])
+
+  got = fixtures.outputs(name, layer, args, kwargs)
+  expected = {key[len(name) + 1:]: value for key, value in expected_outputs.items()
+              if key.startswith(f'{name}/')}
+  assert sorted(got) == sorted(expected)
+  bfloat16 = fixtures.CASES[name].policy == 'mixed_bfloat16'
+  for key, value in expected.items():
+    # Identical on the machine that wrote the fixture; other CPUs may round differently.
+    atol = (2e-2 if bfloat16 else 1e-5) * max(1.0, float(np.abs(value).max()))
+    np.testing.assert_allclose(got[key], value, rtol=2e-2 if bfloat16 else 1e-5, atol=atol,
+                               err_msg=f'{name} {key}')
