@@ -17,7 +17,7 @@ Example:
 """
 
 import dataclasses
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from official.modeling.hyperparams import base_config
 from official.modeling.hyperparams import params_dict
@@ -84,6 +84,12 @@ class FlatOneOfConfig(base_config.OneOfConfig):
   Declare subclasses with `@dataclasses.dataclass(init=False)`: the constructor here takes the
   declared fields by keyword (Model Garden's form) and any member field by keyword beside them.
 
+  Members may also come from outside the class: a subclass whose `extra_members()` returns
+  `{name: config class}` (looked up at each use, e.g. from a registry filled at run time) takes
+  those as it takes its declared ones: by keyword, nested or flat, in dicts, YAML and overrides;
+  `get`, `as_dict`, `validate` and `==` see them, and an instance made before a member existed
+  gets its default on first access. Such a subclass declares `eq=False` to keep this `==`.
+
   Example:
     >>> @dataclasses.dataclass(init=False)
     ... class EncoderConfig(FlatOneOfConfig):
@@ -110,12 +116,94 @@ class FlatOneOfConfig(base_config.OneOfConfig):
     if flat:
       self.override(flat, is_strict=True)
 
+  @classmethod
+  def extra_members(cls) -> Dict[str, type]:
+    """Members beside the declared fields, `{name: config class}`; none here (see the class doc).
+
+    A declared field of the same name wins over an extra member.
+    """
+    return {}
+
+  @classmethod
+  def _extra(cls) -> Dict[str, type]:
+    """`extra_members()` without the names of declared fields."""
+    declared = base_config._field_types(cls)  # pylint: disable=protected-access
+    return {name: member for name, member in cls.extra_members().items()
+            if name not in declared}
+
+  @classmethod
+  def member_names(cls) -> Tuple[str, ...]:
+    """The declared members, then the extra ones."""
+    return super().member_names() + tuple(cls._extra())
+
   def _members(self) -> Dict[str, type]:
     types_ = base_config._field_types(type(self))  # pylint: disable=protected-access
-    return {name: base_config._config_inside(types_[name])  # pylint: disable=protected-access
-            for name in self.member_names()}
+    members = {name: base_config._config_inside(types_[name])  # pylint: disable=protected-access
+               for name in super().member_names()}
+    members.update(self._extra())
+    return members
+
+  def __getattr__(self, key: str) -> Any:
+    # Only called when normal lookup fails: an extra member this instance has not set yet.
+    member = None if key.startswith('_') else type(self)._extra().get(key)
+    if member is None:
+      return super().__getattr__(key)
+    value = member()
+    object.__setattr__(self, key, value)
+    return value
+
+  def __setattr__(self, key: str, value: Any) -> None:
+    member = None if key.startswith('_') else type(self)._extra().get(key)
+    if member is None:
+      super().__setattr__(key, value)
+      return
+    self._check_unlocked()
+    if base_config._holds_mappings(value):  # pylint: disable=protected-access
+      # As for declared members: a dict meant as the member config becomes one now.
+      value = base_config.coerce_value(value, member, key, True, self.__dict__.get(key))
+    object.__setattr__(self, key, value)
+
+  def __eq__(self, other: Any) -> bool:
+    if type(other) is not type(self):
+      return NotImplemented
+    names = [f.name for f in dataclasses.fields(self) if f.compare] + list(self._extra())
+    return all(getattr(self, name) == getattr(other, name) for name in names)
 
   def _override(self, overrides: Any, is_strict: bool = True, path: str = '') -> None:
+    if isinstance(overrides, params_dict.ParamsDict):  # another config: its exported members
+      overrides = overrides.as_dict()
     if isinstance(overrides, Mapping):
       overrides = nest_flat_fields(overrides, self._members(), self.type, path, is_strict)
+      extra = type(self)._extra()
+      given = {key: overrides[key] for key in overrides if key in extra}
+      if given:
+        self._override_extra(overrides, given, is_strict, path)
+        return
     super()._override(overrides, is_strict, path)
+
+  def _override_extra(self, overrides: Mapping[str, Any], given: Mapping[str, Any],
+                      is_strict: bool, path: str) -> None:
+    """`_override` of a mapping that sets extra members (`given`): the declared fields through
+    the base class (which checks `type`), then the extra members, each coerced to its class."""
+    rest = {key: value for key, value in overrides.items() if key not in given}
+    members = [key for key in overrides if key in self.member_names()]
+    if 'type' not in overrides and self.type is None and len(members) == 1:
+      rest['type'] = members[0]  # the one-of rule: a lone member selects itself
+    super()._override(rest, is_strict, path)
+    extra = type(self)._extra()
+    for key, value in given.items():
+      object.__setattr__(self, key, base_config.coerce_value(
+          value, extra[key], params_dict._join(path, key),  # pylint: disable=protected-access
+          is_strict, self.__dict__.get(key)))
+
+  def validate(self) -> None:
+    super().validate()
+    for name, member in type(self)._extra().items():
+      if name not in self.__dict__:
+        continue  # never set: the member's defaults
+      try:
+        value = base_config.coerce_value(self.__dict__[name], member, '', True, None)
+        object.__setattr__(self, name, value)
+        value.validate()
+      except params_dict.ConfigError as e:
+        raise e.with_prefix(name) from None
