@@ -3,7 +3,7 @@
 Reads `BertModel`, `BertForMaskedLM` and `BertForPreTraining` directories (names with or without the
 `bert.` prefix, LayerNorm `weight`/`bias` or the older `gamma`/`beta`) with the numpy API of
 `safetensors`; neither torch nor transformers is needed. The variable table and layouts live in
-`bert_weight_map` (shared with `google_bert`).
+`bert_weight_map` (shared with `google_bert`), the `config.json` translation in `hf_bert_config`.
 
 Semantics: Hugging Face's `hidden_act: gelu` is the exact erf GELU, our `exact_gelu`; its
 `gelu_new` / `gelu_pytorch_tanh` is the tanh approximation, our `gelu`. `layer_norm_eps` must be
@@ -28,11 +28,11 @@ import tf_keras
 
 from official.nlp.modeling import models
 from official.nlp.modeling import networks
-from official.nlp.modeling.networks import bert_encoder_config
 from official.nlp.tools import bert_weight_map
+from official.nlp.tools import hf_bert_config
 
-CONFIG_NAME = 'config.json'
-WEIGHTS_NAME = 'model.safetensors'
+CONFIG_NAME = hf_bert_config.CONFIG_NAME
+WEIGHTS_NAME = hf_bert_config.WEIGHTS_NAME
 INDEX_NAME = 'model.safetensors.index.json'
 VOCAB_NAME = 'vocab.txt'
 _OTHER_WEIGHTS = ('pytorch_model.bin', 'tf_model.h5', 'flax_model.msgpack')
@@ -40,24 +40,8 @@ _OTHER_WEIGHTS = ('pytorch_model.bin', 'tf_model.h5', 'flax_model.msgpack')
 _BUFFERS = ('embeddings.position_ids',)
 _DECODER_WEIGHT = 'cls.predictions.decoder.weight'
 _DECODER_BIAS = 'cls.predictions.decoder.bias'
-
-
-def read_config(model_dir: str) -> Tuple[Dict, str]:
-  """(the `config.json` dict, its path); checks `model_type` when present.
-
-  Raises:
-    FileNotFoundError: no `config.json`.
-    ValueError: a corrupt `config.json` (not a JSON object) or another `model_type`, naming it.
-  """
-  path = os.path.join(model_dir, CONFIG_NAME)
-  if not os.path.isfile(path):
-    raise FileNotFoundError(f'{model_dir}: no {CONFIG_NAME} (a Hugging Face BERT directory holds '
-                            f'{CONFIG_NAME} and {WEIGHTS_NAME})')
-  config = bert_weight_map.read_json_config(path)
-  model_type = config.get('model_type', 'bert')
-  if model_type != 'bert':
-    raise ValueError(f"{path}: model_type is {model_type!r}; expected 'bert'")
-  return config, path
+# The config half (`config.json` <-> `BertEncoderConfig`) lives in `hf_bert_config`.
+read_config = hf_bert_config.read_config
 
 
 def _weight_files(model_dir: str):
@@ -128,8 +112,9 @@ def _ignored(tensors: Dict[str, np.ndarray], source: str) -> set:
   if _DECODER_WEIGHT in tensors:
     table = tensors.get('embeddings.word_embeddings.weight')
     if table is None or not np.array_equal(tensors[_DECODER_WEIGHT], table):
-      raise ValueError(f'{source}: {_DECODER_WEIGHT} differs from embeddings.word_embeddings.weight;'
-                       ' only decoders tied to the word embeddings are supported')
+      raise ValueError(f'{source}: {_DECODER_WEIGHT} differs from '
+                       'embeddings.word_embeddings.weight; only decoders tied to the word '
+                       'embeddings are supported')
     ignored.add(_DECODER_WEIGHT)
   if _DECODER_BIAS in tensors:
     bias = tensors.get('cls.predictions.bias')
@@ -202,21 +187,12 @@ def export(model: tf_keras.Model, out_dir: str, vocab_file: Optional[str] = None
     ValueError: a structure BERT cannot hold (factorized embeddings, pre-LN, other heads, an MLM
       activation different from the encoder's).
   """
-  encoder, pretrainer = bert_weight_map.split_model(model)
-  entries = bert_weight_map.export_entries(model)
-  tensors = bert_weight_map.export_tensors(entries, 'hf')
-  if pretrainer is None:
-    architecture = 'BertModel'
-  else:
-    architecture = ('BertForPreTraining' if any(
-        e.part == bert_weight_map.NEXT_SENTENCE for e in entries) else 'BertForMaskedLM')
+  _, pretrainer = bert_weight_map.split_model(model)
+  tensors = bert_weight_map.export_tensors(bert_weight_map.export_entries(model), 'hf')
+  if pretrainer is not None:
     tensors = {name if name.startswith('cls.') else f'bert.{name}': value
                for name, value in tensors.items()}
-  config = dict(architectures=[architecture], model_type='bert',
-                **bert_encoder_config.external_config(
-                    bert_encoder_config.encoder_config_of(encoder), 'hf'))
-  config['tie_word_embeddings'] = True
-  return write_directory(out_dir, config, tensors, vocab_file)
+  return write_directory(out_dir, hf_bert_config.hf_config(model), tensors, vocab_file)
 
 
 def write_directory(out_dir: str, config: Dict, tensors: Dict[str, np.ndarray],
