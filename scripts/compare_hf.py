@@ -232,12 +232,17 @@ def describe_model(model: Any, params: Any) -> Dict[str, Any]:
       than AdamW, naming the config field.
   """
   # Function-level: the interop modules import TensorFlow (this runs in the TensorFlow child).
-  from official.nlp.modeling.networks import bert_encoder_config
-  from official.nlp.tools import hf_modernbert
+  from official.nlp.modeling.networks import encoder_family
   from official.nlp.tools import model_flops
   encoder_type = params.task.model.encoder.type
-  if encoder_type not in ('bert', 'bert_v2', 'modernbert') or (
-      encoder_type != 'modernbert' and params.task.model.encoder.get().norm_first):
+  # The encoder family's Hugging Face `config.json` (`hf_bert_config`, `hf_modernbert`); the
+  # child builds the transformers model of its `model_type`.
+  hf = getattr(encoder_family.family_of_model(model), 'hf', None)
+  hf_config = (encoder_family.resolve(hf.config)(model)
+               if hf is not None and hf.config is not None
+               and not getattr(params.task.model.encoder.get(), 'norm_first', False) else {})
+  family = hf_config.get('model_type')
+  if family not in ('bert', 'modernbert'):
     raise ValueError(f'task.model.encoder.type={encoder_type!r}: no Hugging Face counterpart '
                      "here; expected 'bert' (post-LN) or 'modernbert'")
   heads = [head.name for head in params.task.model.cls_heads]
@@ -245,18 +250,9 @@ def describe_model(model: Any, params: Any) -> Dict[str, Any]:
   if set(heads) - {'next_sentence'}:
     raise ValueError(f'task.model.cls_heads: {heads}; expected none or next_sentence (the heads '
                      'of BertForPreTraining)')
-  if encoder_type == 'modernbert':
-    family, hf_config = 'modernbert', hf_modernbert.hf_config(model)
-    if next_sentence:
-      raise ValueError('task.model.cls_heads: ModernBertForMaskedLM has no next_sentence head; '
-                       'expected none')
-  else:
-    family = 'bert'
-    hf_config = dict(
-        model_type='bert', architectures=[
-            'BertForPreTraining' if next_sentence else 'BertForMaskedLM'],
-        tie_word_embeddings=True, **bert_encoder_config.external_config(
-            bert_encoder_config.encoder_config_of(model.encoder_network), 'hf'))
+  if family == 'modernbert' and next_sentence:
+    raise ValueError('task.model.cls_heads: ModernBertForMaskedLM has no next_sentence head; '
+                     'expected none')
   optimizer = params.trainer.optimizer_config.optimizer
   if optimizer.type != 'adamw':
     raise ValueError(f'trainer.optimizer_config.optimizer.type={optimizer.type!r}; expected '

@@ -9,8 +9,11 @@ Formats:
           tool. Written as `ckpt-1` + `params.yaml` (`task.model` and `task.init_checkpoint`), which
           `MaskedLMTask.initialize` restores and `--config_file` accepts.
 
-A checkpoint with a masked-LM head converts as a `BertPretrainerV2`, one without as a `BertEncoder`
-(a `ModernBertEncoder` for ModernBERT, which converts between hf and ours only).
+The readers and writers of hf and google are the encoder families' (`networks.encoder_family`:
+each family's record names its own, and a model is written by the family of its encoder); a
+family without one refuses that format, naming it. A checkpoint with a masked-LM head converts as
+a `BertPretrainerV2`, one without as the family's encoder (a `BertEncoder`; a `ModernBertEncoder`
+for ModernBERT, which converts between hf and ours only).
 `vocab.txt` is copied from `--vocab_file`, or else from the input directory when it has one.
 
 Usage:
@@ -44,11 +47,8 @@ from official.nlp.configs import bert
 from official.nlp.configs import encoders
 from official.nlp.modeling import models
 from official.nlp.modeling import networks
-from official.nlp.modeling.networks import bert_encoder_config
+from official.nlp.modeling.networks import encoder_family
 from official.nlp.tools import bert_weight_map
-from official.nlp.tools import google_bert
-from official.nlp.tools import hf_bert
-from official.nlp.tools import hf_modernbert
 
 SOURCES = ('hf', 'google', 'ours')
 TARGETS = ('ours', 'hf', 'google')
@@ -58,7 +58,7 @@ VOCAB_NAME = 'vocab.txt'
 Model = Union[models.BertPretrainerV2, networks.BertEncoder, networks.ModernBertEncoder]
 
 
-# ---- ours ---------------------------------------------------------------------------------------------
+# ---- ours ----------------------------------------------------------------------------------------
 def _first_line(e: BaseException) -> str:
   text = (getattr(e, 'message', None) or str(e)).strip()
   return text.splitlines()[0] if text else type(e).__name__
@@ -83,7 +83,8 @@ def _root_names(prefix: str):
     graph.ParseFromString(reader.get_tensor('_CHECKPOINTABLE_OBJECT_GRAPH'))
   except (tf.errors.OpError, IndexError, ValueError) as e:
     raise ValueError(f'{prefix}: the checkpoint data cannot be read ({_first_line(e)}); expected '
-                     'the complete .data files of this checkpoint (truncated or corrupt?)') from None
+                     'the complete .data files of this checkpoint (truncated or corrupt?)'
+                     ) from None
   return {child.local_name for child in graph.nodes[0].children} - {'save_counter'}
 
 
@@ -91,13 +92,13 @@ def read_ours(path: str) -> Model:
   """Our model from a directory with `params.yaml` and a checkpoint (or a prefix in one).
 
   Builds `task.model` of `params.yaml` (a `BertPretrainerV2` when the checkpoint has `masked_lm`,
-  else the `BertEncoder` of `task.model.encoder`) and restores the checkpoint's `encoder`,
-  `masked_lm` and heads.
+  else the encoder of `task.model.encoder`, of whichever family) and restores the checkpoint's
+  `encoder`, `masked_lm` and heads.
 
   Raises:
     FileNotFoundError: no checkpoint or no `params.yaml`.
-    ValueError: a corrupt `params.yaml` or checkpoint file; no `encoder` in the checkpoint, a head of the config missing from it, or variables
-      that do not match the config.
+    ValueError: a corrupt `params.yaml` or checkpoint file; no `encoder` in the checkpoint, a
+      head of the config missing from it, or variables that do not match the config.
   """
   if os.path.isdir(path):
     directory, prefix = path, tf.train.latest_checkpoint(path)
@@ -138,9 +139,24 @@ def read_ours(path: str) -> Model:
     raise ValueError(f'{prefix}: does not match the model of {params_path}: '
                      f'{str(e).splitlines()[0]}') from None
   except (tf.errors.OpError, IndexError) as e:  # a truncated or corrupt .data file
-    raise ValueError(f'{prefix}: the checkpoint data cannot be read ({_first_line(e)}); expected the '
-                     'complete .data files of this checkpoint (truncated or corrupt?)') from None
+    raise ValueError(f'{prefix}: the checkpoint data cannot be read ({_first_line(e)}); expected '
+                     'the complete .data files of this checkpoint (truncated or corrupt?)'
+                     ) from None
   return model
+
+
+def _family_of(model: tf_keras.Model) -> encoder_family.EncoderFamily:
+  """The encoder family of an encoder or a pretrainer on one.
+
+  Raises:
+    TypeError: an encoder of no registered family.
+  """
+  family = encoder_family.family_of_model(model)
+  if family is None:
+    encoder = getattr(model, 'encoder_network', model)
+    raise TypeError(f'{type(encoder).__name__} is the encoder of no registered encoder family; '
+                    f'expected one of {sorted(encoder_family.names())}')
+  return family
 
 
 def write_ours(model: Model, out_dir: str) -> str:
@@ -152,23 +168,22 @@ def write_ours(model: Model, out_dir: str) -> str:
   Returns:
     The checkpoint prefix.
   """
-  if hf_modernbert.is_modernbert(model):
-    encoder, pretrainer = hf_modernbert.split_model(model)
-    encoder_config = encoders.EncoderConfig(
-        type='modernbert', modernbert=hf_modernbert.encoder_config_of(encoder))
-    config_of = hf_modernbert.pretrainer_config_of
-  else:
-    encoder, pretrainer = bert_weight_map.split_model(model)
-    encoder_config = encoders.EncoderConfig(
-        type='bert', bert=bert_encoder_config.encoder_config_of(encoder))
-    config_of = bert_weight_map.pretrainer_config_of
+  family = _family_of(model)
+  config_of = encoder_family.resolve(family.config_of)
+  if config_of is None:
+    raise ValueError(f'{family.display_name} ({type(model).__name__}) has no config_of, so '
+                     'our checkpoints cannot record its config; expected an encoder family with '
+                     'one')
+  encoder = getattr(model, 'encoder_network', model)
+  pretrainer = model if encoder is not model else None
+  encoder_config = encoders.EncoderConfig(type=family.name, **{family.name: config_of(encoder)})
   if pretrainer is None:
     items = {'encoder': encoder}
     model_params = {'encoder': encoder_config.as_dict()}
   else:
     # `model` too: the heads' logits layers are saved under it (Model Garden's keys).
     items = dict(pretrainer.checkpoint_items, model=pretrainer)
-    model_params = config_of(pretrainer).as_dict()
+    model_params = bert_weight_map.pretrainer_config_of(pretrainer, encoder_config).as_dict()
   tf.io.gfile.makedirs(out_dir)
   prefix = tf.train.Checkpoint(**items).save(os.path.join(out_dir, 'ckpt'))
   hyperparams.save_yaml({'task': {'model': model_params,
@@ -177,18 +192,25 @@ def write_ours(model: Model, out_dir: str) -> str:
   return prefix
 
 
-# ---- conversion -----------------------------------------------------------------------------------------
+# ---- conversion ----------------------------------------------------------------------------------
 def read(source: str, path: str, allow_unused: bool = False) -> Model:
-  """The model in `path` of format `source` ('hf', 'google' or 'ours')."""
-  if source == 'hf':
-    if hf_modernbert.is_modernbert_dir(path):
-      return hf_modernbert.load(path, allow_unused)
-    return hf_bert.load(path, allow_unused)
-  if source == 'google':
-    return google_bert.load(path, allow_unused)
+  """The model in `path` of format `source` ('hf', 'google' or 'ours').
+
+  For hf and google, the readers of the families that recognize the checkpoint as theirs are
+  tried first (ModernBERT's `model_type`), then the format's fallback reader (BERT's).
+  """
   if source == 'ours':
     return read_ours(path)
-  raise ValueError(f'--source must be one of {SOURCES}, found {source!r}')
+  if source not in encoder_family.FORMATS:
+    raise ValueError(f'--source must be one of {SOURCES}, found {source!r}')
+  readers = [fmt for fmt in (family.checkpoint_format(source)
+                             for family in encoder_family.families().values())
+             if fmt is not None and fmt.read is not None]
+  for fmt in sorted(readers, key=lambda fmt: fmt.recognizes is None):  # stable: fallbacks last
+    if fmt.recognizes is None or encoder_family.resolve(fmt.recognizes)(path):
+      return encoder_family.resolve(fmt.read)(path, allow_unused)
+  raise ValueError(f'{path}: no encoder family reads {encoder_family.FORMAT_NAMES[source]} '
+                   'checkpoints like this one')
 
 
 def write(model: tf_keras.Model, target: str, out_dir: str,
@@ -196,24 +218,26 @@ def write(model: tf_keras.Model, target: str, out_dir: str,
   """Writes `model` in format `target` ('ours', 'hf' or 'google') to `out_dir`.
 
   Raises:
-    ValueError: a ModernBERT model to 'google' (Google's BERT checkpoints have no such layout).
+    ValueError: a model whose encoder family has no `target` layout (ModernBERT to 'google':
+      Google's BERT checkpoints have no such layout).
+    TypeError: an encoder of no registered family (for 'hf' and 'google').
   """
-  modernbert = hf_modernbert.is_modernbert(model)
-  if target == 'hf':
-    if modernbert:
-      return hf_modernbert.export(model, out_dir, vocab_file)
-    return hf_bert.export(model, out_dir, vocab_file)
-  if target == 'google':
-    if modernbert:
-      raise ValueError(f'--target=google: ModernBERT ({type(model).__name__}) has no Google '
-                       'BERT checkpoint layout; expected --target=hf or --target=ours')
-    return google_bert.export(model, out_dir, vocab_file)
   if target == 'ours':
     write_ours(model, out_dir)
     if vocab_file:
       shutil.copyfile(vocab_file, os.path.join(out_dir, VOCAB_NAME))
     return out_dir
-  raise ValueError(f'--target must be one of {TARGETS}, found {target!r}')
+  if target not in encoder_family.FORMATS:
+    raise ValueError(f'--target must be one of {TARGETS}, found {target!r}')
+  family = _family_of(model)
+  fmt = family.checkpoint_format(target)
+  if fmt is None:
+    others = [f'--target={name}' for name in encoder_family.FORMATS
+              if family.checkpoint_format(name) is not None] + ['--target=ours']
+    raise ValueError(f'--target={target}: {family.display_name} ({type(model).__name__}) has '
+                     f'no {encoder_family.FORMAT_NAMES[target]} checkpoint layout; expected '
+                     f'{" or ".join(others)}')
+  return encoder_family.resolve(fmt.write)(model, out_dir, vocab_file)
 
 
 def convert(source: str, target: str, input_path: str, output: str,
@@ -255,7 +279,7 @@ def convert(source: str, target: str, input_path: str, output: str,
   return model
 
 
-# ---- command line ---------------------------------------------------------------------------------------
+# ---- command line --------------------------------------------------------------------------------
 PROGRAM = 'convert_checkpoint'
 
 

@@ -298,21 +298,9 @@ def pretrainer_config_from_hf(config: Mapping[str, Any], source: str) -> bert.Pr
 
 def encoder_config_of(encoder: networks.ModernBertEncoder
                       ) -> modernbert_encoder_config.ModernBertEncoderConfig:
-  """The `ModernBertEncoderConfig` that builds an encoder like `encoder`."""
-  config = encoder.get_config()
-  initializer = config.get('initializer') or {}
-  stddev = (initializer.get('config') or {}).get('stddev', 0.02)
-  return modernbert_encoder_config.ModernBertEncoderConfig(
-      vocab_size=config['vocab_size'], hidden_size=config['hidden_size'],
-      num_layers=config['num_layers'], num_attention_heads=config['num_attention_heads'],
-      intermediate_size=config['intermediate_size'], hidden_activation=config['activation'],
-      dropout_rate=config['dropout_rate'],
-      attention_dropout_rate=config['attention_dropout_rate'],
-      max_position_embeddings=config['max_sequence_length'], norm_eps=config['norm_epsilon'],
-      global_rope_theta=config['global_rope_theta'],
-      local_rope_theta=config['local_rope_theta'], local_attention=config['local_attention'],
-      global_attn_every_n_layers=config['global_attn_every_n_layers'],
-      initializer_range=stddev)
+  """The `ModernBertEncoderConfig` that builds an encoder like `encoder`
+  (`modernbert_encoder_config.encoder_config_of`, the family's `config_of`)."""
+  return modernbert_encoder_config.encoder_config_of(encoder)
 
 
 def pretrainer_config_of(pretrainer: models.BertPretrainerV2) -> bert.PretrainerConfig:
@@ -649,11 +637,15 @@ def load(model_dir: str, allow_unused: bool = False) -> Model:
 
 
 # ---- writing ------------------------------------------------------------------------------------
+def export_entries(model: Model) -> List[bert_weight_map.WeightEntry]:
+  """The table of a `ModernBertEncoder` or a pretrainer on one (the family's weight map)."""
+  encoder, pretrainer = split_model(model)
+  return encoder_entries(encoder) if pretrainer is None else pretrainer_entries(pretrainer)
+
+
 def export_tensors(model: Model) -> Dict[str, np.ndarray]:
   """Hugging Face name -> float32 array of a `ModernBertModel` / `ModernBertForMaskedLM`."""
-  encoder, pretrainer = split_model(model)
-  entries = encoder_entries(encoder) if pretrainer is None else pretrainer_entries(pretrainer)
-  return fuse(bert_weight_map.export_tensors(entries, 'hf'))
+  return fuse(bert_weight_map.export_tensors(export_entries(model), 'hf'))
 
 
 def export(model: Model, out_dir: str, vocab_file: Optional[str] = None,

@@ -8,8 +8,9 @@ Attention counts the query-key pairs the model uses: every pair in a global laye
 |i - j| <= window // 2 in a local (sliding-window) one, whatever kernel computes it; a packed row
 counts as one sequence.
 
-Each encoder type of `task.model.encoder` (`official/nlp/configs/encoders.py`) has its counter in
-`_ENCODER_COUNTERS`; a type without one is refused, naming it.
+Each encoder family (`networks.encoder_family`) names its counter in its record (`count_flops`:
+`bert_flops`, `albert_flops`, `modernbert_flops` below for the built-in ones); a type without one
+is refused, naming it.
 
 Example:
   >>> params = exp_factory.get_exp_config('bert/pretraining')
@@ -17,7 +18,10 @@ Example:
   >>> model_flops_per_sequence(params)['train'] / 1e9  # GFLOP per training sequence
 """
 
-from typing import Any, Callable, Dict, Tuple
+import collections.abc
+from typing import Any, Callable, Dict, Iterator, Optional, Tuple
+
+from official.nlp.modeling.networks import encoder_family
 
 # (forward FLOPs of the encoder by part, width of the word table the masked-LM head decodes with)
 _EncoderCount = Tuple[Dict[str, float], int]
@@ -108,23 +112,33 @@ def _stack(s: int, h: int, e: int, layers: Any, pooler: bool) -> Dict[str, float
   return parts
 
 
-def _bert(config: Any, s: int) -> _EncoderCount:
-  """`BertEncoder` / `BertEncoderV2`: post- or pre-LN blocks, an optional factorized embedding."""
+def bert_flops(config: Any, s: int) -> _EncoderCount:
+  """`BertEncoder` / `BertEncoderV2`: post- or pre-LN blocks, an optional factorized embedding.
+
+  Args:
+    config: a `BertEncoderConfig`.
+    s: the sequence length.
+
+  Returns:
+    (forward FLOPs by part, the width of the word table the masked-LM head decodes with).
+  """
   h, e = config.hidden_size, config.embedding_size or config.hidden_size
   layer = _layer(s, h, config.num_attention_heads, config.intermediate_size, s * s, gated=False)
   return _stack(s, h, e, [layer] * config.num_layers, pooler=True), e
 
 
-def _albert(config: Any, s: int) -> _EncoderCount:
-  """`AlbertEncoder`: one shared block applied `num_layers` times (each application computes)."""
+def albert_flops(config: Any, s: int) -> _EncoderCount:
+  """`AlbertEncoder`: one shared block applied `num_layers` times (each application computes);
+  arguments and result as `bert_flops`'s."""
   h, e = config.hidden_size, config.embedding_width
   layer = _layer(s, h, config.num_attention_heads, config.intermediate_size, s * s, gated=False)
   return _stack(s, h, e, [layer] * config.num_layers, pooler=True), e
 
 
-def _modernbert(config: Any, s: int) -> _EncoderCount:
+def modernbert_flops(config: Any, s: int) -> _EncoderCount:
   """`ModernBertEncoder`: GeGLU blocks, layer i global when i % global_attn_every_n_layers == 0,
-  else local (|i - j| <= local_attention // 2); no position table, no pooler."""
+  else local (|i - j| <= local_attention // 2); no position table, no pooler; arguments and
+  result as `bert_flops`'s."""
   h = config.hidden_size
   local = band_pairs(s, config.local_attention // 2)
   layers = [_layer(s, h, config.num_attention_heads, config.intermediate_size,
@@ -133,6 +147,45 @@ def _modernbert(config: Any, s: int) -> _EncoderCount:
   return _stack(s, h, h, layers, pooler=False), h
 
 
-_ENCODER_COUNTERS: Dict[str, Callable[[Any, int], _EncoderCount]] = {
-    'bert': _bert, 'bert_v2': _bert, 'albert': _albert, 'modernbert': _modernbert}
+class _FamilyCounters(collections.abc.MutableMapping):
+  """Type name -> FLOP counter: the `count_flops` of every registered family that has one.
+
+  A live view of the registry (a family registered later is counted too). Deleting a name
+  refuses that type here until it is set again (tests use this); setting one overrides the
+  family's counter.
+  """
+
+  def __init__(self):
+    self._local: Dict[str, Optional[Callable[[Any, int], _EncoderCount]]] = {}
+
+  def _counter(self, name: str) -> Optional[Callable[[Any, int], _EncoderCount]]:
+    if name in self._local:
+      return self._local[name]
+    family = encoder_family.get(name)
+    return None if family is None else encoder_family.resolve(family.count_flops)
+
+  def __getitem__(self, name: str) -> Callable[[Any, int], _EncoderCount]:
+    counter = self._counter(name)
+    if counter is None:
+      raise KeyError(name)
+    return counter
+
+  def __setitem__(self, name: str, counter: Callable[[Any, int], _EncoderCount]) -> None:
+    self._local[name] = counter
+
+  def __delitem__(self, name: str) -> None:
+    if self._counter(name) is None:
+      raise KeyError(name)
+    self._local[name] = None
+
+  def __iter__(self) -> Iterator[str]:
+    names = list(encoder_family.names()) + [n for n in self._local if n not in
+                                             encoder_family.names()]
+    return iter([name for name in names if self._counter(name) is not None])
+
+  def __len__(self) -> int:
+    return sum(1 for _ in self)
+
+
+_ENCODER_COUNTERS = _FamilyCounters()
 

@@ -12,8 +12,8 @@ import tensorflow as tf
 from official.core import exp_factory
 from official.core import task_factory
 from official.modeling import hyperparams
-from official.nlp.configs import encoders
 from official.nlp.modeling import layers
+from official.nlp.modeling.networks import encoder_family
 from official.nlp.tools import model_flops
 from tests.paths import ROOT
 
@@ -102,10 +102,10 @@ def _count_from_model(model, monkeypatch) -> float:
 
 
 def test_every_registered_type_has_a_tiny_config():
-  assert sorted(TINY) == sorted(encoders.EncoderConfig.member_names())
+  assert sorted(TINY) == sorted(encoder_family.names())
 
 
-@pytest.mark.parametrize('kind', sorted(encoders.EncoderConfig.member_names()))
+@pytest.mark.parametrize('kind', sorted(encoder_family.names()))
 def test_count_matches_the_built_model(kind, monkeypatch):
   heads = [{'name': 'next_sentence', 'num_classes': 2, 'inner_dim': 8}] if kind != 'modernbert' \
       else []

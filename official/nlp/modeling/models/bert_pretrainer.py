@@ -1,9 +1,9 @@
-"""`BertPretrainerV2`: an encoder, a masked-LM head tied to its embeddings, and classification heads.
+"""`BertPretrainerV2`: an encoder, a masked-LM head tied to its embeddings, classification heads.
 
 Also Model Garden's older `BertPretrainer` (a masked-LM head and a classifier on the pooled output).
 """
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional
 
 import tensorflow as tf
 import tf_keras
@@ -15,33 +15,35 @@ from official.nlp.modeling import networks
 from official.nlp.modeling.models import bert_classifier
 from official.nlp.modeling.models import functional_model
 from official.nlp.modeling.networks import bert_encoder
-from official.nlp.modeling.networks import modernbert_encoder
+from official.nlp.modeling.networks import encoder_family
 
 _ENCODER_INPUT_NAMES = ('input_word_ids', 'input_mask', 'input_type_ids')
 
 
 def masked_lm_options(encoder_network: tf_keras.Model) -> Dict[str, Any]:
-  """The `MaskedLM` options that go with an encoder: the one place the head's shape is decided.
+  """The `MaskedLM` options that go with an encoder: its family's `masked_lm_options`.
 
-  A `ModernBertEncoder` gets Hugging Face's ModernBERT head (`ModernBertPredictionHead` + tied
+  The encoder's family (`encoder_family.family_of_encoder`) decides the head: a
+  `ModernBertEncoder` gets Hugging Face's ModernBERT head (`ModernBertPredictionHead` + tied
   decoder): a dense layer without bias and a LayerNorm without bias at the encoder's
-  `norm_epsilon`. Every other encoder gets `{}`: BERT's head (dense with bias, LayerNorm with
-  bias, eps 1e-12), so its variable names and checkpoint keys stay Model Garden's.
+  `norm_epsilon`. BERT's families, and an encoder of no registered family, get `{}`: BERT's head
+  (dense with bias, LayerNorm with bias, eps 1e-12), so its variable names and checkpoint keys
+  stay Model Garden's.
 
   Args:
     encoder_network: the pretrainer's encoder.
 
   Returns:
-    Keyword arguments for `layers.MaskedLM` (`use_bias`, `norm_use_bias`, `norm_epsilon`).
+    Keyword arguments for `layers.MaskedLM` (e.g. `use_bias`, `norm_use_bias`, `norm_epsilon`).
 
   Example:
     >>> masked_lm_options(ModernBertEncoder(vocab_size=100, num_layers=3, ...))
     {'use_bias': False, 'norm_use_bias': False, 'norm_epsilon': 1e-05}
   """
-  if isinstance(encoder_network, modernbert_encoder.ModernBertEncoder):
-    return dict(use_bias=False, norm_use_bias=False,
-                norm_epsilon=encoder_network.get_config()['norm_epsilon'])
-  return {}
+  family = encoder_family.family_of_encoder(encoder_network)
+  if family is None:
+    return encoder_family.bert_masked_lm_options(encoder_network)
+  return dict(family.masked_lm_options(encoder_network))
 
 
 @tf_keras.utils.register_keras_serializable(package='mlm_garden')
@@ -57,8 +59,8 @@ class BertPretrainerV2(task_model.TaskStepsMixin, tf_keras.Model):
     customized_masked_lm: a masked-LM layer to use instead of `MaskedLM`.
     name: the model name.
 
-  The default `MaskedLM` takes the options `masked_lm_options(encoder_network)` gives: BERT's head,
-  or Hugging Face's bias-free head for a `ModernBertEncoder`.
+  The default `MaskedLM` takes the options `masked_lm_options(encoder_network)` gives (the
+  encoder family's head): BERT's head, or Hugging Face's bias-free head for a `ModernBertEncoder`.
 
   Serialization: `get_config` records the encoder, the MLM arguments and the heads; a
   `customized_masked_lm` is not recorded (it is usually tied to a table of another model), so
@@ -174,9 +176,9 @@ class BertPretrainerV2(task_model.TaskStepsMixin, tf_keras.Model):
   def checkpoint_items(self) -> Dict[str, tf.Module]:
     """Sub-modules for partial restore: `encoder`, `masked_lm`, and `<head name>.<item>` per head.
 
-    As Model Garden: a head contributes its own `checkpoint_items`, e.g. `next_sentence.pooler_dense`
-    (its logits layer is saved under `model/classification_heads/<i>`), so checkpoints carry Model
-    Garden's keys.
+    As Model Garden: a head contributes its own `checkpoint_items`, e.g.
+    `next_sentence.pooler_dense` (its logits layer is saved under
+    `model/classification_heads/<i>`), so checkpoints carry Model Garden's keys.
     """
     items = {'encoder': self.encoder_network, 'masked_lm': self.masked_lm}
     for head in self.classification_heads:

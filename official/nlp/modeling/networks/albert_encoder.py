@@ -16,6 +16,8 @@ from official.modeling import checkpoint_compat
 from official.modeling import tf_utils
 from official.nlp.modeling import layers
 from official.nlp.modeling.layers import cast_to_float32
+from official.nlp.modeling.networks import albert_encoder_config
+from official.nlp.modeling.networks import encoder_family
 
 _INPUT_NAMES = ('input_word_ids', 'input_mask', 'input_type_ids')
 
@@ -196,3 +198,14 @@ def _check_sizes(**sizes: int) -> None:
   for name, value in sizes.items():
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
       raise ValueError(f'AlbertEncoder {name} must be a positive integer, found {value!r}')
+
+
+# ---- the `albert` encoder family ----------------------------------------------------------------
+def _build_albert(config: albert_encoder_config.AlbertEncoderConfig) -> AlbertEncoder:
+  return AlbertEncoder(**albert_encoder_config.encoder_kwargs(config))
+
+
+ALBERT_FAMILY = encoder_family.register_encoder_family(encoder_family.EncoderFamily(
+    name='albert', config_cls=albert_encoder_config.AlbertEncoderConfig, build=_build_albert,
+    encoder_classes=(AlbertEncoder,),
+    count_flops='official.nlp.tools.model_flops:albert_flops'))

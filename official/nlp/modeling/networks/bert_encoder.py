@@ -7,6 +7,7 @@ is the functional model of the result (Model Garden's inputs, layers and weight 
 Model Garden's); `BertEncoderV2` runs it in `call`, as Model Garden's subclassed layer does.
 """
 
+import dataclasses
 import logging
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
@@ -18,6 +19,7 @@ from official.modeling import tf_utils
 from official.nlp.modeling import layers
 from official.nlp.modeling.layers import cast_to_float32
 from official.nlp.modeling.networks import bert_encoder_config
+from official.nlp.modeling.networks import encoder_family
 from official.nlp.modeling.networks import modernbert_encoder
 
 _INPUT_NAMES = ('input_word_ids', 'input_mask', 'input_type_ids')
@@ -657,3 +659,33 @@ def _plain(value: Any) -> Any:
   if isinstance(value, (list, tuple)):
     return [_plain(item) for item in value]
   return value
+
+
+# ---- the `bert` and `bert_v2` encoder families ------------------------------------------------
+def _build_bert(config: bert_encoder_config.BertEncoderConfig,
+                embedding_layer: Optional[tf_keras.layers.Layer] = None) -> BertEncoder:
+  return BertEncoder(embedding_layer=embedding_layer,
+                     **bert_encoder_config.encoder_kwargs(config))
+
+
+def _build_bert_v2(config: bert_encoder_config.BertEncoderConfig,
+                   embedding_layer: Optional[tf_keras.layers.Layer] = None) -> BertEncoderV2:
+  return BertEncoderV2(embedding_layer=embedding_layer,
+                       **bert_encoder_config.encoder_kwargs(config))
+
+
+_HF = encoder_family.CheckpointFormat(
+    read='official.nlp.tools.hf_bert:load', write='official.nlp.tools.hf_bert:export',
+    config='official.nlp.tools.hf_bert_config:hf_config')
+_GOOGLE = encoder_family.CheckpointFormat(read='official.nlp.tools.google_bert:load',
+                                          write='official.nlp.tools.google_bert:export')
+BERT_FAMILY = encoder_family.register_encoder_family(encoder_family.EncoderFamily(
+    name='bert', config_cls=bert_encoder_config.BertEncoderConfig, build=_build_bert,
+    encoder_classes=(BertEncoder,), takes_embedding_layer=True,
+    config_of=bert_encoder_config.encoder_config_of,
+    count_flops='official.nlp.tools.model_flops:bert_flops', hf=_HF, google=_GOOGLE,
+    weight_map='official.nlp.tools.bert_weight_map:export_entries'))
+# The same checkpoints, which read back as `bert` (a `BertEncoder`).
+BERT_V2_FAMILY = encoder_family.register_encoder_family(dataclasses.replace(
+    BERT_FAMILY, name='bert_v2', build=_build_bert_v2, encoder_classes=(BertEncoderV2,),
+    hf=dataclasses.replace(_HF, read=None), google=dataclasses.replace(_GOOGLE, read=None)))

@@ -16,6 +16,8 @@ import tf_keras
 
 from official.modeling import tf_utils
 from official.nlp.modeling import layers
+from official.nlp.modeling.networks import encoder_family
+from official.nlp.modeling.networks import modernbert_encoder_config
 
 _GRAPH_INPUTS = ('input_word_ids', 'input_mask', 'input_position_ids')
 
@@ -245,3 +247,35 @@ def _check_sizes(**sizes: int) -> None:
   for name, value in sizes.items():
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
       raise ValueError(f'ModernBertEncoder {name} must be a positive integer, found {value!r}')
+
+
+# ---- the `modernbert` encoder family ------------------------------------------------------------
+def _build_modernbert(config: modernbert_encoder_config.ModernBertEncoderConfig
+                      ) -> ModernBertEncoder:
+  return ModernBertEncoder(**modernbert_encoder_config.encoder_kwargs(config))
+
+
+def masked_lm_options(encoder: ModernBertEncoder) -> Dict[str, Any]:
+  """Hugging Face's ModernBERT head (`ModernBertPredictionHead` + tied decoder): a dense layer
+  without bias and a LayerNorm without bias at the encoder's `norm_epsilon`.
+
+  Example:
+    >>> masked_lm_options(ModernBertEncoder(vocab_size=100, num_layers=3, ...))
+    {'use_bias': False, 'norm_use_bias': False, 'norm_epsilon': 1e-05}
+  """
+  return dict(use_bias=False, norm_use_bias=False,
+              norm_epsilon=encoder.get_config()['norm_epsilon'])
+
+
+MODERNBERT_FAMILY = encoder_family.register_encoder_family(encoder_family.EncoderFamily(
+    name='modernbert', config_cls=modernbert_encoder_config.ModernBertEncoderConfig,
+    build=_build_modernbert, encoder_classes=(ModernBertEncoder,),
+    masked_lm_options=masked_lm_options,
+    config_of=modernbert_encoder_config.encoder_config_of,
+    count_flops='official.nlp.tools.model_flops:modernbert_flops',
+    hf=encoder_family.CheckpointFormat(
+        read='official.nlp.tools.hf_modernbert:load',
+        write='official.nlp.tools.hf_modernbert:export',
+        recognizes='official.nlp.tools.hf_modernbert:is_modernbert_dir',
+        config='official.nlp.tools.hf_modernbert:hf_config'),
+    weight_map='official.nlp.tools.hf_modernbert:export_entries', title='ModernBERT'))

@@ -89,3 +89,26 @@ def encoder_kwargs(config: ModernBertEncoderConfig) -> Dict[str, Any]:
       local_attention=config.local_attention,
       global_attn_every_n_layers=config.global_attn_every_n_layers,
       initializer=tf_keras.initializers.TruncatedNormal(stddev=config.initializer_range))
+
+
+def encoder_config_of(encoder: tf_keras.Model) -> ModernBertEncoderConfig:
+  """The `ModernBertEncoderConfig` that builds an encoder like `encoder` (a `ModernBertEncoder`).
+
+  Example:
+    >>> encoder_config_of(ModernBertEncoder(**encoder_kwargs(config))) == config
+    True
+  """
+  config = encoder.get_config()
+  initializer = config.get('initializer') or {}
+  stddev = (initializer.get('config') or {}).get('stddev', 0.02)
+  return ModernBertEncoderConfig(
+      vocab_size=config['vocab_size'], hidden_size=config['hidden_size'],
+      num_layers=config['num_layers'], num_attention_heads=config['num_attention_heads'],
+      intermediate_size=config['intermediate_size'], hidden_activation=config['activation'],
+      dropout_rate=config['dropout_rate'],
+      attention_dropout_rate=config['attention_dropout_rate'],
+      max_position_embeddings=config['max_sequence_length'], norm_eps=config['norm_epsilon'],
+      global_rope_theta=config['global_rope_theta'],
+      local_rope_theta=config['local_rope_theta'], local_attention=config['local_attention'],
+      global_attn_every_n_layers=config['global_attn_every_n_layers'],
+      initializer_range=stddev)
