@@ -1,11 +1,59 @@
-"""Shared checks for Keras layers: shapes, dtypes and a `get_config`/`from_config` round trip."""
+"""Shared test helpers: the tiny encoders' sizes, and checks of Keras layers (shapes, dtypes, a
+`get_config`/`from_config` round trip, a walk of a functional model's layer graph)."""
 
 import json
-from typing import Any, Callable, Dict, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
 import tf_keras
+
+# The tests' tiny encoders, written once: tests that build the same shapes share what TensorFlow
+# traced and compiled for them, and a reader finds the sizes in one place. Config field names
+# (`task.model.encoder.<type>.*`), without `vocab_size` (each test's vocabulary sets it).
+TINY_BERT = dict(hidden_size=16, intermediate_size=32, num_layers=2, num_attention_heads=2,
+                 max_position_embeddings=32)
+# Layer 0 global, layers 1-2 in an 8-token window (configs/pretraining/modernbert_*.yaml's layout).
+TINY_MODERNBERT = dict(hidden_size=32, intermediate_size=48, num_layers=3, num_attention_heads=2,
+                       local_attention=8, max_position_embeddings=32)
+TINY_ENCODERS = {'bert': TINY_BERT, 'modernbert': TINY_MODERNBERT}
+
+
+def tiny_config(encoder: str = 'bert', **fields: Any) -> Dict[str, Any]:
+  """The tiny `encoder`'s config fields (`TINY_BERT` or `TINY_MODERNBERT`) updated by `fields`.
+
+  Example:
+    >>> encoders.BertEncoderConfig(**tiny_config(vocab_size=30, max_position_embeddings=16))
+  """
+  if encoder not in TINY_ENCODERS:
+    raise ValueError(f'tiny encoder must be one of {sorted(TINY_ENCODERS)}, found {encoder!r}')
+  return dict(TINY_ENCODERS[encoder], **fields)
+
+
+def tiny_kwargs(encoder: str = 'bert', **kwargs: Any) -> Dict[str, Any]:
+  """Constructor arguments of the tiny `networks.BertEncoder` (`encoder='bert'`) or
+  `networks.ModernBertEncoder`, updated by `kwargs` (the constructor's own names).
+
+  Example:
+    >>> networks.BertEncoder(**tiny_kwargs(vocab_size=30, max_sequence_length=16))
+  """
+  fields = dict(TINY_ENCODERS[encoder])
+  fields['max_sequence_length'] = fields.pop('max_position_embeddings')
+  if encoder == 'bert':
+    fields['inner_dim'] = fields.pop('intermediate_size')
+  return dict(fields, **kwargs)
+
+
+def tiny_overrides(encoder: str = 'bert', prefix: str = 'task.model.encoder',
+                   **fields: Any) -> List[str]:
+  """`--params_override` items (`<prefix>.<encoder>.<field>=<value>`) of the tiny encoder.
+
+  Example:
+    >>> ','.join(tiny_overrides(vocab_size=50, num_layers=1))
+    'task.model.encoder.bert.hidden_size=16,...,task.model.encoder.bert.num_layers=1,...'
+  """
+  return [f'{prefix}.{encoder}.{name}={value}'
+          for name, value in tiny_config(encoder, **fields).items()]
 
 
 def run_layer_test(layer_cls: type, init_kwargs: Dict[str, Any], input_data: Sequence[Any],

@@ -20,15 +20,15 @@ from official.nlp.tasks import question_answering
 from official.nlp.tasks import sentence_prediction
 from official.nlp.tasks import tagging
 from official.nlp.tools import tokenization
+from tests import testing
 from tests.paths import ROOT
 
 SEQ = 8
 
 
 def _encoder(hidden_size=16):
-  return encoders.EncoderConfig(bert=encoders.BertEncoderConfig(
-      vocab_size=40, hidden_size=hidden_size, num_layers=1, num_attention_heads=2,
-      intermediate_size=32, max_position_embeddings=16))
+  return encoders.EncoderConfig(bert=encoders.BertEncoderConfig(**testing.tiny_config(
+      vocab_size=40, hidden_size=hidden_size, num_layers=1, max_position_embeddings=16)))
 
 
 def _inputs(batch=2, seq=5):
@@ -317,9 +317,10 @@ def test_inference_step_gets_the_model_and_v1_tagging_input_names():
 # ---- A ModernBERT encoder behind every export module.
 
 def _modernbert_encoder():
-  return encoders.EncoderConfig(type='modernbert', modernbert=encoders.ModernBertEncoderConfig(
-      vocab_size=40, hidden_size=32, num_layers=3, num_attention_heads=2, intermediate_size=48,
-      local_attention=4, max_position_embeddings=16))
+  sizes = testing.tiny_config('modernbert', vocab_size=40, local_attention=4,
+                              max_position_embeddings=16)
+  return encoders.EncoderConfig(type='modernbert',
+                                modernbert=encoders.ModernBertEncoderConfig(**sizes))
 
 
 def _call(function, inputs):

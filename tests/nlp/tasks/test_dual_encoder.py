@@ -11,10 +11,10 @@ from official.nlp.configs import encoders
 from official.nlp.data import dual_encoder_dataloader
 from official.nlp.modeling import models
 from official.nlp.tasks import dual_encoder
+from tests import testing
 
-ENCODER = encoders.EncoderConfig(bert=encoders.BertEncoderConfig(
-    vocab_size=30, hidden_size=16, num_layers=2, num_attention_heads=2, intermediate_size=32,
-    max_position_embeddings=16, dropout_rate=0.0, attention_dropout_rate=0.0))
+ENCODER = encoders.EncoderConfig(bert=encoders.BertEncoderConfig(**testing.tiny_config(
+    vocab_size=30, max_position_embeddings=16, dropout_rate=0.0, attention_dropout_rate=0.0)))
 
 
 def _config(bidirectional=False, **kwargs):

@@ -13,6 +13,7 @@ from official.nlp.configs import bert
 from official.nlp.configs import encoders
 from official.nlp.data import pretrain_dataloader
 from official.nlp.tasks import masked_lm
+from tests import testing
 
 VOCAB = 50
 
@@ -22,10 +23,8 @@ def _tiny_config(num_classes=2, input_path='dummy', **data_kwargs):
               global_batch_size=8, **data_kwargs)
   return masked_lm.MaskedLMConfig(
       model=bert.PretrainerConfig(
-          encoder=encoders.EncoderConfig(bert=encoders.BertEncoderConfig(
-              vocab_size=VOCAB, hidden_size=16, num_layers=2, num_attention_heads=2,
-              intermediate_size=32, max_position_embeddings=32, dropout_rate=0.0,
-              attention_dropout_rate=0.0)),
+          encoder=encoders.EncoderConfig(bert=encoders.BertEncoderConfig(**testing.tiny_config(
+              vocab_size=VOCAB, dropout_rate=0.0, attention_dropout_rate=0.0))),
           cls_heads=[bert.ClsHeadConfig(inner_dim=16, num_classes=num_classes,
                                         name='next_sentence')]),
       train_data=pretrain_dataloader.BertPretrainDataConfig(**data),

@@ -12,6 +12,7 @@ import tensorflow as tf
 from official.nlp.configs import encoders
 from official.nlp.tools import bert_weight_map
 from official.nlp.tools import google_bert
+from tests import testing
 from tests.nlp.tools import numpy_hf_bert as ref
 
 # Google's `hidden_act: gelu` is the tanh approximation: the reference uses Hugging Face's name of it.
@@ -64,9 +65,8 @@ def _write_google_checkpoint(directory, config, arrays, optimizer_slots=False):
 
 
 def _random_pretrainer(seed=5):
-  config = encoders.BertEncoderConfig(
-      vocab_size=40, hidden_size=16, num_layers=2, num_attention_heads=2, intermediate_size=32,
-      max_position_embeddings=12)
+  config = encoders.BertEncoderConfig(**testing.tiny_config(vocab_size=40,
+                                                            max_position_embeddings=12))
   pretrainer = bert_weight_map.build_pretrainer(bert_weight_map.pretrainer_config(config, True))
   rng = np.random.default_rng(seed)
   for variable in pretrainer.variables:

@@ -12,6 +12,7 @@ from official.nlp.configs import encoders
 from official.nlp.modeling import networks
 from official.nlp.tools import bert_weight_map
 from official.nlp.tools import hf_bert
+from tests import testing
 from tests.nlp.tools import numpy_hf_bert as ref
 
 
@@ -20,9 +21,9 @@ def _encoder_inputs(ids, mask, types):
 
 
 def _random_pretrainer(activation='gelu', next_sentence=True, seed=3):
-  config = encoders.BertEncoderConfig(
-      vocab_size=40, hidden_size=16, num_layers=2, num_attention_heads=2, intermediate_size=32,
-      max_position_embeddings=12, hidden_activation=activation)
+  config = encoders.BertEncoderConfig(**testing.tiny_config(vocab_size=40,
+                                                            max_position_embeddings=12,
+                                                            hidden_activation=activation))
   pretrainer = bert_weight_map.build_pretrainer(
       bert_weight_map.pretrainer_config(config, next_sentence))
   rng = np.random.default_rng(seed)

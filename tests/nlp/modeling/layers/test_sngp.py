@@ -81,8 +81,8 @@ def test_gp_head_outputs_covariance_and_round_trips():
 
 
 def test_bert_classifier_serializes_a_gp_head():
-  encoder = networks.BertEncoder(vocab_size=30, hidden_size=16, num_layers=1,
-                                 num_attention_heads=2, inner_dim=32, max_sequence_length=8)
+  encoder = networks.BertEncoder(**testing.tiny_kwargs(vocab_size=30, num_layers=1,
+                                                       max_sequence_length=8))
   head = layers.GaussianProcessClassificationHead(inner_dim=0, num_classes=2, num_inducing=16)
   classifier = models.BertClassifier(encoder, num_classes=2, cls_head=head)
   ids = tf.ones([2, 4], tf.int32)

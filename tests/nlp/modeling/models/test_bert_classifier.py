@@ -12,8 +12,8 @@ from tests import testing
 
 
 def _encoder(dict_outputs=True):
-  return networks.BertEncoder(vocab_size=40, hidden_size=16, num_layers=2, num_attention_heads=2,
-                              inner_dim=32, max_sequence_length=16, dict_outputs=dict_outputs)
+  return networks.BertEncoder(**testing.tiny_kwargs(vocab_size=40, max_sequence_length=16,
+                                                    dict_outputs=dict_outputs))
 
 
 def _inputs():

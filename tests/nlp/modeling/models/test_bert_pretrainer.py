@@ -16,9 +16,8 @@ from tests.nlp.modeling import numpy_bert
 
 
 def _pretrainer(heads=('next_sentence',)):
-  encoder = networks.BertEncoder(vocab_size=50, hidden_size=16, num_layers=2,
-                                 num_attention_heads=2, inner_dim=32, max_sequence_length=16,
-                                 dict_outputs=True, name='bert_encoder')
+  encoder = networks.BertEncoder(**testing.tiny_kwargs(vocab_size=50, max_sequence_length=16,
+                                                       dict_outputs=True, name='bert_encoder'))
   return models.BertPretrainerV2(
       encoder, mlm_activation='gelu',
       classification_heads=[layers.ClassificationHead(16, 3, name=name) for name in heads])
@@ -146,14 +145,13 @@ def test_jit_compiled_forward():
 
 
 def test_list_output_encoder_is_accepted():
-  encoder = networks.BertEncoder(vocab_size=50, hidden_size=16, num_layers=1,
-                                 num_attention_heads=2, inner_dim=32, max_sequence_length=16)
+  encoder = networks.BertEncoder(**testing.tiny_kwargs(vocab_size=50, num_layers=1,
+                                                       max_sequence_length=16))
   outputs = models.BertPretrainerV2(encoder)(_inputs())
   assert outputs['mlm_logits'].shape == (2, 3, 50) and outputs['pooled_output'].shape == (2, 16)
   assert outputs['sequence_output'].shape == (2, 8, 16)
-  encoder = networks.BertEncoder(vocab_size=50, hidden_size=16, num_layers=2,
-                                 num_attention_heads=2, inner_dim=32, max_sequence_length=16,
-                                 return_all_encoder_outputs=True)
+  encoder = networks.BertEncoder(**testing.tiny_kwargs(vocab_size=50, max_sequence_length=16,
+                                                       return_all_encoder_outputs=True))
   outputs = models.BertPretrainerV2(encoder)(_inputs())
   assert len(outputs['encoder_outputs']) == 2
   np.testing.assert_array_equal(outputs['sequence_output'], outputs['encoder_outputs'][-1])
@@ -184,9 +182,8 @@ def test_inputs_and_outputs_make_a_functional_model_with_the_same_weights():
 
 
 def test_list_inputs_and_multi_cls_heads():
-  encoder = networks.BertEncoder(vocab_size=50, hidden_size=16, num_layers=1,
-                                 num_attention_heads=2, inner_dim=32, max_sequence_length=16,
-                                 dict_outputs=True)
+  encoder = networks.BertEncoder(**testing.tiny_kwargs(vocab_size=50, num_layers=1,
+                                                       max_sequence_length=16, dict_outputs=True))
   pretrainer = models.BertPretrainerV2(
       encoder, classification_heads=[layers.MultiClsHeads(8, [('foo', 2), ('bar', 3)], name='multi')])
   inputs = _inputs()
@@ -201,8 +198,8 @@ def test_list_inputs_and_multi_cls_heads():
 
 
 def test_bert_pretrainer_v1_outputs_predictions_and_round_trip():
-  encoder = networks.BertEncoder(vocab_size=50, hidden_size=16, num_layers=1,
-                                 num_attention_heads=2, inner_dim=32, max_sequence_length=16)
+  encoder = networks.BertEncoder(**testing.tiny_kwargs(vocab_size=50, num_layers=1,
+                                                       max_sequence_length=16))
   pretrainer = models.BertPretrainer(encoder, num_classes=3, num_token_predictions=3,
                                      output='predictions')
   inputs = _inputs()

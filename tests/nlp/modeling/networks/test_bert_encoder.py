@@ -11,14 +11,14 @@ from official.nlp.modeling.networks import bert_encoder
 from tests import testing
 from tests.nlp.modeling import numpy_bert
 
-VOCAB, HIDDEN, SEQ = 50, 16, 8
+VOCAB, HIDDEN, SEQ = 50, testing.TINY_BERT['hidden_size'], 8
 
 
 def _encoder(**kwargs):
-  defaults = dict(vocab_size=VOCAB, hidden_size=HIDDEN, num_layers=2, num_attention_heads=2,
-                  inner_dim=32, max_sequence_length=16, type_vocab_size=2, output_dropout=0.0,
-                  attention_dropout=0.0, dict_outputs=True,
-                  initializer=tf_keras.initializers.TruncatedNormal(stddev=0.5, seed=1))
+  defaults = testing.tiny_kwargs(vocab_size=VOCAB, max_sequence_length=16, type_vocab_size=2,
+                                 output_dropout=0.0, attention_dropout=0.0, dict_outputs=True,
+                                 initializer=tf_keras.initializers.TruncatedNormal(stddev=0.5,
+                                                                                   seed=1))
   defaults.update(kwargs)
   return networks.BertEncoder(**defaults)
 
@@ -148,10 +148,10 @@ def test_attention_scores_and_word_embeddings_outputs():
 def test_get_config_round_trip():
   word_ids, mask, type_ids = _inputs()
   inputs = dict(input_word_ids=word_ids, input_mask=mask, input_type_ids=type_ids)
-  kwargs = dict(vocab_size=VOCAB, hidden_size=HIDDEN, num_layers=2, num_attention_heads=2,
-                inner_dim=32, max_sequence_length=16, type_vocab_size=2, norm_first=True,
-                embedding_width=8, inner_activation='exact_gelu', output_range=2,
-                return_attention_scores=True, dict_outputs=True, name='my_encoder')
+  kwargs = testing.tiny_kwargs(vocab_size=VOCAB, max_sequence_length=16, type_vocab_size=2,
+                               norm_first=True, embedding_width=8, inner_activation='exact_gelu',
+                               output_range=2, return_attention_scores=True, dict_outputs=True,
+                               name='my_encoder')
   outputs = testing.run_layer_test(
       networks.BertEncoder, kwargs, [inputs],
       {'sequence_output': (3, 2, HIDDEN), 'pooled_output': (3, HIDDEN)})
@@ -241,8 +241,8 @@ def test_missing_input_is_named():
 
 def test_bert_encoder_v2_always_returns_dicts():
   word_ids, mask, type_ids = _inputs()
-  encoder = networks.BertEncoderV2(vocab_size=VOCAB, hidden_size=HIDDEN, num_layers=1,
-                                   num_attention_heads=2, inner_dim=32, max_sequence_length=16)
+  encoder = networks.BertEncoderV2(**testing.tiny_kwargs(vocab_size=VOCAB, num_layers=1,
+                                                         max_sequence_length=16))
   outputs = encoder(dict(input_word_ids=word_ids, input_mask=mask, input_type_ids=type_ids))
   assert outputs['sequence_output'].shape == (3, SEQ, HIDDEN)
   rebuilt = networks.BertEncoderV2.from_config(encoder.get_config())
@@ -271,8 +271,8 @@ def test_symbolic_inputs_make_a_functional_model_with_the_same_outputs(tmp_path)
   word_ids, mask, type_ids = _inputs()
   data = dict(input_word_ids=word_ids, input_mask=mask, input_type_ids=type_ids)
   for cls in (networks.BertEncoder, networks.BertEncoderV2):
-    encoder = cls(vocab_size=VOCAB, hidden_size=HIDDEN, num_layers=2, num_attention_heads=2,
-                  inner_dim=32, max_sequence_length=16, dict_outputs=True)
+    encoder = cls(**testing.tiny_kwargs(vocab_size=VOCAB, max_sequence_length=16,
+                                        dict_outputs=True))
     # Model Garden's: the functional BertEncoder's inputs are a list, BertEncoderV2's a dict.
     inputs = encoder.inputs if cls is networks.BertEncoder else list(encoder.inputs.values())
     assert [x.name for x in inputs] == ['input_word_ids', 'input_mask', 'input_type_ids']
