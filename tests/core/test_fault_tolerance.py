@@ -24,6 +24,7 @@ from tests.core import toy_task
 from tests.paths import ROOT
 from tests.processes import HANG_SECONDS
 from tests.processes import LineReader
+from tests.processes import run_on_two_cpus
 from tests.processes import subprocess_env
 
 
@@ -37,9 +38,9 @@ def test_signal_during_a_long_loop_saves_at_the_current_step_and_exits_0(tmp_pat
   # One loop of a million steps (minutes): only the signal can end it early. The test waits for
   # events (a progress line, the exit), not for a time; HANG_SECONDS only guards against a hang.
   process = subprocess.Popen(
-      [sys.executable, '-m', 'official.nlp.train', *toy_task.TOY, f'--model_dir={tmp_path}',
-       '--mode=train', '--params_override=trainer.train_steps=10000000,'
-       'trainer.steps_per_loop=1000000,trainer.checkpoint_interval=1000000'],
+      [*toy_task.TRAIN_PY, f'--model_dir={tmp_path}', '--mode=train',
+       '--params_override=trainer.train_steps=10000000,trainer.steps_per_loop=1000000,'
+       'trainer.checkpoint_interval=1000000'],
       cwd=ROOT, env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
   stdout, stderr = LineReader(process.stdout), LineReader(process.stderr)
   name = signal.Signals(signum).name
@@ -123,14 +124,12 @@ def test_config_differences_ignore_resumable_keys():
 
 
 @pytest.mark.slow
-def test_two_replicas_resume_skips_the_consumed_batches(tmp_path):
+def test_two_replicas_resume_skips_the_consumed_batches(tmp_path, toy_reference_run):
   """tf.distribute iterators cannot be checkpointed: a resumed 2-replica run skips the batches of
   the restored steps and ends where an uninterrupted run ends; losses and metrics are reduced
   over the global batch (the same numbers as one device)."""
   code = f"""
 import numpy as np, tensorflow as tf
-cpu = tf.config.list_physical_devices('CPU')[0]
-tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 from official.common import distribute_utils
 from official.core import exp_factory, task_factory, train_lib
 from tests.core import toy_task
@@ -151,25 +150,25 @@ run(root + '/split', 10)
 model, _ = run(root + '/split', 20)
 np.save(root + '/split.npy', model.get_weights()[0])
 """
-  result = subprocess.run([sys.executable, '-c', code], cwd=ROOT, env=subprocess_env(),
-                          capture_output=True, text=True, timeout=240, check=False)
+  result = run_on_two_cpus(code)
   assert result.returncode == 0, result.stderr[-3000:]
   np.testing.assert_allclose(np.load(tmp_path / 'split.npy'), np.load(tmp_path / 'full.npy'),
                              rtol=1e-6)
   # One device with the whole batch: same weights, training losses and eval metrics.
   from official.nlp.tools import training_curves  # pylint: disable=g-import-not-at-top
-  model, logs = toy_task.run_in_process(tmp_path / 'one', mode='train_and_eval',
-                                        run_post_eval=True)
-  np.testing.assert_allclose(np.load(tmp_path / 'full.npy'), model.get_weights()[0], rtol=1e-5)
+  logs = toy_reference_run['logs']
+  np.testing.assert_allclose(np.load(tmp_path / 'full.npy'), toy_reference_run['kernel'],
+                             rtol=1e-5)
   np.testing.assert_allclose(np.load(tmp_path / 'full_eval.npy'),
                              [logs['validation_loss'], logs['mean_absolute_error']], rtol=1e-5)
   two = training_curves.read_scalars(str(tmp_path / 'full' / 'train'))['training_loss']
-  one = training_curves.read_scalars(str(tmp_path / 'one' / 'train'))['training_loss']
+  one = training_curves.read_scalars(
+      str(toy_reference_run['model_dir'] / 'train'))['training_loss']
   assert [s for s, _ in two] == [s for s, _ in one]
   np.testing.assert_allclose([v for _, v in two], [v for _, v in one], rtol=1e-5)
 
 
-# ---- never a poisoned checkpoint ------------------------------------------------------------------
+# ---- never a poisoned checkpoint -----------------------------------------------------------------
 def _runner(model_dir, overrides=None, mode='train', **run_kwargs):
   """The toy experiment's runner (built, not run) with `overrides` of its config."""
   params = exp_factory.get_exp_config('test/toy_regression')
@@ -261,7 +260,7 @@ def test_a_diverging_run_exits_1_without_writing_a_checkpoint(tmp_path, skip):
   assert not (tmp_path / '.mlm_garden.lock').exists()
 
 
-# ---- one writer per model_dir ---------------------------------------------------------------------
+# ---- one writer per model_dir --------------------------------------------------------------------
 def test_a_live_lock_of_another_process_refuses_train_py(tmp_path):
   sleeper = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])
   try:
@@ -286,10 +285,11 @@ def test_a_live_lock_of_another_process_refuses_train_py(tmp_path):
 
 
 def test_two_train_py_runs_on_one_model_dir(tmp_path):
+  # The first run is a child process: a lock is reentrant within one process.
   first = subprocess.Popen(
-      [sys.executable, '-m', 'official.nlp.train', *toy_task.TOY, f'--model_dir={tmp_path}',
-       '--mode=train', '--params_override=trainer.train_steps=10000000,'
-       'trainer.steps_per_loop=1000000,trainer.checkpoint_interval=1000000'],
+      [*toy_task.TRAIN_PY, f'--model_dir={tmp_path}', '--mode=train',
+       '--params_override=trainer.train_steps=10000000,trainer.steps_per_loop=1000000,'
+       'trainer.checkpoint_interval=1000000'],
       cwd=ROOT, env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
   try:
     deadline = time.monotonic() + HANG_SECONDS  # a hang guard, not a speed test
@@ -309,7 +309,7 @@ def test_two_train_py_runs_on_one_model_dir(tmp_path):
   assert not (tmp_path / '.mlm_garden.lock').exists()
 
 
-# ---- model_dir problems: one line, exit 1 ---------------------------------------------------------
+# ---- model_dir problems: one line, exit 1 --------------------------------------------------------
 def test_model_dir_that_is_a_file(tmp_path):
   (tmp_path / 'run').write_text('not a directory')
   result = toy_task.train_py(*toy_task.TOY, f'--model_dir={tmp_path}/run', '--mode=train')
@@ -340,15 +340,17 @@ def test_a_checkpoint_that_cannot_be_written_exits_1_naming_it(tmp_path):
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
 
+  # A child process: the limit is the process's.
   lr = 'trainer.optimizer_config.learning_rate.polynomial'
   result = subprocess.run(
-      [sys.executable, '-m', 'official.nlp.train', *toy_task.TOY, f'--model_dir={tmp_path}',
-       '--mode=train', '--params_override=task.model.width=30000,trainer.train_steps=5,'
+      [*toy_task.TRAIN_PY, f'--model_dir={tmp_path}', '--mode=train',
+       '--params_override=task.model.width=30000,trainer.train_steps=5,'
        f'{lr}.initial_learning_rate=1e-7,{lr}.end_learning_rate=1e-7'],
       cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=240, check=False,
       preexec_fn=limit)
   assert result.returncode == 1 and 'Traceback' not in result.stderr
-  assert _last_line(result.stderr) == f'error: cannot write checkpoint {tmp_path}/ckpt-5: File too large'
+  assert _last_line(result.stderr) == (
+      f'error: cannot write checkpoint {tmp_path}/ckpt-5: File too large')
   assert not tf.io.gfile.glob(str(tmp_path / 'ckpt-5*'))  # no half-written files left
 
 

@@ -5,8 +5,6 @@ import json
 import logging
 import os
 import re
-import subprocess
-import sys
 import time
 
 import numpy as np
@@ -27,18 +25,24 @@ from official.nlp import continuous_finetune_lib
 from official.nlp.tools import training_curves
 from tests.core import toy_task
 from tests.core.toy_task import TOY
-from tests.paths import ROOT
-from tests.processes import subprocess_env
+from tests.processes import run_on_two_cpus
 
 def _progress_lines(caplog):
   """The train progress lines logged so far ('step S/N | loss ...')."""
   return [r.getMessage() for r in caplog.records if re.match(r'step \d+/', r.getMessage())]
 
 
+@pytest.fixture(name='train_py_run', scope='module')
+def fixture_train_py_run(tmp_path_factory):
+  """`train.py --mode=train_and_eval` of the toy experiment in a fresh model_dir: (its
+  CliResult, the model_dir)."""
+  model_dir = tmp_path_factory.mktemp('train_py') / 'run'
+  return toy_task.train_py(*TOY, '--mode=train_and_eval', f'--model_dir={model_dir}'), model_dir
+
+
 @pytest.mark.slow
-def test_every_mode_through_train_py(tmp_path):
-  model_dir = tmp_path / 'run'
-  result = toy_task.train_py(*TOY, '--mode=train_and_eval', f'--model_dir={model_dir}')
+def test_every_mode_through_train_py(tmp_path, train_py_run):
+  result, model_dir = train_py_run
   assert result.returncode == 0, result.stderr[-2000:]
   assert '] step 20/20 | loss ' in result.stderr and 'eval at step 20: ' in result.stdout
   assert (model_dir / 'params.yaml').exists()
@@ -75,10 +79,9 @@ class _Crash(Exception):
 
 
 def test_run_crashed_after_first_checkpoint_resumes_and_matches_uninterrupted_run(
-    tmp_path, monkeypatch, caplog):
+    tmp_path, monkeypatch, caplog, toy_reference_run):
   caplog.set_level(logging.INFO)
-  full_model, _ = toy_task.run_in_process(tmp_path / 'full')
-  full_weights = full_model.get_weights()[0]
+  full_weights = toy_reference_run['kernel']  # evaluations change no weight
   # The first run dies after its second loop (steps 6-10 done, ckpt-10 not yet written).
   take_loop_loss = trainer_lib.Trainer._take_loop_loss  # pylint: disable=protected-access
 
@@ -99,7 +102,7 @@ def test_run_crashed_after_first_checkpoint_resumes_and_matches_uninterrupted_ru
   # 10 s logs a line inside it too), the last at step 20.
   assert 5 < steps[0] <= 10 and steps[-1] == 20, steps
   assert toy_task.checkpoint_steps(tmp_path / 'split') == [5, 10, 15, 20]
-  full = training_curves.read_scalars(str(tmp_path / 'full' / 'train'))
+  full = training_curves.read_scalars(str(toy_reference_run['model_dir'] / 'train'))
   split = training_curves.read_scalars(str(tmp_path / 'split' / 'train'))
   assert [s for s, _ in split['learning_rate']] == [5, 10, 15, 20]
   np.testing.assert_allclose([v for _, v in split['learning_rate']],
@@ -218,13 +221,11 @@ def test_a_loop_of_only_skipped_steps_stops_the_run(tmp_path, caplog):
 
 
 @pytest.mark.slow
-def test_two_replica_mirrored_matches_one_device(tmp_path):
+def test_two_replica_mirrored_matches_one_device(tmp_path, toy_reference_run):
   """Two virtual CPUs (with and without XLA): the per-replica batch halves and the result is the
   one-device result."""
   code = f"""
 import numpy as np, tensorflow as tf
-cpu = tf.config.list_physical_devices('CPU')[0]
-tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 from official.common import distribute_utils
 from official.core import exp_factory, task_factory, train_lib
 from tests.core import toy_task
@@ -239,14 +240,11 @@ for xla in (False, True):
                                          {str(tmp_path)!r} + f'/two_{{xla}}')
   np.save({str(tmp_path)!r} + f'/two_{{xla}}.npy', model.get_weights()[0])
 """
-  env = subprocess_env()
-  result = subprocess.run([sys.executable, '-c', code], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=240, check=False)
+  result = run_on_two_cpus(code)
   assert result.returncode == 0, result.stderr[-2000:]
   assert 'eval at step 20' in result.stdout
-  model, _ = toy_task.run_in_process(tmp_path / 'one', mode='train_and_eval')
   for xla in (False, True):  # with XLA, only the forward and backward pass are compiled
-    np.testing.assert_allclose(np.load(tmp_path / f'two_{xla}.npy'), model.get_weights()[0],
+    np.testing.assert_allclose(np.load(tmp_path / f'two_{xla}.npy'), toy_reference_run['kernel'],
                                rtol=1e-5)
 
 
@@ -387,8 +385,6 @@ def test_skipped_steps_are_counted_once_over_two_replicas(tmp_path):
   are all-reduced); it is counted once."""
   code = f"""
 import tensorflow as tf
-cpu = tf.config.list_physical_devices('CPU')[0]
-tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 from official.common import distribute_utils
 from official.core import exp_factory, task_factory, train_lib
 from tests.core import toy_task
@@ -404,17 +400,16 @@ quiet.use_absl_logging()
 result = train_lib.run_experiment_with_trainer(strategy, task, 'train', params, {str(tmp_path)!r})
 print('skipped', int(result.trainer.skipped_steps.numpy()))
 """
-  env = subprocess_env()
-  result = subprocess.run([sys.executable, '-c', code], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=240, check=False)
+  result = run_on_two_cpus(code)
   assert result.returncode == 0, result.stderr[-2000:]
   assert 'skipped 2\n' in result.stdout
   assert '| skipped 2 (non-finite loss)' in result.stderr
 
 
-PROGRESS = re.compile(r'^step (\d+)/(\d+) \| loss \d+\.\d{4} \| lr [\d.e+-]+ \| ([\d.]+) steps/s \| '
-                      r'ETA (\d+m\d\ds)$')
-# absl's prefix (Python: 'I1124 07:03:20.801013 1399 progress.py:121] '; C++: 'E0000 00:00:17.1 ...').
+PROGRESS = re.compile(r'^step (\d+)/(\d+) \| loss \d+\.\d{4} \| lr [\d.e+-]+ \| ([\d.]+) steps/s '
+                      r'\| ETA (\d+m\d\ds)$')
+# absl's prefix (Python: 'I1124 07:03:20.801013 1399 progress.py:121] ';
+# C++: 'E0000 00:00:17.1 ...').
 ABSL_PREFIX = re.compile(r'^[IWEF]\d{4} [\d:.]+ +\d+ [\w.]+:\d+\] ')
 
 
@@ -444,19 +439,20 @@ def test_one_progress_line_per_loop_results_on_stdout(tmp_path, caplog, capsys, 
                   r'4 checkpoints in [\d.]+ s, 2 evaluations in [\d.]+ s$', out[2]), out[2]
 
 
-def test_train_py_logs_every_status_line_in_absl_format(tmp_path):
-  result = toy_task.train_py(*TOY, '--mode=train_and_eval', f'--model_dir={tmp_path}')
+def test_train_py_logs_every_status_line_in_absl_format(train_py_run):
+  result, _ = train_py_run
   assert result.returncode == 0, result.stderr[-2000:]
-  lines = [l for l in result.stderr.splitlines() if l.strip()]
-  assert lines and all(ABSL_PREFIX.match(l) for l in lines), lines
-  steps = [int(PROGRESS.match(ABSL_PREFIX.sub('', l)).group(1)) for l in lines if '] step ' in l]
+  lines = [line for line in result.stderr.splitlines() if line.strip()]
+  assert lines and all(ABSL_PREFIX.match(line) for line in lines), lines
+  steps = [int(PROGRESS.match(ABSL_PREFIX.sub('', line)).group(1)) for line in lines
+           if '] step ' in line]
   # A line after every loop (and inside one that takes more than 10 s on a loaded machine).
   assert {5, 10, 15, 20} <= set(steps) and steps == sorted(steps) and steps[-1] == 20, steps
   assert 'train | step' not in result.stderr and 'eval | step' not in result.stderr
   # stdout: the results only.
   out = result.stdout.splitlines()
-  assert len(out) == 3 and [l.split(':')[0] for l in out[:2]] == ['eval at step 10',
-                                                                  'eval at step 20']
+  assert len(out) == 3 and [line.split(':')[0] for line in out[:2]] == ['eval at step 10',
+                                                                        'eval at step 20']
   assert out[2].startswith('trained to step 20 in ')
 
 
@@ -533,8 +529,8 @@ def test_eval_progress_lines(tmp_path, caplog):
   trainer.progress_seconds = 0.0  # a line after every step
   trainer.evaluate(3)
   lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith('eval at step')]
-  assert [re.match(r'eval at step 0: (\d/3) steps \| [\d.]+ steps/s \| ETA \d+m\d\ds$', l)
-          .group(1) for l in lines] == ['1/3', '2/3', '3/3']
+  assert [re.match(r'eval at step 0: (\d/3) steps \| [\d.]+ steps/s \| ETA \d+m\d\ds$', line)
+          .group(1) for line in lines] == ['1/3', '2/3', '3/3']
   assert trainer.last_eval[0] == 3 and trainer.evaluations == 1
   caplog.clear()
   trainer.evaluate(-1)  # the whole dataset: 256 examples in batches of 8

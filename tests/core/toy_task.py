@@ -1,18 +1,18 @@
 """A tiny registered experiment for trainer tests: linear regression `y = x . w` on synthetic data.
 
 Register it in train.py with `--experiment_module=tests.core.toy_task
---experiment=test/toy_regression` (`TOY`); `train_py` and `run_in_process` run it
-(`runner_in_process` builds the runner, for a test that needs its trainer), `checkpoint_steps`
-lists the checkpoints a run kept.
+--experiment=test/toy_regression` (`TOY`); `train_py` runs train.py's `main` with it in this
+process (`TRAIN_PY` is the command of a real child process, for signal tests), `run_in_process`
+runs the experiment through `train_lib` (`runner_in_process` builds the runner, for a test that
+needs its trainer), `checkpoint_steps` lists the checkpoints a run kept.
 
 Example:
   >>> result = train_py(*TOY, f'--model_dir={tmp_path}', '--mode=train')
-  >>> checkpoint_steps(tmp_path)
-  [5, 10, 15, 20]
+  >>> result.returncode, checkpoint_steps(tmp_path)
+  (0, [5, 10, 15, 20])
 """
 
 import dataclasses
-import subprocess
 import sys
 from typing import List
 
@@ -29,12 +29,14 @@ from official.core import task_model
 from official.core import train_lib
 from official.modeling import hyperparams
 from official.modeling import optimization
-from tests.paths import ROOT
-from tests.processes import subprocess_env
+from tests import cli
 
 TRUE_WEIGHTS = np.array([1.0, -2.0, 0.5, 3.0], np.float32)
 # The train.py flags of the toy experiment.
 TOY = ['--experiment_module=tests.core.toy_task', '--experiment=test/toy_regression']
+# `python -m official.nlp.train` with the toy experiment: a child process (run it with cwd=ROOT
+# and env=tests.processes.subprocess_env()).
+TRAIN_PY = [sys.executable, '-m', 'official.nlp.train', *TOY]
 
 
 @dataclasses.dataclass
@@ -112,11 +114,13 @@ def toy_regression() -> cfg.ExperimentConfig:
       runtime=cfg.RuntimeConfig(distribution_strategy='one_device'))
 
 
-def train_py(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
-  """Runs `python -m official.nlp.train *args` in the repository; its output is captured."""
-  return subprocess.run([sys.executable, '-m', 'official.nlp.train', *args], cwd=ROOT,
-                        env=subprocess_env(), capture_output=True, text=True, timeout=timeout,
-                        check=False)
+def train_py(*args: str) -> cli.CliResult:
+  """What `python -m official.nlp.train *args` prints and exits with, run in this process
+  (`tests.cli.run_app`): `returncode`, `stdout`, `stderr`."""
+  # Function-level: `python -m official.nlp.train --experiment_module=tests.core.toy_task` imports
+  # this module; importing official.nlp.train there too would define its flags twice.
+  from official.nlp import train  # pylint: disable=g-import-not-at-top
+  return cli.run_app(train.main, ['train', *args])
 
 
 def runner_in_process(model_dir, mode: str = 'train', allow_config_change: bool = False,
