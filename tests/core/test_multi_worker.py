@@ -10,10 +10,6 @@ import sys
 import numpy as np
 import tensorflow as tf
 
-from official.common import distribute_utils
-from official.core import exp_factory
-from official.core import task_factory
-from official.core import train_lib
 from tests.core import toy_task
 from tests.paths import ROOT
 from tests.processes import HANG_SECONDS
@@ -39,7 +35,7 @@ def _kernel(model_dir):
   return reader.get_tensor(name)
 
 
-def test_two_workers_match_one_process_and_only_the_chief_writes(tmp_path):
+def test_two_workers_match_one_process_and_only_the_chief_writes(tmp_path, toy_reference_run):
   result = subprocess.run(_launch_command(tmp_path / 'two'), cwd=ROOT, env=subprocess_env(),
                           capture_output=True, text=True, timeout=HANG_SECONDS + 60, check=False)
   assert result.returncode == 0, result.stdout[-3000:]
@@ -53,13 +49,8 @@ def test_two_workers_match_one_process_and_only_the_chief_writes(tmp_path):
   assert [os.path.basename(p) for p in state.all_model_checkpoint_paths] == [
       'ckpt-5', 'ckpt-10', 'ckpt-15', 'ckpt-20']
   # One process with the same global batch (8): the same weights and evaluation.
-  params = exp_factory.get_exp_config('test/toy_regression')
-  strategy = distribute_utils.get_distribution_strategy('one_device')
-  with strategy.scope():
-    task = task_factory.get_task(params.task)
-  model, logs = train_lib.run_experiment(strategy, task, 'train_and_eval', params,
-                                         str(tmp_path / 'one'), run_post_eval=True)
-  np.testing.assert_allclose(_kernel(tmp_path / 'two'), model.get_weights()[0].reshape(-1, 1),
+  logs = toy_reference_run['logs']
+  np.testing.assert_allclose(_kernel(tmp_path / 'two'), toy_reference_run['kernel'].reshape(-1, 1),
                              rtol=1e-5)
   for _, loss, mae in evals:
     np.testing.assert_allclose([float(loss), float(mae)],
