@@ -1,21 +1,21 @@
-"""gin-config is optional: --gin_file/--gin_params without it, or with bad values, end in one line."""
+"""gin-config is optional: --gin_file/--gin_params without it, or with bad values, end in one
+line."""
 
-import subprocess
 import sys
 
 import pytest
 
 from official.common import gin_utils
-from tests.paths import ROOT
+from official.nlp import train
+from tests import cli
 
 
-def _train(flags, hide_gin=False):
-  """Runs official/nlp/train.py as `python -m` would, optionally as if gin were not installed."""
-  prelude = "sys.modules['gin'] = None; " if hide_gin else ''
-  code = (f'import runpy, sys; {prelude}sys.argv = ["train"] + {flags!r}; '
-          'runpy.run_module("official.nlp.train", run_name="__main__", alter_sys=True)')
-  return subprocess.run([sys.executable, '-c', code], cwd=ROOT, capture_output=True, text=True,
-                        timeout=120)
+def _train(flags, monkeypatch, hide_gin=False):
+  """Runs official/nlp/train.py's main in this process (`python -m official.nlp.train flags`),
+  optionally as if gin were not installed."""
+  if hide_gin:
+    monkeypatch.setitem(sys.modules, 'gin', None)
+  return cli.run_app(train.main, ['train', *flags])
 
 
 def test_missing_gin_is_one_line_with_install_hint(monkeypatch):
@@ -36,18 +36,19 @@ def test_missing_gin_file(tmp_path):
     gin_utils.parse_gin_flags([str(tmp_path / 'missing.gin')], [])
 
 
-def test_train_without_gin_exits_2_with_one_line(tmp_path):
+def test_train_without_gin_exits_2_with_one_line(tmp_path, monkeypatch):
   result = _train(['--experiment=bert/pretraining', f'--model_dir={tmp_path}',
-                   '--gin_params=a.b = 1'], hide_gin=True)
+                   '--gin_params=a.b = 1'], monkeypatch, hide_gin=True)
   assert result.returncode == 2, result.stderr
   assert result.stderr.strip() == (
       "error: --gin_params needs gin-config, which is not installed: pip install 'mlm-garden[gin]'")
 
 
-def test_train_bad_gin_params_exits_2_with_one_line(tmp_path):
+def test_train_bad_gin_params_exits_2_with_one_line(tmp_path, monkeypatch):
   pytest.importorskip('gin')
   result = _train(['--experiment=bert/pretraining', f'--model_dir={tmp_path}',
-                   '--gin_params=x = = 3'])
+                   '--gin_params=x = = 3'], monkeypatch)
   assert result.returncode == 2, result.stderr
   lines = result.stderr.strip().splitlines()
-  assert lines == ["error: --gin_params='x = = 3': gin cannot apply it: Unable to parse value. (line 1)"]
+  assert lines == ["error: --gin_params='x = = 3': gin cannot apply it: Unable to parse value. "
+                   '(line 1)']

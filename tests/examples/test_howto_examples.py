@@ -1,27 +1,24 @@
 """The how-to's three examples (examples/howto_*.py) run as printed, at a small size, on records
 made by our data tool (examples/howto_common.py), and do what the how-to says."""
 
+import importlib
 import os
 import re
-import subprocess
-import sys
 from typing import Dict, List
 
 import numpy as np
 import pytest
 
-from tests.paths import ROOT
-from tests.processes import HANG_SECONDS
-from tests.processes import subprocess_env
+from tests import cli
 
 # The model's sizes in the tests (the examples' defaults are a little larger).
 TINY = ['--hidden_size=64', '--num_layers=2', '--num_heads=2', '--intermediate_size=128']
 
 
-def _run(script: str, *args: str) -> subprocess.CompletedProcess:
-  result = subprocess.run([sys.executable, os.path.join(ROOT, 'examples', script), *args],
-                          capture_output=True, text=True, check=False, timeout=HANG_SECONDS,
-                          env=subprocess_env())
+def _run(script: str, *args: str) -> cli.CliResult:
+  """`python examples/<script> args`, run in this process (its `main`)."""
+  module = importlib.import_module('examples.' + os.path.splitext(script)[0])
+  result = cli.call_main(module.main, list(args))
   assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
   return result
 

@@ -4,11 +4,10 @@ the probe sentences, the flags, and a smoke run with tiny settings."""
 import importlib.util
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 
+from tests import cli
 from tests.paths import ROOT
 
 SCRIPT = os.path.join(ROOT, 'scripts', 'demo.py')
@@ -60,7 +59,8 @@ def test_sentences_have_exactly_one_mask_and_are_new():
 
 
 def test_sentences_are_not_in_the_corpus(tmp_path):
-  # The probe sentences are new: with any one word in the [MASK] slot, none occurs in the docstrings.
+  # The probe sentences are new: with any one word in the [MASK] slot, none occurs in the
+  # docstrings.
   from data_tools import stdlib_corpus  # pylint: disable=g-import-not-at-top
   corpus = str(tmp_path / 'corpus.txt')
   stdlib_corpus.write_stdlib_corpus(corpus)
@@ -109,10 +109,9 @@ def test_bad_flag_exits_2_with_one_line(capsys):
 @pytest.mark.slow
 def test_smoke_run_prints_before_and_after(tmp_path):
   out = str(tmp_path / 'demo')
-  result = subprocess.run(
-      [sys.executable, SCRIPT, f'--output_dir={out}', '--train_steps=20', '--vocab_size=1000',
-       '--batch_size=8', '--dupe_factor=1', '--precision=float32'],
-      cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+  result = cli.call_main(demo.main, [f'--output_dir={out}', '--train_steps=20',
+                                      '--vocab_size=1000', '--batch_size=8', '--dupe_factor=1',
+                                      '--precision=float32'])
   assert result.returncode == 0, result.stderr[-3000:]
   stdout = result.stdout
   n = len(demo.SENTENCES)
