@@ -1,7 +1,21 @@
-"""Test-wide settings: quiet TensorFlow logs and the repository root on sys.path."""
+"""Test-wide settings (quiet TensorFlow logs, the repository root on sys.path) and the session's
+tiny runs as fixtures.
+
+The runs (tests/nlp/tiny_runs.py) are built once per test run, when a test first asks for one,
+and shared by every file: a test must not change their directories; `copy_run` gives it a copy.
+
+Example:
+  >>> def test_export_reloads(bert_run):
+  ...   loaded = tf.saved_model.load(bert_run['export_dir'])
+  >>> def test_resume(trained_bert_run, copy_run):
+  ...   model_dir = copy_run(trained_bert_run)['model_dir']  # ours to change
+"""
 
 import os
+import shutil
 import sys
+
+import pytest
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
@@ -9,3 +23,58 @@ os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
   sys.path.insert(0, ROOT)
+
+
+@pytest.fixture(name='tiny_runs', scope='session')
+def _tiny_runs(tmp_path_factory):
+  """The session's `tests.nlp.tiny_runs.TinyRuns`: `saved`, `exported`, `trained`, `records`,
+  `weights` of 'bert' or 'modernbert', each built on first use."""
+  # Function-level: keeps TensorFlow out of the collection of tests that need no run.
+  from tests.nlp import tiny_runs  # pylint: disable=g-import-not-at-top
+  return tiny_runs.TinyRuns.of_session(tmp_path_factory)
+
+
+@pytest.fixture(name='bert_run', scope='session')
+def _bert_run(tiny_runs):
+  """The tiny BERT's pretraining model_dir (`ckpt-2`) and its SavedModel export:
+  `{'model_dir', 'checkpoint', 'vocab_file', 'export_dir'}`."""
+  return tiny_runs.exported('bert')
+
+
+@pytest.fixture(name='modernbert_run', scope='session')
+def _modernbert_run(tiny_runs):
+  """The tiny ModernBERT's pretraining model_dir (`ckpt-2`, masked LM only) and its export."""
+  return tiny_runs.exported('modernbert')
+
+
+@pytest.fixture(name='trained_bert_run', scope='session')
+def _trained_bert_run(tiny_runs):
+  """The tiny BERT trained 4 steps by `api.train` on the cased tiny records, then evaluated:
+  `{'params', 'result', 'model_dir', 'vocab_file', 'records', 'dir'}`."""
+  return tiny_runs.trained('bert')
+
+
+@pytest.fixture(name='trained_modernbert_run', scope='session')
+def _trained_modernbert_run(tiny_runs):
+  """The tiny ModernBERT trained 4 steps by `api.train` on packed records, then evaluated."""
+  return tiny_runs.trained('modernbert')
+
+
+@pytest.fixture(name='copy_run')
+def _copy_run(tmp_path):
+  """`copy_run(run, *keys)`: the run's dict with its directories `keys` (default `model_dir`)
+  copied into the test's `tmp_path`, for a test that changes them.
+
+  Example:
+    >>> run = copy_run(bert_run, 'model_dir', 'export_dir')
+  """
+  def copy(run, *keys):
+    copied = dict(run)
+    for key in keys or ('model_dir',):
+      target = tmp_path / f'copy_of_{key}'
+      shutil.copytree(run[key], target)
+      copied[key] = str(target)
+      if key == 'model_dir' and 'checkpoint' in run:  # the same checkpoint, in the copy
+        copied['checkpoint'] = os.path.join(str(target), os.path.basename(run['checkpoint']))
+    return copied
+  return copy

@@ -1,7 +1,6 @@
 """official.nlp.api: config from YAML + overrides, train N steps, fill-mask and embed by model_dir."""
 
 import os
-import shutil
 
 import numpy as np
 import pytest
@@ -10,42 +9,20 @@ from official.common import distribute_utils
 from official.core import train_lib
 from official.modeling import hyperparams
 from official.nlp import api
-from official.nlp.data import create_pretraining_data
 from official.nlp.data import data_metadata
 from official.nlp.serving import export_savedmodel
 from official.nlp.serving import inference
 from official.nlp.tools import embed as embed_lib
 from official.nlp.tools import fill_mask as fill_mask_lib
-from tests.nlp.data import test_vocab_assets
 from tests.nlp.serving import tiny_run
-from tests.paths import ROOT
 
-TINY_YAML = os.path.join(ROOT, 'configs', 'pretraining', 'bert_tiny.yaml')
-
-
-def _overrides(records):
-  return {'task.model.encoder.bert': {'vocab_size': len(tiny_run.VOCAB), 'hidden_size': 16,
-                                      'intermediate_size': 32, 'num_layers': 1,
-                                      'num_attention_heads': 2, 'max_position_embeddings': 32},
-          'task.train_data.input_path': records, 'task.validation_data.input_path': records,
-          'task.train_data.seq_length': tiny_run.SEQ_LENGTH,
-          'task.validation_data.seq_length': tiny_run.SEQ_LENGTH,
-          'task.train_data.max_predictions_per_seq': 3,
-          'task.validation_data.max_predictions_per_seq': 3,
-          'task.train_data.global_batch_size': 4, 'task.validation_data.global_batch_size': 4,
-          'trainer.steps_per_loop': 2, 'trainer.summary_interval': 2,
-          'trainer.checkpoint_interval': 2, 'trainer.validation_steps': 2,
-          'runtime.distribution_strategy': 'off'}
+TINY_YAML = tiny_run.BERT_YAML
 
 
-@pytest.fixture(name='run', scope='module')
-def _run(tmp_path_factory):
-  tmp = tmp_path_factory.mktemp('api')
-  records, vocab_file = test_vocab_assets._records(tmp)  # pylint: disable=protected-access
-  params = api.load_config(TINY_YAML, overrides=_overrides(records))
-  model_dir = str(tmp / 'model')
-  result = api.train(params, model_dir, steps=4)
-  return {'params': params, 'result': result, 'model_dir': model_dir, 'vocab_file': vocab_file}
+@pytest.fixture(name='run')
+def _run(trained_bert_run):
+  """The session's tiny BERT trained 4 steps by `api.train` (tests/nlp/tiny_runs.py)."""
+  return trained_bert_run
 
 
 def test_load_config_yaml_then_overrides():
@@ -78,11 +55,10 @@ def test_train_reaches_the_steps_and_evaluates(run):
   assert os.path.exists(os.path.join(run['model_dir'], 'vocab.txt'))
 
 
-def test_train_returns_its_own_trainers_step(run, tmp_path, monkeypatch):
+def test_train_returns_its_own_trainers_step(run, copy_run, monkeypatch):
   # The step comes from the trainer of this call (train_lib keeps no module-level trainer), and
   # the strategy from distribute_utils.strategy_from_runtime, as mlm-train builds it.
-  model_dir = tmp_path / 'resumed'
-  shutil.copytree(run['model_dir'], model_dir)
+  model_dir = copy_run(run)['model_dir']  # the session's run stays at ckpt-4
   runtimes = []
   build = distribute_utils.strategy_from_runtime
   monkeypatch.setattr(distribute_utils, 'strategy_from_runtime',
@@ -134,40 +110,10 @@ def test_embed_words_one_vector_per_word(run):
 
 # ---- ModernBERT: configs/pretraining/modernbert_tiny.yaml through the same calls.
 
-MODERNBERT_YAML = os.path.join(ROOT, 'configs', 'pretraining', 'modernbert_tiny.yaml')
-# round(0.3 x SEQ_LENGTH): the most the 30% budget masks in a row.
-MODERNBERT_PREDICTIONS = round(0.3 * tiny_run.SEQ_LENGTH)
-
-
-def _packed_records(tmp):
-  """Records of the modern recipe (`--pack --masked_lm_prob=0.3`) of test_vocab_assets' corpus."""
-  vocab_file = tmp / 'vocab.txt'
-  vocab_file.write_text('\n'.join(tiny_run.VOCAB) + '\n')
-  corpus = tmp / 'corpus.txt'
-  sentences = test_vocab_assets.SENTENCES
-  corpus.write_text('\n\n'.join(' '.join(sentences[i:] + sentences[:i]) for i in range(4)) + '\n')
-  path = str(tmp / 'data' / 'packed.tfrecord')
-  create_pretraining_data.create_pretraining_data(
-      str(corpus), path, vocab_file=str(vocab_file), max_seq_length=tiny_run.SEQ_LENGTH,
-      max_predictions_per_seq=MODERNBERT_PREDICTIONS, masked_lm_prob=0.3, dupe_factor=2,
-      pack=True)
-  return path, str(vocab_file)
-
-
-@pytest.fixture(name='modernbert_run', scope='module')
-def _modernbert_run(tmp_path_factory):
-  tmp = tmp_path_factory.mktemp('api_modernbert')
-  records, vocab_file = _packed_records(tmp)
-  overrides = _overrides(records)
-  del overrides['task.model.encoder.bert']
-  overrides['task.model.encoder.modernbert'] = tiny_run.encoder_config('modernbert')['modernbert']
-  for split in ('train_data', 'validation_data'):
-    overrides[f'task.{split}.max_predictions_per_seq'] = MODERNBERT_PREDICTIONS
-  params = api.load_config(MODERNBERT_YAML, overrides=overrides)
-  model_dir = str(tmp / 'model')
-  result = api.train(params, model_dir, steps=4)
-  return {'params': params, 'result': result, 'model_dir': model_dir, 'vocab_file': vocab_file,
-          'tmp': tmp, 'records': records}
+@pytest.fixture(name='modernbert_run')
+def _modernbert_run(trained_modernbert_run):
+  """The session's tiny ModernBERT trained 4 steps on packed records (tests/nlp/tiny_runs.py)."""
+  return trained_modernbert_run
 
 
 def test_modernbert_yaml_trains_fills_masks_and_embeds(modernbert_run):
@@ -194,9 +140,9 @@ def test_modernbert_yaml_trains_fills_masks_and_embeds(modernbert_run):
   assert words.words == ['paris', 'is', 'a', 'city'] and words.vectors.shape[0] == 4
 
 
-def test_modernbert_export_gives_the_model_dirs_answers(modernbert_run):
+def test_modernbert_export_gives_the_model_dirs_answers(modernbert_run, tmp_path):
   export_dir = export_savedmodel.export_from_model_dir(modernbert_run['model_dir'],
-                                                       str(modernbert_run['tmp'] / 'export'))
+                                                       str(tmp_path / 'export'))
   texts = ['paris is the [MASK] of france .', 'return a [MASK] of the list .']
   from_dir = api.fill_mask(modernbert_run['model_dir'], texts, top_k=3)
   from_export = api.fill_mask(export_dir, texts, top_k=3)

@@ -8,28 +8,15 @@ import types
 
 import pytest
 
-from official.nlp.data import create_pretraining_data
 from official.nlp.data import data_metadata
 from official.nlp.data import tokenization
 from official.nlp.data import vocab_assets
 from tests.nlp.serving import tiny_run
 from tests.paths import ROOT
 
-SENTENCES = ['Paris is the capital of France.', 'A city is a new object.',
-             'Return a copy of the list.', 'The default file is None.']
-
-
 def _records(tmp_path, vocab=tiny_run.VOCAB, do_lower_case=True, name='train'):
-  """Pretraining records of a tiny corpus; returns (record path, vocab file)."""
-  vocab_file = tmp_path / f'{name}_vocab.txt'
-  vocab_file.write_text('\n'.join(vocab) + '\n')
-  corpus = tmp_path / f'{name}.txt'
-  corpus.write_text('\n\n'.join(' '.join(SENTENCES[i:] + SENTENCES[:i]) for i in range(4)) + '\n')
-  path = str(tmp_path / 'data' / f'{name}.tfrecord')
-  create_pretraining_data.create_pretraining_data(
-      str(corpus), path, vocab_file=str(vocab_file), do_lower_case=do_lower_case,
-      max_seq_length=tiny_run.SEQ_LENGTH, max_predictions_per_seq=3, dupe_factor=2)
-  return path, str(vocab_file)
+  """Pretraining records of the tiny corpus; returns (record path, vocab file)."""
+  return tiny_run.write_records(tmp_path, vocab, do_lower_case, name)
 
 
 def _task_config(input_path, init_checkpoint=''):
@@ -122,19 +109,11 @@ def test_find_vocab_file_in_directories(tmp_path):
     vocab_assets.find_vocab_file(str(tmp_path / 'missing'))
 
 
-def test_training_writes_the_vocabulary_and_inference_finds_it(tmp_path):
-  from official.core import task_factory  # pylint: disable=g-import-not-at-top
-  from official.core import train_lib  # pylint: disable=g-import-not-at-top
-  from official.core import train_utils  # pylint: disable=g-import-not-at-top
+def test_training_writes_the_vocabulary_and_inference_finds_it(trained_bert_run):
+  # The session's run trained by api.train (train_lib.run_experiment) on cased records.
   from official.nlp.serving import inference  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  path, _ = _records(tmp_path, do_lower_case=False)
-  overrides = tiny_run.overrides().replace('task.train_data.input_path=dummy',
-                                           f'task.train_data.input_path={path}')
-  params = train_utils.build_params('bert/pretraining', (), overrides)
-  model_dir = str(tmp_path / 'model')
-  task = task_factory.get_task(params.task, logging_dir=model_dir)
-  train_lib.run_experiment(tf.distribute.get_strategy(), task, 'train', params, model_dir)
+  model_dir = trained_bert_run['model_dir']
+  assert data_metadata.load_metadata(trained_bert_run['records'])['do_lower_case'] is False
   assert tokenization.read_vocab(os.path.join(model_dir, 'vocab.txt')) == tiny_run.VOCAB
   model = inference.load_inference_model(model_dir)
   tokenizer = model.load_tokenizer()  # no --vocab_file needed

@@ -21,54 +21,79 @@ from official.nlp.modeling import networks
 from official.nlp.serving import export_savedmodel
 from official.nlp.serving import inference
 from official.nlp.tools import fill_mask
+from tests import testing
 from tests.nlp.serving import tiny_run
 from tests.paths import ROOT
+from tests.processes import HANG_SECONDS
 
 TEXTS = ['Paris is the [MASK] of France.', '[MASK] is a [MASK] .', 'return a [MASK]']
 
-# Runs in a fresh interpreter with TensorFlow only: no mlm_garden code is imported.
+# Runs in a fresh interpreter with TensorFlow only: no mlm_garden code is imported. Its arguments
+# are triples (export_dir, inputs .npz, outputs .npz), one per export.
 _RELOAD_SCRIPT = r'''
 import sys
 import numpy as np
 import tensorflow as tf
-export_dir, inputs_path, outputs_path = sys.argv[1:]
-inputs = dict(np.load(inputs_path))
-loaded = tf.saved_model.load(export_dir)
-fill = loaded.signatures['fill_mask'](**{k: tf.constant(v) for k, v in inputs.items()})
-encoder_inputs = {k: tf.constant(v) for k, v in inputs.items() if k != 'masked_lm_positions'}
-encoded = loaded.signatures['encoder'](**encoder_inputs)
-np.savez(outputs_path, **{k: v.numpy() for k, v in list(fill.items()) + list(encoded.items())})
-print(sorted(loaded.signatures))
+for export_dir, inputs_path, outputs_path in zip(*[iter(sys.argv[1:])] * 3):
+  inputs = dict(np.load(inputs_path))
+  loaded = tf.saved_model.load(export_dir)
+  fill = loaded.signatures['fill_mask'](**{k: tf.constant(v) for k, v in inputs.items()})
+  encoder_inputs = {k: tf.constant(v) for k, v in inputs.items() if k != 'masked_lm_positions'}
+  encoded = loaded.signatures['encoder'](**encoder_inputs)
+  np.savez(outputs_path, **{k: v.numpy() for k, v in list(fill.items()) + list(encoded.items())})
+  print(export_dir, sorted(loaded.signatures))
 '''
 
 
-@pytest.fixture(name='run', scope='module')
-def _run(tmp_path_factory):
-  return tiny_run.shared_run(tmp_path_factory)
+@pytest.fixture(name='run')
+def _run(bert_run):
+  """The session's tiny BERT run and its export (tests/nlp/tiny_runs.py)."""
+  return bert_run
 
 
 @pytest.fixture(name='restored', scope='module')
-def _restored(run):
-  _, model, path = inference.restore_model(run['model_dir'])
+def _restored(bert_run):
+  _, model, path = inference.restore_model(bert_run['model_dir'])
   return model, path
 
 
+class _FreshProcess:
+  """The reload script on the BERT and the ModernBERT exports, run by one fresh interpreter
+  started when the file's first test asks for it (so that it runs meanwhile)."""
+
+  def __init__(self, runs, directory):
+    self.inputs, self.counts, self._outputs, argv = {}, {}, {}, []
+    for name, run in runs.items():
+      tokenizer = tokenization.WordPieceTokenizer.from_vocab_file(run['vocab_file'])
+      self.inputs[name], self.counts[name] = fill_mask.encode_masked_texts(
+          tokenizer, TEXTS, tiny_run.SEQ_LENGTH)
+      np.savez(directory / f'{name}_inputs.npz', **self.inputs[name])
+      self._outputs[name] = directory / f'{name}_outputs.npz'
+      argv += [run['export_dir'], str(directory / f'{name}_inputs.npz'),
+               str(self._outputs[name])]
+    self.process = subprocess.Popen(
+        [sys.executable, '-c', _RELOAD_SCRIPT] + argv,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    self._ended = None
+
+  def outputs(self, name):
+    """(stdout, the outputs of export `name`), once the process ended (asserted to succeed)."""
+    if self._ended is None:
+      self._ended = self.process.communicate(timeout=HANG_SECONDS)
+    stdout, stderr = self._ended
+    assert self.process.returncode == 0, stderr[-3000:]
+    return stdout, dict(np.load(self._outputs[name]))
+
+
 @pytest.fixture(name='fresh_process', scope='module')
-def _fresh_process(run, tmp_path_factory):
-  """Starts the reload script on the export (the first test asks for it, so it runs meanwhile)."""
-  directory = tmp_path_factory.mktemp('fresh_process')
-  tokenizer = tokenization.WordPieceTokenizer.from_vocab_file(run['vocab_file'])
-  inputs, counts = fill_mask.encode_masked_texts(tokenizer, TEXTS, tiny_run.SEQ_LENGTH)
-  np.savez(directory / 'inputs.npz', **inputs)
-  process = subprocess.Popen(
-      [sys.executable, '-c', _RELOAD_SCRIPT, run['export_dir'], str(directory / 'inputs.npz'),
-       str(directory / 'outputs.npz')],
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'), stdout=subprocess.PIPE,
-      stderr=subprocess.PIPE, text=True)
-  yield process, inputs, counts, directory / 'outputs.npz'
-  if process.poll() is None:
-    process.kill()
-    process.communicate()
+def _fresh_process(bert_run, modernbert_run, tmp_path_factory):
+  fresh = _FreshProcess({'bert': bert_run, 'modernbert': modernbert_run},
+                        tmp_path_factory.mktemp('fresh_process'))
+  yield fresh
+  if fresh.process.poll() is None:
+    fresh.process.kill()
+    fresh.process.communicate()
 
 
 def _softmax(x):
@@ -140,8 +165,8 @@ class _StandInClassifier(tf_keras.Model):
 
 
 def _tiny_encoder():
-  return networks.BertEncoder(vocab_size=30, hidden_size=16, num_layers=2, num_attention_heads=2,
-                              inner_dim=32, max_sequence_length=16, dict_outputs=True)
+  return networks.BertEncoder(**testing.tiny_kwargs(vocab_size=30, max_sequence_length=16,
+                                                    dict_outputs=True))
 
 
 @pytest.mark.parametrize('dict_output', [False, True])
@@ -383,24 +408,7 @@ def test_corrupt_checkpoint_is_one_line(run, tmp_path, capsys):
 
 # ---- A ModernBERT pretraining run (no next-sentence head) and a classifier fine-tuned from it.
 
-@pytest.fixture(name='modernbert_run', scope='module')
-def _modernbert_run(tmp_path_factory):
-  return tiny_run.shared_run(tmp_path_factory, encoder='modernbert')
-
-
-def _reload_in_fresh_process(export_dir, inputs, directory):
-  """The `fill_mask` and `encoder` outputs of `export_dir` loaded by TensorFlow alone."""
-  np.savez(directory / 'inputs.npz', **inputs)
-  result = subprocess.run(
-      [sys.executable, '-c', _RELOAD_SCRIPT, export_dir, str(directory / 'inputs.npz'),
-       str(directory / 'outputs.npz')], env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'),
-      capture_output=True, text=True, timeout=300, check=False)
-  assert result.returncode == 0, result.stderr[-3000:]
-  assert "['encoder', 'fill_mask']" in result.stdout
-  return dict(np.load(directory / 'outputs.npz'))
-
-
-def test_modernbert_export_reloads_with_the_checkpoints_outputs(modernbert_run, tmp_path):
+def test_modernbert_export_reloads_with_the_checkpoints_outputs(modernbert_run, fresh_process):
   # Compared on the real tokens only: a padding position whose sliding window holds no real token
   # gets other (meaningless) values from the blocked local attention (static lengths, eager here)
   # than from the full matrix (the signatures' unknown length).
@@ -412,7 +420,10 @@ def test_modernbert_export_reloads_with_the_checkpoints_outputs(modernbert_run, 
   assert type(model.encoder_network).__name__ == 'ModernBertEncoder' and path.endswith('ckpt-2')
   tokenizer = tokenization.WordPieceTokenizer.from_vocab_file(modernbert_run['vocab_file'])
   inputs, _ = fill_mask.encode_masked_texts(tokenizer, TEXTS, tiny_run.SEQ_LENGTH)
-  saved = _reload_in_fresh_process(modernbert_run['export_dir'], inputs, tmp_path)
+  for key, value in inputs.items():  # the child's inputs
+    np.testing.assert_array_equal(fresh_process.inputs['modernbert'][key], value, err_msg=key)
+  stdout, saved = fresh_process.outputs('modernbert')
+  assert f"{modernbert_run['export_dir']} ['encoder', 'fill_mask']" in stdout
   outputs = model({k: tf.constant(v) for k, v in inputs.items()}, training=False)
   probabilities = _softmax(outputs['mlm_logits'].numpy().astype(np.float64))
   expected_ids = np.argsort(-probabilities, axis=-1, kind='stable')[..., :5]
@@ -485,12 +496,10 @@ def test_modernbert_classifier_export_from_its_model_dir(modernbert_run, tmp_pat
 # Last in the file: the reload started by the first test ran meanwhile.
 def test_saved_model_in_fresh_process_matches_checkpoint(run, restored, fresh_process):
   model, _ = restored
-  process, inputs, counts, outputs_path = fresh_process
-  stdout, stderr = process.communicate(timeout=120)
-  assert process.returncode == 0, stderr[-3000:]
-  assert "['encoder', 'fill_mask']" in stdout
+  inputs, counts = fresh_process.inputs['bert'], fresh_process.counts['bert']
+  stdout, saved = fresh_process.outputs('bert')
+  assert f"{run['export_dir']} ['encoder', 'fill_mask']" in stdout
   tokenizer = tokenization.WordPieceTokenizer.from_vocab_file(run['vocab_file'])
-  saved = dict(np.load(outputs_path))
 
   # Independent reference: the restored Keras model's logits, softmax and sort in numpy.
   outputs = model({k: tf.constant(v) for k, v in inputs.items()}, training=False)

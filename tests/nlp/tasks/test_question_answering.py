@@ -14,6 +14,7 @@ from official.core import train_utils
 from official.nlp.data import create_finetuning_data
 from official.nlp.tasks import question_answering
 from official.nlp.tasks import squad_metrics
+from tests import testing
 from tests.nlp.serving import tiny_run
 from tests.paths import ROOT
 
@@ -155,8 +156,8 @@ def test_overfitting_the_fixture_answers_its_questions(tmp_path):
 MODERNBERT_YAML = os.path.join(ROOT, 'configs', 'finetuning', 'squad_modernbert_tiny.yaml')
 
 
-def test_modernbert_encoder_restores_from_its_pretraining_run_and_trains(tmp_path):
-  run = tiny_run.make_tiny_run(str(tmp_path / 'pre'), encoder='modernbert')
+def test_modernbert_encoder_restores_from_its_pretraining_run_and_trains(tiny_runs):
+  run = tiny_runs.saved('modernbert')  # the session's (tests/nlp/tiny_runs.py)
   params = train_utils.build_params('bert/squad', [MODERNBERT_YAML], None)
   params.override({'task': {
       'init_checkpoint': run['model_dir'],
@@ -167,7 +168,7 @@ def test_modernbert_encoder_restores_from_its_pretraining_run_and_trains(tmp_pat
   model = task.build_model()
   assert type(model.encoder).__name__ == 'ModernBertEncoder'
   task.initialize(model)
-  tiny_run.assert_weights(model.encoder, tiny_run.encoder_weights(run['model_dir']))
+  tiny_run.assert_weights(model.encoder, tiny_runs.weights('modernbert'))
   batch = next(iter(task.build_inputs(params.task.train_data)))
   optimizer = tf_keras.optimizers.Adam(1e-2)
   losses = [float(task.train_step(batch, model, optimizer)['loss']) for _ in range(3)]
@@ -181,10 +182,9 @@ def test_modernbert_train_and_eval_on_squad_records(tmp_path):
   the SQuAD metrics run on a ModernBERT model."""
   params = _params(_records(tmp_path, V1), V1, 2, 1e-3, vocab_file=VOCAB)
   params.override({'task': {'model': {'encoder': {
-      'type': 'modernbert', 'modernbert': {
-          'vocab_size': ENCODER['vocab_size'], 'hidden_size': 32, 'intermediate_size': 48,
-          'num_layers': 3, 'num_attention_heads': 2, 'local_attention': 16,
-          'max_position_embeddings': SEQ}}}}})
+      'type': 'modernbert', 'modernbert': testing.tiny_config(
+          'modernbert', vocab_size=ENCODER['vocab_size'], local_attention=16,
+          max_position_embeddings=SEQ)}}}})
   params.validate()
   task, logs = _train(params, str(tmp_path / 'run'))
   assert type(task.build_model().encoder).__name__ == 'ModernBertEncoder'

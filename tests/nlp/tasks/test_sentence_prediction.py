@@ -20,13 +20,13 @@ from official.nlp.data import sentence_prediction_dataloader as sp_loader
 from official.nlp.tasks import finetuning_metrics
 from official.nlp.tasks import masked_lm
 from official.nlp.tasks import sentence_prediction as sp
+from tests import testing
 from tests.nlp.serving import tiny_run
 from tests.paths import ROOT
 
 
-ENCODER = encoders.EncoderConfig(bert=encoders.BertEncoderConfig(
-    vocab_size=30, hidden_size=16, num_layers=2, num_attention_heads=2, intermediate_size=32,
-    max_position_embeddings=16, dropout_rate=0.0, attention_dropout_rate=0.0))
+ENCODER = encoders.EncoderConfig(bert=encoders.BertEncoderConfig(**testing.tiny_config(
+    vocab_size=30, max_position_embeddings=16, dropout_rate=0.0, attention_dropout_rate=0.0)))
 
 
 def _config(num_classes=3, **kwargs):
@@ -339,11 +339,10 @@ def test_build_inputs_reads_raw_text_records_with_the_text_loader(tmp_path):
 
 # ---- A ModernBERT encoder, pretrained by `bert/pretraining` (tests/nlp/serving/tiny_run.py).
 
-@pytest.fixture(name='modernbert_run', scope='module')
-def _modernbert_run(tmp_path_factory):
-  run = tiny_run.make_tiny_run(str(tmp_path_factory.mktemp('modernbert') / 'pre'),
-                               encoder='modernbert')
-  return dict(run, weights=tiny_run.encoder_weights(run['model_dir']))
+@pytest.fixture(name='pretrained')
+def _pretrained(tiny_runs):
+  """The session's tiny ModernBERT pretraining run and its encoder's weights (tiny_runs.py)."""
+  return dict(tiny_runs.saved('modernbert'), weights=tiny_runs.weights('modernbert'))
 
 
 def _modernbert_config(num_classes=2, **kwargs):
@@ -356,9 +355,9 @@ def _modernbert_config(num_classes=2, **kwargs):
 
 
 @pytest.mark.parametrize('use_encoder_pooler', [False, True])
-def test_modernbert_encoder_restores_from_its_pretraining_run_and_fine_tunes(modernbert_run,
+def test_modernbert_encoder_restores_from_its_pretraining_run_and_fine_tunes(pretrained,
                                                                             use_encoder_pooler):
-  config = _modernbert_config(init_checkpoint=modernbert_run['model_dir'])
+  config = _modernbert_config(init_checkpoint=pretrained['model_dir'])
   config.model.use_encoder_pooler = use_encoder_pooler
   task = sp.SentencePredictionTask(config)
   model = task.build_model()
@@ -366,7 +365,7 @@ def test_modernbert_encoder_restores_from_its_pretraining_run_and_fine_tunes(mod
   assert type(encoder).__name__ == 'ModernBertEncoder'
   fresh = {v.name: v.numpy() for v in encoder.weights}
   task.initialize(model)
-  tiny_run.assert_weights(encoder, modernbert_run['weights'])
+  tiny_run.assert_weights(encoder, pretrained['weights'])
   # The checkpoint's values were perturbed away from any initialization: all of them changed.
   assert all(not np.array_equal(fresh[v.name], v.numpy()) for v in encoder.weights)
   batch = _batch(task)
@@ -380,9 +379,9 @@ def test_modernbert_encoder_restores_from_its_pretraining_run_and_fine_tunes(mod
   np.testing.assert_allclose(model(other, training=False), logits, atol=1e-6)
 
 
-def test_modernbert_checkpoint_has_no_next_sentence_pooler(modernbert_run):
+def test_modernbert_checkpoint_has_no_next_sentence_pooler(pretrained):
   task = sp.SentencePredictionTask(_modernbert_config(
-      init_checkpoint=modernbert_run['model_dir'], init_cls_pooler=True))
+      init_checkpoint=pretrained['model_dir'], init_cls_pooler=True))
   with pytest.raises(ValueError, match=r"task.init_cls_pooler: the checkpoint '.*ckpt-2' has no "
                      r"next-sentence pooler \(next_sentence.pooler_dense\); found the items "
                      r"\[.*'encoder'.*\].*expected init_cls_pooler: false"):

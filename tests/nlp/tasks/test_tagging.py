@@ -13,11 +13,11 @@ from official.nlp.configs import encoders
 from official.nlp.data import tagging_dataloader
 from official.nlp.modeling import models
 from official.nlp.tasks import tagging
+from tests import testing
 from tests.nlp.serving import tiny_run
 
-ENCODER = encoders.EncoderConfig(bert=encoders.BertEncoderConfig(
-    vocab_size=30, hidden_size=16, num_layers=2, num_attention_heads=2, intermediate_size=32,
-    max_position_embeddings=16, dropout_rate=0.0, attention_dropout_rate=0.0))
+ENCODER = encoders.EncoderConfig(bert=encoders.BertEncoderConfig(**testing.tiny_config(
+    vocab_size=30, max_position_embeddings=16, dropout_rate=0.0, attention_dropout_rate=0.0)))
 TAGS = ['O', 'B-PER', 'I-PER', 'B-LOC']
 
 
@@ -177,8 +177,8 @@ def test_dummy_inputs_and_predict(tmp_path):
     tagging.predict(task, params.replace(include_sentence_id=False), model)
 
 
-def test_modernbert_encoder_restores_from_its_pretraining_run_and_tags(tmp_path):
-  run = tiny_run.make_tiny_run(str(tmp_path / 'pre'), encoder='modernbert')
+def test_modernbert_encoder_restores_from_its_pretraining_run_and_tags(tiny_runs):
+  run = tiny_runs.saved('modernbert')  # the session's (tests/nlp/tiny_runs.py)
   data = tagging_dataloader.TaggingDataConfig(input_path='dummy', seq_length=tiny_run.SEQ_LENGTH,
                                               global_batch_size=2)
   config = tagging.TaggingConfig(
@@ -192,7 +192,7 @@ def test_modernbert_encoder_restores_from_its_pretraining_run_and_tags(tmp_path)
   assert type(encoder).__name__ == 'ModernBertEncoder'
   head = model.classifier.kernel.numpy()
   task.initialize(model)
-  tiny_run.assert_weights(encoder, tiny_run.encoder_weights(run['model_dir']))
+  tiny_run.assert_weights(encoder, tiny_runs.weights('modernbert'))
   np.testing.assert_array_equal(model.classifier.kernel.numpy(), head)  # the head starts fresh
   optimizer = tagging.TaggingTask.create_optimizer(optimization.OptimizationConfig.from_dict({
       'optimizer': {'type': 'adamw'},

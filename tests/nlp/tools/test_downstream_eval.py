@@ -3,6 +3,7 @@ the tiny model on tiny data in the real formats, reruns that skip stored runs, a
 
 import json
 import os
+import shutil
 
 import pytest
 
@@ -11,17 +12,17 @@ from official.nlp.tools import convert_checkpoint
 from official.nlp.tools import downstream_eval
 from official.nlp.tools import mlm_eval
 from tests.nlp.data.test_downstream_data import make_data_dir
-from tests.nlp.serving import tiny_run
 
 SETTINGS = downstream_eval.FinetuneSettings(learning_rates=(1e-3,), seeds=2, max_epochs=2,
                                             patience=1, batch_size=8, precision='float32')
 
 
 @pytest.fixture(scope='module')
-def tiny(tmp_path_factory):
+def tiny(tmp_path_factory, tiny_runs):
   base = tmp_path_factory.mktemp('downstream')
-  model = tiny_run.make_tiny_run(str(base / 'model'))
-  return dict(base=base, model_dir=model['model_dir'], data_dir=make_data_dir(base / 'data'))
+  # A copy of the session's tiny BERT run (tests/nlp/tiny_runs.py): the evaluation reads it.
+  model_dir = str(shutil.copytree(tiny_runs.saved('bert')['model_dir'], base / 'model'))
+  return dict(base=base, model_dir=model_dir, data_dir=make_data_dir(base / 'data'))
 
 
 @pytest.fixture(scope='module')

@@ -17,14 +17,15 @@ TEXTS = ['paris is the capital of france .', 'a new city', '',
          ' '.join(['paris', 'is', 'a', 'city'] * 5)]  # 20 words: cut to 14 + [CLS] [SEP]
 
 
-@pytest.fixture(name='run', scope='module')
-def _run(tmp_path_factory):
-  return tiny_run.shared_run(tmp_path_factory)
+@pytest.fixture(name='run')
+def _run(bert_run):
+  """The session's tiny BERT run and its export (tests/nlp/tiny_runs.py)."""
+  return bert_run
 
 
 @pytest.fixture(name='reference', scope='module')
-def _reference(run):
-  return _encoder_outputs(run)
+def _reference(bert_run):
+  return _encoder_outputs(bert_run)
 
 
 def _encoder_outputs(run):
@@ -54,11 +55,6 @@ def test_pooling_matches_numpy(run, reference, kind):
   np.testing.assert_allclose(cls, [r['sequence_output'][0] for r in reference], atol=1e-5)
   pooled, _ = embed.embed_texts(model, tokenizer, TEXTS, pooling='pooled', batch_size=4)
   np.testing.assert_allclose(pooled, [r['pooled_output'] for r in reference], atol=1e-5)
-
-
-@pytest.fixture(name='modernbert_run', scope='module')
-def _modernbert_run(tmp_path_factory):
-  return tiny_run.shared_run(tmp_path_factory, encoder='modernbert')
 
 
 @pytest.mark.parametrize('kind', ['model_dir', 'export_dir'])
@@ -225,10 +221,10 @@ WORD_TEXTS = ['the capital of france is paris .', 'citys copys new lists', '',
 
 
 @pytest.fixture(name='word_reference', scope='module')
-def _word_reference(run):
+def _word_reference(bert_run):
   """Per kept word instance: (line, word index, word, first-sub-word vector, mean vector)."""
   assert len(SUBWORD_VOCAB) == len(tiny_run.VOCAB)
-  _, model, _ = inference.restore_model(run['model_dir'])
+  _, model, _ = inference.restore_model(bert_run['model_dir'])
   ids = {t: i for i, t in enumerate(SUBWORD_VOCAB)}
   rows = []
   for line, text in enumerate(WORD_TEXTS):

@@ -45,8 +45,8 @@ def _numpy_metrics(model, path, batch_size):
   return np.mean(losses), correct / total
 
 
-def test_evaluates_single_segment_and_packed_records(tmp_path):
-  run = tiny_run.make_tiny_run(str(tmp_path / 'run'), step=3)
+def test_evaluates_single_segment_and_packed_records(tmp_path, tiny_runs):
+  run = tiny_runs.saved('bert')  # the session's tiny BERT run, ckpt-2 (tests/nlp/tiny_runs.py)
   paths = {'single': _records(tmp_path, run['vocab_file'], 'single', no_next_sentence=True,
                               max_predictions_per_seq=3),
            'packed': _records(tmp_path, run['vocab_file'], 'packed', pack=True,
@@ -55,7 +55,7 @@ def test_evaluates_single_segment_and_packed_records(tmp_path):
   _, model, _ = inference.restore_model(run['model_dir'])
   for name, path in paths.items():
     result = results[name]
-    assert result['step'] == 3 and result['checkpoint'].endswith('ckpt-3')
+    assert result['step'] == 2 and result['checkpoint'].endswith('ckpt-2')
     # The tiny BERT ignores position ids: the packed rows read as one document each.
     loss, accuracy = _numpy_metrics(model, path, 4)
     assert result['lm_example_loss'] == pytest.approx(loss, rel=1e-4)

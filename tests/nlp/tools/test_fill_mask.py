@@ -4,8 +4,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -16,8 +14,8 @@ from official.nlp.modeling import models
 from official.nlp.modeling import networks
 from official.nlp.serving import inference
 from official.nlp.tools import fill_mask
+from tests.cli import call_main
 from tests.nlp.serving import tiny_run
-from tests.paths import ROOT
 
 WORDS = ['return', 'a', 'copy', 'of', 'the', 'list', '.']
 
@@ -68,9 +66,10 @@ _LINE = re.compile(r'^  \[MASK\] (\d+): (.+)$')
 _GUESS = re.compile(r'^(\S+) \((\d\.\d{4})\)$')
 
 
-@pytest.fixture(name='run', scope='module')
-def _run(tmp_path_factory):
-  return tiny_run.shared_run(tmp_path_factory)
+@pytest.fixture(name='run')
+def _run(bert_run):
+  """The session's tiny BERT run and its export (tests/nlp/tiny_runs.py)."""
+  return bert_run
 
 
 def _parse(output):
@@ -114,8 +113,8 @@ def test_cli_prints_the_same_predictions_from_checkpoint_and_saved_model(run, ca
       np.testing.assert_allclose([p for _, p in printed], [p for _, p in exact], atol=5e-5)
 
 
-def test_modernbert_run_and_its_export_print_the_models_predictions(tmp_path_factory, capsys):
-  run = tiny_run.shared_run(tmp_path_factory, encoder='modernbert')
+def test_modernbert_run_and_its_export_print_the_models_predictions(modernbert_run, capsys):
+  run = modernbert_run
   parsed = _parse(_cli_output_of_checkpoint_and_export(run, capsys))
   # Independent reference: the restored pretrainer's logits, softmax and sort in numpy.
   _, pretrainer, _ = inference.restore_model(run['model_dir'])
@@ -252,10 +251,9 @@ def test_model_dir_that_is_a_file_is_one_line(tmp_path, capsys):
 
 
 def test_module_seq_length_error_has_no_traceback(run):
-  result = subprocess.run(
-      [sys.executable, '-m', 'official.nlp.tools.fill_mask', f'--model_dir={run["export_dir"]}',
-       '--seq_length=33', f'--text={TEXTS[0]}'],
-      cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+  # As `python -m official.nlp.tools.fill_mask` runs it (`sys.exit(main())`), in this process.
+  result = call_main(fill_mask.main, ['fill_mask', f'--model_dir={run["export_dir"]}',
+                                      '--seq_length=33', f'--text={TEXTS[0]}'])
   assert result.returncode == 2
   assert 'Traceback' not in result.stderr
   errors = [line for line in result.stderr.splitlines() if line.startswith('fill_mask')]
