@@ -16,15 +16,17 @@ import numpy as np
 import pytest
 
 from data_tools import create_pretraining_data as cli
+from official.nlp import train
 from official.nlp.data import create_pretraining_data as cpd
 from official.nlp.data import data_metadata
 from official.nlp.data import pretrain_dataloader
 from official.nlp.data import tokenized_corpus
 from official.nlp.data.tokenization import WordPieceTokenizer
+from tests import testing
+from tests.cli import run_app
 from tests.nlp.data.pretraining_records import write_records
 from tests.nlp.data.test_create_pretraining_data import VOCAB, _corpus_text
 from tests.paths import ROOT
-from tests.processes import subprocess_env
 
 SEQ, MAX_PRED = 32, 5
 
@@ -393,8 +395,6 @@ def test_truncated_file_without_metadata_fails_at_its_end_naming_it(tmp_path):
 
 @pytest.mark.parametrize("cut", ["mid_file", "last_record"])
 def test_train_py_stops_on_a_truncated_file_without_metadata_with_one_line(tmp_path, cut):
-  import subprocess  # pylint: disable=g-import-not-at-top
-  import sys  # pylint: disable=g-import-not-at-top
   path = tmp_path / "a.tfrecord"
   write_records(str(path), 40, seq_length=SEQ, max_predictions=MAX_PRED)
   size = os.path.getsize(path)
@@ -406,15 +406,13 @@ def test_train_py_stops_on_a_truncated_file_without_metadata_with_one_line(tmp_p
   overrides = ",".join([
       f"task.train_data.input_path={path}", f"task.train_data.seq_length={SEQ}",
       f"task.train_data.max_predictions_per_seq={MAX_PRED}", "task.train_data.global_batch_size=8",
-      "task.model.encoder.bert.num_layers=1", "task.model.encoder.bert.hidden_size=16",
-      "task.model.encoder.bert.num_attention_heads=2", "task.model.encoder.bert.intermediate_size=32",
-      "task.model.encoder.bert.vocab_size=50", "trainer.train_steps=20", "trainer.steps_per_loop=10",
-      "trainer.checkpoint_interval=10"])
-  result = subprocess.run(
-      [sys.executable, "-m", "official.nlp.train", "--experiment=bert/pretraining", "--mode=train",
-       f"--config_file={os.path.join(ROOT, 'configs', 'pretraining', 'bert_tiny.yaml')}",
-       f"--params_override={overrides}", f"--model_dir={tmp_path / 'run'}"],
-      cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=300, check=False)
+      *testing.tiny_overrides(vocab_size=50, num_layers=1), "trainer.train_steps=20",
+      "trainer.steps_per_loop=10", "trainer.checkpoint_interval=10"])
+  # train.py in this process (tests/cli.py), as `python -m official.nlp.train` runs it.
+  result = run_app(train.main, [
+      "train", "--experiment=bert/pretraining", "--mode=train",
+      f"--config_file={os.path.join(ROOT, 'configs', 'pretraining', 'bert_tiny.yaml')}",
+      f"--params_override={overrides}", f"--model_dir={tmp_path / 'run'}"])
   assert result.returncode == 1, result.stderr[-2000:]
   assert "Traceback" not in result.stderr
   errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]

@@ -1,15 +1,20 @@
-"""End to end: text -> our TFRecords -> `train.py --experiment=bert/pretraining` -> checkpoint -> eval."""
+"""End to end: text -> our TFRecords -> `train.py` (bert/pretraining) -> checkpoint -> eval.
 
-import subprocess
-import sys
+`train.py` runs in this process (tests/cli.py: its flags parsed as `app.run` does, its exit code
+and stderr captured), as `python -m official.nlp.train` would run it.
+"""
 
 import numpy as np
 import pytest
 
+from official.nlp import train as train_py
 from official.nlp.data import create_pretraining_data
 from official.nlp.tools import training_curves
+from tests import testing
+from tests.cli import run_app
 from tests.paths import ROOT
-from tests.processes import subprocess_env
+
+TINY_YAML = f'{ROOT}/configs/pretraining/bert_tiny.yaml'
 
 WORDS = [f'w{i}' for i in range(24)]
 
@@ -43,11 +48,9 @@ def _write_corpus_and_records(tmp_path):
 def test_train_and_eval_from_our_records(tmp_path):
   paths, vocab_size = _write_corpus_and_records(tmp_path)
   model_dir = tmp_path / 'model'
-  overrides = ','.join([
-      f'task.model.encoder.bert.vocab_size={vocab_size}', 'task.model.encoder.bert.hidden_size=32',
-      'task.model.encoder.bert.intermediate_size=64', 'task.model.encoder.bert.num_layers=2',
-      'task.model.encoder.bert.num_attention_heads=2',
-      'task.model.encoder.bert.max_position_embeddings=16',
+  # Wider than TINY_BERT (hidden 32): 300 steps must learn the corpus's order.
+  overrides = ','.join(testing.tiny_overrides(
+      vocab_size=vocab_size, hidden_size=32, intermediate_size=64, max_position_embeddings=16) + [
       'task.model.cls_heads=[{name: next_sentence, num_classes: 2, inner_dim: 32}]',
       f'task.train_data.input_path={paths["train"]}', 'task.train_data.seq_length=16',
       'task.train_data.max_predictions_per_seq=3', 'task.train_data.global_batch_size=16',
@@ -62,12 +65,9 @@ def test_train_and_eval_from_our_records(tmp_path):
       'trainer.optimizer_config.warmup.polynomial.warmup_steps=10',
       'runtime.distribution_strategy=one_device', 'runtime.enable_xla=false',
   ])
-  env = subprocess_env()
-  result = subprocess.run(
-      [sys.executable, '-m', 'official.nlp.train', '--experiment=bert/pretraining',
-       f'--config_file={ROOT}/configs/pretraining/bert_tiny.yaml', '--mode=train_and_eval',
-       f'--model_dir={model_dir}', f'--params_override={overrides}'],
-      cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
+  result = run_app(train_py.main, [
+      'train', '--experiment=bert/pretraining', f'--config_file={TINY_YAML}',
+      '--mode=train_and_eval', f'--model_dir={model_dir}', f'--params_override={overrides}'])
   assert result.returncode == 0, result.stderr[-3000:]
   assert (model_dir / 'params.yaml').exists()
   assert (model_dir / 'ckpt-300.index').exists()
@@ -82,23 +82,19 @@ def test_train_and_eval_from_our_records(tmp_path):
   assert step == 300
   assert accuracy > 0.1  # chance is 1/29
   # Mismatched data config: refused before step 0 with both values named.
-  bad = subprocess.run(
-      [sys.executable, '-m', 'official.nlp.train', '--experiment=bert/pretraining',
-       f'--config_file={ROOT}/configs/pretraining/bert_tiny.yaml', '--mode=train',
-       f'--model_dir={tmp_path / "bad"}',
-       f'--params_override={overrides},task.train_data.seq_length=32,'
-       'task.model.encoder.bert.max_position_embeddings=32'],
-      cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+  bad = run_app(train_py.main, [
+      'train', '--experiment=bert/pretraining', f'--config_file={TINY_YAML}', '--mode=train',
+      f'--model_dir={tmp_path / "bad"}',
+      f'--params_override={overrides},task.train_data.seq_length=32,'
+      'task.model.encoder.bert.max_position_embeddings=32'])
   assert bad.returncode != 0
   assert 'seq_length is 32 in the config but the records were written with max_seq_length=16' in (
       bad.stderr)
   assert 'Traceback' not in bad.stderr
-  too_long = subprocess.run(
-      [sys.executable, '-m', 'official.nlp.train', '--experiment=bert/pretraining',
-       f'--config_file={ROOT}/configs/pretraining/bert_tiny.yaml', '--mode=train',
-       f'--model_dir={tmp_path / "bad"}', f'--params_override={overrides},'
-       'task.train_data.seq_length=32'],
-      cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+  too_long = run_app(train_py.main, [
+      'train', '--experiment=bert/pretraining', f'--config_file={TINY_YAML}', '--mode=train',
+      f'--model_dir={tmp_path / "bad"}',
+      f'--params_override={overrides},task.train_data.seq_length=32'])
   assert too_long.returncode == 1
   assert ('task.train_data.seq_length: 32 exceeds model.encoder.bert.max_position_embeddings=16'
           in too_long.stderr)

@@ -4,8 +4,6 @@ import json
 import logging
 import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -20,8 +18,9 @@ from official.nlp.modeling import networks
 from official.nlp.tools import convert_checkpoint
 from official.nlp.tools import google_bert
 from official.nlp.tools import hf_bert
+from tests import testing
+from tests.cli import call_main
 from tests.nlp.tools import numpy_hf_bert as ref
-from tests.paths import ROOT
 
 _SMALL_DATA = ('task.train_data.seq_length=8,task.train_data.max_predictions_per_seq=2,'
                'task.validation_data.seq_length=8,task.validation_data.max_predictions_per_seq=2')
@@ -74,11 +73,9 @@ def test_hf_to_ours_is_restored_by_masked_lm_task_initialize(tmp_path):
 
 def test_training_model_dir_to_hf_and_google(tmp_path):
   model_dir = str(tmp_path / 'run')
-  params = train_utils.build_params('bert/pretraining', [], _SMALL_DATA + (
-      ',task.model.encoder.bert.vocab_size=40,task.model.encoder.bert.hidden_size=16,'
-      'task.model.encoder.bert.num_layers=2,task.model.encoder.bert.num_attention_heads=2,'
-      'task.model.encoder.bert.intermediate_size=32,'
-      'task.model.encoder.bert.max_position_embeddings=12,task.model.cls_heads=[]'))
+  params = train_utils.build_params('bert/pretraining', [], ','.join(
+      [_SMALL_DATA] + testing.tiny_overrides(vocab_size=40, max_position_embeddings=12) +
+      ['task.model.cls_heads=[]']))
   train_utils.write_params(params, model_dir)
   task = task_factory.get_task(params.task)
   model = task.build_model()
@@ -168,10 +165,10 @@ def test_cli_converts_and_reports(tmp_path, capsys, caplog):
 
 
 def test_cli_module_exits_1_with_one_error_line(tmp_path):
-  result = subprocess.run(
-      [sys.executable, '-m', 'official.nlp.tools.convert_checkpoint', '--source=hf',
-       '--target=ours', f'--input={tmp_path / "missing"}', f'--output={tmp_path / "out"}'],
-      cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+  # As `python -m official.nlp.tools.convert_checkpoint` runs it (`sys.exit(main())`), in-process.
+  result = call_main(convert_checkpoint.main, [
+      'convert_checkpoint', '--source=hf', '--target=ours', f'--input={tmp_path / "missing"}',
+      f'--output={tmp_path / "out"}'])
   assert result.returncode == 1 and 'Traceback' not in result.stderr
   errors = [line for line in result.stderr.splitlines() if 'convert_checkpoint: ' in line]
   assert errors == [f'convert_checkpoint: error: {tmp_path / "missing"}: no config.json (a Hugging '
@@ -313,10 +310,9 @@ def test_cli_output_dir_and_flags(tmp_path, capsys):
 def test_module_corrupt_safetensors_has_no_traceback(tmp_path):
   source, _, _ = _hf_dir(tmp_path / 'hf')
   (tmp_path / 'hf' / 'model.safetensors').write_bytes(b'\x00' * 16)
-  result = subprocess.run(
-      [sys.executable, '-m', 'official.nlp.tools.convert_checkpoint', '--source=hf',
-       '--target=ours', f'--input={source}', f'--output={tmp_path / "out"}'],
-      cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+  result = call_main(convert_checkpoint.main, [
+      'convert_checkpoint', '--source=hf', '--target=ours', f'--input={source}',
+      f'--output={tmp_path / "out"}'])
   assert result.returncode == 1
   assert 'Traceback' not in result.stderr
   errors = [line for line in result.stderr.splitlines() if 'convert_checkpoint: ' in line]
