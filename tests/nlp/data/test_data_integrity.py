@@ -406,7 +406,9 @@ def test_train_py_stops_on_a_truncated_file_without_metadata_with_one_line(tmp_p
   overrides = ",".join([
       f"task.train_data.input_path={path}", f"task.train_data.seq_length={SEQ}",
       f"task.train_data.max_predictions_per_seq={MAX_PRED}", "task.train_data.global_batch_size=8",
-      *testing.tiny_overrides(vocab_size=50, num_layers=1), "trainer.train_steps=20",
+      # bert_tiny.yaml's position table: its validation_data.seq_length (128) must fit.
+      *testing.tiny_overrides(vocab_size=50, num_layers=1, max_position_embeddings=512),
+      "trainer.train_steps=20",
       "trainer.steps_per_loop=10", "trainer.checkpoint_interval=10"])
   # train.py in this process (tests/cli.py), as `python -m official.nlp.train` runs it.
   result = run_app(train.main, [
