@@ -1,5 +1,5 @@
-"""The import graph of the package follows the layers of ARCHITECTURE.md (read from the source's AST:
-nothing is imported).
+"""The import graph of the package follows the layers of ARCHITECTURE.md (read from the source's
+AST: nothing is imported).
 
 Every import of one of our modules points to a module of the same or a lower layer, no import
 cycle exists (counting imports inside functions), and an import inside a function carries a

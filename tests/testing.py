@@ -62,10 +62,11 @@ def run_layer_test(layer_cls: type, init_kwargs: Dict[str, Any], input_data: Seq
                    expected_output_dtype: Optional[Any] = None, atol: float = 1e-6) -> Any:
   """Builds `layer_cls(**init_kwargs)`, calls it on `input_data`, checks output shapes and dtypes.
 
-  Then serializes the layer with `get_config` (which must be JSON-serializable), rebuilds it from the
-  JSON round trip (`layer_cls.from_config` or `from_config`), checks the rebuilt config is identical, copies the weights and checks the rebuilt layer gives the
-  same outputs. Without a custom `from_config`, the layer must also survive
-  `tf_keras.layers.serialize`/`deserialize` (i.e. be registered as serializable).
+  Then serializes the layer with `get_config` (which must be JSON-serializable), rebuilds it from
+  the JSON round trip (`layer_cls.from_config` or `from_config`), checks the rebuilt config is
+  identical, copies the weights and checks the rebuilt layer gives the same outputs. Without a
+  custom `from_config`, the layer must also survive `tf_keras.layers.serialize`/`deserialize` (i.e.
+  be registered as serializable).
 
   Args:
     layer_cls: the layer class.

@@ -1,8 +1,8 @@
 """Checkpoints interchangeable with Model Garden (tf-models-official) in both directions.
 
 `tests/testdata/model_garden/pretraining/` was written by Model Garden's own
-`official.nlp.train --experiment=bert/pretraining` (scripts/make_model_garden_checkpoint.sh): it must
-restore into our trainer (weights, AdamW moments, step) and serve as `init_checkpoint` of our
+`official.nlp.train --experiment=bert/pretraining` (scripts/make_model_garden_checkpoint.sh): it
+must restore into our trainer (weights, AdamW moments, step) and serve as `init_checkpoint` of our
 fine-tuning tasks, and what our trainer writes must carry the same keys and shapes, which is what
 Model Garden's restore reads. Model Garden itself is not needed here.
 """

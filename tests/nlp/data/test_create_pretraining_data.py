@@ -29,8 +29,8 @@ SEQ, MAX_PRED = 128, 20
 
 
 def _corpus_text(seed: int = 0, num_docs: int = NUM_DOCS) -> str:
-  """Documents of 4-12 sentences; every sentence starts with its document's token `docN`; 30% of words carry a
-  suffix that WordPiece splits off (`w5ing` -> `w5 ##ing`)."""
+  """Documents of 4-12 sentences; every sentence starts with its document's token `docN`; 30% of
+  words carry a suffix that WordPiece splits off (`w5ing` -> `w5 ##ing`)."""
   rng = random.Random(seed)
   documents = []
   for d in range(num_docs):
@@ -264,7 +264,8 @@ def test_no_next_sentence_single_segments(data_dir):
     lengths.append(length)
     assert ids[0] == CLS and ids[length - 1] == SEP and (ids[1:length - 1] != SEP).all()
     assert not record["segment_ids"].any() and record["next_sentence_labels"][0] == 0
-  # Segments are cut at sentence boundaries within a document: most are long, none exceeds the length.
+  # Segments are cut at sentence boundaries within a document: most are long, none exceeds the
+  # length.
   assert max(lengths) <= SEQ and np.mean(lengths) > 60
 
 
@@ -521,8 +522,8 @@ def test_instance_arrays_greedy_budget_and_word_units():
       if not whole_word:
         assert count == budgets[row]
         continue
-      # Words: a start and its continuations; a word is masked whole or not at all, and no unmasked word fits
-      # in the budget left (the greedy fill is maximal).
+      # Words: a start and its continuations; a word is masked whole or not at all, and no unmasked
+      # word fits in the budget left (the greedy fill is maximal).
       selected = np.zeros(length, bool)
       selected[positions] = True
       remaining = budgets[row] - count

@@ -1,9 +1,9 @@
-"""Issue 14, data side: record sets carry a fingerprint that training verifies, data creation commits shards and
-metadata as one set, memory stays bounded (spilled records, long lines in pieces), workers capped, unwritable
-output directories fail before any work.
+"""Issue 14, data side: record sets carry a fingerprint that training verifies, data creation
+commits shards and metadata as one set, memory stays bounded (spilled records, long lines in
+pieces), workers capped, unwritable output directories fail before any work.
 
-Tests official/nlp/data/{data_metadata, create_pretraining_data, tokenized_corpus, pretrain_dataloader}.py and
-data_tools/create_pretraining_data.py.
+Tests official/nlp/data/{data_metadata, create_pretraining_data, tokenized_corpus,
+pretrain_dataloader}.py and data_tools/create_pretraining_data.py.
 """
 
 import json
@@ -72,7 +72,7 @@ def record_set(inputs, tmp_path, monkeypatch):
   return tmp_path
 
 
-# ----------------------------------------------------------------------------------------------- fingerprint
+# -------------------------------------------------------------------------------------- fingerprint
 
 
 def test_metadata_lists_every_shard_with_count_size_and_crc(record_set):
@@ -156,7 +156,7 @@ def test_dynamic_length_loader_verifies_too(record_set):
     pretrain_dynamic_dataloader.PretrainingDynamicDataLoader(config).load()
 
 
-# ------------------------------------------------------------------------------------------- atomic commit
+# ------------------------------------------------------------------------------------ atomic commit
 
 
 def _snapshot(directory):
@@ -195,7 +195,8 @@ def test_rerun_interrupted_while_committing_is_refused_then_completed(inputs, re
   with pytest.raises(KeyboardInterrupt):
     _create(inputs, record_set / "train.tfrecord", num_output_shards=2, random_seed=7)
   monkeypatch.setattr(os, "replace", real_replace)
-  # One new shard sits beside the old ones: the metadata says the set is half-replaced, training refuses.
+  # One new shard sits beside the old ones: the metadata says the set is half-replaced, training
+  # refuses.
   message = _load_error(record_set / "train.tfrecord*")
   assert str(record_set / "train.metadata.json") in message and "committing" in message
   # A rerun completes: only the new set remains (the old 4-shard names are gone) and it loads.
@@ -250,7 +251,7 @@ def test_stale_staging_of_a_killed_run_is_removed(inputs, tmp_path):
   assert sorted(os.listdir(tmp_path)) == ["train.metadata.json", "train.tfrecord"]
 
 
-# ----------------------------------------------------------------------------------------- bounded memory
+# ----------------------------------------------------------------------------------- bounded memory
 
 
 def test_records_are_spilled_incrementally(inputs, tmp_path, monkeypatch):
@@ -296,8 +297,8 @@ def test_long_lines_are_read_in_bounded_pieces_with_the_same_tokens(inputs, tmp_
   assert max(len(b) for b, _ in blocks) <= 64 + 2 * 100 and sum(cut for _, cut in blocks) > 100
   assert b"".join(b for b, _ in blocks) == path.read_bytes()
   corpus, stats = tokenized_corpus.read_tokenized_corpus([str(path)], _tokenizer(inputs))
-  # Same sentences and tokens, except the last sentence: its 600-character word was cut mid-word (no whitespace):
-  # an [UNK] per piece instead of one.
+  # Same sentences and tokens, except the last sentence: its 600-character word was cut mid-word (no
+  # whitespace): an [UNK] per piece instead of one.
   np.testing.assert_array_equal(corpus.sentence_starts[:-1], reference.sentence_starts[:-1])
   np.testing.assert_array_equal(corpus.document_starts, reference.document_starts)
   last = reference.sentence_starts[-2]
@@ -316,7 +317,7 @@ def test_one_huge_line_without_newline(inputs, tmp_path, monkeypatch):
   assert (corpus.num_documents, stats.sentences, stats.lines, corpus.num_tokens) == (1, 1, 1, 2000)
 
 
-# --------------------------------------------------------------------------------------- workers, output dir
+# ------------------------------------------------------------------------------ workers, output dir
 
 
 def test_num_workers_capped_to_the_cpus_with_a_warning(inputs, tmp_path, caplog):
@@ -398,8 +399,9 @@ def test_train_py_stops_on_a_truncated_file_without_metadata_with_one_line(tmp_p
   path = tmp_path / "a.tfrecord"
   write_records(str(path), 40, seq_length=SEQ, max_predictions=MAX_PRED)
   size = os.path.getsize(path)
-  # Cut inside a record's header, TensorFlow reads the records before it and stops silently (our end-of-file
-  # check names the file); cut inside the last record's data, TensorFlow raises "truncated record at N".
+  # Cut inside a record's header, TensorFlow reads the records before it and stops silently (our
+  # end-of-file check names the file); cut inside the last record's data, TensorFlow raises
+  # "truncated record at N".
   new_size = size // 2 + 5 if cut == "mid_file" else size - 7
   with open(path, "r+b") as f:
     f.truncate(new_size)

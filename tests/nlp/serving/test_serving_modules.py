@@ -1,5 +1,5 @@
-"""Tests for official/nlp/serving/serving_modules.py, export_savedmodel_util.py and the export-module
-lookup of export_savedmodel.py (Model Garden's serving API)."""
+"""Tests for official/nlp/serving/serving_modules.py, export_savedmodel_util.py and the
+export-module lookup of export_savedmodel.py (Model Garden's serving API)."""
 
 import os
 

@@ -15,7 +15,8 @@ from official.nlp.tools import google_bert
 from tests import testing
 from tests.nlp.tools import numpy_hf_bert as ref
 
-# Google's `hidden_act: gelu` is the tanh approximation: the reference uses Hugging Face's name of it.
+# Google's `hidden_act: gelu` is the tanh approximation: the reference uses Hugging Face's name of
+# it.
 _GOOGLE_CONFIG = {k: v for k, v in ref.tiny_config().items()
                   if k not in ('model_type', 'layer_norm_eps')}
 

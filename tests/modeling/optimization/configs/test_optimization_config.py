@@ -122,7 +122,8 @@ def test_unselected_members_are_not_required():
 
 @pytest.mark.parametrize('member, field', [('polynomial', 'initial_learning_rate'), ('constant', 'learning_rate')])
 def test_a_learning_rate_beyond_float32_is_refused_naming_the_field(member, field):
-  # Keras makes float32 tensors of learning rates: 1e39 could not even be converted (a raw TF error at step 0).
+  # Keras makes float32 tensors of learning rates: 1e39 could not even be converted (a raw TF error
+  # at step 0).
   def config(value):
     params = {field: value, 'decay_steps': 10} if member == 'polynomial' else {field: value}
     return optimization.OptimizationConfig.from_dict(
