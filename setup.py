@@ -26,6 +26,7 @@ setuptools.setup(
     install_requires=RUNTIME_REQUIREMENTS,
     extras_require={
         'test': ['pytest>=7', 'matplotlib', 'gin-config',
+                 'ruff', 'coverage',  # make lint; the suite's line coverage
                  'tensorflow-text>=2.21,<2.22',  # the text layers' tests
                  'sentencepiece',  # test-only: trains the SentencePiece models of the tests
                  'portpicker',  # test-only: Model Garden's base_trainer_test starts a local cluster
