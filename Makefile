@@ -24,10 +24,10 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(PY) -m pytest tests -q -m 'not slow'
 
-# ruff with pyproject.toml's settings (the test extra installs it). Not yet in .ci/run: tests/ has
-# findings left.
+# ruff with pyproject.toml's settings (the test extra installs it) over the whole tree; .ci/run
+# runs it before the tests.
 lint: $(STAMP)
-	$(VENV)/bin/ruff check official scripts data_tools examples orbit setup.py
+	$(VENV)/bin/ruff check .
 
 clean:
 	rm -rf $(VENV) demo_output

@@ -18,7 +18,8 @@ def test_namespaces_are_our_modules():
       core, hyperparams, optimization, tf_utils)
   assert (tfm.nlp.layers, tfm.nlp.networks, tfm.nlp.encoders) == (layers, networks, encoders)
   assert tfm.nlp.tasks.TaggingTask is tagging.TaggingTask
-  assert tfm.core.base_trainer.Trainer and tfm.nlp.losses.weighted_sparse_categorical_crossentropy_loss
+  assert (tfm.core.base_trainer.Trainer
+          and tfm.nlp.losses.weighted_sparse_categorical_crossentropy_loss)
 
 
 def test_model_gardens_documented_calls_work():

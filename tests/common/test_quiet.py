@@ -1,4 +1,5 @@
-"""official.common.quiet: TensorFlow's start-up lines are hidden from the CLIs, --verbose keeps them."""
+"""official.common.quiet: TensorFlow's start-up lines are hidden from the CLIs, --verbose keeps
+them."""
 
 import os
 import re
@@ -14,12 +15,16 @@ STARTUP = re.compile(r'absl::InitializeLog|oneDNN custom operations|cudart_stub|
                      r'failed call to cuInit')
 NOISE_LINES = [
     'WARNING: All log messages before absl::InitializeLog() is called are written to STDERR',
-    'I0000 00:00:1795500317.152567   28994 port.cc:153] oneDNN custom operations are on. You may see',
-    'I0000 00:00:1795500317.153275   28994 cudart_stub.cc:31] Could not find cuda drivers on your machine',
-    'I0000 00:00:1795500317.254086   28994 cpu_feature_guard.cc:227] This TensorFlow binary is optimized',
-    'To enable the following instructions: AVX2 FMA, in other operations, rebuild TensorFlow with the '
-    'appropriate compiler flags.',
-    'E0000 00:00:1795500318.927811   28994 cuda_platform.cc:52] failed call to cuInit: INTERNAL: CUDA error',
+    'I0000 00:00:1795500317.152567   28994 port.cc:153] oneDNN custom operations are on. '
+    'You may see',
+    'I0000 00:00:1795500317.153275   28994 cudart_stub.cc:31] Could not find cuda drivers on your '
+    'machine',
+    'I0000 00:00:1795500317.254086   28994 cpu_feature_guard.cc:227] This TensorFlow binary is '
+    'optimized',
+    'To enable the following instructions: AVX2 FMA, in other operations, rebuild TensorFlow '
+    'with the appropriate compiler flags.',
+    'E0000 00:00:1795500318.927811   28994 cuda_platform.cc:52] failed call to cuInit: INTERNAL: '
+    'CUDA error',
 ]
 
 
@@ -51,7 +56,8 @@ def test_quiet_cli_is_a_no_op_on_import():
 
 def test_filter_drops_startup_lines_and_passes_the_rest():
   # Synthetic: the exact TF 2.21 lines written to fd 2, plus real lines and a partial progress bar.
-  lines = NOISE_LINES[:3] + ['real C++ error line', 'E0000 00:00:1.2  7 op_kernel.cc:1] OOM'] + NOISE_LINES[3:]
+  lines = (NOISE_LINES[:3] + ['real C++ error line', 'E0000 00:00:1.2  7 op_kernel.cc:1] OOM']
+           + NOISE_LINES[3:])
   payload = ''.join(line + '\n' for line in lines) + '\rprogress 50%'
   code = ('import os, sys; from official.common import quiet; quiet.quiet_tensorflow(False); '
           f'os.write(2, {payload.encode()!r}); print("python stderr", file=sys.stderr)')

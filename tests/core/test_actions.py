@@ -9,7 +9,7 @@ import orbit
 from official.core import actions
 from official.core import exp_factory
 from official.modeling import optimization
-from tests.core import toy_task  # pylint: disable=unused-import
+from tests.core import toy_task  # pylint: disable=unused-import  # noqa: F401  (registers test/toy_regression)
 
 
 def test_recovery_condition_counts_bad_losses_then_raises():

@@ -26,7 +26,8 @@ def test_get_exp_config_returns_fresh_configs():
   first.trainer.train_steps = 999
   assert exp_factory.get_exp_config('test/toy_regression').trainer.train_steps == 20
   assert 'test/toy_regression' in exp_factory.registered_experiments()
-  with pytest.raises(KeyError, match="unknown experiment 'nope'; registered: .*test/toy_regression"):
+  with pytest.raises(KeyError,
+                     match="unknown experiment 'nope'; registered: .*test/toy_regression"):
     exp_factory.get_exp_config('nope')
 
 

@@ -9,7 +9,7 @@ import yaml
 from official.core import checkpointing
 from official.core import train_utils
 from official.modeling import hyperparams
-from tests.core import toy_task  # pylint: disable=unused-import
+from tests.core import toy_task  # pylint: disable=unused-import  # noqa: F401  (registers test/toy_regression)
 
 
 def _flags(**kwargs):

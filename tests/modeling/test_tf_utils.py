@@ -61,12 +61,14 @@ def _cross_entropy_pair(labels, logits, weights):
     reference = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)
     ours_total = tf.reduce_sum(ours * weights)
     reference_total = tf.reduce_sum(reference * weights)
-  return (ours, tape.gradient(ours_total, logits)), (reference, tape.gradient(reference_total, logits))
+  return ((ours, tape.gradient(ours_total, logits)),
+          (reference, tape.gradient(reference_total, logits)))
 
 
 def test_sparse_softmax_cross_entropy_matches_tensorflow_values_and_gradients():
   rng = np.random.default_rng(0)
-  logits = tf.constant(rng.normal(scale=8.0, size=(3, 4, 37)), tf.float32)  # [batch, predictions, vocab]
+  # [batch, predictions, vocab]
+  logits = tf.constant(rng.normal(scale=8.0, size=(3, 4, 37)), tf.float32)
   labels = tf.constant(rng.integers(0, 37, size=(3, 4)), tf.int32)
   weights = tf.constant(rng.uniform(size=(3, 4)), tf.float32)
   (loss, grad), (ref_loss, ref_grad) = _cross_entropy_pair(labels, logits, weights)
@@ -111,7 +113,8 @@ def _bias_add_gradients(add, rows, bias):
   with tf.GradientTape() as tape:
     tape.watch([rows, bias])
     out = add(rows, bias)
-    loss = tf.reduce_sum(tf.cast(out, tf.float32) * tf.cast(tf.range(out.shape[-1]) % 3, tf.float32))
+    loss = tf.reduce_sum(
+        tf.cast(out, tf.float32) * tf.cast(tf.range(out.shape[-1]) % 3, tf.float32))
   return out, tape.gradient(loss, [rows, bias], output_gradients=None)
 
 

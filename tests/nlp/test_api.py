@@ -1,4 +1,5 @@
-"""official.nlp.api: config from YAML + overrides, train N steps, fill-mask and embed by model_dir."""
+"""official.nlp.api: config from YAML + overrides, train N steps, fill-mask and embed by
+model_dir."""
 
 import os
 

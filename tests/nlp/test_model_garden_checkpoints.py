@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import official.common.registry_imports  # pylint: disable=unused-import
+import official.common.registry_imports  # pylint: disable=unused-import  # noqa: F401  (registers the experiments)
 from official.core import task_factory
 from official.core import train_lib
 from official.core import train_utils

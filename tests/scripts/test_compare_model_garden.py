@@ -1,4 +1,5 @@
-"""Tests of scripts/compare_model_garden.py: config pruning and checking, the run config, result parsing."""
+"""Tests of scripts/compare_model_garden.py: config pruning and checking, the run config, result
+parsing."""
 
 import importlib.util
 import json
@@ -19,23 +20,28 @@ _spec.loader.exec_module(compare)
 
 
 def test_unknown_keys_and_drop_walk_dicts_and_list_items():
-  reference = {'task': {'model': {'cls_heads': [{'name': 'x', 'inner_dim': 0}], 'encoder': {'bert': {}}}},
+  reference = {'task': {'model': {'cls_heads': [{'name': 'x', 'inner_dim': 0}],
+                                  'encoder': {'bert': {}}}},
                'runtime': {'enable_xla': False}}
-  values = {'task': {'model': {'cls_heads': [{'name': 'nsp', 'pooler': 1}, {'inner_dim': 2, 'gate': 3}],
+  values = {'task': {'model': {'cls_heads': [{'name': 'nsp', 'pooler': 1},
+                                             {'inner_dim': 2, 'gate': 3}],
                                'encoder': {'bert': {}}}},
             'runtime': {'enable_xla': True, 'seed': 4}, 'extra': {'a': 1}}
   unknown = compare._unknown_keys(values, reference, '')
-  assert unknown == ['task.model.cls_heads.0.pooler', 'task.model.cls_heads.1.gate', 'runtime.seed', 'extra']
+  assert unknown == ['task.model.cls_heads.0.pooler', 'task.model.cls_heads.1.gate', 'runtime.seed',
+                     'extra']
   for path in unknown:
     compare._drop(values, path.split('.'))
-  assert values == {'task': {'model': {'cls_heads': [{'name': 'nsp'}, {'inner_dim': 2}], 'encoder': {'bert': {}}}},
+  assert values == {'task': {'model': {'cls_heads': [{'name': 'nsp'}, {'inner_dim': 2}],
+                                       'encoder': {'bert': {}}}},
                     'runtime': {'enable_xla': True}}
 
 
 def _write_config(tmp_path, **overrides) -> str:
   out = str(tmp_path / 'run.yaml')
-  argv = ['write-config', f'--out={out}', '--train_path=/data/train.tfrecord', '--eval_path=/data/eval.tfrecord',
-          '--vocab_size=1234', '--train_steps=200', '--schedule_steps=1000', '--dtype=bfloat16', '--xla=true']
+  argv = ['write-config', f'--out={out}', '--train_path=/data/train.tfrecord',
+          '--eval_path=/data/eval.tfrecord', '--vocab_size=1234', '--train_steps=200',
+          '--schedule_steps=1000', '--dtype=bfloat16', '--xla=true']
   argv += [f'--{k}={v}' for k, v in overrides.items()]
   assert compare.main(argv) == 0
   return out
@@ -43,14 +49,16 @@ def _write_config(tmp_path, **overrides) -> str:
 
 def test_write_config_loads_after_bert_mini_in_our_framework(tmp_path):
   from official.core import train_utils  # pylint: disable=g-import-not-at-top
-  import official.common.registry_imports  # pylint: disable=g-import-not-at-top,unused-import
-  params = train_utils.build_params('bert/pretraining', [BERT_MINI, _write_config(tmp_path, steps_per_loop=25)])
+  import official.common.registry_imports  # pylint: disable=g-import-not-at-top,unused-import  # noqa: F401  (registers the experiments)
+  params = train_utils.build_params('bert/pretraining',
+                                    [BERT_MINI, _write_config(tmp_path, steps_per_loop=25)])
   assert params.task.model.encoder.bert.vocab_size == 1234
   assert params.task.model.encoder.bert.num_layers == 4  # from bert_mini.yaml
   assert params.task.train_data.global_batch_size == 32
   assert params.task.validation_data.is_training is False
   assert params.task.validation_data.input_path == '/data/eval.tfrecord'
-  assert (params.trainer.train_steps, params.trainer.steps_per_loop, params.trainer.summary_interval) == (200, 25, 25)
+  assert (params.trainer.train_steps, params.trainer.steps_per_loop,
+          params.trainer.summary_interval) == (200, 25, 25)
   assert params.trainer.validation_interval == params.trainer.checkpoint_interval == 200
   assert params.trainer.optimizer_config.learning_rate.polynomial.decay_steps == 1000
   assert params.trainer.optimizer_config.warmup.polynomial.warmup_steps == 100
@@ -87,8 +95,9 @@ def test_check_config_keeps_a_known_yaml_and_prunes_unknown_keys(tmp_path, capsy
 def _fake_run(run_dir, variant, framework, dtype, rates, accuracy, params, round_=None):
   os.makedirs(run_dir)
   with open(os.path.join(run_dir, 'variant.json'), 'w', encoding='utf-8') as f:
-    info = {'variant': variant, 'framework': framework, 'dtype': dtype, 'xla': False, 'train_steps': 100,
-            'wall_seconds': 60, 'loadavg_before': '1.00 0.50 0.20', 'loadavg_after': '2.00 1.0 0.5'}
+    info = {'variant': variant, 'framework': framework, 'dtype': dtype, 'xla': False,
+            'train_steps': 100, 'wall_seconds': 60, 'loadavg_before': '1.00 0.50 0.20',
+            'loadavg_after': '2.00 1.0 0.5'}
     if round_ is not None:  # files of the shell script before speed rounds have no 'round'
       info['round'] = round_
     json.dump(info, f)
@@ -108,17 +117,20 @@ def _fake_run(run_dir, variant, framework, dtype, rates, accuracy, params, round
 def test_summarize_medians_accuracy_speedup_and_config_differences(tmp_path, capsys):
   params = {'task': {'train_data': {'global_batch_size': 32, 'shuffle_buffer_size': 100}},
             'runtime': {'mixed_precision_dtype': 'float32'}}
-  _fake_run(str(tmp_path / 'mg'), 'mg-float32', 'model_garden', 'float32', [0.5, 2.0, 1.0, 3.0], 0.25, params)
+  _fake_run(str(tmp_path / 'mg'), 'mg-float32', 'model_garden', 'float32', [0.5, 2.0, 1.0, 3.0],
+            0.25, params)
   ours_params = {'task': {'train_data': {'global_batch_size': 32, 'shuffle_buffer_size': 1000}},
                  'runtime': {'mixed_precision_dtype': 'bfloat16', 'seed': None}}
-  _fake_run(str(tmp_path / 'ours'), 'ours-best', 'mlm_garden', 'bfloat16', [1.0, 5.0, 4.0], 0.2575, ours_params)
+  _fake_run(str(tmp_path / 'ours'), 'ours-best', 'mlm_garden', 'bfloat16', [1.0, 5.0, 4.0], 0.2575,
+            ours_params)
   out = str(tmp_path / 'results.json')
   compare.main(['summarize', str(tmp_path / 'mg'), str(tmp_path / 'ours'), '--json', out])
   printed = capsys.readouterr().out
   with open(out, encoding='utf-8') as f:
     result = json.load(f)
   mg, ours = result['runs']
-  assert mg['median_steps_per_second'] == pytest.approx(2.0)  # median of [2, 1, 3]: the first loop left out
+  # The median of [2, 1, 3]: the first loop left out.
+  assert mg['median_steps_per_second'] == pytest.approx(2.0)
   assert ours['median_steps_per_second'] == pytest.approx(4.5)
   assert ours['speedup_vs_mg_float32'] == pytest.approx(2.25)
   assert ours['speedup_vs_mg_bfloat16'] is None  # no Model Garden bfloat16 run
@@ -127,7 +139,8 @@ def test_summarize_medians_accuracy_speedup_and_config_differences(tmp_path, cap
   assert ours['next_sentence_accuracy'] == pytest.approx(0.5)
   assert result['config_differences'] == [
       'task.train_data.shuffle_buffer_size: model_garden=100 mlm_garden=1000']
-  assert 'ours-best' in printed and '2.25x' in printed and '0.2575 @100' in printed and '+0.75' in printed
+  assert ('ours-best' in printed and '2.25x' in printed and '0.2575 @100' in printed
+          and '+0.75' in printed)
 
 
 def test_summarize_takes_the_median_over_speed_rounds(tmp_path):
@@ -142,11 +155,13 @@ def test_summarize_takes_the_median_over_speed_rounds(tmp_path):
   compare.main(['summarize'] + [str(tmp_path / r[0]) for r in runs] + ['--json', out])
   with open(out, encoding='utf-8') as f:
     mg, ours = json.load(f)['runs']
-  assert [r['median_steps_per_second'] for r in mg['runs']] == [pytest.approx(2.0), pytest.approx(1.2)]
+  assert [r['median_steps_per_second'] for r in mg['runs']] == [pytest.approx(2.0),
+                                                                pytest.approx(1.2)]
   assert mg['median_steps_per_second'] == pytest.approx(1.6)  # the median (mean) of the two runs
   assert ours['median_steps_per_second'] == pytest.approx(4.25)
   assert ours['speedup_vs_mg_float32'] == pytest.approx(4.25 / 1.6)
-  assert (ours['eval_step'], ours['masked_lm_accuracy']) == (100, pytest.approx(0.26))  # the round-0 run's
+  # The round-0 run's.
+  assert (ours['eval_step'], ours['masked_lm_accuracy']) == (100, pytest.approx(0.26))
 
 
 def test_log_rates_parse_both_frameworks_formats(tmp_path):

@@ -185,7 +185,8 @@ def test_validate_coerces_integral_floats():
   cfg = _Task()
   cfg.train_data.global_batch_size = 32.0
   cfg.validate()
-  assert cfg.train_data.global_batch_size == 32 and isinstance(cfg.train_data.global_batch_size, int)
+  assert (cfg.train_data.global_batch_size == 32
+          and isinstance(cfg.train_data.global_batch_size, int))
 
 
 def test_unsupported_field_parses_at_default_and_fails_otherwise():
@@ -273,7 +274,8 @@ def test_positional_default_params_are_lenient_and_from_dict_is_strict(caplog):
       cfg = _Task({'train_data': {'global_batch_size': 8, 'global_batch_sise': 4}})
   assert cfg.train_data.global_batch_sise == 4 and cfg.train_data.global_batch_size == 8
   warnings = [r.getMessage() for r in caplog.records if 'global_batch_sise' in r.getMessage()]
-  assert len(warnings) == 1 and 'train_data.global_batch_sise is not one of its fields' in warnings[0]
+  assert (len(warnings) == 1
+          and 'train_data.global_batch_sise is not one of its fields' in warnings[0])
   with pytest.raises(hyperparams.ConfigError) as e:
     _Task.from_dict({'train_data': {'global_batch_sise': 8}})
   assert e.value.path == 'train_data.global_batch_sise'
@@ -284,7 +286,8 @@ def test_positional_default_params_are_lenient_and_from_dict_is_strict(caplog):
 
 
 def test_schemaless_config_holds_nested_values_and_round_trips():
-  cfg = hyperparams.Config({'a': 1, 'b': {'c': [1, 2]}, 'heads': [{'n': 1}, {'n': 2}], 't': (1, 'x')})
+  cfg = hyperparams.Config(
+      {'a': 1, 'b': {'c': [1, 2]}, 'heads': [{'n': 1}, {'n': 2}], 't': (1, 'x')})
   assert cfg.a == 1 and cfg.b.c == [1, 2]
   assert type(cfg.b) is hyperparams.Config and type(cfg.heads[1]) is hyperparams.Config
   assert cfg.as_dict() == {'a': 1, 'b': {'c': [1, 2]}, 'heads': [{'n': 1}, {'n': 2}], 't': (1, 'x')}

@@ -180,8 +180,8 @@ def test_config_round_trip():
   assert config['exclude_from_weight_decay'] == ['bias'] and config['gradient_clip_norm'] == 2.0
 
 
-@pytest.mark.parametrize('kwargs', [dict(beta_1=1.0), dict(epsilon=0.0), dict(weight_decay_rate=-1.0),
-                                    dict(gradient_clip_norm=-1.0),
+@pytest.mark.parametrize('kwargs', [dict(beta_1=1.0), dict(epsilon=0.0),
+                                    dict(weight_decay_rate=-1.0), dict(gradient_clip_norm=-1.0),
                                     dict(exclude_from_weight_decay='bias'), dict(weight_decay=0.1)])
 def test_bad_arguments_raise(kwargs):
   with pytest.raises(ValueError):

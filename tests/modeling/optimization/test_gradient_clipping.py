@@ -24,7 +24,8 @@ def _np_clip_by_global_norm(grads, clip):
 
 def _spy(store):
   def transformer(grads_and_vars):
-    store.append([None if g is None else tf.convert_to_tensor(g).numpy() for g, _ in grads_and_vars])
+    store.append([None if g is None else tf.convert_to_tensor(g).numpy()
+                  for g, _ in grads_and_vars])
     return grads_and_vars
   return transformer
 
@@ -65,7 +66,8 @@ def test_clipnorm_then_clipvalue_per_variable():
 
 def test_none_gradients_are_skipped():
   a, b = tf.Variable([1.0]), tf.Variable([2.0])
-  keras_optimizers.SGD(1.0, global_clipnorm=1.0).apply_gradients([(tf.constant([3.0]), a), (None, b)])
+  keras_optimizers.SGD(1.0, global_clipnorm=1.0).apply_gradients(
+      [(tf.constant([3.0]), a), (None, b)])
   np.testing.assert_allclose(a.numpy(), [0.0])
   np.testing.assert_allclose(b.numpy(), [2.0])
 
@@ -153,7 +155,7 @@ print('RESULT ' + json.dumps(out))
 @pytest.fixture(scope='module')
 def distributed_results():
   proc = run_on_two_cpus(_DISTRIBUTED_SCRIPT)
-  lines = [l for l in proc.stdout.splitlines() if l.startswith('RESULT ')]
+  lines = [line for line in proc.stdout.splitlines() if line.startswith('RESULT ')]
   assert proc.returncode == 0 and lines, proc.stderr[-3000:]
   return json.loads(lines[-1][len('RESULT '):])
 
@@ -171,7 +173,8 @@ def test_distributed_sgd_matches_numpy_clip_of_summed_gradient(distributed_resul
   for _ in range(3):
     r = x @ w + b - y
     g_w, g_b = 2 * x.T @ r / 4, np.array([2 * r.sum() / 4])
-    assert np.sqrt(np.sum(g_w ** 2) + np.sum(g_b ** 2)) > 0.2  # clipping is active (even per replica)
+    # Clipping is active (even per replica).
+    assert np.sqrt(np.sum(g_w ** 2) + np.sum(g_b ** 2)) > 0.2
     g_w, g_b = _np_clip_by_global_norm([g_w, g_b], 0.1)
     w, b = w - g_w, b - g_b
   np.testing.assert_allclose(distributed_results['sgd']['two'], np.concatenate([w, b]), rtol=1e-5)

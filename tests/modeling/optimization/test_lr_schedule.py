@@ -1,4 +1,5 @@
-"""Tests for official/modeling/optimization/lr_schedule.py: values checked against hand computation."""
+"""Tests for official/modeling/optimization/lr_schedule.py: values checked against hand
+computation."""
 
 import math
 
@@ -81,7 +82,8 @@ _CASES = {
     (lr_schedule.CosineDecayWithOffset, dict(initial_learning_rate=1.0, decay_steps=100)),
     (lr_schedule.ExponentialDecayWithOffset,
      dict(initial_learning_rate=1.0, decay_steps=100, decay_rate=0.5)),
-    (lr_schedule.PiecewiseConstantDecayWithOffset, dict(boundaries=[50, 80], values=[1.0, 0.5, 0.1])),
+    (lr_schedule.PiecewiseConstantDecayWithOffset,
+     dict(boundaries=[50, 80], values=[1.0, 0.5, 0.1])),
 ])
 def test_offset_schedules_equal_their_keras_base_shifted(cls, kwargs):
   shifted = cls(offset=10, **kwargs)
@@ -101,7 +103,8 @@ def test_schedule_values(case, step_type):
     s = step if step_type == 'python' else tf.constant(step, step_type)
     lr = schedule(s)
     assert lr.dtype == tf.float32
-    np.testing.assert_allclose(float(lr), value, rtol=1e-5, atol=1e-7, err_msg=f'{case} step {step}')
+    np.testing.assert_allclose(float(lr), value, rtol=1e-5, atol=1e-7,
+                               err_msg=f'{case} step {step}')
 
 
 @pytest.mark.parametrize('case', sorted(_CASES))

@@ -52,7 +52,8 @@ def test_build_learning_rate(learning_rate, warmup, expected):
 def test_build_adamw_from_model_garden_block():
   config = _config(
       optimizer={'type': 'adamw', 'adamw': {
-          'weight_decay_rate': 0.01, 'exclude_from_weight_decay': ['LayerNorm', 'layer_norm', 'bias'],
+          'weight_decay_rate': 0.01,
+          'exclude_from_weight_decay': ['LayerNorm', 'layer_norm', 'bias'],
           'epsilon': 1e-6, 'global_clipnorm': 5.0}},
       learning_rate={'type': 'polynomial', 'polynomial': {'initial_learning_rate': 1e-4,
                                                           'decay_steps': 1000}},
@@ -116,7 +117,8 @@ def test_loss_scale_optimizer_wraps_built_optimizer():
 @pytest.mark.parametrize('params, path', [
     ({'learning_rate': {'type': 'constant'}}, 'optimizer.type'),
     ({'optimizer': {'type': 'sgd'}}, 'learning_rate.type'),
-    ({'optimizer': {'type': 'adamw', 'adamw': {'beta_2': 1.5}}, 'learning_rate': {'type': 'constant'}},
+    ({'optimizer': {'type': 'adamw', 'adamw': {'beta_2': 1.5}},
+      'learning_rate': {'type': 'constant'}},
      'optimizer.adamw.beta_2'),
     ({'optimizer': {'type': 'sgd'}, 'learning_rate': {'type': 'cosine'}},
      'learning_rate.cosine.initial_learning_rate'),
@@ -164,7 +166,8 @@ def test_default_member_builds_the_class_defaults(optimizer_type, use_legacy_opt
                                                'total_decay_steps': 100}},
      {40: 1 / 40, 60: 1 / 60 * 0.8}),
     ({'type': 'power_with_offset', 'power_with_offset': {
-        'initial_learning_rate': 1.0, 'power': -1.0, 'offset': 10, 'pre_offset_learning_rate': 3.0}},
+        'initial_learning_rate': 1.0, 'power': -1.0, 'offset': 10,
+        'pre_offset_learning_rate': 3.0}},
      {1: 3.0, 20: 0.1}),
     ({'type': 'step_cosine_with_offset', 'step_cosine_with_offset': {
         'values': [1.0, 0.5], 'boundaries': [0, 100]}},

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from official.common import registry_imports  # pylint: disable=unused-import
+from official.common import registry_imports  # pylint: disable=unused-import  # noqa: F401  (registers the experiments)
 from official.core import exp_factory
 from official.modeling import hyperparams
 from official.nlp.configs import electra

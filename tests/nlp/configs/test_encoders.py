@@ -48,7 +48,8 @@ def test_from_config_takes_encoder_config_dicts(layout):
   stddev = encoder.get_config()['initializer']['config']['stddev']
   assert stddev == pytest.approx(0.05)
   outputs = encoder(_ids())
-  assert outputs['sequence_output'].shape == (2, 6, 32) and outputs['pooled_output'].shape == (2, 32)
+  assert (outputs['sequence_output'].shape == (2, 6, 32)
+          and outputs['pooled_output'].shape == (2, 32))
   # The same as build_encoder's encoder.
   built = encoders.build_encoder(encoders.EncoderConfig.from_dict(full))
   assert _config(built) == _config(encoder)
@@ -84,7 +85,8 @@ def test_attention_scores_and_word_embeddings_are_configurable():
   config = encoders.EncoderConfig(type='bert', bert=dict(_BERT, return_attention_scores=True,
                                                          return_word_embeddings=True))
   outputs = encoders.build_encoder(config)(_ids())
-  assert len(outputs['attention_scores']) == 2 and outputs['attention_scores'][0].shape == (2, 4, 6, 6)
+  assert (len(outputs['attention_scores']) == 2
+          and outputs['attention_scores'][0].shape == (2, 4, 6, 6))
   assert outputs['word_embeddings'].shape == (2, 6, 32)
 
 
@@ -140,7 +142,8 @@ def test_flat_form_in_an_experiment_yaml_and_params_override(tmp_path):
 ])
 def test_flat_form_refuses_a_name_that_fits_no_field(make):
   with pytest.raises(hyperparams.ConfigKeyError,
-                     match=r"^hidden_sizee: not a field of the 'bert' member .*'num_hidden_layers'"):
+                     match=r"^hidden_sizee: not a field of the 'bert' member "
+                     r".*'num_hidden_layers'"):
     make()
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tf_keras
 
-from official.common import registry_imports  # pylint: disable=unused-import
+from official.common import registry_imports  # pylint: disable=unused-import  # noqa: F401  (registers the experiments)
 from official.core import exp_factory
 from official.core import task_factory
 from official.core import train_utils

@@ -1,4 +1,5 @@
-"""Tests for official/nlp/configs (encoders, bert, pretraining_experiments) and configs/pretraining."""
+"""Tests for official/nlp/configs (encoders, bert, pretraining_experiments) and
+configs/pretraining."""
 
 import glob
 import os
@@ -7,7 +8,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from official.common import registry_imports  # pylint: disable=unused-import
+from official.common import registry_imports  # pylint: disable=unused-import  # noqa: F401  (registers the experiments)
 from official.core import exp_factory
 from official.modeling import hyperparams
 from official.nlp.configs import bert
@@ -173,7 +174,8 @@ def test_bert_pretraining_defaults_match_model_garden():
   assert exp_factory.get_exp_config('bert/pretraining').trainer.train_steps == 1_000_000
 
 
-@pytest.mark.parametrize('path', sorted(glob.glob(os.path.join(ROOT, 'configs/pretraining/*.yaml'))))
+@pytest.mark.parametrize(
+    'path', sorted(glob.glob(os.path.join(ROOT, 'configs/pretraining/*.yaml'))))
 def test_shipped_pretraining_yaml_files_validate(path):
   params = exp_factory.get_exp_config('bert/pretraining')
   params.override(hyperparams.read_yaml(path), is_strict=True)
@@ -299,8 +301,10 @@ def test_encoder_config_errors():
                      r"encoder type that mlm-garden does not implement"):
     encoders.EncoderConfig.from_dict({'type': 'mobilebert'})
   # Heads need not divide the hidden size (as in Model Garden), but cannot outnumber it.
-  encoders.EncoderConfig.from_dict({'bert': {'hidden_size': 30, 'num_attention_heads': 4}}).validate()
-  config = encoders.EncoderConfig.from_dict({'bert': {'hidden_size': 30, 'num_attention_heads': 40}})
+  encoders.EncoderConfig.from_dict(
+      {'bert': {'hidden_size': 30, 'num_attention_heads': 4}}).validate()
+  config = encoders.EncoderConfig.from_dict(
+      {'bert': {'hidden_size': 30, 'num_attention_heads': 40}})
   with pytest.raises(hyperparams.ConfigError, match=r'^bert.num_attention_heads: must be at most '
                      r'hidden_size 30, found 40'):
     config.validate()

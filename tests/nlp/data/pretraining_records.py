@@ -1,4 +1,5 @@
-"""Writes small pretraining TFRecords in the Google-BERT layout, for tests (independent of our tool)."""
+"""Writes small pretraining TFRecords in the Google-BERT layout, for tests (independent of our
+tool)."""
 
 from typing import Optional
 

@@ -8,8 +8,9 @@ from tokenizers import Tokenizer
 from data_tools import build_vocab
 from official.nlp.data.tokenization import SPECIAL_TOKENS, WordPieceTokenizer
 
-WORDS = ["token", "tokens", "tokenizer", "masked", "masking", "language", "model", "models", "pretraining",
-         "sentence", "sentences", "document", "vocabulary", "the", "a", "of", "and", "is", "Über", "café"]
+WORDS = ["token", "tokens", "tokenizer", "masked", "masking", "language", "model", "models",
+         "pretraining", "sentence", "sentences", "document", "vocabulary", "the", "a", "of", "and",
+         "is", "Über", "café"]
 
 
 @pytest.fixture()
@@ -23,7 +24,8 @@ def corpus(tmp_path):
 
 
 def test_vocab_loads_in_ours_and_tokenizers_alike(corpus, tmp_path):
-  paths = build_vocab.build_vocab(str(corpus), str(tmp_path / "vocab"), vocab_size=120, min_frequency=1)
+  paths = build_vocab.build_vocab(str(corpus), str(tmp_path / "vocab"), vocab_size=120,
+                                  min_frequency=1)
   vocab = (tmp_path / "vocab" / "vocab.txt").read_text(encoding="utf-8").splitlines()
   assert vocab[:5] == list(SPECIAL_TOKENS)
   assert 60 <= len(vocab) <= 120 and len(set(vocab)) == len(vocab)
@@ -35,7 +37,8 @@ def test_vocab_loads_in_ours_and_tokenizers_alike(corpus, tmp_path):
   expected = hf.encode(sentence, add_special_tokens=False)
   assert ours.tokenize(sentence) == expected.tokens == from_json.tokenize(sentence)
   assert ours.encode_batch([sentence])[0] == expected.ids
-  assert "café" not in expected.tokens and "cafe" in "".join(expected.tokens).replace("##", "")  # lower + accents
+  # lower + accents
+  assert "café" not in expected.tokens and "cafe" in "".join(expected.tokens).replace("##", "")
   assert from_json.vocab == ours.vocab and from_json.do_lower_case is True
 
 
@@ -50,7 +53,8 @@ def test_cased_vocab_and_cli(corpus, tmp_path, capsys):
 
 
 def test_bad_input_is_reported(tmp_path, capsys):
-  assert build_vocab.main(["prog", f"--input_file={tmp_path / 'none.txt'}", f"--output_dir={tmp_path}"]) == 1
+  assert build_vocab.main(["prog", f"--input_file={tmp_path / 'none.txt'}",
+                          f"--output_dir={tmp_path}"]) == 1
   assert "none.txt" in capsys.readouterr().err
   with pytest.raises(ValueError, match="vocab_size"):
     build_vocab.build_vocab(str(tmp_path / "none.txt"), str(tmp_path), vocab_size=3)

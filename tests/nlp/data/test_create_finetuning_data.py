@@ -1,4 +1,5 @@
-"""Tests for official/nlp/data/create_finetuning_data.py and data_tools/create_finetuning_data.py."""
+"""Tests for official/nlp/data/create_finetuning_data.py and
+data_tools/create_finetuning_data.py."""
 
 import json
 
@@ -206,7 +207,8 @@ def test_cli(tmp_path, vocab_file, capsys):
                    *common]) == 0
   assert 'wrote 2 examples' in capsys.readouterr().out
   # The dev split takes the train split's labels (it only has B-PER itself).
-  assert cli.main(['prog', f'--input_file={tmp_path}/dev.conll', f'--output_file={tmp_path}/dev.tfrecord',
+  assert cli.main(['prog', f'--input_file={tmp_path}/dev.conll',
+                   f'--output_file={tmp_path}/dev.tfrecord',
                    f'--label_map_file={tmp_path}/train.metadata.json', *common]) == 0
   dev_meta = json.loads((tmp_path / 'dev.metadata.json').read_text())
   assert dev_meta['label_list'] == ['O', 'B-LOC', 'I-LOC', 'B-PER']

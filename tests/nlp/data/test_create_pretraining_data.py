@@ -1,4 +1,5 @@
-"""Tests of official/nlp/data/create_pretraining_data.py (and its helper modules) and data_tools' CLI."""
+"""Tests of official/nlp/data/create_pretraining_data.py (and its helper modules) and data_tools'
+CLI."""
 
 import dataclasses
 import logging
@@ -19,8 +20,8 @@ from data_tools import create_pretraining_data as cli
 NUM_WORDS, NUM_DOCS = 120, 60
 SUFFIXES = ("ing", "ed", "s")
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-VOCAB = (SPECIALS + ["."] + [f"w{i}" for i in range(NUM_WORDS)] + [f"doc{i}" for i in range(NUM_DOCS)]
-         + ["##" + s for s in SUFFIXES])
+VOCAB = (SPECIALS + ["."] + [f"w{i}" for i in range(NUM_WORDS)]
+         + [f"doc{i}" for i in range(NUM_DOCS)] + ["##" + s for s in SUFFIXES])
 TOKEN_ID = {t: i for i, t in enumerate(VOCAB)}
 CLS, SEP, MASK = TOKEN_ID["[CLS]"], TOKEN_ID["[SEP]"], TOKEN_ID["[MASK]"]
 CONTINUATION = np.array([t.startswith("##") for t in VOCAB])
@@ -55,8 +56,8 @@ def _run(data_dir, out_name, **kwargs):
   options = dict(dupe_factor=5, max_seq_length=SEQ, max_predictions_per_seq=MAX_PRED, num_workers=1)
   options.update(kwargs)
   output = str(data_dir / out_name)
-  metadata = cpd.create_pretraining_data(str(data_dir / "corpus.txt"), output, str(data_dir / "vocab.txt"),
-                                         **options)
+  metadata = cpd.create_pretraining_data(str(data_dir / "corpus.txt"), output,
+                                         str(data_dir / "vocab.txt"), **options)
   return output, metadata
 
 
@@ -93,7 +94,7 @@ def whole_word(data_dir):
   return _read(path), metadata
 
 
-# ---------------------------------------------------------------------------------------------------- tokenizer
+# ------------------------------------------------------------------------------------- tokenizer
 
 
 def test_tokenizer_from_vocab_and_json_agree(data_dir, tmp_path):
@@ -109,8 +110,8 @@ def test_tokenizer_from_vocab_and_json_agree(data_dir, tmp_path):
 
 
 def test_tokenizer_ascii_fast_path_matches_rust(tmp_path):
-  vocab = SPECIALS + list("abcdefghijklmnopqrstuvwxyz0123456789.,!?$_-'\"") + ["##" + c for c in "abcdefghij"] + [
-      "hello", "world", "##ing", "##s", "the"]
+  vocab = (SPECIALS + list("abcdefghijklmnopqrstuvwxyz0123456789.,!?$_-'\"")
+           + ["##" + c for c in "abcdefghij"] + ["hello", "world", "##ing", "##s", "the"])
   (tmp_path / "v.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
   tokenizer = WordPieceTokenizer.from_vocab_file(str(tmp_path / "v.txt"))
   rng = random.Random(1)
@@ -132,7 +133,7 @@ def test_vocab_without_mask_token_names_file_and_tokens(tmp_path):
     load_tokenizer(str(tmp_path / "missing.txt"))
 
 
-# ---------------------------------------------------------------------------------------------------- schema
+# ------------------------------------------------------------------------------------- schema
 
 
 def test_schema_matches_google_bert(data_dir, plain):
@@ -145,7 +146,8 @@ def test_schema_matches_google_bert(data_dir, plain):
           "masked_lm_ids": tf.io.FixedLenFeature([MAX_PRED], tf.int64),
           "masked_lm_weights": tf.io.FixedLenFeature([MAX_PRED], tf.float32),
           "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64)}
-  parsed = list(tf.data.TFRecordDataset(path).map(lambda r: tf.io.parse_single_example(r, spec)).take(5))
+  parsed = list(tf.data.TFRecordDataset(path)
+                .map(lambda r: tf.io.parse_single_example(r, spec)).take(5))
   assert len(parsed) == 5
   assert set(records[0]) == set(spec)
   assert records[0]["masked_lm_weights"].dtype == np.float32
@@ -173,7 +175,8 @@ def test_masked_positions_unique_sorted_and_never_special(plain, whole_word):
       positions = record["masked_lm_positions"][:count]
       assert count >= 1
       assert (np.diff(positions) > 0).all()
-      assert not record["masked_lm_positions"][count:].any() and not record["masked_lm_ids"][count:].any()
+      assert (not record["masked_lm_positions"][count:].any()
+              and not record["masked_lm_ids"][count:].any())
       original = _originals(record)
       assert not np.isin(original[positions], [CLS, SEP]).any()
       assert (positions < record["input_mask"].sum()).all()
@@ -199,7 +202,8 @@ def test_mask_rate_and_80_10_10(plain):
   tokens = sum(int(r["input_mask"].sum()) for r in records)
   assert abs(counts.sum() / tokens - 0.15) < 0.01
   mask_rate, keep_rate, random_rate = _action_rates(records)
-  assert abs(mask_rate - 0.8) < 0.02 and abs(keep_rate - 0.1) < 0.02 and abs(random_rate - 0.1) < 0.02
+  assert (abs(mask_rate - 0.8) < 0.02 and abs(keep_rate - 0.1) < 0.02
+          and abs(random_rate - 0.1) < 0.02)
   assert metadata["num_masked_tokens"] == counts.sum() and metadata["num_instances"] == len(records)
 
 
@@ -230,7 +234,8 @@ def test_whole_word_groups_masked_together_with_one_decision(whole_word):
   assert words > 100
   assert mixed / words < 0.02  # only a random replacement that happens to draw [MASK]
   mask_rate, keep_rate, random_rate = _action_rates(records)
-  assert abs(mask_rate - 0.8) < 0.03 and abs(keep_rate - 0.1) < 0.03 and abs(random_rate - 0.1) < 0.03
+  assert (abs(mask_rate - 0.8) < 0.03 and abs(keep_rate - 0.1) < 0.03
+          and abs(random_rate - 0.1) < 0.03)
 
 
 def test_next_sentence_labels_and_segment_sources(data_dir):
@@ -270,7 +275,8 @@ def test_no_next_sentence_single_segments(data_dir):
 
 
 def test_high_mask_rate(data_dir):
-  path, _ = _run(data_dir, "p40.tfrecord", masked_lm_prob=0.4, max_predictions_per_seq=52, dupe_factor=1)
+  path, _ = _run(data_dir, "p40.tfrecord", masked_lm_prob=0.4, max_predictions_per_seq=52,
+                 dupe_factor=1)
   records = _read(path)
   counts = sum(r["masked_lm_weights"].sum() for r in records)
   tokens = sum(r["input_mask"].sum() for r in records)
@@ -297,8 +303,10 @@ def test_ngram_masking_deterministic_and_spans(data_dir):
 
 def test_same_records_with_one_or_two_workers(data_dir, monkeypatch):
   monkeypatch.setattr(cpd, "_CHUNK_TOKENS", 400)  # several work units per dupe
-  one, _ = _run(data_dir, "w1.tfrecord", num_workers=1, num_output_shards=2, do_whole_word_mask=True)
-  two, _ = _run(data_dir, "w2.tfrecord", num_workers=2, num_output_shards=2, do_whole_word_mask=True)
+  one, _ = _run(data_dir, "w1.tfrecord", num_workers=1, num_output_shards=2,
+                do_whole_word_mask=True)
+  two, _ = _run(data_dir, "w2.tfrecord", num_workers=2, num_output_shards=2,
+                do_whole_word_mask=True)
   for shard in range(2):
     suffix = f"-{shard:05d}-of-00002"
     assert open(one + suffix, "rb").read() == open(two + suffix, "rb").read()
@@ -311,8 +319,9 @@ def test_gzip_and_v2_names(data_dir, plain):
   with open(path, "rb") as f:
     assert f.read(2) == b"\x1f\x8b"
   records = _read(path, "GZIP")
-  assert set(records[0]) == {"input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions",
-                             "masked_lm_ids", "masked_lm_weights", "next_sentence_labels"}
+  assert set(records[0]) == {"input_word_ids", "input_mask", "input_type_ids",
+                             "masked_lm_positions", "masked_lm_ids", "masked_lm_weights",
+                             "next_sentence_labels"}
   reference = plain[0]
   assert len(records) == len(reference)
   np.testing.assert_array_equal(records[0]["input_word_ids"], reference[0]["input_ids"])
@@ -328,8 +337,8 @@ def test_metadata_content_and_loader(data_dir, plain):
               "vocab_sha256": tokenizer.vocab_sha256(), "do_lower_case": True, "dupe_factor": 5,
               "random_seed": 12345, "masked_lm_prob": 0.15, "do_whole_word_mask": False,
               "max_ngram_size": None, "next_sentence": True, "dynamic": False, "compression": "",
-              "feature_names": ["input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids",
-                                "masked_lm_weights", "next_sentence_labels"],
+              "feature_names": ["input_ids", "input_mask", "segment_ids", "masked_lm_positions",
+                                "masked_lm_ids", "masked_lm_weights", "next_sentence_labels"],
               "num_instances": len(plain[0]), "files": ["plain.tfrecord"],
               "special_token_ids": {t: TOKEN_ID[t] for t in SPECIALS}}
   for key, value in expected.items():
@@ -366,8 +375,9 @@ def test_invalid_utf8_line_reported_and_skipped(tmp_path, data_dir, caplog):
   path = tmp_path / "bad.txt"
   path.write_bytes(b"\n".join(text))
   with caplog.at_level(logging.WARNING):
-    metadata = cpd.create_pretraining_data(str(path), str(tmp_path / "o.tfrecord"), str(data_dir / "vocab.txt"),
-                                           num_workers=1, dupe_factor=1)
+    metadata = cpd.create_pretraining_data(str(path), str(tmp_path / "o.tfrecord"),
+                                           str(data_dir / "vocab.txt"), num_workers=1,
+                                           dupe_factor=1)
   assert f"{path}:3: invalid UTF-8" in caplog.text
   assert metadata["num_invalid_lines"] == 1 and metadata["num_instances"] > 0
 
@@ -386,12 +396,12 @@ def test_interrupted_write_leaves_no_shard(tmp_path, data_dir, monkeypatch):
   monkeypatch.setattr(tfrecord_writer.AtomicRecordFile, "writelines", write_lines_half_then_stop)
   output = tmp_path / "out.tfrecord"
   with pytest.raises(KeyboardInterrupt):
-    cpd.create_pretraining_data(str(data_dir / "corpus.txt"), str(output), str(data_dir / "vocab.txt"),
-                                num_workers=1, dupe_factor=1)
+    cpd.create_pretraining_data(str(data_dir / "corpus.txt"), str(output),
+                                str(data_dir / "vocab.txt"), num_workers=1, dupe_factor=1)
   assert os.listdir(tmp_path) == []
 
 
-# ---------------------------------------------------------------------------------------------------- writer
+# ------------------------------------------------------------------------------------- writer
 
 
 def test_tfrecord_writer_crc_and_negative_values(tmp_path):
@@ -414,12 +424,16 @@ def _reference_example(ids, length, segment_start, label, positions=None, masked
   seq = ids.size
   col = np.arange(seq)
   ints = {"input_word_ids" if v2 else "input_ids": ids, "input_mask": (col < length).astype(int),
-          "input_type_ids" if v2 else "segment_ids": ((col >= segment_start) & (col < length)).astype(int),
+          "input_type_ids" if v2 else "segment_ids":
+              ((col >= segment_start) & (col < length)).astype(int),
           "next_sentence_labels": [label]}
-  feature = {k: tf.train.Feature(int64_list=tf.train.Int64List(value=[int(x) for x in v])) for k, v in ints.items()}
+  feature = {k: tf.train.Feature(int64_list=tf.train.Int64List(value=[int(x) for x in v]))
+             for k, v in ints.items()}
   if positions is not None:
-    feature["masked_lm_positions"] = tf.train.Feature(int64_list=tf.train.Int64List(value=positions.tolist()))
-    feature["masked_lm_ids"] = tf.train.Feature(int64_list=tf.train.Int64List(value=masked_ids.tolist()))
+    feature["masked_lm_positions"] = tf.train.Feature(
+        int64_list=tf.train.Int64List(value=positions.tolist()))
+    feature["masked_lm_ids"] = tf.train.Feature(
+        int64_list=tf.train.Int64List(value=masked_ids.tolist()))
     weights = [1.0] * count + [0.0] * (positions.size - count)
     feature["masked_lm_weights"] = tf.train.Feature(float_list=tf.train.FloatList(value=weights))
   return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
@@ -444,7 +458,8 @@ def _random_pretraining_batch(rng, batch, seq, max_pred, vocab_size):
     (200, 40000, False, True, True),     # 3-byte ids, 2-byte positions, v2 names, GZIP
     (16, 50, True, False, False),        # dynamic records: no masked-LM features
 ])
-def test_pretraining_record_encoder_matches_tensorflow(tmp_path, seq, vocab_size, dynamic, v2, gzip):
+def test_pretraining_record_encoder_matches_tensorflow(tmp_path, seq, vocab_size, dynamic, v2,
+                                                       gzip):
   rng = np.random.default_rng(seq)
   ids, lengths, segment_starts, labels, positions, masked_ids, counts = _random_pretraining_batch(
       rng, 40, seq, 7, vocab_size)
@@ -456,17 +471,21 @@ def test_pretraining_record_encoder_matches_tensorflow(tmp_path, seq, vocab_size
   path = str(tmp_path / "r.tfrecord")
   with tfrecord_writer.AtomicRecordFile(path, gzip_compress=gzip) as f:
     f.write(framed.tobytes())
-  raw = [r.numpy() for r in tf.data.TFRecordDataset(path, compression_type="GZIP" if gzip else None)]
+  raw = [r.numpy()
+         for r in tf.data.TFRecordDataset(path, compression_type="GZIP" if gzip else None)]
   assert len(raw) == 40
   names = cpd.feature_names(v2, dynamic)
   spec = {name: tf.io.FixedLenFeature([1 if name == "next_sentence_labels" else
                                        7 if name.startswith("masked") else seq],
-                                      tf.float32 if name == "masked_lm_weights" else tf.int64) for name in names}
+                                      tf.float32 if name == "masked_lm_weights" else tf.int64)
+          for name in names}
   for row, record in enumerate(raw):
     reference = _reference_example(ids[row], lengths[row], segment_starts[row], labels[row],
-                                   None if dynamic else positions[row], None if dynamic else masked_ids[row],
+                                   None if dynamic else positions[row],
+                                   None if dynamic else masked_ids[row],
                                    0 if dynamic else counts[row], v2)
-    ours, theirs = tf.io.parse_single_example(record, spec), tf.io.parse_single_example(reference, spec)
+    ours, theirs = (tf.io.parse_single_example(record, spec),
+                    tf.io.parse_single_example(reference, spec))
     assert set(ours) == set(names)
     for name in names:
       np.testing.assert_array_equal(ours[name].numpy(), theirs[name].numpy(), err_msg=name)
@@ -494,7 +513,8 @@ def test_pretraining_record_crc_is_checked_by_tensorflow(tmp_path):
 
 
 def test_instance_arrays_greedy_budget_and_word_units():
-  """Ragged masking: budgets met exactly per token, greedily per word, [CLS]/[SEP] never selected."""
+  """Ragged masking: budgets met exactly per token, greedily per word, [CLS]/[SEP] never
+  selected."""
   rng = np.random.default_rng(5)
   vocab_size = 40
   continuation = np.zeros(vocab_size, bool)
@@ -508,7 +528,8 @@ def test_instance_arrays_greedy_budget_and_word_units():
   special = pi.SpecialIds(2, 3, 4, vocab_size, continuation)
   for whole_word in (False, True):
     options = pi.InstanceOptions(64, 12, 0.15, 0.1, whole_word)
-    packed = pi.pack_documents(np.arange(document_starts.size - 1), sentence_starts, document_starts, 64, 0.1, rng)
+    packed = pi.pack_documents(np.arange(document_starts.size - 1), sentence_starts,
+                               document_starts, 64, 0.1, rng)
     arrays = pi.build_instance_arrays(token_ids, packed, options, special, np.random.default_rng(1))
     budgets = pi.num_predictions(arrays.lengths, 0.15, 12)
     for row in range(len(arrays)):
@@ -517,7 +538,8 @@ def test_instance_arrays_greedy_budget_and_word_units():
       original = arrays.input_ids[row].copy()
       original[positions] = arrays.masked_lm_ids[row, :count]
       length = int(arrays.lengths[row])
-      assert original[0] == 2 and original[length - 1] == 3 and not arrays.input_ids[row, length:].any()
+      assert (original[0] == 2 and original[length - 1] == 3
+              and not arrays.input_ids[row, length:].any())
       assert not np.isin(original[positions], [2, 3]).any() and (np.diff(positions) > 0).all()
       if not whole_word:
         assert count == budgets[row]
@@ -529,7 +551,8 @@ def test_instance_arrays_greedy_budget_and_word_units():
       remaining = budgets[row] - count
       start = 1
       for position in range(2, length + 1):
-        if position == length or not continuation[original[position]] or original[position - 1] in (2, 3):
+        if (position == length or not continuation[original[position]]
+            or original[position - 1] in (2, 3)):
           if original[start] not in (2, 3):
             group = selected[start:position]
             assert group.all() or not group.any()
@@ -538,17 +561,18 @@ def test_instance_arrays_greedy_budget_and_word_units():
     assert arrays.masked_counts.sum() / arrays.lengths.sum() == pytest.approx(0.15, abs=0.02)
 
 
-# ---------------------------------------------------------------------------------------------------- MG API
+# ------------------------------------------------------------------------------------- MG API
 
 
 def test_model_garden_api_round_trip(data_dir, tmp_path):
   tokenizer = WordPieceTokenizer.from_vocab_file(str(data_dir / "vocab.txt"))
   rng = random.Random(3)
-  instances = cpd.create_training_instances([str(data_dir / "corpus.txt")], tokenizer, None, 64, 2, 0.1, 0.15, 10,
-                                            rng, do_whole_word_mask=True)
+  instances = cpd.create_training_instances([str(data_dir / "corpus.txt")], tokenizer, None, 64, 2,
+                                            0.1, 0.15, 10, rng, do_whole_word_mask=True)
   assert len(instances) > 50
   for instance in instances[:50]:
-    assert instance.tokens[0] == "[CLS]" and instance.tokens[-1] == "[SEP]" and len(instance.tokens) <= 64
+    assert (instance.tokens[0] == "[CLS]" and instance.tokens[-1] == "[SEP]"
+            and len(instance.tokens) <= 64)
     assert instance.masked_lm_positions == sorted(set(instance.masked_lm_positions))
     assert all(instance.tokens[p] not in ("[CLS]", "[SEP]") or instance.masked_lm_labels[i] not in
                ("[CLS]", "[SEP]") for i, p in enumerate(instance.masked_lm_positions))
@@ -564,7 +588,8 @@ def test_model_garden_api_round_trip(data_dir, tmp_path):
 def test_create_masked_lm_predictions_budget_and_labels():
   tokens = ["[CLS]"] + [f"w{i}" for i in range(30)] + ["[SEP]"] + ["w1", "##s"] * 5 + ["[SEP]"]
   vocab = VOCAB
-  output, positions, labels = cpd.create_masked_lm_predictions(tokens, 0.15, 20, vocab, random.Random(0))
+  output, positions, labels = cpd.create_masked_lm_predictions(tokens, 0.15, 20, vocab,
+                                                               random.Random(0))
   assert len(positions) == round(len(tokens) * 0.15)
   assert positions == sorted(set(positions))
   assert labels == [tokens[p] for p in positions]
@@ -576,14 +601,15 @@ def test_create_masked_lm_predictions_budget_and_labels():
   assert instances and all(i.tokens[0] == "[CLS]" for i in instances)
 
 
-# ---------------------------------------------------------------------------------------------------- CLI
+# ------------------------------------------------------------------------------------- CLI
 
 
 def test_cli_main_writes_records(data_dir, tmp_path, capsys):
   output = tmp_path / "cli.tfrecord"
   code = cli.main(["prog", f"--input_file={data_dir / 'corpus.txt'}", f"--output_file={output}",
-                   f"--vocab_file={data_dir / 'vocab.txt'}", "--dupe_factor=1", "--max_seq_length=64",
-                   "--max_predictions_per_seq=10", "--num_workers=1", "--nodo_lower_case"])
+                   f"--vocab_file={data_dir / 'vocab.txt'}", "--dupe_factor=1",
+                   "--max_seq_length=64", "--max_predictions_per_seq=10", "--num_workers=1",
+                   "--nodo_lower_case"])
   assert code == 0
   meta = data_metadata.load_metadata(str(output))
   assert meta["max_seq_length"] == 64 and meta["do_lower_case"] is False
@@ -593,8 +619,8 @@ def test_cli_main_writes_records(data_dir, tmp_path, capsys):
 def test_cli_reports_bad_vocab_clearly(data_dir, tmp_path, capsys):
   bad = tmp_path / "v.txt"
   bad.write_text("[PAD]\n[UNK]\n", encoding="utf-8")
-  code = cli.main(["prog", f"--input_file={data_dir / 'corpus.txt'}", f"--output_file={tmp_path / 'o'}",
-                   f"--vocab_file={bad}"])
+  code = cli.main(["prog", f"--input_file={data_dir / 'corpus.txt'}",
+                   f"--output_file={tmp_path / 'o'}", f"--vocab_file={bad}"])
   assert code == 1
   assert "[CLS]" in capsys.readouterr().err
 

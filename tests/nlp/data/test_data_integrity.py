@@ -42,7 +42,8 @@ def inputs(tmp_path_factory):
 def _create(inputs, output, **kwargs):
   options = dict(dupe_factor=2, max_seq_length=SEQ, max_predictions_per_seq=MAX_PRED, num_workers=1)
   options.update(kwargs)
-  return cpd.create_pretraining_data(str(inputs / "corpus.txt"), str(output), str(inputs / "vocab.txt"), **options)
+  return cpd.create_pretraining_data(str(inputs / "corpus.txt"), str(output),
+                                     str(inputs / "vocab.txt"), **options)
 
 
 def _shards(directory, stem="train.tfrecord"):
@@ -51,8 +52,8 @@ def _shards(directory, stem="train.tfrecord"):
 
 def _loader_config(pattern, **kwargs):
   return pretrain_dataloader.BertPretrainDataConfig(input_path=str(pattern), seq_length=SEQ,
-                                                    max_predictions_per_seq=MAX_PRED, global_batch_size=2,
-                                                    **kwargs)
+                                                    max_predictions_per_seq=MAX_PRED,
+                                                    global_batch_size=2, **kwargs)
 
 
 def _load_error(pattern, **kwargs) -> str:
@@ -88,8 +89,8 @@ def test_metadata_lists_every_shard_with_count_size_and_crc(record_set):
   assert sum(e["records"] for e in entries.values()) == metadata["num_instances"]
   assert [p for p in os.listdir(record_set) if p.startswith(".")] == []  # no staging left
   # A complete set loads.
-  batch = next(iter(pretrain_dataloader.BertPretrainDataLoader(_loader_config(record_set / "train.tfrecord*"))
-                    .load()))
+  batch = next(iter(pretrain_dataloader.BertPretrainDataLoader(
+      _loader_config(record_set / "train.tfrecord*")).load()))
   assert batch["input_word_ids"].shape == (2, SEQ)
 
 
@@ -129,7 +130,8 @@ def test_same_size_foreign_content_needs_the_checksum_option(record_set):
   data = bytearray(open(path, "rb").read())
   data[len(data) // 2] ^= 0xFF
   open(path, "wb").write(bytes(data))
-  pretrain_dataloader.BertPretrainDataLoader(_loader_config(record_set / "train.tfrecord*")).load()  # size: ok
+  # size: ok
+  pretrain_dataloader.BertPretrainDataLoader(_loader_config(record_set / "train.tfrecord*")).load()
   message = _load_error(record_set / "train.tfrecord*", verify_records="checksum")
   assert path in message and "CRC-32" in message
   pretrain_dataloader.BertPretrainDataLoader(
@@ -150,8 +152,8 @@ def test_dynamic_length_loader_verifies_too(record_set):
   with open(path, "r+b") as f:
     f.truncate(100)
   config = pretrain_dynamic_dataloader.BertPretrainBucketedDataConfig(
-      input_path=str(record_set / "train.tfrecord*"), seq_length=SEQ, max_predictions_per_seq=MAX_PRED,
-      global_batch_size=2, seq_bucket_lengths=(SEQ,))
+      input_path=str(record_set / "train.tfrecord*"), seq_length=SEQ,
+      max_predictions_per_seq=MAX_PRED, global_batch_size=2, seq_bucket_lengths=(SEQ,))
   with pytest.raises(ValueError, match="expected"):
     pretrain_dynamic_dataloader.PretrainingDynamicDataLoader(config).load()
 
@@ -176,11 +178,13 @@ def test_rerun_interrupted_while_building_keeps_the_old_set(inputs, record_set, 
   monkeypatch.setattr(cpd, "_after_unit_hook", fail_after_two_units)
   with pytest.raises(RuntimeError):
     _create(inputs, record_set / "train.tfrecord", num_output_shards=2, random_seed=7)
-  assert _snapshot(record_set) == before  # old shards and metadata intact, no staging directory left
+  # Old shards and metadata intact, no staging directory left.
+  assert _snapshot(record_set) == before
   pretrain_dataloader.BertPretrainDataLoader(_loader_config(record_set / "train.tfrecord*")).load()
 
 
-def test_rerun_interrupted_while_committing_is_refused_then_completed(inputs, record_set, monkeypatch):
+def test_rerun_interrupted_while_committing_is_refused_then_completed(inputs, record_set,
+                                                                      monkeypatch):
   real_replace = os.replace
   moved = []
 
@@ -212,7 +216,8 @@ def test_new_set_replaces_old_shards_listed_in_old_metadata(inputs, record_set):
   _create(inputs, record_set / "train.tfrecord", random_seed=3)
   assert sorted(os.listdir(record_set)) == ["train.metadata.json", "train.tfrecord"]
   metadata = json.load(open(record_set / "train.metadata.json"))
-  assert [e["file"] for e in metadata["shards"]] == ["train.tfrecord"] and "replaces" not in metadata
+  assert ([e["file"] for e in metadata["shards"]] == ["train.tfrecord"]
+          and "replaces" not in metadata)
 
 
 def test_disk_full_is_one_line_and_keeps_the_old_set(inputs, record_set, monkeypatch, capsys):
@@ -222,12 +227,14 @@ def test_disk_full_is_one_line_and_keeps_the_old_set(inputs, record_set, monkeyp
     raise OSError(28, "No space left on device", self.partial_path)
 
   monkeypatch.setattr(cpd.tfrecord_writer.AtomicRecordFile, "writelines", disk_full)
-  code = cli.main(["prog", f"--input_file={inputs / 'corpus.txt'}", f"--output_file={record_set / 'train.tfrecord'}",
+  code = cli.main(["prog", f"--input_file={inputs / 'corpus.txt'}",
+                   f"--output_file={record_set / 'train.tfrecord'}",
                    f"--vocab_file={inputs / 'vocab.txt'}", "--num_workers=1", "--dupe_factor=1"])
   err = capsys.readouterr().err
   last = err.strip().splitlines()[-1]  # after the progress bars
   assert code == 1 and "Traceback" not in err and err.count("error:") == 1
-  assert last.startswith("create_pretraining_data: error: ") and last.endswith("No space left on device")
+  assert (last.startswith("create_pretraining_data: error: ")
+          and last.endswith("No space left on device"))
   assert "train.tfrecord.partial" in last
   assert _snapshot(record_set) == before
 
@@ -236,7 +243,8 @@ def test_outputs_in_two_directories_are_one_set(inputs, tmp_path):
   first, second = tmp_path / "a" / "x.tfrecord", tmp_path / "b" / "y.tfrecord"
   _create(inputs, f"{first},{second}")
   metadata = json.load(open(tmp_path / "a" / "x.metadata.json"))
-  assert [e["file"] for e in metadata["shards"]] == ["x.tfrecord", os.path.join("..", "b", "y.tfrecord")]
+  assert [e["file"] for e in metadata["shards"]] == ["x.tfrecord",
+                                                     os.path.join("..", "b", "y.tfrecord")]
   pretrain_dataloader.BertPretrainDataLoader(_loader_config(first)).load()
   os.remove(second)  # a file of the set is gone: reading the other one is refused too
   message = _load_error(first)
@@ -263,21 +271,24 @@ def test_records_are_spilled_incrementally(inputs, tmp_path, monkeypatch):
   assert len(positions) == 2 * len(cpd._chunk_documents(_corpus(inputs))) > 4
   assert all(b > a for a, b in zip(positions, positions[1:]))
   # ... and the output holds them all: the spill size is the output size (uncompressed).
-  assert positions[-1] == os.path.getsize(tmp_path / "train.tfrecord") == metadata["shards"][0]["bytes"]
+  assert (positions[-1] == os.path.getsize(tmp_path / "train.tfrecord")
+          == metadata["shards"][0]["bytes"])
 
 
 def _corpus(inputs):
-  corpus, _ = tokenized_corpus.read_tokenized_corpus([str(inputs / "corpus.txt")], _tokenizer(inputs))
+  corpus, _ = tokenized_corpus.read_tokenized_corpus([str(inputs / "corpus.txt")],
+                                                     _tokenizer(inputs))
   return corpus
 
 
 def test_small_write_chunks_give_identical_bytes(inputs, tmp_path, monkeypatch):
   _create(inputs, tmp_path / "a" / "train.tfrecord")
   real = cpd._write_shuffled
-  monkeypatch.setattr(cpd, "_write_shuffled", lambda f, spill, lengths, order: real(f, spill, lengths, order, 7))
+  monkeypatch.setattr(cpd, "_write_shuffled",
+                      lambda f, spill, lengths, order: real(f, spill, lengths, order, 7))
   _create(inputs, tmp_path / "b" / "train.tfrecord")
-  assert open(tmp_path / "a" / "train.tfrecord", "rb").read() == open(tmp_path / "b" / "train.tfrecord",
-                                                                        "rb").read()
+  assert (open(tmp_path / "a" / "train.tfrecord", "rb").read()
+          == open(tmp_path / "b" / "train.tfrecord", "rb").read())
 
 
 def _tokenizer(inputs):
@@ -286,11 +297,13 @@ def _tokenizer(inputs):
 
 def test_long_lines_are_read_in_bounded_pieces_with_the_same_tokens(inputs, tmp_path, monkeypatch):
   words = " ".join(f"w{i % 100}ing" for i in range(3000))
-  text = (f"Doc1 {words}.\nDoc1 w1 w2.\n\nDoc2 w3 {'  ' * 50} w4\n" + "   " * 40 + "\n\nDoc3 " + "w5" * 300
-          + "\n")  # a long line, a line of only spaces (blank: it ends the document), a long word
+  # A long line, a line of only spaces (blank: it ends the document), a long word.
+  text = (f"Doc1 {words}.\nDoc1 w1 w2.\n\nDoc2 w3 {'  ' * 50} w4\n" + "   " * 40 + "\n\nDoc3 "
+          + "w5" * 300 + "\n")
   path = tmp_path / "long.txt"
   path.write_text(text, encoding="utf-8")
-  reference, reference_stats = tokenized_corpus.read_tokenized_corpus([str(path)], _tokenizer(inputs))
+  reference, reference_stats = tokenized_corpus.read_tokenized_corpus([str(path)],
+                                                                      _tokenizer(inputs))
   monkeypatch.setattr(tokenized_corpus, "_BLOCK_BYTES", 64)
   monkeypatch.setattr(tokenized_corpus, "_MAX_LINE_PIECE", 100)
   blocks = list(tokenized_corpus._blocks(str(path)))
@@ -304,7 +317,8 @@ def test_long_lines_are_read_in_bounded_pieces_with_the_same_tokens(inputs, tmp_
   last = reference.sentence_starts[-2]
   np.testing.assert_array_equal(corpus.token_ids[:last], reference.token_ids[:last])
   unk = VOCAB.index("[UNK]")
-  assert reference.token_ids[last + 1:].tolist() == [unk] and set(corpus.token_ids[last + 1:].tolist()) == {unk}
+  assert (reference.token_ids[last + 1:].tolist() == [unk]
+          and set(corpus.token_ids[last + 1:].tolist()) == {unk})
   assert (stats.lines, stats.blank_lines, corpus.num_documents) == (
       reference_stats.lines, reference_stats.blank_lines, reference_stats.documents) == (7, 3, 3)
 
@@ -313,7 +327,8 @@ def test_one_huge_line_without_newline(inputs, tmp_path, monkeypatch):
   monkeypatch.setattr(tokenized_corpus, "_BLOCK_BYTES", 50)
   monkeypatch.setattr(tokenized_corpus, "_MAX_LINE_PIECE", 40)
   (tmp_path / "one.txt").write_text(" ".join(f"w{i % 100}" for i in range(2000)), encoding="utf-8")
-  corpus, stats = tokenized_corpus.read_tokenized_corpus([str(tmp_path / "one.txt")], _tokenizer(inputs))
+  corpus, stats = tokenized_corpus.read_tokenized_corpus([str(tmp_path / "one.txt")],
+                                                         _tokenizer(inputs))
   assert (corpus.num_documents, stats.sentences, stats.lines, corpus.num_tokens) == (1, 1, 1, 2000)
 
 
@@ -330,7 +345,8 @@ def test_num_workers_capped_to_the_cpus_with_a_warning(inputs, tmp_path, caplog)
 
 
 def test_cli_num_workers_below_one_is_a_flag_error(inputs, tmp_path, capsys):
-  code = cli.main(["prog", f"--input_file={inputs / 'corpus.txt'}", f"--output_file={tmp_path / 'o.tfrecord'}",
+  code = cli.main(["prog", f"--input_file={inputs / 'corpus.txt'}",
+                   f"--output_file={tmp_path / 'o.tfrecord'}",
                    f"--vocab_file={inputs / 'vocab.txt'}", "--num_workers=0"])
   assert code == 2
   assert "num_workers" in capsys.readouterr().err
@@ -352,7 +368,8 @@ def test_unwritable_output_dir_fails_before_tokenizing(inputs, tmp_path, monkeyp
     return real_mkdir(path, *args, **kwargs)
 
   monkeypatch.setattr(os, "mkdir", mkdir)
-  code = cli.main(["prog", f"--input_file={inputs / 'corpus.txt'}", f"--output_file={read_only / 'o.tfrecord'}",
+  code = cli.main(["prog", f"--input_file={inputs / 'corpus.txt'}",
+                   f"--output_file={read_only / 'o.tfrecord'}",
                    f"--vocab_file={inputs / 'vocab.txt'}", "--num_workers=1"])
   err = capsys.readouterr().err.strip()
   assert code == 1
@@ -365,7 +382,8 @@ def test_output_under_a_regular_file_fails_before_tokenizing(inputs, tmp_path, m
   monkeypatch.setattr(tokenized_corpus, "read_tokenized_corpus", _never_tokenize)
   (tmp_path / "file").write_text("x")
   code = cli.main(["prog", f"--input_file={inputs / 'corpus.txt'}",
-                   f"--output_file={tmp_path / 'file' / 'o.tfrecord'}", f"--vocab_file={inputs / 'vocab.txt'}"])
+                   f"--output_file={tmp_path / 'file' / 'o.tfrecord'}",
+                   f"--vocab_file={inputs / 'vocab.txt'}"])
   err = capsys.readouterr().err.strip().splitlines()
   assert code == 1 and len(err) == 1
   assert str(tmp_path / "file") in err[0] and "expected a writable directory" in err[0]
@@ -385,7 +403,8 @@ def test_truncated_file_without_metadata_fails_at_its_end_naming_it(tmp_path):
   path = tmp_path / "b.tfrecord"
   size = os.path.getsize(path)
   with open(path, "r+b") as f:
-    f.truncate(size // 2 + 5)  # mid-record: TensorFlow alone reads the first records and stops silently
+    # Mid-record: TensorFlow alone reads the first records and stops silently.
+    f.truncate(size // 2 + 5)
   with pytest.raises(tf.errors.InvalidArgumentError) as error:
     _read_all(tmp_path / "*.tfrecord")
   line = pretrain_dataloader.record_error_line(error.value)  # the one line a CLI prints
@@ -422,8 +441,10 @@ def test_train_py_stops_on_a_truncated_file_without_metadata_with_one_line(tmp_p
   errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
   assert len(errors) == 1, result.stderr[-2000:]
   if cut == "mid_file":
-    assert errors[0].startswith(f"error: {path}: truncated or corrupt: its complete TFRecords end at byte ")
+    assert errors[0].startswith(f"error: {path}: truncated or corrupt: its complete TFRecords "
+                                "end at byte ")
     assert errors[0].endswith(f"but the file has {new_size} bytes")
   else:
-    assert errors[0].startswith(f"error: task.train_data.input_path={path}: a truncated or corrupt TFRecord (")
+    assert errors[0].startswith(f"error: task.train_data.input_path={path}: a truncated or "
+                                "corrupt TFRecord (")
     assert "verify_records=checksum" in errors[0]

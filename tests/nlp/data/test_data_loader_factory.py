@@ -45,7 +45,8 @@ def test_our_loaders_are_registered(config, loader_cls):
 
 
 def test_unregistered_config_names_the_registered_ones():
-  with pytest.raises(KeyError, match="unknown data config 'DataConfig'; registered: .*TaggingDataConfig"):
+  with pytest.raises(KeyError,
+                     match="unknown data config 'DataConfig'; registered: .*TaggingDataConfig"):
     data_loader_factory.get_data_loader(cfg.DataConfig())
   with pytest.raises(KeyError, match='already registered'):
     data_loader_factory.register_data_loader_cls(_ToyDataConfig)(object)

@@ -187,8 +187,8 @@ def test_cli_writes_records_sidecar_and_metadata_the_loader_reads(tmp_path):
   batches = list(qa_loader.QuestionAnsweringDataLoader(train).load())
   ids = np.concatenate([f['unique_ids'].numpy() for f, _ in batches])
   assert ids.tolist() == [f.unique_id for f in features]
-  starts = np.concatenate([l['start_positions'].numpy() for _, l in batches])
-  impossible = np.concatenate([l['is_impossible'].numpy() for _, l in batches])
+  starts = np.concatenate([labels['start_positions'].numpy() for _, labels in batches])
+  impossible = np.concatenate([labels['is_impossible'].numpy() for _, labels in batches])
   np.testing.assert_array_equal(impossible, starts == 0)
   features_0, labels_0 = batches[0]
   assert set(features_0) == {'input_word_ids', 'input_mask', 'input_type_ids', 'unique_ids'}

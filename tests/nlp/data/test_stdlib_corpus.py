@@ -15,7 +15,8 @@ def test_sentences_of_a_docstring():
       spans two lines.
   """
   assert stdlib_corpus.docstring_sentences(doc) == [
-      "Return the thing.", "Raise ValueError if it is missing.", "A second paragraph spans two lines."]
+      "Return the thing.", "Raise ValueError if it is missing.",
+      "A second paragraph spans two lines."]
 
 
 def test_walks_with_ast_and_skips_tests(tmp_path):
@@ -30,8 +31,8 @@ def test_walks_with_ast_and_skips_tests(tmp_path):
   (package / "broken.py").write_text('"""Unparsable file"""\ndef (:\n')
   output = tmp_path / "corpus.txt"
   stats = stdlib_corpus.write_stdlib_corpus(str(output), stdlib_dir=str(package))
-  assert output.read_text() == ("Module doc says hello.\nIt has two sentences.\n\nClass doc with words.\n\n"
-                                "Method doc here too.\n")
+  assert output.read_text() == ("Module doc says hello.\nIt has two sentences.\n\n"
+                                "Class doc with words.\n\nMethod doc here too.\n")
   assert stats["documents"] == 3 and stats["sentences"] == 4 and stats["unparsable_files"] == 1
 
 
@@ -43,4 +44,5 @@ def test_real_stdlib_is_deterministic(tmp_path):
   assert text == second.read_text(encoding="utf-8")
   assert stats["documents"] == 200 and text.count("\n\n") == 199
   assert stats["bytes"] == first.stat().st_size and sysconfig.get_paths()["stdlib"]
-  assert stdlib_corpus.main(["prog", f"--output_file={tmp_path / 'c.txt'}", "--max_documents=5"]) == 0
+  assert stdlib_corpus.main(
+      ["prog", f"--output_file={tmp_path / 'c.txt'}", "--max_documents=5"]) == 0

@@ -43,7 +43,8 @@ def test_targets_and_factorization_order(tmp_path, strategy, reuse_length):
   assert batch['permutation_mask'].shape == (3, SEQ, SEQ)
   assert batch['target_mapping'].shape == (3, 5, SEQ)
   for i in range(3):
-    ids, targets, mask = batch['input_word_ids'][i], batch['masked_tokens'][i], batch['permutation_mask'][i]
+    ids, targets, mask = (batch['input_word_ids'][i], batch['masked_tokens'][i],
+                          batch['permutation_mask'][i])
     positions = np.flatnonzero(targets)
     assert 1 <= len(positions) <= 5
     assert not np.isin(ids[positions], [CLS, SEP]).any()
@@ -83,7 +84,8 @@ def test_whole_word_targets_are_whole_words(tmp_path):
 def test_config_errors(tmp_path):
   _write(tmp_path / 'x.tfrecord')
   with pytest.raises(ValueError, match='max_predictions_per_seq must be set'):
-    pd.XLNetPretrainDataLoader(_config(tmp_path / 'x.tfrecord', max_predictions_per_seq=None)).load()
+    pd.XLNetPretrainDataLoader(
+        _config(tmp_path / 'x.tfrecord', max_predictions_per_seq=None)).load()
   with pytest.raises(ValueError, match='multiple of `permutation_size`'):
     pd.XLNetPretrainDataLoader(_config(tmp_path / 'x.tfrecord', permutation_size=5)).load()
 

@@ -19,7 +19,8 @@ def softmax(x):
 
 
 def attention(x, mask, w):
-  """w: dict of query/key/value kernels [h, n, d] and biases [n, d], output kernel [n, d, h], bias."""
+  """w: dict of query/key/value kernels [h, n, d] and biases [n, d], output kernel [n, d, h],
+  bias."""
   q = np.einsum('bsh,hnd->bsnd', x, w['query/kernel']) + w['query/bias']
   k = np.einsum('bsh,hnd->bsnd', x, w['key/kernel']) + w['key/bias']
   v = np.einsum('bsh,hnd->bsnd', x, w['value/kernel']) + w['value/bias']
@@ -69,7 +70,8 @@ def encoder_forward(encoder, word_ids, mask, type_ids, norm_first=False):
   types = encoder._type_embedding_layer.embeddings.numpy()[type_ids]  # pylint: disable=protected-access
   gamma, beta = [v.numpy() for v in encoder._embedding_norm_layer.weights]  # pylint: disable=protected-access
   x = layer_norm(word + position[None] + types, gamma, beta)
-  if getattr(encoder, '_embedding_projection', None) is not None:  # only when embedding_width != hidden
+  # Only when embedding_width != hidden.
+  if getattr(encoder, '_embedding_projection', None) is not None:
     kernel, bias = [v.numpy() for v in encoder._embedding_projection.weights]  # pylint: disable=protected-access
     x = x @ kernel + bias
   for block in encoder.transformer_layers:

@@ -54,7 +54,7 @@ def _classifier_task():
 def test_sentence_prediction_export_round_trip(tmp_path):
   task = _classifier_task()
   model = task.build_model()
-  ckpt_path = tf.train.Checkpoint(model=model).save(str(tmp_path / 'ckpt'))
+  tf.train.Checkpoint(model=model).save(str(tmp_path / 'ckpt'))
   expected = model(_inputs(), training=False).numpy()
   for variable in model.trainable_variables:  # the export must read the checkpoint's weights
     variable.assign(tf.zeros_like(variable))
@@ -69,13 +69,15 @@ def test_sentence_prediction_export_round_trip(tmp_path):
   assert os.path.dirname(export_dir) == str(tmp_path / 'export')  # timestamped sub-directory
   loaded = tf.saved_model.load(export_dir)
   assert sorted(loaded.signatures) == ['examples', 'probs', 'serving_default']
-  outputs = loaded.signatures['serving_default'](**{k: tf.constant(v) for k, v in _inputs().items()})
+  outputs = loaded.signatures['serving_default'](
+      **{k: tf.constant(v) for k, v in _inputs().items()})
   np.testing.assert_allclose(outputs['outputs'].numpy(), expected, rtol=1e-5, atol=1e-6)
   probs = loaded.signatures['probs'](**{k: tf.constant(v) for k, v in _inputs().items()})
   softmax = np.exp(expected) / np.exp(expected).sum(-1, keepdims=True)
   np.testing.assert_allclose(probs['outputs'].numpy(), softmax, rtol=1e-5)
   inputs = _inputs()
-  examples = [_example({'input_ids': inputs['input_word_ids'][i], 'input_mask': inputs['input_mask'][i],
+  examples = [_example({'input_ids': inputs['input_word_ids'][i],
+                        'input_mask': inputs['input_mask'][i],
                         'segment_ids': inputs['input_type_ids'][i]}) for i in range(2)]
   from_examples = loaded.signatures['examples'](tf.constant(examples))
   np.testing.assert_allclose(from_examples['outputs'].numpy(), expected, rtol=1e-5, atol=1e-6)
@@ -123,7 +125,8 @@ def test_masked_lm_and_tagging_signatures(tmp_path):
                       tag_model)
   signatures = module.get_inference_signatures({'serve': 'a', 'serve_examples': 'b'})
   outputs = signatures['a'](**{k: tf.constant(v) for k, v in _inputs().items()})
-  np.testing.assert_allclose(outputs['logits'].numpy(), tag_model(_inputs(), training=False)['logits'].numpy(),
+  np.testing.assert_allclose(outputs['logits'].numpy(),
+                             tag_model(_inputs(), training=False)['logits'].numpy(),
                              rtol=1e-5, atol=1e-6)
   assert outputs['encoder_outputs'].shape == (2, 5, 16)
   inputs = _inputs()
@@ -311,7 +314,8 @@ def test_inference_step_gets_the_model_and_v1_tagging_input_names():
   outputs = function(**{k: tf.constant(v) for k, v in inputs.items()})
   assert calls and calls[0] is model
   np.testing.assert_allclose(outputs['logits'].numpy(),
-                             2.0 * model(inputs, training=False)['logits'].numpy(), rtol=1e-5, atol=1e-6)
+                             2.0 * model(inputs, training=False)['logits'].numpy(),
+                             rtol=1e-5, atol=1e-6)
 
 
 # ---- A ModernBERT encoder behind every export module.

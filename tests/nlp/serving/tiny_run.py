@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
-from official.common import registry_imports  # pylint: disable=unused-import
+from official.common import registry_imports  # pylint: disable=unused-import  # noqa: F401  (registers the experiments)
 from official.core import task_factory
 from official.core import train_utils
 from official.core import trainer as trainer_lib

@@ -17,7 +17,7 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-import official.common.registry_imports  # pylint: disable=unused-import
+import official.common.registry_imports  # pylint: disable=unused-import  # noqa: F401  (registers the experiments)
 from official.core import task_factory
 from official.core import train_lib
 from official.core import train_utils
@@ -122,7 +122,8 @@ def _finetune_both_ways(tmp, experiment, yaml_name, task_override, pretrained_di
 @pytest.mark.slow
 def test_sentence_prediction_learns_better_from_pretrained_encoder(pretrained):
   tmp, pretrained_dir = pretrained
-  for split, words, seed in (('train', slice(0, WORDS // 2), 1), ('eval', slice(WORDS // 2, None), 2)):
+  for split, words, seed in (('train', slice(0, WORDS // 2), 1),
+                             ('eval', slice(WORDS // 2, None), 2)):
     rng = np.random.default_rng(seed)
     lines = ['text\tlabel']
     for _ in range(200):
@@ -150,7 +151,8 @@ def test_sentence_prediction_learns_better_from_pretrained_encoder(pretrained):
 @pytest.mark.slow
 def test_tagging_learns_better_from_pretrained_encoder(pretrained):
   tmp, pretrained_dir = pretrained
-  for split, words, seed in (('train', slice(0, WORDS // 2), 3), ('eval', slice(WORDS // 2, None), 4)):
+  for split, words, seed in (('train', slice(0, WORDS // 2), 3),
+                             ('eval', slice(WORDS // 2, None), 4)):
     rng = np.random.default_rng(seed)
     blocks = []
     for _ in range(200):

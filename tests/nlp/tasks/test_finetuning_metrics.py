@@ -92,7 +92,7 @@ def test_span_metrics_rejects_length_mismatch():
 def test_confusion_matrix_counts():
   labels, preds = [0, 1, 2, 2], [0, 2, 2, 1]
   expected = np.zeros((3, 3), int)
-  for l, p in zip(labels, preds):
-    expected[l, p] += 1
+  for label, pred in zip(labels, preds):
+    expected[label, pred] += 1
   np.testing.assert_array_equal(fm.confusion_matrix(labels, preds, 3), expected)
   assert list(itertools.chain(*fm.confusion_matrix([], [], 2).tolist())) == [0, 0, 0, 0]

@@ -1,4 +1,5 @@
-"""Tests for official/nlp/tasks/sentence_prediction.py and the registered fine-tuning experiments."""
+"""Tests for official/nlp/tasks/sentence_prediction.py and the registered fine-tuning
+experiments."""
 
 import json
 import re
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import official.common.registry_imports  # pylint: disable=unused-import
+import official.common.registry_imports  # pylint: disable=unused-import  # noqa: F401  (registers the experiments)
 from official.core import exp_factory
 from official.core import task_factory
 from official.modeling import hyperparams
@@ -186,7 +187,8 @@ def test_whole_set_metrics_through_aggregate_logs():
 
 @pytest.mark.parametrize('override, message', [
     ({'model': {'num_classes': 0}}, r'model.num_classes: must be >= 1'),
-    ({'metric_type': 'pearson_spearman_corr'}, r"metric_type: 'pearson_spearman_corr' does not fit"),
+    ({'metric_type': 'pearson_spearman_corr'},
+     r"metric_type: 'pearson_spearman_corr' does not fit"),
     ({'train_data': {'label_type': 'float'}}, r"train_data.label_type: 'float' does not fit "
      r'model.num_classes=3'),
     ({'validation_data': {'seq_length': 32}}, r'validation_data.seq_length: 32 exceeds'),

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import official.common.registry_imports  # pylint: disable=unused-import
+import official.common.registry_imports  # pylint: disable=unused-import  # noqa: F401  (registers the experiments)
 from official.core import exp_factory
 from official.core import task_factory
 from official.modeling import hyperparams

@@ -1,4 +1,5 @@
-"""Tests for official/nlp/tools/convert_checkpoint.py (hf / google / ours conversions and the CLI)."""
+"""Tests for official/nlp/tools/convert_checkpoint.py (hf / google / ours conversions and the
+CLI)."""
 
 import json
 import logging
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import official.common.registry_imports  # pylint: disable=unused-import
+import official.common.registry_imports  # pylint: disable=unused-import  # noqa: F401  (registers the experiments)
 from official.core import task_factory
 from official.core import train_utils
 from official.modeling import hyperparams
@@ -194,8 +195,8 @@ def _truncate(path, size):
                         'deserializing header: header too large); expected the complete file '
                         '(truncated or corrupt?), 8 bytes found'),
     ('truncated_config', '{d}/config.json: not valid JSON (Expecting property name enclosed in '
-                         'double quotes: line 1 column 41); expected a BERT config object (truncated or corrupt '
-                         'file?)'),
+                         'double quotes: line 1 column 41); expected a BERT config object '
+                         '(truncated or corrupt file?)'),
     ('list_config', '{d}/config.json: holds a JSON list; expected an object with the BERT config '
                     'fields (hidden_size, num_hidden_layers, ...)'),
     ('incomplete_config', "{d}/config.json: missing field 'hidden_size'; expected a complete "

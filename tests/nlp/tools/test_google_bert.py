@@ -28,9 +28,11 @@ def _reference_config():
 def _google_name(hf_name):
   """Google's TF1 name of a Hugging Face name (written out here, independently of the table)."""
   name = hf_name
-  for old, new in (('.LayerNorm.weight', '.LayerNorm.gamma'), ('.LayerNorm.bias', '.LayerNorm.beta'),
+  for old, new in (('.LayerNorm.weight', '.LayerNorm.gamma'),
+                   ('.LayerNorm.bias', '.LayerNorm.beta'),
                    ('.dense.weight', '.dense.kernel'), ('self.query.weight', 'self.query.kernel'),
-                   ('self.key.weight', 'self.key.kernel'), ('self.value.weight', 'self.value.kernel')):
+                   ('self.key.weight', 'self.key.kernel'),
+                   ('self.value.weight', 'self.value.kernel')):
     name = name.replace(old, new)
   name = re.sub(r'_embeddings\.weight$', '_embeddings', name)
   name = re.sub(r'encoder\.layer\.(\d+)', r'encoder.layer_\1', name)
@@ -61,7 +63,8 @@ def _write_google_checkpoint(directory, config, arrays, optimizer_slots=False):
     for name in list(arrays)[:3]:
       variables[f'{name}/adam_m'] = tf.Variable(np.zeros_like(arrays[name]))
       variables[f'{name}/adam_v'] = tf.Variable(np.zeros_like(arrays[name]))
-  tf.compat.v1.train.Saver(var_list=variables).save(None, os.path.join(directory, 'bert_model.ckpt'))
+  tf.compat.v1.train.Saver(var_list=variables).save(
+      None, os.path.join(directory, 'bert_model.ckpt'))
   return str(directory)
 
 
@@ -120,7 +123,8 @@ def test_load_encoder_from_prefix_skips_heads(tmp_path, caplog):
 def test_export_then_load_round_trips(tmp_path):
   pretrainer = _random_pretrainer()
   out = google_bert.export(pretrainer, str(tmp_path / 'google'))
-  shapes = tf.train.load_checkpoint(os.path.join(out, 'bert_model.ckpt')).get_variable_to_shape_map()
+  shapes = tf.train.load_checkpoint(
+      os.path.join(out, 'bert_model.ckpt')).get_variable_to_shape_map()
   assert shapes['cls/seq_relationship/output_weights'] == [2, 16]
   assert shapes['bert/encoder/layer_1/attention/self/query/kernel'] == [16, 16]
   assert shapes['bert/encoder/layer_0/intermediate/dense/kernel'] == [16, 32]  # [in, out]

@@ -211,7 +211,8 @@ def test_only_safetensors_weights_are_read(tmp_path):
   with open(tmp_path / 'config.json', 'w', encoding='utf-8') as f:
     json.dump(ref.tiny_config(), f)
   (tmp_path / 'pytorch_model.bin').write_bytes(b'')
-  with pytest.raises(FileNotFoundError, match=r'no model\.safetensors \(found pytorch_model\.bin\); '
+  with pytest.raises(FileNotFoundError,
+                     match=r'no model\.safetensors \(found pytorch_model\.bin\); '
                      'only safetensors weights are read'):
     hf_bert.load_encoder(str(tmp_path))
   with pytest.raises(FileNotFoundError, match='no config.json'):

@@ -18,7 +18,7 @@ import tf_keras
 import torch
 import transformers
 
-import official.common.registry_imports  # pylint: disable=unused-import
+import official.common.registry_imports  # pylint: disable=unused-import  # noqa: F401  (registers the experiments)
 from official.core import task_factory
 from official.core import train_utils
 from official.modeling import hyperparams

@@ -14,11 +14,12 @@ from official.nlp.modeling import networks
 from official.nlp.tools import tf2_albert_encoder_checkpoint_converter as converter
 from tests.nlp.modeling import numpy_bert
 
-V, E, H, N, I, P, T = 30, 8, 16, 2, 32, 12, 2  # vocab, embedding, hidden, heads, inner, positions
+# vocab, embedding, hidden, heads, inner (feed-forward), positions, token types
+V, E, H, N, INNER, P, T = 30, 8, 16, 2, 32, 12, 2
 LAYERS = 3
 CONFIG = {'attention_probs_dropout_prob': 0, 'hidden_act': 'gelu', 'hidden_dropout_prob': 0,
           'embedding_size': E, 'hidden_size': H, 'initializer_range': 0.02,
-          'intermediate_size': I, 'max_position_embeddings': P, 'num_attention_heads': N,
+          'intermediate_size': INNER, 'max_position_embeddings': P, 'num_attention_heads': N,
           'num_hidden_layers': LAYERS, 'num_hidden_groups': 1, 'net_structure_type': 0,
           'gap_size': 0, 'num_memory_blocks': 0, 'inner_group_num': 1, 'down_scale_factor': 1,
           'type_vocab_size': T, 'vocab_size': V}
@@ -35,9 +36,9 @@ SHAPES = {
     f'{BLOCK}/attention_1/output/dense/kernel': [H, H],
     f'{BLOCK}/attention_1/output/dense/bias': [H],
     f'{BLOCK}/LayerNorm/gamma': [H], f'{BLOCK}/LayerNorm/beta': [H],
-    f'{BLOCK}/ffn_1/intermediate/dense/kernel': [H, I],
-    f'{BLOCK}/ffn_1/intermediate/dense/bias': [I],
-    f'{BLOCK}/ffn_1/intermediate/output/dense/kernel': [I, H],
+    f'{BLOCK}/ffn_1/intermediate/dense/kernel': [H, INNER],
+    f'{BLOCK}/ffn_1/intermediate/dense/bias': [INNER],
+    f'{BLOCK}/ffn_1/intermediate/output/dense/kernel': [INNER, H],
     f'{BLOCK}/ffn_1/intermediate/output/dense/bias': [H],
     f'{BLOCK}/LayerNorm_1/gamma': [H], f'{BLOCK}/LayerNorm_1/beta': [H],
     'bert/pooler/dense/kernel': [H, H], 'bert/pooler/dense/bias': [H],

@@ -12,8 +12,8 @@ def test_read_and_plot(tmp_path):
   for subdir, tag in (('train', 'training_loss'), ('validation', 'validation_loss')):
     writer = tf.summary.create_file_writer(str(tmp_path / subdir))
     for step in (10, 20, 30):
-      train_utils.write_scalar_summaries(writer, {tag: 1.0 / step, 'masked_lm_accuracy': step / 100},  # pylint: disable=protected-access
-                                 step)
+      train_utils.write_scalar_summaries(  # pylint: disable=protected-access
+          writer, {tag: 1.0 / step, 'masked_lm_accuracy': step / 100}, step)
   scalars = training_curves.read_scalars(str(tmp_path / 'train'))
   assert [s for s, _ in scalars['training_loss']] == [10, 20, 30]
   assert abs(scalars['masked_lm_accuracy'][-1][1] - 0.3) < 1e-6

@@ -1,4 +1,5 @@
-"""Tests for official/modeling/optimization/configs/optimization_config.py (and its member configs)."""
+"""Tests for official/modeling/optimization/configs/optimization_config.py (and its member
+configs)."""
 
 import pytest
 import yaml
@@ -32,7 +33,8 @@ def test_model_garden_yaml_block_loads_and_round_trips(tmp_path):
   assert isinstance(adamw, optimization.AdamWeightDecayConfig)
   assert adamw.weight_decay_rate == 0.01
   assert adamw.exclude_from_weight_decay == ['LayerNorm', 'layer_norm', 'bias']
-  assert (adamw.beta_1, adamw.beta_2, adamw.epsilon, adamw.gradient_clip_norm) == (0.9, 0.999, 1e-7, 1.0)
+  assert ((adamw.beta_1, adamw.beta_2, adamw.epsilon, adamw.gradient_clip_norm)
+          == (0.9, 0.999, 1e-7, 1.0))
   poly = cfg.learning_rate.get()
   assert poly.initial_learning_rate == 1e-4 and isinstance(poly.initial_learning_rate, float)
   assert (poly.decay_steps, poly.end_learning_rate, poly.power, poly.offset) == (1000, 0.0, 1.0, 0)
@@ -120,7 +122,8 @@ def test_unselected_members_are_not_required():
   optimization.OptimizationConfig.from_dict({'learning_rate': {'type': 'constant'}}).validate()
 
 
-@pytest.mark.parametrize('member, field', [('polynomial', 'initial_learning_rate'), ('constant', 'learning_rate')])
+@pytest.mark.parametrize('member, field', [('polynomial', 'initial_learning_rate'),
+                                           ('constant', 'learning_rate')])
 def test_a_learning_rate_beyond_float32_is_refused_naming_the_field(member, field):
   # Keras makes float32 tensors of learning rates: 1e39 could not even be converted (a raw TF error
   # at step 0).
@@ -129,6 +132,7 @@ def test_a_learning_rate_beyond_float32_is_refused_naming_the_field(member, fiel
     return optimization.OptimizationConfig.from_dict(
         {'optimizer': {'type': 'adamw'}, 'learning_rate': {'type': member, member: params}})
 
-  with pytest.raises(hyperparams.ConfigError, match=f'learning_rate.{member}.{field}: must be <= 3.40'):
+  with pytest.raises(hyperparams.ConfigError,
+                     match=f'learning_rate.{member}.{field}: must be <= 3.40'):
     config(1e39)
   config(3e38).validate()

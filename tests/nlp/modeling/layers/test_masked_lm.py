@@ -50,7 +50,8 @@ def test_predictions_are_log_softmax_of_logits():
 
 def test_unknown_output_raises():
   # Model Garden's wording first ("Unknown `output` value"), then the accepted values.
-  with pytest.raises(ValueError, match="Unknown `output` value \"probs\".*'logits' or 'predictions'"):
+  with pytest.raises(ValueError,
+                     match="Unknown `output` value \"probs\".*'logits' or 'predictions'"):
     layers.MaskedLM(_table(), output='probs')
 
 

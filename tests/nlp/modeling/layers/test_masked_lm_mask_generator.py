@@ -95,5 +95,5 @@ def test_bad_arguments_raise():
   with pytest.raises(ValueError, match="mask_token_id"):
     MaskedLMMaskGenerator(vocabulary_size=10, mask_selection_rate=0.15, mask_token_id=10)
   with pytest.raises(ValueError, match="random_token_rate"):
-    MaskedLMMaskGenerator(vocabulary_size=10, mask_selection_rate=0.15, mask_token_id=1, mask_token_rate=0.9,
-                          random_token_rate=0.2)
+    MaskedLMMaskGenerator(vocabulary_size=10, mask_selection_rate=0.15, mask_token_id=1,
+                          mask_token_rate=0.9, random_token_rate=0.2)

@@ -27,7 +27,8 @@ def test_matches_numpy_with_padding_mask():
     v.assign(v + 0.1)
   out = layer(x, mask).numpy()
   assert out.shape == (2, 6, 8) and out.dtype == np.float32
-  np.testing.assert_allclose(out, numpy_bert.attention(x, mask, numpy_bert.attention_weights(layer)),
+  np.testing.assert_allclose(out,
+                             numpy_bert.attention(x, mask, numpy_bert.attention_weights(layer)),
                              atol=1e-5)
 
 

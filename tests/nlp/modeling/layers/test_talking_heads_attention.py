@@ -2,7 +2,6 @@
 
 import numpy as np
 import tensorflow as tf
-import tf_keras
 
 from official.nlp.modeling import layers
 from tests import testing

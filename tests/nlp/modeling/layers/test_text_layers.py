@@ -7,7 +7,6 @@ TensorFlow 2.21, which has no `tensorflow.estimator`; its Estimator cases become
 import json
 import sys
 
-import numpy as np
 import pytest
 import tensorflow as tf
 import tf_keras

@@ -44,7 +44,8 @@ def test_own_pooler_head_matches_numpy():
   np.testing.assert_allclose(logits, _dense(model.classifier.out_proj, pooled), atol=1e-5)
   items = model.checkpoint_items
   assert set(items) == {'encoder', 'sentence_prediction.pooler_dense'}
-  assert items['encoder'] is encoder and items['sentence_prediction.pooler_dense'].kernel.shape == (16, 16)
+  assert (items['encoder'] is encoder
+          and items['sentence_prediction.pooler_dense'].kernel.shape == (16, 16))
 
 
 def test_list_output_encoder_gives_same_logits():

@@ -185,7 +185,8 @@ def test_list_inputs_and_multi_cls_heads():
   encoder = networks.BertEncoder(**testing.tiny_kwargs(vocab_size=50, num_layers=1,
                                                        max_sequence_length=16, dict_outputs=True))
   pretrainer = models.BertPretrainerV2(
-      encoder, classification_heads=[layers.MultiClsHeads(8, [('foo', 2), ('bar', 3)], name='multi')])
+      encoder,
+      classification_heads=[layers.MultiClsHeads(8, [('foo', 2), ('bar', 3)], name='multi')])
   inputs = _inputs()
   by_dict = pretrainer(inputs)
   by_list = pretrainer([inputs[k] for k in ('input_word_ids', 'input_mask', 'input_type_ids',

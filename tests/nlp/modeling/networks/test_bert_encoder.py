@@ -291,7 +291,8 @@ def test_symbolic_inputs_make_a_functional_model_with_the_same_outputs(tmp_path)
 
 def test_build_creates_the_variables_and_list_outputs_add_attention_scores():
   encoder = _encoder(dict_outputs=False, return_attention_scores=True, name='enc')
-  encoder.build(dict(input_word_ids=(None, SEQ), input_mask=(None, SEQ), input_type_ids=(None, SEQ)))
+  encoder.build(dict(input_word_ids=(None, SEQ), input_mask=(None, SEQ),
+                     input_type_ids=(None, SEQ)))
   # Every variable exists, named as Model Garden's (no encoder scope).
   assert encoder.built and len(encoder.weights) == 5 + 2 * 16 + 2
   names = {v.name for v in encoder.weights}

@@ -132,8 +132,8 @@ def test_local_and_global_layers_as_configured():
   encoder = modernbert_encoder.ModernBertEncoder(**_kwargs(num_layers=7,
                                                            global_attn_every_n_layers=3))
   windows = [(block.attention_window, block.rotary_theta) for block in encoder.transformer_layers]
-  g, l = (None, GLOBAL_THETA), (WINDOW, LOCAL_THETA)
-  assert windows == [g, l, l, g, l, l, g]
+  glob, loc = (None, GLOBAL_THETA), (WINDOW, LOCAL_THETA)
+  assert windows == [glob, loc, loc, glob, loc, loc, glob]
   # A local layer's token i sees j with |i - j| <= WINDOW // 2: changing the last token changes
   # only the outputs of the tokens within reach of it.
   block = encoder.transformer_layers[1]
