@@ -18,11 +18,12 @@ $(STAMP): setup.py
 demo: $(STAMP)
 	$(PY) scripts/demo.py
 
+# One pytest worker a core (at most 4; tests/conftest.py), whole files to a worker.
 test: $(STAMP)
-	$(PY) -m pytest tests -q
+	$(PY) -m pytest tests -q -n auto --dist loadfile
 
 test-fast: $(STAMP)
-	$(PY) -m pytest tests -q -m 'not slow'
+	$(PY) -m pytest tests -q -n auto --dist loadfile -m 'not slow'
 
 # ruff with pyproject.toml's settings (the test extra installs it) over the whole tree; .ci/run
 # runs it before the tests.

@@ -25,7 +25,7 @@ setuptools.setup(
     python_requires='>=3.10',
     install_requires=RUNTIME_REQUIREMENTS,
     extras_require={
-        'test': ['pytest>=7', 'matplotlib', 'gin-config',
+        'test': ['pytest>=7', 'pytest-xdist', 'matplotlib', 'gin-config',
                  'ruff', 'coverage',  # make lint; the suite's line coverage
                  'tensorflow-text>=2.21,<2.22',  # the text layers' tests
                  'sentencepiece',  # test-only: trains the SentencePiece models of the tests

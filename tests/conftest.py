@@ -11,6 +11,7 @@ Example:
   ...   model_dir = copy_run(trained_bert_run)['model_dir']  # ours to change
 """
 
+import logging
 import os
 import shutil
 import sys
@@ -23,6 +24,32 @@ os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
   sys.path.insert(0, ROOT)
+
+
+def pytest_xdist_auto_num_workers(config):  # pylint: disable=unused-argument
+  """`pytest -n auto` (make test): one worker a core this process may use, at most 4 (each
+  worker imports its own TensorFlow and builds its own models)."""
+  return max(1, min(len(os.sched_getaffinity(0)), 4))
+
+
+@pytest.fixture(autouse=True)
+def _restore_process_wide_settings():
+  """Undoes what a test leaves set for the whole process (an in-process CLI or training run sets
+  the Keras dtype policy and the log levels), so that no test depends on the ones before it in
+  its process (`pytest -n` gives each worker another order).
+
+  Restored after each test: Keras' global dtype policy, the root logger's level, absl's verbosity.
+  """
+  root_level = logging.getLogger().level
+  absl_logging = sys.modules.get('absl.logging')
+  verbosity = absl_logging.get_verbosity() if absl_logging else None
+  yield
+  logging.getLogger().setLevel(root_level)
+  if absl_logging is not None:
+    absl_logging.set_verbosity(verbosity)
+  keras = sys.modules.get('tf_keras')
+  if keras is not None and keras.mixed_precision.global_policy().name != 'float32':
+    keras.mixed_precision.set_global_policy('float32')
 
 
 @pytest.fixture(name='tiny_runs', scope='session')
