@@ -28,6 +28,7 @@ Example:
 """
 
 import collections
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -44,6 +45,7 @@ import yaml
 
 from official.core import exp_factory
 from official.core import task_factory
+from official.modeling import performance
 from official.nlp.data import create_finetuning_data as cfd
 from official.nlp.data import downstream_data
 from official.nlp.data import vocab_assets
@@ -350,6 +352,25 @@ def finetune(task: downstream_data.DownstreamTask, source: ModelSource, pretrain
   params, steps_per_epoch = _finetune_config(task, source, pretrained, data, learning_rate, seed,
                                              settings)
   tf_keras.backend.clear_session()  # one process runs many models: free the previous ones
+  with _global_precision(params.runtime.mixed_precision_dtype):
+    return _train_and_test(task, params, data, steps_per_epoch, seed, settings, label, start)
+
+
+@contextlib.contextmanager
+def _global_precision(dtype: str):
+  """Keras' global dtype policy for `dtype` ('float32', 'bfloat16': mixed_bfloat16) while the
+  model is built and run, as a training run sets it (`train_lib`); float32 again afterwards."""
+  performance.set_mixed_precision_policy(dtype)
+  try:
+    yield
+  finally:
+    performance.set_mixed_precision_policy('float32')
+
+
+def _train_and_test(task: downstream_data.DownstreamTask, params: Any, data: TaskData,
+                    steps_per_epoch: int, seed: int, settings: FinetuneSettings, label: str,
+                    start: float) -> Dict[str, Any]:
+  """`finetune`'s training with early stopping on dev, then the test split."""
   tf_keras.utils.set_random_seed(seed)
   task_obj = task_factory.get_task(params.task)
   model = task_obj.build_model()

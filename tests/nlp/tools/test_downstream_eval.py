@@ -1,6 +1,7 @@
 """Tests of `mlm-eval`: model sources, the sweep and seeds, paired tests, tables, a real run of
 the tiny model on tiny data in the real formats, reruns that skip stored runs, and the CLI."""
 
+import dataclasses
 import json
 import os
 import shutil
@@ -89,6 +90,28 @@ def test_random_init_config_restores_nothing(tiny):
   assert params.runtime.mixed_precision_dtype == 'float32'
   assert params.task.train_data.seed == 7 and params.task.model.num_classes == 2
   assert params.task.validation_data.include_example_id
+
+
+@pytest.mark.parametrize('precision, policy', [('bfloat16', 'mixed_bfloat16'),
+                                               ('float32', 'float32')])
+def test_finetune_builds_and_trains_in_the_settings_precision(tiny, monkeypatch, precision,
+                                                              policy):
+  import tf_keras  # pylint: disable=g-import-not-at-top
+  seen = []
+
+  def train_and_test(*args):
+    seen.append(tf_keras.mixed_precision.global_policy().name)
+    return {'dev': 1.0}
+
+  monkeypatch.setattr(downstream_eval, '_train_and_test', train_and_test)
+  source = downstream_eval.resolve_model('tiny', tiny['model_dir'], str(tiny['base']))
+  data = downstream_eval.TaskData({'train': 't', 'dev': 'd', 'test': 'e'}, ['a', 'b'],
+                                  {}, num_train=20, seq_length=32)
+  settings = dataclasses.replace(SETTINGS, precision=precision)
+  assert downstream_eval.finetune(downstream_data.get_task('mr'), source, True, data, 1e-3, 0,
+                                  settings) == {'dev': 1.0}
+  assert seen == [policy]
+  assert tf_keras.mixed_precision.global_policy().name == 'float32'
 
 
 def test_seq_length_follows_a_short_position_table(tiny):
