@@ -23,7 +23,6 @@ from official.core import train_utils
 from official.modeling import hyperparams
 from official.nlp.configs import bert
 from official.nlp.configs import encoders
-from official.nlp.data import create_pretraining_data
 from official.nlp.data import pretrain_dataloader
 from official.nlp.modeling import networks
 from official.nlp.modeling.models import bert_pretrainer
@@ -32,6 +31,7 @@ from official.nlp.tasks import masked_lm
 from official.nlp.tools import convert_checkpoint
 from official.nlp.tools import model_flops
 from official.nlp.tools import training_curves
+from tests.nlp.data import pretraining_records
 
 WORDS = [f'w{i}' for i in range(16)]
 VOCAB = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'] + WORDS
@@ -124,19 +124,8 @@ def _toy_overrides(vocab_size: int) -> list:
 
 def _records(tmp_path) -> str:
   """Tiny next-sentence records of a corpus whose sentences walk the word list in order."""
-  (tmp_path / 'vocab.txt').write_text('\n'.join(VOCAB) + '\n')
-  rng = np.random.default_rng(0)
-  documents = []
-  for _ in range(24):
-    start = int(rng.integers(0, len(WORDS)))
-    documents.append('\n'.join(' '.join(WORDS[(start + 5 * s + k) % len(WORDS)] for k in range(5))
-                               for s in range(4)))
-  (tmp_path / 'corpus.txt').write_text('\n\n'.join(documents) + '\n')
-  output = str(tmp_path / 'train.tfrecord')
-  create_pretraining_data.create_pretraining_data(
-      str(tmp_path / 'corpus.txt'), output, str(tmp_path / 'vocab.txt'), max_seq_length=SEQ,
-      max_predictions_per_seq=PREDICTIONS, dupe_factor=2, num_workers=1)
-  return output
+  return pretraining_records.walking_corpus_records(tmp_path, WORDS, 24, SEQ, PREDICTIONS,
+                                                    dupe_factor=2)[0]
 
 
 # ---- the toy family through the experiments ----------------------------------------------------

@@ -1,7 +1,8 @@
-"""Writes small pretraining TFRecords in the Google-BERT layout, for tests (independent of our
-tool)."""
+"""Writes small pretraining TFRecords in the Google-BERT layout, for tests: random examples
+(`make_example`, `write_records`, independent of our tool), and our tool's records of a corpus
+whose sentences walk a word list in order (`walking_corpus_records`)."""
 
-from typing import Optional
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -57,3 +58,36 @@ def write_records(path: str, num_examples: int, seq_length: int = 16, max_predic
     for example in examples:
       writer.write(example.SerializeToString())
   return examples
+
+
+def walking_corpus_records(tmp_path, words: Sequence[str], num_documents: int, seq_length: int,
+                           max_predictions: int, dupe_factor: int,
+                           **options: Any) -> Tuple[str, Dict[str, Any]]:
+  """`create_pretraining_data`'s records of `num_documents` documents of 4 sentences, each 5 words
+  walking `words` in order from a random start (seed 0), with `vocab.txt` (BERT's 5 special tokens,
+  then `words`) in `tmp_path`.
+
+  Args:
+    options: more arguments of `create_pretraining_data` (e.g. `sentence_order=True`).
+
+  Returns:
+    (the records' path, the tool's metadata).
+
+  Example:
+    >>> path, metadata = walking_corpus_records(tmp_path, WORDS, 24, 16, 3, dupe_factor=2)
+  """
+  from official.nlp.data import create_pretraining_data  # pylint: disable=g-import-not-at-top
+  vocab = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'] + list(words)
+  (tmp_path / 'vocab.txt').write_text('\n'.join(vocab) + '\n')
+  rng = np.random.default_rng(0)
+  documents = []
+  for _ in range(num_documents):
+    start = int(rng.integers(0, len(words)))
+    documents.append('\n'.join(' '.join(words[(start + 5 * s + k) % len(words)] for k in range(5))
+                               for s in range(4)))
+  (tmp_path / 'corpus.txt').write_text('\n\n'.join(documents) + '\n')
+  output = str(tmp_path / 'train.tfrecord')
+  metadata = create_pretraining_data.create_pretraining_data(
+      str(tmp_path / 'corpus.txt'), output, str(tmp_path / 'vocab.txt'), max_seq_length=seq_length,
+      max_predictions_per_seq=max_predictions, dupe_factor=dupe_factor, num_workers=1, **options)
+  return output, metadata

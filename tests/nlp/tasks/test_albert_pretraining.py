@@ -12,9 +12,9 @@ import official.common.registry_imports  # pylint: disable=unused-import  # noqa
 from official.core import task_factory
 from official.core import train_lib
 from official.core import train_utils
-from official.nlp.data import create_pretraining_data
 from official.nlp.modeling import networks
 from official.nlp.tools import training_curves
+from tests.nlp.data import pretraining_records
 from tests.paths import ROOT
 
 WORDS = [f'w{i}' for i in range(24)]
@@ -23,21 +23,10 @@ SEQ, PREDICTIONS = 16, 3
 
 def _records(tmp_path):
   """Sentence-order records of a corpus whose sentences walk the word list in order."""
-  vocab = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'] + WORDS
-  (tmp_path / 'vocab.txt').write_text('\n'.join(vocab) + '\n')
-  rng = np.random.default_rng(0)
-  documents = []
-  for _ in range(40):
-    start = int(rng.integers(0, len(WORDS)))
-    documents.append('\n'.join(' '.join(WORDS[(start + 5 * s + k) % len(WORDS)] for k in range(5))
-                               for s in range(4)))
-  (tmp_path / 'corpus.txt').write_text('\n\n'.join(documents) + '\n')
-  output = str(tmp_path / 'train.tfrecord')
-  metadata = create_pretraining_data.create_pretraining_data(
-      str(tmp_path / 'corpus.txt'), output, str(tmp_path / 'vocab.txt'), max_seq_length=SEQ,
-      max_predictions_per_seq=PREDICTIONS, dupe_factor=4, sentence_order=True, num_workers=1)
+  output, metadata = pretraining_records.walking_corpus_records(
+      tmp_path, WORDS, 40, SEQ, PREDICTIONS, dupe_factor=4, sentence_order=True)
   assert metadata['sentence_order']
-  return output, len(vocab)
+  return output, len(WORDS) + 5  # the 5 special tokens, then the words
 
 
 @pytest.mark.slow
