@@ -242,16 +242,9 @@ def _make_config(vocab_size: int, hidden_size: int, num_layers: int, num_attenti
   return config, initializer
 
 
-class _EncoderAccessors:
+class _EncoderAccessors(encoder_family.EmbeddingAccessors):
   """Model Garden's accessors of an encoder's sub-layers, shared by `BertEncoder` and
   `BertEncoderV2` (both hold `_embedding_layer`, `_transformer_layers`, `_pooler_layer`)."""
-
-  def get_embedding_table(self) -> tf.Variable:
-    """The word-embedding variable [vocab_size, embedding_width]."""
-    return self._embedding_layer.embeddings
-
-  def get_embedding_layer(self) -> tf_keras.layers.Layer:
-    return self._embedding_layer
 
   @property
   def transformer_layers(self) -> List[layers.TransformerEncoderBlock]:

@@ -39,6 +39,23 @@ RESERVED_NAMES = {'type': "the one-of's selector",
                   'any': "Model Garden's encoder built by a bound config's BUILDER"}
 
 
+class EmbeddingAccessors:
+  """Model Garden's word-embedding accessors, for an encoder that keeps its word-embedding layer
+  in `_embedding_layer` (BERT, `bert_v2`, ModernBERT); the masked-LM head ties to the table.
+
+  Example:
+    >>> encoder.get_embedding_table().shape   # [vocab_size, embedding_width]
+  """
+
+  def get_embedding_table(self) -> Any:
+    """The word-embedding variable [vocab_size, embedding_width]."""
+    return self._embedding_layer.embeddings
+
+  def get_embedding_layer(self) -> tf_keras.layers.Layer:
+    """The word-embedding layer."""
+    return self._embedding_layer
+
+
 def bert_masked_lm_options(encoder: tf_keras.layers.Layer) -> Dict[str, Any]:
   """BERT's masked-LM head: `layers.MaskedLM`'s defaults (dense and LayerNorm with bias, eps 1e-12).
 

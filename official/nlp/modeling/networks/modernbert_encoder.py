@@ -37,7 +37,7 @@ class _NoAttentionNormBlock(layers.TransformerEncoderBlock):
 
 
 @tf_keras.utils.register_keras_serializable(package='mlm_garden')
-class ModernBertEncoder(tf_keras.Model):
+class ModernBertEncoder(encoder_family.EmbeddingAccessors, tf_keras.Model):
   """The ModernBERT encoder (Hugging Face `ModernBertModel`'s computation) with dict outputs.
 
   Sub-layer names: `word_embeddings`, `embeddings/layer_norm`, `transformer/layer_%d`,
@@ -182,14 +182,6 @@ class ModernBertEncoder(tf_keras.Model):
     """
     word_ids, mask, position_ids = _graph_inputs(inputs)
     return dict(inputs, input_word_ids=word_ids, input_mask=mask, input_position_ids=position_ids)
-
-  def get_embedding_table(self) -> tf.Variable:
-    """The word-embedding variable [vocab_size, hidden_size]."""
-    return self._embedding_layer.embeddings
-
-  def get_embedding_layer(self) -> tf_keras.layers.Layer:
-    """The word-embedding layer (`word_embeddings`)."""
-    return self._embedding_layer
 
   @property
   def transformer_layers(self) -> List[layers.TransformerEncoderBlock]:
