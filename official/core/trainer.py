@@ -28,6 +28,7 @@ from official.core import actions
 from official.core import base_task
 from official.core import checkpointing
 from official.core import config_definitions as cfg
+from official.core import dataset_options
 from official.core import preemption
 from official.core import progress
 from official.core import step_functions
@@ -57,12 +58,14 @@ def _mean_or_nan(metric: tf_keras.metrics.Mean) -> float:
 def build_inputs(task: base_task.Task, data: cfg.DataConfig,
                  input_context: Optional[tf.distribute.InputContext]) -> tf.data.Dataset:
   """`task.build_inputs(data, input_context)`; tasks whose `build_inputs` takes no input context
-  (allowed by Model Garden) get `data` only."""
+  (allowed by Model Garden) get `data` only. tf.data's autotuner is off
+  (`dataset_options.without_autotune`: its iterators delete at once)."""
   try:
     takes_context = len(inspect.signature(task.build_inputs).parameters) > 1
   except (TypeError, ValueError):
     takes_context = True
-  return task.build_inputs(data, input_context) if takes_context else task.build_inputs(data)
+  dataset = task.build_inputs(data, input_context) if takes_context else task.build_inputs(data)
+  return dataset_options.without_autotune(dataset)
 
 
 class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
@@ -195,7 +198,7 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
       # such as py_function only warn and restart.
       options = tf.data.Options()
       options.experimental_external_state_policy = tf.data.experimental.ExternalStatePolicy.WARN
-      return iter(task.build_inputs(data).with_options(options))
+      return iter(build_inputs(task, data, None).with_options(options))
 
     def dataset_fn(ctx: tf.distribute.InputContext) -> tf.data.Dataset:
       dataset = build_inputs(task, data, ctx)
