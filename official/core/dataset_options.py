@@ -10,7 +10,10 @@ and 13.0 s after its last line in two identical runs.
 
 With autotuning off, `num_parallel_calls=tf.data.AUTOTUNE` runs one call per core and
 `prefetch(tf.data.AUTOTUNE)` grows its buffer while the consumer waits, which is what the
-autotuner settles on for input pipelines as light as ours beside a model step.
+autotuner settles on for input pipelines as light as ours beside a model step. Measured (same
+EPYC, one core, batch 32 of 128 tokens, the two variants interleaved): bert_mini's pretraining
+input alone gives 1,466 batches/s without the autotuner against 1,558 with it (modernbert_mini's:
+1,242 against 1,309), several hundred times what a training step on that core consumes.
 
 Example:
   >>> dataset = without_autotune(task.build_inputs(params.task.train_data))
