@@ -25,6 +25,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
   sys.path.insert(0, ROOT)
 
+from tests import tf_data_autotune  # noqa: E402  (needs ROOT on sys.path)
+
 
 def pytest_xdist_auto_num_workers(config):  # pylint: disable=unused-argument
   """`pytest -n auto` (make test): one worker a core this process may use, at most 4 (each
@@ -52,40 +54,12 @@ def _restore_process_wide_settings():
     keras.mixed_precision.set_global_policy('float32')
 
 
-def _iterators_without_autotune() -> bool:
-  """Makes every tf.data iterator this process creates from now on run without the autotuner,
-  as the trainer's and the tools' inputs do (`official.core.dataset_options`): an autotuned
-  iterator's deletion, often by the garbage collector during a later test, can wait up to a minute
-  for its model thread (single collections of 40-49 s, 110 s of one worker's 960 s, 2026-11-28).
-
-  Returns:
-    Whether tf.data is patched (False while TensorFlow is not imported yet).
-  """
-  if 'tensorflow' not in sys.modules:
-    return False
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tensorflow.python.data.ops import dataset_ops  # pylint: disable=g-import-not-at-top
-  original = dataset_ops.DatasetV2._apply_debug_options  # pylint: disable=protected-access
-  if getattr(original, 'without_autotune', False):
-    return True
-
-  def apply_debug_options(dataset):
-    options = tf.data.Options()
-    options.autotune.enabled = False
-    return original(dataset.with_options(options))
-
-  apply_debug_options.without_autotune = True
-  # Every iterator (eager `iter`, tf.distribute's per-device iterators) calls this on its dataset.
-  dataset_ops.DatasetV2._apply_debug_options = apply_debug_options  # pylint: disable=protected-access
-  return True
-
-
 @pytest.fixture(autouse=True)
 def _tf_data_without_autotune():
-  """`_iterators_without_autotune` once TensorFlow is imported (before or during a test)."""
-  _iterators_without_autotune()
+  """`tests.tf_data_autotune.turn_off` once TensorFlow is imported (before or during a test)."""
+  tf_data_autotune.turn_off()
   yield
-  _iterators_without_autotune()
+  tf_data_autotune.turn_off()
 
 
 @pytest.fixture(name='tiny_runs', scope='session')

@@ -173,6 +173,8 @@ def _serve_two_cpus() -> None:
   os.dup2(2, 1)  # anything else written to fd 1 (C++ code) goes to stderr, not into the replies
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from tensorflow.python.eager import context  # pylint: disable=g-import-not-at-top
+  from tests import tf_data_autotune  # pylint: disable=g-import-not-at-top
+  tf_data_autotune.turn_off()
   cpu = tf.config.list_physical_devices('CPU')[0]
   for served, line in enumerate(sys.stdin):
     if served:
