@@ -1,4 +1,9 @@
-"""tf.data options every input the trainer and the tools iterate gets: autotuning off.
+"""tf.data options every input we build gets: autotuning off.
+
+Applied where the inputs start, so every dataset built on them carries it (options propagate
+downstream): `tfrecord_reader.record_stream` (every record loader),
+`pretrain_dataloader.dummy_dataset`, and the trainer's `build_inputs` (tasks with inputs of their
+own).
 
 TensorFlow 2.21's autotuner runs a model thread per iterator. Deleting the iterator (the end of a
 training run, an evaluation pass, a fine-tuning run; or the garbage collector finding it later)

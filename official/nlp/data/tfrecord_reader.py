@@ -20,6 +20,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import tensorflow as tf
 
+from official.core import dataset_options
 from official.nlp.data import data_metadata
 
 # How many files are opened to check their schema before training starts.
@@ -195,7 +196,8 @@ def record_stream(params: Any, files: Sequence[str],
                   ) -> Tuple[tf.data.Dataset, int]:
   """Serialized records of every loader: files (or, with fewer files than input pipelines, records)
   sharded over input pipelines, shuffled, interleaved (uncompressed files without metadata checked
-  to their end), cached, then repeated and shuffled when training.
+  to their end), cached, then repeated and shuffled when training. tf.data's autotuner is off
+  (`dataset_options.without_autotune`); the options carry on to every dataset built from this one.
 
   Args:
     params: the data config (batch size, sharding, shuffling, interleave and cache fields).
@@ -238,7 +240,7 @@ def record_stream(params: Any, files: Sequence[str],
     dataset = dataset.repeat()
     if params.shuffle_buffer_size > 1:
       dataset = dataset.shuffle(params.shuffle_buffer_size, seed=params.seed)
-  return dataset, batch_size
+  return dataset_options.without_autotune(dataset), batch_size
 
 
 def verify_records(files: Sequence[str], params: Any) -> None:

@@ -31,7 +31,6 @@ import tf_keras
 
 from official.core import base_task
 from official.core import config_definitions as cfg
-from official.core import dataset_options
 from official.core import task_factory
 from official.modeling import hyperparams
 from official.nlp.configs import encoders
@@ -264,8 +263,7 @@ def predict(task: QuestionAnsweringTask, params: qa_loader.QADataConfig, model: 
   task._eval_data = None  # pylint: disable=protected-access
   predict_step = tf.function(lambda features: task.inference_step(features, model))
   state = None
-  dataset = task.build_inputs(dataclasses.replace(params, is_training=False))
-  for features, _ in dataset_options.without_autotune(dataset):
+  for features, _ in task.build_inputs(dataclasses.replace(params, is_training=False)):
     features = dict(features)
     unique_ids = features.pop('unique_ids')
     start_logits, end_logits = predict_step(features)

@@ -30,7 +30,6 @@ import tf_keras
 from official.core import base_task
 from official.core import checkpointing
 from official.core import config_definitions as cfg
-from official.core import dataset_options
 from official.core import task_factory
 from official.modeling import checkpoint_compat
 from official.modeling import hyperparams
@@ -333,7 +332,7 @@ def predict(task: SentencePredictionTask, params: sp_loader.SentencePredictionDa
     return example_ids, predictions
 
   pairs = []
-  for inputs in dataset_options.without_autotune(task.build_inputs(params)):
+  for inputs in task.build_inputs(params):
     example_ids, predictions = step(inputs)
     pairs.extend(zip(example_ids.numpy().tolist(), tf.unstack(predictions)))
   pairs.sort(key=lambda pair: pair[0])

@@ -22,7 +22,6 @@ import tf_keras
 
 from official.core import base_task
 from official.core import config_definitions as cfg
-from official.core import dataset_options
 from official.core import task_factory
 from official.modeling import hyperparams
 from official.nlp.configs import encoders
@@ -284,7 +283,7 @@ def predict(task: TaggingTask, params: tagging_dataloader.TaggingDataConfig,
     return ids, tf.argmax(logits, axis=-1, output_type=tf.int32)
 
   results = []
-  for features, labels in dataset_options.without_autotune(task.build_inputs(params)):
+  for features, labels in task.build_inputs(params):
     (sentence_ids, sub_sentence_ids), predict_ids = step(features)
     for sentence, sub_sentence, preds, gold in zip(sentence_ids.numpy().tolist(),
                                                    sub_sentence_ids.numpy().tolist(),

@@ -52,7 +52,6 @@ from official.common import distribute_utils
 from official.common import quiet
 # Imported for its registrations (experiments and tasks).
 from official.common import registry_imports  # pylint: disable=unused-import  # noqa: F401
-from official.core import dataset_options
 from official.core import exp_factory
 from official.core import task_factory
 from official.core import trainer as trainer_lib
@@ -393,7 +392,7 @@ def run_pipeline_benchmark(args: argparse.Namespace) -> Dict[str, Any]:
                         args.data)
   task = task_factory.get_task(params.task)
   start = time.perf_counter()
-  iterator = iter(dataset_options.without_autotune(task.build_inputs(params.task.train_data)))
+  iterator = iter(task.build_inputs(params.task.train_data))
   next(iterator)
   first = time.perf_counter() - start
   for _ in range(args.warmup_steps):

@@ -43,7 +43,6 @@ import tensorflow as tf
 import tf_keras
 import yaml
 
-from official.core import dataset_options
 from official.core import exp_factory
 from official.core import task_factory
 from official.modeling import performance
@@ -315,7 +314,7 @@ def _predictor(task_obj: Any, kind: str, model: tf_keras.Model) -> Callable[[Any
 
   def predict(data_config) -> List[int]:
     rows = []
-    for inputs in dataset_options.without_autotune(task_obj.build_inputs(data_config)):
+    for inputs in task_obj.build_inputs(data_config):
       ids, sub_ids, predicted, labels = step(inputs)
       for i, (key, sub) in enumerate(zip(ids.numpy().reshape(-1).tolist(),
                                          sub_ids.numpy().reshape(-1).tolist())):
@@ -377,7 +376,7 @@ def _train_and_test(task: downstream_data.DownstreamTask, params: Any, data: Tas
   model = task_obj.build_model()
   task_obj.initialize(model)
   optimizer = task_obj.create_optimizer(params.trainer.optimizer_config, params.runtime)
-  iterator = iter(dataset_options.without_autotune(task_obj.build_inputs(params.task.train_data)))
+  iterator = iter(task_obj.build_inputs(params.task.train_data))
 
   @tf.function
   def train_steps(iterator):

@@ -26,7 +26,6 @@ import tensorflow as tf
 
 from official.common import file_utils
 from official.core import checkpointing
-from official.core import dataset_options
 from official.core import task_factory
 from official.modeling import performance
 from official.nlp.data import data_metadata
@@ -76,7 +75,7 @@ def evaluate_checkpoint(model_dir: str, input_paths: Mapping[str, str], batch_si
     metrics = task.build_metrics(training=False)
     step_fn = tf.function(lambda batch: task.validation_step(batch, model, metrics))
     targets, records = 0.0, 0
-    for batch in dataset_options.without_autotune(task.build_inputs(data)):
+    for batch in task.build_inputs(data):
       step_fn(batch)
       targets += float(tf.reduce_sum(batch['masked_lm_weights']))
       records += int(batch['masked_lm_weights'].shape[0])

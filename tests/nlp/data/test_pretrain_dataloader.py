@@ -250,3 +250,16 @@ def test_dynamic_packed_records_are_masked_on_the_fly(tmp_path):
   with pytest.raises(ValueError, match='need use_position_id: true'):
     pretrain_dynamic_dataloader.BertPretrainDynamicDataLoader(
         dataclasses.replace(params, use_position_id=False), vocab_size).load()
+
+
+def test_loaders_build_inputs_without_the_autotuner(tmp_path):
+  """`record_stream` (every record loader) and the dummy input turn tf.data's autotuner off
+  (`official.core.dataset_options`), and the batches built on them keep it off."""
+  path = str(tmp_path / 'data.tfrecord')
+  pretraining_records.write_records(path, 6)
+  for params in (_config(path), _config(path, is_training=True, shuffle_buffer_size=4)):
+    dataset = pretrain_dataloader.BertPretrainDataLoader(params).load()
+    assert dataset.options().autotune.enabled is False
+  dummy = pretrain_dataloader.dummy_dataset(_config(''), vocab_size=30)
+  assert dummy.options().autotune.enabled is False
+  assert next(iter(dummy))['input_word_ids'].shape == (4, 16)
