@@ -24,6 +24,7 @@ from official.core import progress
 from official.core import task_factory
 from official.core import train_lib
 from official.core import train_utils
+from official.modeling import custom_gradient_release
 
 
 def run_continuous_finetune(mode: str, params: cfg.ExperimentConfig, model_dir: str,
@@ -104,9 +105,11 @@ def _continuous_finetune(params: cfg.ExperimentConfig, model_dir: str, pretrain_
     logging.info('fine-tuning from %s (pretraining step %d)', checkpoint, pretrain_step)
     with strategy.scope():
       task = task_factory.get_task(run_params.task, logging_dir=model_dir)
-    _, eval_logs = train_lib.run_experiment(strategy, task, 'train_and_eval', run_params,
-                                            model_dir, run_post_eval=True, save_summary=False,
-                                            allow_config_change=True)
+    # One model per pretraining checkpoint: let each one's traced graphs go when it is done.
+    with custom_gradient_release.released_custom_gradients():
+      _, eval_logs = train_lib.run_experiment(strategy, task, 'train_and_eval', run_params,
+                                              model_dir, run_post_eval=True, save_summary=False,
+                                              allow_config_change=True)
     exporter = best_checkpoint.maybe_create_best_ckpt_exporter(run_params, model_dir)
     if exporter is not None and exporter.best_ckpt_logs is not None:
       # As Model Garden's trainer reports it: the best value of this fine-tuning run so far.

@@ -45,6 +45,7 @@ import yaml
 
 from official.core import exp_factory
 from official.core import task_factory
+from official.modeling import custom_gradient_release
 from official.modeling import performance
 from official.nlp.data import create_finetuning_data as cfd
 from official.nlp.data import downstream_data
@@ -352,8 +353,10 @@ def finetune(task: downstream_data.DownstreamTask, source: ModelSource, pretrain
   params, steps_per_epoch = _finetune_config(task, source, pretrained, data, learning_rate, seed,
                                              settings)
   tf_keras.backend.clear_session()  # one process runs many models: free the previous ones
-  with _global_precision(params.runtime.mixed_precision_dtype):
-    return _train_and_test(task, params, data, steps_per_epoch, seed, settings, label, start)
+  # ... and this one's traced graphs once it is done (TensorFlow keeps them otherwise).
+  with custom_gradient_release.released_custom_gradients():
+    with _global_precision(params.runtime.mixed_precision_dtype):
+      return _train_and_test(task, params, data, steps_per_epoch, seed, settings, label, start)
 
 
 @contextlib.contextmanager
