@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint clean
+.PHONY: demo test test-fast coverage lint clean
 
 $(STAMP): setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,15 @@ test: $(STAMP)
 
 test-fast: $(STAMP)
 	$(PY) -m pytest tests -q -n auto --dist loadfile -m 'not slow'
+
+# The suite's line coverage over the package (pyproject.toml's [tool.coverage.run]), children
+# included: the total, then `.venv/bin/python -m coverage report` for the files.
+coverage: $(STAMP)
+	rm -f .coverage .coverage.*
+	COVERAGE_PROCESS_START=$(CURDIR)/pyproject.toml COVERAGE_FILE=$(CURDIR)/.coverage \
+	  $(PY) -m pytest tests -q -n auto --dist loadfile
+	$(PY) -m coverage combine --quiet
+	$(PY) -m coverage report --format=total
 
 # ruff with pyproject.toml's settings (the test extra installs it) over the whole tree; .ci/run
 # runs it before the tests.
