@@ -12,6 +12,7 @@ Example:
 
 import logging
 import math
+import os
 import time
 from typing import Any, Mapping, Optional, Tuple
 
@@ -19,6 +20,32 @@ import numpy as np
 
 # A progress line at least this often (seconds of work) inside long train loops and evaluations.
 PROGRESS_SECONDS = 10.0
+# The environment variable that sets another interval (e.g. `MLM_PROGRESS_SECONDS=60`).
+PROGRESS_SECONDS_ENV = 'MLM_PROGRESS_SECONDS'
+
+
+def progress_seconds() -> float:
+  """Seconds of work between progress lines: `$MLM_PROGRESS_SECONDS` when set, else 10.
+
+  Raises:
+    ValueError: the variable is set to something other than a positive number (naming it).
+
+  Example:
+    >>> os.environ['MLM_PROGRESS_SECONDS'] = '2'
+    >>> progress_seconds()
+    2.0
+  """
+  text = os.environ.get(PROGRESS_SECONDS_ENV, '').strip()
+  if not text:
+    return PROGRESS_SECONDS
+  try:
+    seconds = float(text)
+  except ValueError:
+    seconds = math.nan
+  if not seconds > 0:
+    raise ValueError(f'{PROGRESS_SECONDS_ENV}: expected a positive number of seconds, '
+                     f'found {text!r}')
+  return seconds
 
 
 def now() -> float:

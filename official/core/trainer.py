@@ -88,8 +88,8 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
 
   Attributes:
     progress_seconds: seconds of work between progress lines inside a train loop or an
-      evaluation (`progress.PROGRESS_SECONDS`; `math.inf`: one line per loop and none inside an
-      evaluation).
+      evaluation (`progress.progress_seconds()`: 10, or `$MLM_PROGRESS_SECONDS`; `math.inf`: one
+      line per loop and none inside an evaluation).
     ema: the optimizer's `ExponentialMovingAverage` (`optimizer_config.ema`), else None; its
       averages are created here (or at the first step of a model built by it) and swapped into
       the model for each evaluation.
@@ -160,7 +160,7 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
                                               trainer.recovery_begin_steps,
                                               trainer.recovery_max_trials)
     self.use_xla = step_functions.use_xla(params.runtime, strategy)
-    self.progress = progress.ProgressLog(trainer.train_steps, progress.PROGRESS_SECONDS,
+    self.progress = progress.ProgressLog(trainer.train_steps, progress.progress_seconds(),
                                          single_call=train_utils.is_multi_worker(strategy))
     self._train_loop = None
     self._eval_step = None

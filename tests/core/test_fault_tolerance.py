@@ -41,7 +41,8 @@ def test_signal_during_a_long_loop_saves_at_the_current_step_and_exits_0(tmp_pat
       [*toy_task.TRAIN_PY, f'--model_dir={tmp_path}', '--mode=train',
        '--params_override=trainer.train_steps=10000000,trainer.steps_per_loop=1000000,'
        'trainer.checkpoint_interval=1000000'],
-      cwd=ROOT, env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+      cwd=ROOT, env=subprocess_env(MLM_PROGRESS_SECONDS='1'),  # a line after 1 s of work, not 10
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
   stdout, stderr = LineReader(process.stdout), LineReader(process.stderr)
   name = signal.Signals(signum).name
   try:

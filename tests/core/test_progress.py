@@ -3,6 +3,8 @@
 import logging
 import math
 
+import pytest
+
 from official.core import progress
 
 
@@ -63,3 +65,15 @@ def test_eval_lines_and_summary(caplog):
   assert progress.run_summary(20, 1.34, 20, 0.05, 4, 0.04, 2, 0.3) == (
       'trained to step 20 in 1.3 s: 20 steps in 0.05 s (400.00 steps/s), 4 checkpoints in '
       '0.04 s, 2 evaluations in 0.30 s')
+
+
+def test_progress_seconds_from_the_environment(monkeypatch):
+  monkeypatch.delenv('MLM_PROGRESS_SECONDS', raising=False)
+  assert progress.progress_seconds() == progress.PROGRESS_SECONDS == 10.0
+  monkeypatch.setenv('MLM_PROGRESS_SECONDS', '2.5')
+  assert progress.progress_seconds() == 2.5
+  for bad in ('0', '-1', 'soon', 'nan'):
+    monkeypatch.setenv('MLM_PROGRESS_SECONDS', bad)
+    with pytest.raises(ValueError, match=f"MLM_PROGRESS_SECONDS: expected a positive number of "
+                                         f"seconds, found '{bad}'"):
+      progress.progress_seconds()
