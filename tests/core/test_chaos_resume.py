@@ -1,20 +1,26 @@
 """SIGKILL a deterministic BERT pretraining run at 2 random steps, resume each time, and compare its
 final checkpoint with an uninterrupted run's (scripts/chaos_train.py): every entry must be equal."""
 
+import importlib.util
 import os
 import random
-import subprocess
 import sys
 
 import pytest
 
+from tests import cli
 from tests.nlp.tasks.test_pretraining_end_to_end import _write_corpus_and_records
 from tests.paths import ROOT
 from tests.processes import subprocess_env
 
+_spec = importlib.util.spec_from_file_location('chaos_train_under_test',
+                                               os.path.join(ROOT, 'scripts', 'chaos_train.py'))
+chaos_train = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(chaos_train)
+
 
 @pytest.mark.slow
-def test_killed_and_resumed_run_ends_with_the_uninterrupted_weights(tmp_path):
+def test_killed_and_resumed_run_ends_with_the_uninterrupted_weights(tmp_path, monkeypatch):
   paths, vocab_size = _write_corpus_and_records(tmp_path)
   overrides = ','.join([
       f'task.model.encoder.bert.vocab_size={vocab_size}', 'task.model.encoder.bert.hidden_size=16',
@@ -30,13 +36,14 @@ def test_killed_and_resumed_run_ends_with_the_uninterrupted_weights(tmp_path):
       'trainer.checkpoint_interval=3', 'runtime.distribution_strategy=one_device',
       'runtime.enable_xla=false', 'runtime.deterministic=true'])
   seed = random.randrange(1 << 30)
-  result = subprocess.run(
-      [sys.executable, os.path.join(ROOT, 'scripts', 'chaos_train.py'), '--kills', '2',
-       '--seed', str(seed), '--work_dir', str(tmp_path / 'chaos'), '--',
-       sys.executable, '-m', 'official.nlp.train', '--experiment=bert/pretraining',
-       f'--config_file={ROOT}/configs/pretraining/bert_tiny.yaml', '--mode=train',
-       f'--params_override={overrides}'],
-      cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=600, check=False)
+  # The supervisor runs in this process; the runs it kills and resumes are real child processes.
+  for name, value in subprocess_env().items():
+    monkeypatch.setenv(name, value)
+  result = cli.call_main(chaos_train.main, [
+      '--kills', '2', '--seed', str(seed), '--work_dir', str(tmp_path / 'chaos'), '--',
+      sys.executable, '-m', 'official.nlp.train', '--experiment=bert/pretraining',
+      f'--config_file={ROOT}/configs/pretraining/bert_tiny.yaml', '--mode=train',
+      f'--params_override={overrides}'])
   print(result.stdout)
   assert result.returncode == 0, f'seed {seed}: {result.stdout[-3000:]}'
   assert result.stdout.count('SIGKILL after step') == 2
