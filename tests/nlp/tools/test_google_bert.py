@@ -190,3 +190,19 @@ def test_bad_paths_and_object_checkpoints(tmp_path):
     json.dump(_GOOGLE_CONFIG, f)
   with pytest.raises(ValueError, match='an object-based TF2 checkpoint'):
     google_bert.load_encoder(prefix)
+
+
+def test_pretrainer_config_of_reads_a_bert_pretrainer_back():
+  """Without an encoder config, `pretrainer_config_of` reads the BertEncoder's own: the config
+  builds a model with the same variables, heads and masked-LM activation."""
+  config = encoders.BertEncoderConfig(**testing.tiny_config(vocab_size=40,
+                                                            max_position_embeddings=12))
+  built = bert_weight_map.pretrainer_config(config, True)
+  pretrainer = bert_weight_map.build_pretrainer(built)
+  read = bert_weight_map.pretrainer_config_of(pretrainer)
+  assert read.encoder.type == 'bert' and read.encoder.bert.as_dict() == config.as_dict()
+  assert [h.as_dict() for h in read.cls_heads] == [h.as_dict() for h in built.cls_heads]
+  assert read.mlm_activation == config.hidden_activation
+  rebuilt = bert_weight_map.build_pretrainer(read)
+  assert ([(v.name, v.shape) for v in rebuilt.variables] ==
+          [(v.name, v.shape) for v in pretrainer.variables])
