@@ -62,19 +62,26 @@ def _tf_data_without_autotune():
   tf_data_autotune.turn_off()
 
 
+def _custom_gradient_release():
+  """`official.modeling.custom_gradient_release` once TensorFlow is imported, else None (before
+  that no custom gradient can be registered, and collecting a file must not import TensorFlow)."""
+  if 'tensorflow' not in sys.modules:
+    return None
+  from official.modeling import custom_gradient_release  # pylint: disable=g-import-not-at-top
+  return custom_gradient_release
+
+
 @pytest.fixture(autouse=True, scope='module')
 def _release_traced_graphs():
   """Lets the graphs a test file traced go when the file is done: TensorFlow keeps every graph
   that used a `tf.custom_gradient` (`official.modeling.custom_gradient_release`), and a worker
   runs hundreds of files' models (it grew to 4-5 GB and its garbage collections slowed)."""
-  loaded = 'tensorflow' in sys.modules
-  if loaded:
-    from official.modeling import custom_gradient_release  # pylint: disable=g-import-not-at-top
-  before = custom_gradient_release.custom_gradient_names() if loaded else []
+  release = _custom_gradient_release()
+  before = release.custom_gradient_names() if release else []
   yield
-  if 'tensorflow' in sys.modules:
-    from official.modeling import custom_gradient_release  # pylint: disable=g-import-not-at-top
-    custom_gradient_release.drop_custom_gradients(keep=before)
+  release = _custom_gradient_release()
+  if release:
+    release.drop_custom_gradients(keep=before)
 
 
 @pytest.fixture(name='tiny_runs', scope='session')
