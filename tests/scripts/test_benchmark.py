@@ -9,6 +9,7 @@ import pytest
 
 from official.nlp.tools import benchmark
 from official.nlp.tools import model_flops
+from official.nlp.tools import step_profile
 from official.utils.misc import cpu_info
 from tests.paths import ROOT
 
@@ -87,9 +88,11 @@ def test_three_steps_report(tmp_path, capsys):
   path = tmp_path / 'report.json'
   assert benchmark.main(['--params_override', TINY, '--variants', 'float32', '--windows', '1',
                          '--steps_per_window', '3', '--warmup_steps', '0', '--peak_seconds',
-                         '0.05', '--peak_size', '64', '--json', str(path)]) == 0
+                         '0.05', '--peak_size', '64', '--profile_steps', '2', '--json',
+                         str(path)]) == 0
   table = capsys.readouterr().out
   assert table.splitlines()[0].split(' | ')[0].strip() == 'variant'
+  assert 'profile of float32: ' in table and 'vocabulary projection' in table
   report = json.loads(path.read_text())
   (result,) = report['results']
   assert result['variant'] == 'float32' and result['ratio_to_first'] == 1.0
@@ -107,6 +110,17 @@ def test_three_steps_report(tmp_path, capsys):
   assert result['final_loss'] > 0
   assert report['flops_per_sequence']['forward'] == 619392
   assert report['machine']['matmul_peak_tflops']['float32'] > 0
+  # Where the time went: every category present, shares of the summed op time.
+  profile = result['profile']
+  assert profile['steps'] == 2 and profile['wall_ms_per_step'] > 0
+  categories = profile['categories']
+  assert list(categories) == list(step_profile.CATEGORIES)
+  assert sum(c['share'] for c in categories.values()) == pytest.approx(1.0)
+  for part in (step_profile.MATMUL_DENSE, step_profile.MATMUL_VOCAB, step_profile.FUSED,
+               step_profile.OPTIMIZER, step_profile.VOCAB_LOSS):
+    assert categories[part]['ms_per_step'] > 0, part
+  assert sum(c['ms_per_step'] for c in categories.values()) == pytest.approx(
+      profile['op_ms_per_step'])
 
 
 # ModernBERT: 3 layers (global, local with window 8 < seq 16, global), hidden 32, 2 heads, GeGLU

@@ -25,6 +25,7 @@ GPU the report adds the model-FLOP utilization against the GPU's datasheet peak 
 Examples:
   mlm-benchmark --variants=float32,float32+xla,bfloat16,bfloat16+xla \
       --params_override='task.train_data.global_batch_size=32' --json=/tmp/bench.json
+  mlm-benchmark --variants=bfloat16 --profile_steps=5   # + where a step's time goes
   mlm-benchmark --pipeline_only --data=config \
       --params_override='task.train_data.input_path=data/train-*.tfrecord'
 """
@@ -58,6 +59,7 @@ from official.core import trainer as trainer_lib
 from official.modeling import hyperparams
 from official.modeling import performance
 from official.nlp.tools import model_flops
+from official.nlp.tools import step_profile
 from official.utils.misc import cpu_info
 # pylint: enable=g-import-not-at-top,wrong-import-position
 
@@ -328,6 +330,11 @@ def run_benchmark(args: argparse.Namespace) -> Dict[str, Any]:
           peaks[dtype] = max(peaks[dtype], measure_matmul_peak(dtype, args.peak_size,
                                                                args.peak_seconds))
     results = [_result(runner, runners[0], peaks, device, cpu) for runner in runners]
+    if args.profile_steps:
+      for runner, result in zip(runners, results):
+        _log(f'{runner.name}: profiling {args.profile_steps} steps')
+        logdir = os.path.join(args.profile_dir, runner.name) if args.profile_dir else None
+        result['profile'] = step_profile.profile_steps(runner.run, args.profile_steps, logdir)
   return {'config': {'experiment': args.experiment, 'config_file': list(args.config_file),
                      'params_override': args.params_override, 'data': args.data,
                      'encoder_type': runners[0].params.task.model.encoder.type,
@@ -442,6 +449,9 @@ def format_table(report: Dict[str, Any]) -> str:
   lines.append(f"matmul roofline TFLOP/s (this run, per dtype): {peaks or '-'}; model GFLOP per "
                f"training sequence {report['flops_per_sequence']['train'] / 1e9:.2f} "
                f"({report['config']['encoder_type']})")
+  for r in report['results']:
+    if 'profile' in r:
+      lines.append(step_profile.format_summary(r['profile'], f"profile of {r['variant']}"))
   if any('mfu' in r for r in report['results']):
     lines.append('MFU vs datasheet: ' + ', '.join(
         f"{r['variant']} {100 * r['mfu']:.1f}%" for r in report['results'] if 'mfu' in r))
@@ -474,10 +484,17 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                       help='time the training input pipeline alone (no model)')
   parser.add_argument('--inter_op_threads', type=int, default=0, help='0: TensorFlow default')
   parser.add_argument('--intra_op_threads', type=int, default=0, help='0: TensorFlow default')
+  parser.add_argument('--profile_steps', type=int, default=0,
+                      help='after the timing, trace this many steps of each variant and report '
+                           'where the time goes (op time by part of the model; 0: no profile)')
+  parser.add_argument('--profile_dir', default='',
+                      help='keep the traces here (one folder a variant, for TensorBoard)')
   parser.add_argument('--json', default='', help="write the report to this file ('-': stdout)")
   args = parser.parse_args(argv)
   if not args.config_file:
     args.config_file = [DEFAULT_CONFIG]
+  if args.profile_steps < 0:
+    parser.error(f'--profile_steps must be >= 0, found {args.profile_steps}')
   for name in ('steps_per_window', 'windows'):
     if getattr(args, name) < 1:
       parser.error(f'--{name} must be >= 1, found {getattr(args, name)}')
