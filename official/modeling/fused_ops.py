@@ -180,6 +180,101 @@ def gelu(x: tf.Tensor, approximate: bool = True) -> tf.Tensor:
   return _gelu(x)
 
 
+# ---- GeGLU -------------------------------------------------------------------------------------
+def _geglu_forward(x, approximate: bool):
+  inner, gate = tf.split(tf.cast(x, tf.float32), 2, axis=-1)
+  return tf.cast(tf.cast(_gelu_forward(inner, approximate), tf.float32) * gate, x.dtype)
+
+
+def _geglu_backward(x, dy, approximate: bool):
+  inner, gate = tf.split(tf.cast(x, tf.float32), 2, axis=-1)
+  dy = tf.cast(dy, tf.float32)
+  d_inner = _gelu_backward(inner, dy * gate, approximate)
+  d_gate = dy * tf.cast(_gelu_forward(inner, approximate), tf.float32)
+  return tf.cast(tf.concat([d_inner, d_gate], axis=-1), x.dtype)
+
+
+_GEGLU_FORWARD = {a: _xla(functools.partial(_geglu_forward, approximate=a)) for a in (True, False)}
+_GEGLU_BACKWARD = {a: _xla(functools.partial(_geglu_backward, approximate=a))
+                   for a in (True, False)}
+
+
+def geglu(x: tf.Tensor, approximate: bool = False) -> tf.Tensor:
+  """GELU(first half of the last axis) * second half, as one fused kernel each way.
+
+  The gated feed-forward activation of ModernBERT (Hugging Face's `input, gate = x.chunk(2)`,
+  `act(input) * gate`), computed in float32; the backward pass recomputes from `x`.
+
+  Args:
+    x: [..., 2 * width], any float dtype.
+    approximate: the tanh GELU, or the exact erf form (ModernBERT's).
+
+  Returns:
+    [..., width] in the dtype of `x`.
+
+  Example:
+    >>> geglu(tf.constant([[1.0, 2.0]])).numpy().round(4)
+    array([[1.6827]], dtype=float32)
+  """
+  forward, backward = _GEGLU_FORWARD[approximate], _GEGLU_BACKWARD[approximate]
+
+  @tf.custom_gradient
+  def _geglu(x):
+    return forward(x), lambda dy: backward(x, dy)
+
+  return _geglu(x)
+
+
+# ---- rotary position embeddings ------------------------------------------------------------
+def _rotate_half(x, sign: float):
+  """[x1, x2] -> [-x2, x1] (sign 1) or its transpose [x2, -x1] (sign -1), on the last axis."""
+  first, second = tf.split(x, 2, axis=-1)
+  return tf.concat([-sign * second, sign * first], axis=-1)
+
+
+def _rotary_forward(x, cos, sin):
+  xf = tf.cast(x, tf.float32)
+  cos, sin = tf.cast(cos, tf.float32), tf.cast(sin, tf.float32)
+  return tf.cast(xf * cos + _rotate_half(xf, 1.0) * sin, x.dtype)
+
+
+def _rotary_backward(dy, cos, sin):
+  dy_f = tf.cast(dy, tf.float32)
+  cos, sin = tf.cast(cos, tf.float32), tf.cast(sin, tf.float32)
+  return tf.cast(dy_f * cos + _rotate_half(dy_f * sin, -1.0), dy.dtype)
+
+
+_ROTARY_FORWARD = _xla(_rotary_forward)
+_ROTARY_BACKWARD = _xla(_rotary_backward)
+
+
+def rotary(x: tf.Tensor, cos: tf.Tensor, sin: tf.Tensor) -> tf.Tensor:
+  """`x * cos + rotate_half(x) * sin` (rotary position embeddings) as one fused kernel each way.
+
+  `rotate_half([x1, x2]) = [-x2, x1]` on the halves of the last axis (Hugging Face's layout);
+  computed in float32. The angles get no gradient (they come from positions).
+
+  Args:
+    x: [..., dim] queries or keys, any float dtype.
+    cos, sin: broadcastable to `x` (e.g. [batch, 1, seq, dim] for x [batch, heads, seq, dim]).
+
+  Returns:
+    The rotated x, its shape and dtype.
+
+  Example:
+    >>> rotary(tf.constant([[1.0, 0.0]]), tf.constant([[0.0, 0.0]]),
+    ...        tf.constant([[1.0, 1.0]])).numpy()
+    array([[0., 1.]], dtype=float32)
+  """
+  cos, sin = tf.stop_gradient(cos), tf.stop_gradient(sin)
+
+  @tf.custom_gradient
+  def _rotary(x):
+    return _ROTARY_FORWARD(x, cos, sin), lambda dy: _ROTARY_BACKWARD(dy, cos, sin)
+
+  return _rotary(x)
+
+
 # ---- dropout ----------------------------------------------------------------------------------
 def _dropout_forward(x, seed, rate: float):
   return tf.cast(tf.cast(x, tf.float32) * _keep_scale(tf.shape(x), seed, rate), x.dtype)
@@ -329,17 +424,32 @@ def _dropout_add(residual, branch, seed, rate: float):
   return tf.cast(residual, tf.float32) + (branch if keep is None else branch * keep), keep
 
 
+def _normalize(h, gamma, beta, epsilon: float):
+  """(h normalized over the last axis * gamma + beta, row means, row 1/std) of float32 rows."""
+  mean = _row_mean(h)
+  centered = h - mean
+  inv_std = tf.math.rsqrt(_row_mean(centered * centered) + epsilon)
+  out = centered * inv_std * gamma
+  return (out if beta is None else out + beta), mean, inv_std
+
+
+def _normalize_backward(h, gamma, mean, inv_std, d_out):
+  """(float32 d h, float32 [rows, 2 * hidden] rows of [d_out * x_hat, d_out]) of `_normalize`."""
+  x_hat = (h - mean) * inv_std
+  d_out = tf.cast(d_out, tf.float32)
+  d_x_hat = d_out * gamma
+  d_h = inv_std * (d_x_hat - _row_mean(d_x_hat) - x_hat * _row_mean(d_x_hat * x_hat))
+  return d_h, tf.concat([d_out * x_hat, d_out], axis=-1)
+
+
 def _add_norm_forward(residual, branch, seed, gamma, beta, rate: float, epsilon: float):
   """(LayerNorm(residual + dropout(branch)), row means, row 1/std): the statistics are float32
   [rows, 1], kept for the backward pass."""
   shape = tf.shape(residual)
   residual, branch = _rows(residual, branch)
   h, _ = _dropout_add(residual, branch, seed, rate)
-  mean = _row_mean(h)
-  centered = h - mean
-  inv_std = tf.math.rsqrt(_row_mean(centered * centered) + epsilon)
-  out = tf.reshape(tf.cast(centered * inv_std * gamma + beta, residual.dtype), shape)
-  return out, mean, inv_std
+  out, mean, inv_std = _normalize(h, gamma, beta, epsilon)
+  return tf.reshape(tf.cast(out, residual.dtype), shape), mean, inv_std
 
 
 def _add_norm_backward(residual, branch, seed, gamma, mean, inv_std, d_out, rate: float):
@@ -351,13 +461,10 @@ def _add_norm_backward(residual, branch, seed, gamma, mean, inv_std, d_out, rate
   shape, dtype = tf.shape(residual), residual.dtype
   residual, branch, d_out = _rows(residual, branch, d_out)
   h, keep = _dropout_add(residual, branch, seed, rate)
-  x_hat = (h - mean) * inv_std
-  d_out = tf.cast(d_out, tf.float32)
-  d_x_hat = d_out * gamma
-  d_h = inv_std * (d_x_hat - _row_mean(d_x_hat) - x_hat * _row_mean(d_x_hat * x_hat))
+  d_h, terms = _normalize_backward(h, gamma, mean, inv_std, d_out)
   d_branch = d_h if keep is None else d_h * keep
   return (tf.reshape(tf.cast(d_h, dtype), shape), tf.reshape(tf.cast(d_branch, dtype), shape),
-          tf.concat([d_out * x_hat, d_out], axis=-1))
+          terms)
 
 
 @functools.lru_cache(maxsize=None)
@@ -404,3 +511,65 @@ def dropout_add_layer_norm(residual: tf.Tensor, branch: tf.Tensor, gamma: tf.Ten
     return out, grad
 
   return _fused(residual, branch, gamma, beta)
+
+
+# ---- LayerNorm ----------------------------------------------------------------------------------
+def _norm_forward(x, gamma, beta, epsilon: float, dtype):
+  """(LayerNorm(x) in `dtype`, float32 row means and 1/std [rows, 1])."""
+  (rows,) = _rows(x)
+  out, mean, inv_std = _normalize(tf.cast(rows, tf.float32), gamma, beta, epsilon)
+  return tf.reshape(tf.cast(out, dtype), tf.shape(x)), mean, inv_std
+
+
+def _norm_backward(x, gamma, mean, inv_std, d_out):
+  """(d x in the dtype of x, float32 [rows, 2 * hidden] rows for the parameter gradients)."""
+  rows, d_out = _rows(x, d_out)
+  d_h, terms = _normalize_backward(tf.cast(rows, tf.float32), gamma, mean, inv_std, d_out)
+  return tf.reshape(tf.cast(d_h, x.dtype), tf.shape(x)), terms
+
+
+@functools.lru_cache(maxsize=None)
+def _norm_kernels(epsilon: float, dtype: tf.DType):
+  return (_xla(functools.partial(_norm_forward, epsilon=epsilon, dtype=dtype)),
+          _xla(_norm_backward))
+
+
+def layer_norm(x: tf.Tensor, gamma: tf.Tensor, beta: Optional[tf.Tensor] = None,
+               epsilon: float = 1e-12, dtype: Optional[tf.DType] = None) -> tf.Tensor:
+  """LayerNorm over the last axis as one fused kernel each way (pre-LN sub-layer inputs).
+
+  The same values as `tf_keras.layers.LayerNormalization` (float32 statistics) up to float
+  rounding; the backward pass recomputes the normalized rows from `x` and the float32 row
+  statistics.
+
+  Args:
+    x: [..., hidden], any float dtype.
+    gamma: [hidden], the scale (cast to float32).
+    beta: [hidden], the offset, or None for a LayerNorm without one (`center=False`).
+    epsilon: added to the variance.
+    dtype: the output dtype (default: the dtype of `x`).
+
+  Returns:
+    [..., hidden] in `dtype`.
+
+  Example:
+    >>> layer_norm(tf.constant([[1.0, 3.0]]), tf.ones([2])).numpy().round(3)
+    array([[-1.,  1.]], dtype=float32)
+  """
+  dtype = tf.as_dtype(dtype or x.dtype)
+  forward, backward = _norm_kernels(float(epsilon), dtype)
+  gamma = tf.cast(gamma, tf.float32)
+  centered = beta is not None
+  beta = tf.cast(beta, tf.float32) if centered else tf.zeros_like(gamma)
+
+  @tf.custom_gradient
+  def _fused(x, gamma, beta):
+    out, mean, inv_std = forward(x, gamma, beta if centered else None)
+
+    def grad(d_out):
+      d_x, terms = backward(x, gamma, mean, inv_std, d_out)
+      d_gamma, d_beta = tf.split(tf_utils.column_sums(terms), 2)
+      return d_x, d_gamma, d_beta
+    return out, grad
+
+  return _fused(x, gamma, beta)

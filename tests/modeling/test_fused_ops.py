@@ -46,6 +46,35 @@ def test_gelu_bfloat16_stays_bfloat16_and_is_close():
   np.testing.assert_allclose(got_grad, want_grad, atol=5e-2, rtol=3e-2)
 
 
+@pytest.mark.parametrize('approximate', [True, False])
+def test_geglu_matches_gelu_of_the_first_half_times_the_second(approximate):
+  x = tf.random.normal([3, 5, 2 * 24], seed=30) * 2.0
+  upstream = tf.random.normal([3, 5, 24], seed=31)
+
+  def plain(x):
+    inner, gate = tf.split(x, 2, axis=-1)
+    return tf.nn.gelu(inner, approximate=approximate) * gate
+
+  _assert_same(lambda x: fused_ops.geglu(x, approximate), plain, [x], upstream, atol=5e-5)
+  half = fused_ops.geglu(tf.cast(x, tf.bfloat16), approximate)
+  assert half.dtype == tf.bfloat16
+  np.testing.assert_allclose(tf.cast(half, tf.float32), plain(x), atol=0.1, rtol=3e-2)
+
+
+def test_rotary_matches_apply_rotary_and_its_gradient():
+  from official.nlp.modeling.layers import rotary_embedding  # pylint: disable=g-import-not-at-top
+  x = tf.random.normal([2, 3, 7, 8], seed=32)
+  cos, sin = rotary_embedding.rotary_cos_sin(tf.constant([[0, 1, 2, 0, 1, 2, 3]] * 2), 8, 100.0)
+  cos, sin = cos[:, None], sin[:, None]
+  upstream = tf.random.normal(x.shape, seed=33)
+  _assert_same(lambda x: fused_ops.rotary(x, cos, sin),
+               lambda x: rotary_embedding.apply_rotary(x, cos, sin), [x], upstream, atol=2e-6)
+  half = fused_ops.rotary(tf.cast(x, tf.bfloat16), cos, sin)
+  assert half.dtype == tf.bfloat16
+  np.testing.assert_allclose(tf.cast(half, tf.float32),
+                             rotary_embedding.apply_rotary(x, cos, sin), atol=3e-2, rtol=1e-2)
+
+
 def _plain_softmax_dropout(scores, adder, seed, rate, scale):
   probs = tf.nn.softmax(tf.cast(scores, tf.float32) * scale + adder, axis=-1)
   if seed is None:
@@ -147,6 +176,43 @@ def test_dropout_seed_sources():
 def test_keep_threshold_rejects_bad_rates(rate):
   with pytest.raises(ValueError, match=r'dropout rate must be in \[0, 1\), found'):
     fused_ops.keep_threshold(rate)
+
+
+@pytest.mark.parametrize('center', [True, False])
+def test_layer_norm_matches_keras_layer_norm(center):
+  """Values and the gradients of x, gamma and beta against tf_keras' LayerNormalization."""
+  import tf_keras  # pylint: disable=g-import-not-at-top
+  norm = tf_keras.layers.LayerNormalization(epsilon=1e-5, center=center)
+  norm.build([None, None, 48])
+  norm.gamma.assign(tf.random.normal([48], seed=20) + 1.0)
+  if center:
+    norm.beta.assign(tf.random.normal([48], seed=21))
+  x = tf.random.normal([3, 7, 48], seed=22) * 2.0 + 0.5
+  upstream = tf.random.normal(x.shape, seed=23)
+  params = [norm.gamma] + ([norm.beta] if center else [])
+  with tf.GradientTape() as tape:
+    tape.watch(x)
+    total = tf.reduce_sum(norm(x) * upstream)
+  want_grads = tape.gradient(total, [x] + params)
+  with tf.GradientTape() as tape:
+    tape.watch(x)
+    out = fused_ops.layer_norm(x, norm.gamma, norm.beta if center else None, 1e-5)
+    total = tf.reduce_sum(out * upstream)
+  got_grads = tape.gradient(total, [x] + params)
+  np.testing.assert_allclose(out, norm(x), atol=2e-5, rtol=2e-5)
+  for got, want in zip(got_grads, want_grads):
+    np.testing.assert_allclose(got, want, atol=5e-5, rtol=2e-5)
+
+
+def test_layer_norm_bfloat16_in_and_out_with_float32_statistics():
+  x = tf.random.normal([40, 256], seed=24) * 10.0 + 100.0  # bf16 sums lose the small terms
+  out = fused_ops.layer_norm(tf.cast(x, tf.bfloat16), tf.ones([256]), tf.zeros([256]))
+  want = _plain_add_norm(tf.cast(tf.cast(x, tf.bfloat16), tf.float32), tf.zeros_like(x),
+                         tf.ones([256]), tf.zeros([256]), None, 0.0)
+  assert out.dtype == tf.bfloat16
+  assert fused_ops.layer_norm(tf.cast(x, tf.bfloat16), tf.ones([256]),
+                              dtype=tf.float32).dtype == tf.float32
+  np.testing.assert_allclose(tf.cast(out, tf.float32), want, atol=3e-2)
 
 
 def test_kernels_inside_a_tf_function_with_unknown_batch():

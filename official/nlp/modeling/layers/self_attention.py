@@ -229,8 +229,9 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
     cos, sin = rotary_embedding.rotary_cos_sin(position_ids, self.key_dim, self.rotary_theta,
                                                query.dtype)
     cos, sin = cos[:, None], sin[:, None]  # the heads axis
-    key = rotary_embedding.apply_rotary(key, cos, sin)
-    query = rotary_embedding.apply_rotary(query, cos[:, :, :query_len], sin[:, :, :query_len])
+    # `rotary_embedding.apply_rotary`'s values (float32 inside), one XLA kernel each way.
+    key = fused_ops.rotary(key, cos, sin)
+    query = fused_ops.rotary(query, cos[:, :, :query_len], sin[:, :, :query_len])
     return query, key
 
   def get_config(self) -> Dict[str, Any]:

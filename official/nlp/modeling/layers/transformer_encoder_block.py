@@ -252,7 +252,12 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
 
   @staticmethod
   def _norm(layer, x):
-    # LayerNorm runs in float32 (its dtype policy); the result goes back to the compute dtype.
+    """`layer(x)` in the dtype of `x`; statistics in float32 (the norms' dtype policy).
+
+    A Keras LayerNormalization over the last axis runs as `fused_ops.layer_norm` (one kernel
+    each way, the same variables) except on Keras symbolic inputs."""
+    if _fusable_layer_norm(layer, x):
+      return fused_ops.layer_norm(x, layer.gamma, layer.beta, layer.epsilon)
     return tf.cast(layer(x), x.dtype)
 
   def _feed_forward(self, x, training=None):
@@ -267,7 +272,9 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
       if layer.use_bias:
         rows = tf_utils.bias_add(rows, tf.cast(layer.bias, dtype))
       if activate:
-        if self.gated_inner:  # HF's `input, gate = Wi(x).chunk(2)`: the input half comes first
+        if self.gated_inner and self.inner_activation in _FUSED_GELU:  # one kernel each way
+          rows = fused_ops.geglu(rows, approximate=self.inner_activation == 'gelu')
+        elif self.gated_inner:  # HF's `input, gate = Wi(x).chunk(2)`: the input half first
           inner, gate = tf.split(rows, 2, axis=-1)
           rows = tf.cast(self._intermediate_activation_layer(inner), dtype) * gate
         else:
@@ -374,6 +381,20 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
                   rotary_theta=self.rotary_theta, attention_window=self.attention_window,
                   gated_inner=self.gated_inner, norm_use_bias=self.norm_use_bias)
     return config
+
+
+def _fusable_layer_norm(layer: tf_keras.layers.Layer, x) -> bool:
+  """Whether `layer` is a plain LayerNormalization (with a scale) over the last axis of `x`, a
+  tensor of known rank; builds `layer` for `x` if it is not built."""
+  # Only the class itself: a subclass may compute something else.
+  exact_class = type(layer) is tf_keras.layers.LayerNormalization  # pylint: disable=unidiomatic-typecheck
+  if not exact_class or _is_symbolic(x):
+    return False
+  rank = x.shape.rank
+  if rank is None or not layer.scale:
+    return False
+  _build_like(layer, x.shape)
+  return list(layer.axis) == [rank - 1]
 
 
 def _is_symbolic(x) -> bool:

@@ -30,6 +30,40 @@ def test_block_matches_numpy(norm_first):
   np.testing.assert_allclose(out, expected, atol=1e-5)
 
 
+def test_pre_ln_norms_run_as_fused_kernels_with_the_layers_variables(monkeypatch):
+  """The pre-LN norms take `fused_ops.layer_norm` with the LayerNormalization layers'
+  variables (names unchanged)."""
+  from official.modeling import fused_ops  # pylint: disable=g-import-not-at-top
+  calls = []
+  real = fused_ops.layer_norm
+  monkeypatch.setattr(fused_ops, 'layer_norm',
+                      lambda *a, **k: calls.append(a[0].shape) or real(*a, **k))
+  block = _block(norm_first=True)
+  block(tf.zeros([2, 5, 16]), tf.ones([2, 5]))
+  assert len(calls) == 2  # the attention and the feed-forward inputs
+  names = sorted(v.name.split('/', 1)[1] for v in block.weights if 'layer_norm' in v.name)
+  assert names == ['output_layer_norm/beta:0', 'output_layer_norm/gamma:0',
+                   'self_attention_layer_norm/beta:0', 'self_attention_layer_norm/gamma:0']
+
+
+@pytest.mark.parametrize('activation', ['gelu', 'exact_gelu'])
+def test_gated_feed_forward_runs_the_fused_geglu(monkeypatch, activation):
+  """A gated block with a GELU computes `GELU(input half) * gate` as `fused_ops.geglu` with the
+  block's approximation, the same values as the split form with the activation layer."""
+  from official.modeling import fused_ops  # pylint: disable=g-import-not-at-top
+  block = layers.TransformerEncoderBlock(
+      num_attention_heads=2, inner_dim=8, inner_activation=activation, gated_inner=True,
+      kernel_initializer=tf_keras.initializers.RandomNormal(stddev=0.3, seed=2))
+  x = tf.random.normal([2, 5, 16], seed=3)
+  fused = block(x).numpy()
+  calls = []
+  monkeypatch.setattr(fused_ops, 'geglu', lambda x, approximate: calls.append(approximate) or (
+      block._intermediate_activation_layer(x[..., :8]) * x[..., 8:]))  # pylint: disable=protected-access
+  split = block(x).numpy()
+  assert calls == [activation == 'gelu']
+  np.testing.assert_allclose(fused, split, atol=2e-5)
+
+
 @pytest.mark.parametrize('norm_first', [False, True])
 def test_output_range_equals_the_first_rows_of_the_full_output(norm_first):
   x = tf.random.normal([2, 5, 16], seed=1)

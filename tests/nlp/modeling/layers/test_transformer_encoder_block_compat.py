@@ -51,8 +51,32 @@ def test_variables_checkpoint_and_numbers_match_the_old_block(name, stored, tmp_
               if key.startswith(f'{name}/')}
   assert sorted(got) == sorted(expected)
   bfloat16 = fixtures.CASES[name].policy == 'mixed_bfloat16'
+  truth = _float32_outputs(name) if bfloat16 else None
   for key, value in expected.items():
-    # Identical on the machine that wrote the fixture; other CPUs may round differently.
-    atol = (2e-2 if bfloat16 else 1e-5) * max(1.0, float(np.abs(value).max()))
-    np.testing.assert_allclose(got[key], value, rtol=2e-2 if bfloat16 else 1e-5, atol=atol,
+    scale = max(1.0, float(np.abs(value).max()))
+    if not bfloat16:  # identical on the machine that wrote the fixture; other CPUs may round
+      np.testing.assert_allclose(got[key], value, rtol=1e-5, atol=1e-5 * scale,
+                                 err_msg=f'{name} {key}')
+      continue
+    # Two bfloat16 computations that round in a different order (fused kernels that round once
+    # from float32 since the fixture was written: pre-LN LayerNorm, GeGLU, rotary) differ by a
+    # few percent in single gradient entries; both are within a few percent (of the largest) of
+    # the same case computed in float32 (measured: at most 2.6% for the old code, 4.2% for the
+    # new; the dropout outputs ('train') draw other masks in float32 and are not compared).
+    np.testing.assert_allclose(got[key], value, rtol=2e-2, atol=5e-2 * scale,
                                err_msg=f'{name} {key}')
+    if not key.startswith('train'):
+      np.testing.assert_allclose(got[key], truth[key], rtol=0, atol=6e-2 * scale,
+                                 err_msg=f'{name} {key} against float32')
+
+
+def _float32_outputs(name):
+  """The outputs of case `name` (a bfloat16 case) computed in float32 from the same checkpoint."""
+  case = fixtures.CASES[name]
+  fixtures.CASES[name] = case._replace(policy='float32')
+  try:
+    layer, args, kwargs = fixtures.build(name)
+    tf.train.Checkpoint(**{name: layer}).read(str(FIXTURE / 'blocks')).expect_partial()
+    return fixtures.outputs(name, layer, args, kwargs)
+  finally:
+    fixtures.CASES[name] = case
