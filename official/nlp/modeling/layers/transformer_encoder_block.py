@@ -394,7 +394,9 @@ def _fusable_layer_norm(layer: tf_keras.layers.Layer, x) -> bool:
   if rank is None or not layer.scale:
     return False
   _build_like(layer, x.shape)
-  return list(layer.axis) == [rank - 1]
+  # A norm built for another width (e.g. the query's, applied to a wider key/value input) is left
+  # to the layer, which raises TensorFlow's InvalidArgumentError as Model Garden's block does.
+  return list(layer.axis) == [rank - 1] and layer.gamma.shape[-1] == x.shape[-1]
 
 
 def _is_symbolic(x) -> bool:

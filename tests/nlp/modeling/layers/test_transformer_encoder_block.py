@@ -46,6 +46,15 @@ def test_pre_ln_norms_run_as_fused_kernels_with_the_layers_variables(monkeypatch
                    'self_attention_layer_norm/beta:0', 'self_attention_layer_norm/gamma:0']
 
 
+def test_a_pre_ln_norm_of_another_width_raises_tensorflows_error():
+  """Model Garden's behaviour: a [query, key_value, mask] call whose key/value is wider than the
+  query, without `diff_q_kv_att_layer_norm`, fails in the shared norm (not in the fused kernel)."""
+  block = _block(norm_first=True)
+  inputs = [tf.zeros([2, 4, 16]), tf.zeros([2, 8, 32]), tf.zeros([2, 4, 8])]
+  with pytest.raises(tf.errors.InvalidArgumentError):
+    block(inputs)
+
+
 @pytest.mark.parametrize('activation', ['gelu', 'exact_gelu'])
 def test_gated_feed_forward_runs_the_fused_geglu(monkeypatch, activation):
   """A gated block with a GELU computes `GELU(input half) * gate` as `fused_ops.geglu` with the
