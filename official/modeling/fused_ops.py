@@ -171,13 +171,17 @@ def gelu(x: tf.Tensor, approximate: bool = True) -> tf.Tensor:
   Returns:
     GELU(x), shape and dtype of x.
   """
-  forward, backward = _GELU_FORWARD[approximate], _GELU_BACKWARD[approximate]
+  return _unary(_GELU_FORWARD[approximate], _GELU_BACKWARD[approximate], x)
+
+
+def _unary(forward, backward, x):
+  """forward(x) whose gradient is backward(x, dy): a kernel each way, nothing kept but `x`."""
 
   @tf.custom_gradient
-  def _gelu(x):
+  def _fused(x):
     return forward(x), lambda dy: backward(x, dy)
 
-  return _gelu(x)
+  return _fused(x)
 
 
 # ---- GeGLU -------------------------------------------------------------------------------------
@@ -216,13 +220,7 @@ def geglu(x: tf.Tensor, approximate: bool = False) -> tf.Tensor:
     >>> geglu(tf.constant([[1.0, 2.0]])).numpy().round(4)
     array([[1.6827]], dtype=float32)
   """
-  forward, backward = _GEGLU_FORWARD[approximate], _GEGLU_BACKWARD[approximate]
-
-  @tf.custom_gradient
-  def _geglu(x):
-    return forward(x), lambda dy: backward(x, dy)
-
-  return _geglu(x)
+  return _unary(_GEGLU_FORWARD[approximate], _GEGLU_BACKWARD[approximate], x)
 
 
 # ---- rotary position embeddings ------------------------------------------------------------
@@ -267,12 +265,8 @@ def rotary(x: tf.Tensor, cos: tf.Tensor, sin: tf.Tensor) -> tf.Tensor:
     array([[0., 1.]], dtype=float32)
   """
   cos, sin = tf.stop_gradient(cos), tf.stop_gradient(sin)
-
-  @tf.custom_gradient
-  def _rotary(x):
-    return _ROTARY_FORWARD(x, cos, sin), lambda dy: _ROTARY_BACKWARD(dy, cos, sin)
-
-  return _rotary(x)
+  return _unary(lambda x: _ROTARY_FORWARD(x, cos, sin),
+                lambda x, dy: _ROTARY_BACKWARD(dy, cos, sin), x)
 
 
 # ---- dropout ----------------------------------------------------------------------------------
