@@ -15,6 +15,7 @@ import contextlib
 import multiprocessing
 import multiprocessing.pool
 import os
+import sys
 from typing import Any, Callable, Dict, Iterable, Iterator, Optional
 
 _STATE: Dict[str, Any] = {}
@@ -44,6 +45,16 @@ def tokenizers_parallelism(enabled: bool) -> Iterator[None]:
       os.environ['TOKENIZERS_PARALLELISM'] = previous
 
 
+def _fork_is_unsafe() -> bool:
+  """Whether TensorFlow is loaded in this process: then the workers are spawned, not forked.
+
+  A fork copies only the calling thread; a lock that one of TensorFlow's pool threads held stays
+  locked in the child forever (seen: a forked worker of a test process hung for good). The
+  command-line tools do not load TensorFlow and keep the fast fork.
+  """
+  return 'tensorflow' in sys.modules
+
+
 @contextlib.contextmanager
 def worker_pool(num_workers: int,
                 shared: Dict[str, Any]) -> Iterator[Optional[multiprocessing.pool.Pool]]:
@@ -57,7 +68,7 @@ def worker_pool(num_workers: int,
     # Workers use one thread each; no fork warning from `tokenizers`.
     with tokenizers_parallelism(False):
       if num_workers > 1:
-        if 'fork' in multiprocessing.get_all_start_methods():
+        if 'fork' in multiprocessing.get_all_start_methods() and not _fork_is_unsafe():
           pool = multiprocessing.get_context('fork').Pool(num_workers)
         else:
           pool = multiprocessing.get_context('spawn').Pool(num_workers, initializer=_set_state,
