@@ -133,6 +133,16 @@ def _keep_scale(shape, seed, rate: float):
   return tf.where(keep_mask(shape, seed, rate), tf.constant(1.0 / (1.0 - rate)), tf.constant(0.0))
 
 
+def _unary(forward, backward, x):
+  """forward(x) whose gradient is backward(x, dy): a kernel each way, nothing kept but `x`."""
+
+  @tf.custom_gradient
+  def _fused(x):
+    return forward(x), lambda dy: backward(x, dy)
+
+  return _fused(x)
+
+
 # ---- GELU ------------------------------------------------------------------------------------
 def _gelu_forward(x, approximate: bool):
   xf = tf.cast(x, tf.float32)
@@ -174,27 +184,17 @@ def gelu(x: tf.Tensor, approximate: bool = True) -> tf.Tensor:
   return _unary(_GELU_FORWARD[approximate], _GELU_BACKWARD[approximate], x)
 
 
-def _unary(forward, backward, x):
-  """forward(x) whose gradient is backward(x, dy): a kernel each way, nothing kept but `x`."""
-
-  @tf.custom_gradient
-  def _fused(x):
-    return forward(x), lambda dy: backward(x, dy)
-
-  return _fused(x)
-
-
 # ---- GeGLU -------------------------------------------------------------------------------------
 def _geglu_forward(x, approximate: bool):
   inner, gate = tf.split(tf.cast(x, tf.float32), 2, axis=-1)
-  return tf.cast(tf.cast(_gelu_forward(inner, approximate), tf.float32) * gate, x.dtype)
+  return tf.cast(_gelu_forward(inner, approximate) * gate, x.dtype)
 
 
 def _geglu_backward(x, dy, approximate: bool):
   inner, gate = tf.split(tf.cast(x, tf.float32), 2, axis=-1)
   dy = tf.cast(dy, tf.float32)
   d_inner = _gelu_backward(inner, dy * gate, approximate)
-  d_gate = dy * tf.cast(_gelu_forward(inner, approximate), tf.float32)
+  d_gate = dy * _gelu_forward(inner, approximate)
   return tf.cast(tf.concat([d_inner, d_gate], axis=-1), x.dtype)
 
 

@@ -42,11 +42,10 @@ _MATMUL_TYPES = re.compile(r'MatMul|Einsum|Conv2D')
 _BATCH_MATMUL = re.compile(r'BatchMatMul')
 # Scopes of the masked-LM head's vocabulary projection and of the optimizer update.
 _VOCAB_SCOPE = re.compile(r'(cls/predictions|masked_lm|mlm_head|lm_head)/(?!transform)')
-_OPTIMIZER_SCOPE = re.compile(r'AdamWeightDecay|Adam|LAMB|Lamb|SGD|optimizer|global_norm|'
-                              r'clip_by_global_norm|ResourceApply', re.IGNORECASE)
+_OPTIMIZER_SCOPE = re.compile(r'adam|lamb|sgd|optimizer|global_norm|ResourceApply', re.IGNORECASE)
 # Scopes under the model (everything else in the step is loss, metrics, optimizer, gradients).
-_MODEL_SCOPE = re.compile(r'(^|/)(bert|encoder|[a-z_]*encoder[a-z_]*|cls|pretrainer|'
-                          r'next_sentence|masked_lm)/')
+_MODEL_SCOPE = re.compile(r'(^|/)(bert|[a-z_]*encoder[a-z_]*|cls|pretrainer|next_sentence|'
+                          r'masked_lm)/')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,8 +103,8 @@ def _step_scope(name: str) -> str:
   return re.sub(r'^.*(while/cond_\d+/|while/body/_\d+/)', '', name)
 
 
-def read_trace(logdir: str) -> Tuple[List[OpTime], int]:
-  """The op executions and the traced span (picoseconds) of the newest trace under `logdir`.
+def read_trace(logdir: str) -> List[OpTime]:
+  """The op executions on the compute threads of the newest trace under `logdir`.
 
   Args:
     logdir: the directory given to `tf.profiler.experimental.start`.
@@ -121,22 +120,18 @@ def read_trace(logdir: str) -> Tuple[List[OpTime], int]:
   with open(paths[-1], 'rb') as f:
     space.ParseFromString(f.read())
   ops: List[OpTime] = []
-  span = 0
   for plane in space.planes:
     if plane.name != '/host:CPU':
       continue
     stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
     for line in plane.lines:
+      if not line.name.startswith('tf_Compute'):
+        continue
       for event in line.events:
-        label = plane.event_metadata[event.metadata_id].name
-        if line.name.startswith('python') and label.startswith('EagerLocalExecute'):
-          span = max(span, event.duration_ps)
-        if not line.name.startswith('tf_Compute'):
-          continue
-        parsed = _op_of(label, event, stat_names)
+        parsed = _op_of(plane.event_metadata[event.metadata_id].name, event, stat_names)
         if parsed:
           ops.append(OpTime(parsed[0], parsed[1], line.name, event.offset_ps, event.duration_ps))
-  return ops, span
+  return ops
 
 
 def _op_of(label: str, event, stat_names: Dict[int, str]) -> Optional[Tuple[str, str]]:
@@ -219,7 +214,7 @@ def profile_steps(run: Callable[[int], object], num_steps: int,
     finally:
       wall = time.perf_counter() - start
       tf.profiler.experimental.stop()
-    ops, _ = read_trace(target)
+    ops = read_trace(target)
   return summarize(ops, num_steps, wall)
 
 

@@ -20,7 +20,7 @@ Only public constructors are used, so any version of the package can write the f
 import json
 import os
 import sys
-from typing import Any, Callable, Dict, List, NamedTuple, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -189,14 +189,17 @@ def _call(layer, args, kwargs, training) -> List[tf.Tensor]:
                                                                 **kwargs))]
 
 
-def build(name: str) -> Tuple[tf_keras.layers.Layer, tuple, dict]:
-  """Case `name`'s layer, built and given seeded weights, and its call arguments."""
+def build(name: str, policy: Optional[str] = None) -> Tuple[tf_keras.layers.Layer, tuple, dict]:
+  """Case `name`'s layer, built and given seeded weights, and its call arguments.
+
+  `policy` replaces the case's dtype policy (e.g. 'float32' for a bfloat16 case's reference).
+  """
   case = CASES[name]
   rng = np.random.default_rng(_seed(name))
   args, kwargs = case.inputs(rng)
   args = tf.nest.map_structure(tf.constant, args)
   kwargs = tf.nest.map_structure(tf.constant, kwargs)
-  with _Policy(case.policy):
+  with _Policy(policy or case.policy):
     layer = case.make()
     _call(layer, args, kwargs, False)
   for v in layer.weights:
@@ -210,9 +213,10 @@ def _seed(name: str) -> int:
   return sum(ord(c) * (i + 1) for i, c in enumerate(name)) + SEED
 
 
-def outputs(name: str, layer, args, kwargs) -> Dict[str, np.ndarray]:
-  """The layer's outputs in each of the case's modes, float32, keyed `mode/index`."""
-  with _Policy(CASES[name].policy):
+def outputs(name: str, layer, args, kwargs, policy: Optional[str] = None) -> Dict[str, np.ndarray]:
+  """The layer's outputs in each of the case's modes, float32, keyed `mode/index` (`policy` as
+  in `build`)."""
+  with _Policy(policy or CASES[name].policy):
     return _outputs(name, layer, args, kwargs)
 
 

@@ -72,11 +72,6 @@ def test_variables_checkpoint_and_numbers_match_the_old_block(name, stored, tmp_
 
 def _float32_outputs(name):
   """The outputs of case `name` (a bfloat16 case) computed in float32 from the same checkpoint."""
-  case = fixtures.CASES[name]
-  fixtures.CASES[name] = case._replace(policy='float32')
-  try:
-    layer, args, kwargs = fixtures.build(name)
-    tf.train.Checkpoint(**{name: layer}).read(str(FIXTURE / 'blocks')).expect_partial()
-    return fixtures.outputs(name, layer, args, kwargs)
-  finally:
-    fixtures.CASES[name] = case
+  layer, args, kwargs = fixtures.build(name, policy='float32')
+  tf.train.Checkpoint(**{name: layer}).read(str(FIXTURE / 'blocks')).expect_partial()
+  return fixtures.outputs(name, layer, args, kwargs, policy='float32')
