@@ -220,6 +220,10 @@ def geglu(x: tf.Tensor, approximate: bool = False) -> tf.Tensor:
     >>> geglu(tf.constant([[1.0, 2.0]])).numpy().round(4)
     array([[1.6827]], dtype=float32)
   """
+  width = x.shape[-1]
+  if width is not None and width % 2:
+    raise ValueError(f'geglu needs an even last axis (input and gate halves), found shape '
+                     f'{x.shape}')
   return _unary(_GEGLU_FORWARD[approximate], _GEGLU_BACKWARD[approximate], x)
 
 
@@ -550,6 +554,11 @@ def layer_norm(x: tf.Tensor, gamma: tf.Tensor, beta: Optional[tf.Tensor] = None,
     >>> layer_norm(tf.constant([[1.0, 3.0]]), tf.ones([2])).numpy().round(3)
     array([[-1.,  1.]], dtype=float32)
   """
+  width = x.shape[-1]
+  for name, param in (('gamma', gamma), ('beta', beta)):
+    if param is not None and width is not None and param.shape.as_list() != [width]:
+      raise ValueError(f'layer_norm: {name} must be [{width}] (the last axis of x, shape '
+                       f'{x.shape}), found shape {param.shape}')
   dtype = tf.as_dtype(dtype or x.dtype)
   forward, backward = _norm_kernels(float(epsilon), dtype)
   gamma = tf.cast(gamma, tf.float32)

@@ -215,6 +215,15 @@ def test_layer_norm_bfloat16_in_and_out_with_float32_statistics():
   np.testing.assert_allclose(tf.cast(out, tf.float32), want, atol=3e-2)
 
 
+def test_bad_shapes_are_named():
+  with pytest.raises(ValueError, match=r'layer_norm: gamma must be \[8\] .*found shape \(4,\)'):
+    fused_ops.layer_norm(tf.ones([2, 8]), tf.ones([4]))
+  with pytest.raises(ValueError, match=r'layer_norm: beta must be \[8\]'):
+    fused_ops.layer_norm(tf.ones([2, 8]), tf.ones([8]), tf.ones([3]))
+  with pytest.raises(ValueError, match=r'geglu needs an even last axis.*\(2, 7\)'):
+    fused_ops.geglu(tf.ones([2, 7]))
+
+
 def test_kernels_inside_a_tf_function_with_unknown_batch():
   @tf.function(input_signature=[tf.TensorSpec([None, 8, 32], tf.float32)])
   def step(x):
