@@ -9,7 +9,7 @@ Example:
 """
 
 import functools
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Optional, Tuple, Union
 
 import tensorflow as tf
 import tf_keras
@@ -142,46 +142,83 @@ def clone_initializer(initializer):
   return initializer
 
 
+def _softmax_gradient(probs, labels, upstream, dtype):
+  """(probs - one_hot(labels)) * upstream[:, None], in `dtype`: one pass over [rows, classes]."""
+  hit = tf.equal(tf.range(tf.shape(probs)[-1], dtype=labels.dtype)[None, :], labels[:, None])
+  return tf.cast((probs - tf.cast(hit, tf.float32)) * upstream[:, None], dtype)
+
+
+@functools.lru_cache(maxsize=None)
+def _softmax_gradient_kernel(dtype: tf.DType):
+  return tf.function(functools.partial(_softmax_gradient, dtype=dtype), jit_compile=True,
+                     autograph=False)
+
+
 @tf.autograph.experimental.do_not_convert
 @tf.custom_gradient
 def _cross_entropy_from_softmax(labels, logits):
-  """Per-row cross-entropy from one softmax over the last axis; the backward pass reuses it."""
-  probs = tf.nn.softmax(logits, axis=-1)
+  """(cross-entropy, argmax) per row of 2-D logits from one softmax; the backward pass reuses it."""
+  x = tf.cast(logits, tf.float32)
+  probs = tf.nn.softmax(x, axis=-1)
+  top = tf.argmax(x, axis=-1, output_type=tf.int32)
   # log-sum-exp without a second pass of exp(): the largest probability is exp(max - lse), and it is
-  # at least 1/vocab, so its log is exact to float rounding.
-  lse = tf.reduce_max(logits, axis=-1) - tf.math.log(tf.reduce_max(probs, axis=-1))
-  loss = lse - tf.gather(logits, labels, batch_dims=labels.shape.rank)
+  # at least 1/classes, so its log is exact to float rounding.
+  lse = tf.gather(x, top, batch_dims=1) - tf.math.log(tf.gather(probs, top, batch_dims=1))
+  loss = lse - tf.gather(x, labels, batch_dims=1)
 
-  def grad(upstream):
-    # d loss / d logits = softmax - one_hot(label): scale the softmax, then subtract at the labels
-    # (a scatter of one value per row instead of a dense one-hot tensor).
-    scaled = probs * upstream[..., None]
-    rows = tf.reshape(scaled, [-1, tf.shape(scaled)[-1]])
-    flat_labels = tf.reshape(labels, [-1])
-    index = tf.stack([tf.range(tf.shape(flat_labels)[0], dtype=flat_labels.dtype), flat_labels],
-                     axis=1)
-    rows = tf.tensor_scatter_nd_sub(rows, index, tf.reshape(upstream, [-1]))
-    return None, tf.reshape(rows, tf.shape(logits))
+  def grad(d_loss, unused_d_top):
+    # d loss / d logits = softmax - one_hot(label), scaled by the upstream gradient and written in
+    # the dtype of the logits, in one XLA loop (no one-hot tensor, no float32 copy under bfloat16).
+    return None, _softmax_gradient_kernel(logits.dtype)(probs, labels, d_loss)
 
-  return loss, grad
+  return (loss, top), grad
+
+
+def sparse_softmax_cross_entropy_with_argmax(labels: tf.Tensor,
+                                             logits: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
+  """Per-row cross-entropy and predicted class, from one pass of softmax and one of argmax.
+
+  The loss is `-log softmax(logits)[label]` as `tf.nn.sparse_softmax_cross_entropy_with_logits`
+  computes it (float32 softmax whatever the dtype of `logits`); the argmax is
+  `tf.argmax(logits, -1)` (the first of equal maxima), which a loss needs anyway for its
+  log-sum-exp, so an accuracy metric gets it for free. The gradient,
+  `softmax - one_hot(label)`, is written in the dtype of `logits` by one fused loop.
+
+  Args:
+    labels: int [...] class ids in [0, num_classes).
+    logits: float [..., num_classes], any float dtype.
+
+  Returns:
+    (float32 [...] losses, int32 [...] predicted classes).
+
+  Example:
+    >>> loss, top = sparse_softmax_cross_entropy_with_argmax(tf.constant([1]),
+    ...                                                     tf.constant([[2.0, 0.0]]))
+    >>> loss.numpy().round(4), top.numpy()
+    (array([2.1269], dtype=float32), array([0], dtype=int32))
+  """
+  labels = tf.cast(labels, tf.int32)
+  leading = tf.shape(labels)
+  rows = tf.reshape(logits, [-1, tf.shape(logits)[-1]])
+  loss, top = _cross_entropy_from_softmax(tf.reshape(labels, [-1]), rows)
+  return tf.reshape(loss, leading), tf.reshape(top, leading)
 
 
 def sparse_softmax_cross_entropy(labels: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:
   """`-log softmax(logits)[label]` per row, like `tf.nn.sparse_softmax_cross_entropy_with_logits`.
 
   Faster on CPU for wide vocabularies: one (oneDNN) softmax serves the loss and the gradient, which
-  is `softmax - one_hot(label)` built without a dense one-hot tensor. The logits are float32.
+  is `softmax - one_hot(label)` built in one fused loop without a dense one-hot tensor, in the
+  dtype of `logits`. The softmax is float32 whatever the dtype of `logits`.
 
   Args:
     labels: int [...] class ids in [0, num_classes).
-    logits: float [..., num_classes] (cast to float32).
+    logits: float [..., num_classes].
 
   Returns:
     float32 [...] losses.
   """
-  logits = tf.cast(logits, tf.float32)
-  labels = tf.cast(labels, tf.int32)
-  return _cross_entropy_from_softmax(labels, logits)
+  return sparse_softmax_cross_entropy_with_argmax(labels, logits)[0]
 
 
 def column_sums(rows: tf.Tensor) -> tf.Tensor:

@@ -109,6 +109,34 @@ def test_sparse_softmax_cross_entropy_casts_bfloat16_logits():
   np.testing.assert_allclose(loss, [-np.log(np.exp(3) / np.exp([1, 2, 3]).sum())], rtol=1e-5)
 
 
+def test_cross_entropy_argmax_is_tensorflows_first_maximum():
+  logits = tf.constant([[[1.0, 3.0, 3.0, 0.0], [2.0, 2.0, 2.0, 2.0]],
+                        [[-1.0, -5.0, -0.5, -0.5], [0.0, 1.0, 0.0, 9.0]]])
+  labels = tf.constant([[2, 0], [3, 3]])
+  loss, top = tf_utils.sparse_softmax_cross_entropy_with_argmax(labels, logits)
+  assert top.dtype == tf.int32 and top.shape == (2, 2)
+  np.testing.assert_array_equal(top, tf.argmax(logits, -1))  # ties: the first index
+  np.testing.assert_array_equal(top, [[1, 0], [2, 3]])
+  np.testing.assert_allclose(loss, tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits),
+                             rtol=1e-6, atol=1e-6)
+
+
+def test_cross_entropy_gradient_is_in_the_dtype_of_bfloat16_logits():
+  rng = np.random.default_rng(4)
+  logits = tf.constant(rng.normal(scale=4.0, size=(6, 33)), tf.bfloat16)
+  labels = tf.constant(rng.integers(0, 33, size=6), tf.int32)
+  weights = tf.constant(rng.uniform(size=6), tf.float32)
+  with tf.GradientTape() as tape:
+    tape.watch(logits)
+    loss = tf.reduce_sum(tf_utils.sparse_softmax_cross_entropy(labels, logits) * weights)
+  grad = tape.gradient(loss, logits)
+  assert grad.dtype == tf.bfloat16
+  # The float32 gradient of the same (bfloat16-valued) logits, rounded once to bfloat16.
+  (_, want), _ = _cross_entropy_pair(labels, tf.cast(logits, tf.float32), weights)
+  np.testing.assert_allclose(tf.cast(grad, tf.float32),
+                             tf.cast(tf.cast(want, tf.bfloat16), tf.float32), atol=1e-7)
+
+
 def _bias_add_gradients(add, rows, bias):
   with tf.GradientTape() as tape:
     tape.watch([rows, bias])

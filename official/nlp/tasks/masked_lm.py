@@ -109,6 +109,31 @@ def masked_lm_loss(labels: tf.Tensor, logits: tf.Tensor, weights: tf.Tensor) -> 
   return tf_utils.sparse_softmax_cross_entropy(labels, logits)
 
 
+def update_accuracy(metric: tf_keras.metrics.Metric, labels: tf.Tensor, predictions: tf.Tensor,
+                    weights: tf.Tensor) -> None:
+  """Updates a `SparseCategoricalAccuracy` from predicted ids instead of logits.
+
+  Its own `update_state` takes the argmax of [batch, predictions, vocab] logits: a pass over the
+  vocabulary that the loss (`tf_utils.sparse_softmax_cross_entropy_with_argmax`) has already made.
+
+  Args:
+    metric: a `tf_keras.metrics.SparseCategoricalAccuracy`.
+    labels: int [batch, predictions] true ids.
+    predictions: int [batch, predictions] predicted ids.
+    weights: [batch, predictions] weights of the positions.
+
+  Example:
+    >>> accuracy = tf_keras.metrics.SparseCategoricalAccuracy()
+    >>> update_accuracy(accuracy, tf.constant([[1, 2]]), tf.constant([[1, 0]]), tf.ones([1, 2]))
+    >>> float(accuracy.result())
+    0.5
+  """
+  matches = tf.cast(tf.equal(tf.cast(labels, tf.int32), tf.cast(predictions, tf.int32)),
+                    metric.dtype)
+  # `Mean.update_state`: the mean of `matches`, as the wrapper computes after its own argmax.
+  tf_keras.metrics.Mean.update_state(metric, matches, sample_weight=weights)
+
+
 class _MetricsInFunctions:
   """The metrics `build_metrics` returns inside `tf.function`s, by `training` (a plain object:
   `tf.Module` does not collect its variables)."""
@@ -229,9 +254,14 @@ class MaskedLMTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
     Returns:
       A float32 scalar.
     """
+    return self._losses_and_predictions(labels, model_outputs, metrics, aux_losses)[0]
+
+  def _losses_and_predictions(self, labels, model_outputs, metrics, aux_losses):
+    """(`build_losses`'s total, int32 [batch, predictions] masked-LM argmax ids)."""
     metrics = {metric.name: metric for metric in metrics or []}
     weights = tf.cast(labels['masked_lm_weights'], tf.float32)
-    per_position = masked_lm_loss(labels['masked_lm_ids'], model_outputs['mlm_logits'], weights)
+    per_position, predictions = tf_utils.sparse_softmax_cross_entropy_with_argmax(
+        labels['masked_lm_ids'], model_outputs['mlm_logits'])
     mlm_loss = tf.math.divide_no_nan(tf.reduce_sum(per_position * weights), tf.reduce_sum(weights))
     if 'lm_example_loss' in metrics:
       metrics['lm_example_loss'].update_state(mlm_loss)
@@ -246,16 +276,40 @@ class MaskedLMTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
       total += nsp_loss
     if aux_losses:
       total += tf.add_n([tf.cast(loss, tf.float32) for loss in aux_losses])
-    return total
+    return total, predictions
+
+  def _step_losses(self, inputs, outputs, metrics, aux_losses):
+    """The step's loss and masked-LM predictions (None when a subclass defines `build_losses`)."""
+    if type(self).build_losses is not MaskedLMTask.build_losses:
+      return self.build_losses(labels=inputs, model_outputs=outputs, metrics=metrics,
+                               aux_losses=aux_losses), None
+    return self._losses_and_predictions(inputs, outputs, metrics, aux_losses)
+
+  def _step_metrics(self, metrics, inputs, outputs, predictions) -> None:
+    if predictions is None:
+      self.process_metrics(metrics, inputs, outputs)
+    else:
+      self.process_metrics(metrics, inputs, outputs, mlm_predictions=predictions)
 
   def process_metrics(self, metrics: List[tf_keras.metrics.Metric], labels: Mapping[str, tf.Tensor],
                       model_outputs: Mapping[str, tf.Tensor], **kwargs) -> None:
-    """Updates the accuracy metrics (the loss metrics are updated in `build_losses`)."""
-    del kwargs
+    """Updates the accuracy metrics (the loss metrics are updated in `build_losses`).
+
+    `mlm_predictions` (int [batch, predictions], optional keyword): the masked-LM argmax ids, when
+    the caller has them (the train and eval steps take them from the loss); otherwise the
+    accuracy takes the argmax of `mlm_logits`.
+    """
+    predictions = kwargs.pop('mlm_predictions', None)
     metrics = {metric.name: metric for metric in metrics}
-    if 'masked_lm_accuracy' in metrics:
-      metrics['masked_lm_accuracy'].update_state(
-          labels['masked_lm_ids'], model_outputs['mlm_logits'], labels['masked_lm_weights'])
+    accuracy = metrics.get('masked_lm_accuracy')
+    if accuracy is not None:
+      if (predictions is not None
+          and isinstance(accuracy, tf_keras.metrics.SparseCategoricalAccuracy)):
+        update_accuracy(accuracy, labels['masked_lm_ids'], predictions,
+                        labels['masked_lm_weights'])
+      else:
+        accuracy.update_state(labels['masked_lm_ids'], model_outputs['mlm_logits'],
+                              labels['masked_lm_weights'])
     if ('next_sentence_accuracy' in metrics and NEXT_SENTENCE in model_outputs
         and 'next_sentence_labels' in labels):  # records without pairs: the MLM metrics only
       metrics['next_sentence_accuracy'].update_state(
@@ -271,8 +325,7 @@ class MaskedLMTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
     """
     with tf.GradientTape() as tape:
       outputs = model(inputs, training=True)
-      loss = self.build_losses(labels=inputs, model_outputs=outputs, metrics=metrics,
-                               aux_losses=model.losses)
+      loss, predictions = self._step_losses(inputs, outputs, metrics, model.losses)
       scaled_loss = loss
       if self.task_config.scale_loss:
         scaled_loss = loss / tf.distribute.get_strategy().num_replicas_in_sync
@@ -280,7 +333,7 @@ class MaskedLMTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
     # The encoder's pooler gets no gradient in pretraining (heads read token 0 themselves).
     base_task.apply_gradients(tape, scaled_loss, model, optimizer)
     if metrics:
-      self.process_metrics(metrics, inputs, outputs)
+      self._step_metrics(metrics, inputs, outputs, predictions)
     return {self.loss: loss}
 
   def validation_step(self, inputs: Mapping[str, tf.Tensor], model: tf_keras.Model,
@@ -288,10 +341,9 @@ class MaskedLMTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
                       ) -> Dict[str, tf.Tensor]:
     """Forward pass and metric updates on one eval batch; returns `{'loss': loss}`."""
     outputs = model(inputs, training=False)
-    loss = self.build_losses(labels=inputs, model_outputs=outputs, metrics=metrics,
-                             aux_losses=model.losses)
+    loss, predictions = self._step_losses(inputs, outputs, metrics, model.losses)
     if metrics:
-      self.process_metrics(metrics, inputs, outputs)
+      self._step_metrics(metrics, inputs, outputs, predictions)
     return {self.loss: loss}
 
   def initialize(self, model: tf_keras.Model) -> None:

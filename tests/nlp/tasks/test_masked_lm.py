@@ -9,6 +9,7 @@ import tf_keras
 
 from official.core import config_definitions
 from official.modeling import hyperparams
+from official.modeling import tf_utils
 from official.nlp.configs import bert
 from official.nlp.configs import encoders
 from official.nlp.data import pretrain_dataloader
@@ -96,6 +97,42 @@ def test_masked_lm_accuracy_is_weighted():
   # Right at positions 0 and 2, wrong at 1; position 3 (right) has weight 0.
   np.testing.assert_allclose(by_name['masked_lm_accuracy'].result(), 2 / 3, rtol=1e-6)
   np.testing.assert_allclose(by_name['next_sentence_accuracy'].result(), 1.0)
+
+
+def test_accuracy_from_the_losss_argmax_equals_the_keras_metric():
+  labels, outputs = _labels_and_outputs(seed=5)
+  outputs['mlm_logits'][0, 0, :] = 0.0  # a tie everywhere: Keras' argmax takes the first id
+  labels['masked_lm_ids'][0, 0] = 0
+  task = masked_lm.MaskedLMTask(_tiny_config())
+  _, predictions = tf_utils.sparse_softmax_cross_entropy_with_argmax(
+      labels['masked_lm_ids'], outputs['mlm_logits'])
+  from_logits, from_predictions = task.build_metrics(), task.build_metrics()
+  task.process_metrics(from_logits, labels, outputs)
+  task.process_metrics(from_predictions, labels, outputs, mlm_predictions=predictions)
+  want = (np.argmax(outputs['mlm_logits'], -1) == labels['masked_lm_ids'])
+  want = (want * labels['masked_lm_weights']).sum() / labels['masked_lm_weights'].sum()
+  assert want > 0
+  for metrics in (from_logits, from_predictions):
+    np.testing.assert_allclose(metrics[0].result(), want, rtol=1e-6)
+    assert metrics[0].name == 'masked_lm_accuracy'
+
+
+def test_train_step_calls_a_subclasss_build_losses():
+  calls = []
+
+  class Doubled(masked_lm.MaskedLMTask):
+    def build_losses(self, labels, model_outputs, metrics=None, aux_losses=None):
+      calls.append(1)
+      return 2.0 * super().build_losses(labels, model_outputs, metrics, aux_losses)
+
+  task, doubled = masked_lm.MaskedLMTask(_tiny_config()), Doubled(_tiny_config())
+  model = task.build_model()
+  batch = next(iter(task.build_inputs(task.task_config.train_data)))
+  metrics = doubled.build_metrics()
+  logs = doubled.validation_step(batch, model, metrics)
+  np.testing.assert_allclose(logs['loss'], 2.0 * task.validation_step(batch, model)['loss'],
+                             rtol=1e-6)
+  assert calls and metrics[0].count.numpy() > 0  # accuracy still updated, from the logits
 
 
 def test_evaluation_on_records_without_next_sentence_labels():

@@ -5,6 +5,7 @@ from typing import Any, Dict, Optional
 import tensorflow as tf
 import tf_keras
 
+from official.modeling import fused_ops
 from official.modeling import tf_utils
 
 
@@ -94,7 +95,10 @@ class MaskedLM(tf_keras.layers.Layer):
     # intermediate. Faster on CPU than the equivalent einsum.
     rows = tf.reshape(tf.cast(hidden, self.compute_dtype), [-1, self.embedding_width])
     logits = tf.matmul(rows, table, transpose_b=True)
-    logits = tf_utils.bias_add(tf.cast(logits, tf.float32), self.bias)
+    if logits.dtype == tf.float32:
+      logits = tf_utils.bias_add(logits, self.bias)  # fuses with the matmul
+    else:  # bfloat16/float16 logits: the cast and the float32 bias in one pass
+      logits = fused_ops.cast_bias_add(logits, self.bias)
     leading = [d if d is not None else tf.shape(gathered)[i]
                for i, d in enumerate(gathered.shape[:-1].as_list())]
     logits = tf.reshape(logits, leading + [self.vocab_size])
