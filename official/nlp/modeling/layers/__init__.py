@@ -14,6 +14,7 @@ from official.nlp.modeling.layers.cls_head import PerQueryDenseHead
 from official.nlp.modeling.layers.dropout import Dropout
 from official.nlp.modeling.layers.efficient_attention import EfficientAttention
 from official.nlp.modeling.layers.factorized_embedding import FactorizedEmbedding
+from official.nlp.modeling.layers.fused_layer_norm import FusedLayerNormalization
 from official.nlp.modeling.layers.gaussian_process import RandomFeatureGaussianProcess
 from official.nlp.modeling.layers.gated_feedforward import GatedFeedforward
 from official.nlp.modeling.layers.masked_lm import MaskedLM

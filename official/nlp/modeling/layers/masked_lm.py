@@ -6,6 +6,7 @@ import tensorflow as tf
 import tf_keras
 
 from official.modeling import tf_utils
+from official.nlp.modeling.layers import fused_layer_norm
 
 
 @tf_keras.utils.register_keras_serializable(package='mlm_garden')
@@ -77,7 +78,7 @@ class MaskedLM(tf_keras.layers.Layer):
         self.embedding_width, activation=tf_utils.get_activation(self.activation),
         use_bias=self.use_bias, kernel_initializer=tf_utils.clone_initializer(self.initializer),
         name='transform/dense')
-    self.layer_norm = tf_keras.layers.LayerNormalization(
+    self.layer_norm = fused_layer_norm.FusedLayerNormalization(
         axis=-1, epsilon=self.norm_epsilon, center=self.norm_use_bias, dtype=tf.float32,
         name='transform/LayerNorm')
     # Not autocast: `call` casts it (a float32 variable under mixed precision).

@@ -97,7 +97,7 @@ class _EncoderLayers:
         config['type_vocab_size'], width, initializer=clone(), use_one_hot=True,
         name='type_embeddings')
     self.add = tf_keras.layers.Add()
-    self.norm = tf_keras.layers.LayerNormalization(epsilon=1e-12, dtype=tf.float32,
+    self.norm = layers.FusedLayerNormalization(epsilon=1e-12, dtype=tf.float32,
                                                    name='embeddings/layer_norm')
     self.dropout = layers.Dropout(config['output_dropout'], name='embedding_dropout')
     self.projection = None
@@ -114,7 +114,7 @@ class _EncoderLayers:
         for i in range(config['num_layers'])]
     self.final_norm = None
     if config['norm_first']:
-      self.final_norm = tf_keras.layers.LayerNormalization(epsilon=1e-12, dtype=tf.float32,
+      self.final_norm = layers.FusedLayerNormalization(epsilon=1e-12, dtype=tf.float32,
                                                            name='final_layer_norm')
     self.pooler = tf_keras.layers.Dense(hidden, activation='tanh', kernel_initializer=clone(),
                                         name='pooler_transform')

@@ -124,7 +124,7 @@ class ModernBertEncoder(encoder_family.EmbeddingAccessors, tf_keras.Model):
         tf_keras.Input(shape=(None,), dtype=tf.int32, name=name) for name in _GRAPH_INPUTS)
     word_embedding_layer = layers.OnDeviceEmbedding(
         vocab_size, hidden_size, initializer=clone(), name='word_embeddings')
-    x = tf_keras.layers.LayerNormalization(epsilon=norm_epsilon, center=False, dtype=tf.float32,
+    x = layers.FusedLayerNormalization(epsilon=norm_epsilon, center=False, dtype=tf.float32,
                                            name='embeddings/layer_norm')(
                                                word_embedding_layer(word_ids))
     x = layers.Dropout(dropout_rate, name='embedding_dropout')(x)
@@ -144,7 +144,7 @@ class ModernBertEncoder(encoder_family.EmbeddingAccessors, tf_keras.Model):
           kernel_initializer=clone(), name=f'transformer/layer_{i}')
       x = block(x, mask, position_ids=position_ids, document_ids=document_ids)
       encoder_outputs.append(x)
-    x = tf_keras.layers.LayerNormalization(epsilon=norm_epsilon, center=False, dtype=tf.float32,
+    x = layers.FusedLayerNormalization(epsilon=norm_epsilon, center=False, dtype=tf.float32,
                                            name='final_layer_norm')(x)
     encoder_outputs[-1] = x
     encoder_outputs = [tf.cast(output, tf.float32) for output in encoder_outputs]

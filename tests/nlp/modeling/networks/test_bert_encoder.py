@@ -440,12 +440,19 @@ def _model_garden_weight_names(num_layers, embedding_width=None):
 def test_is_model_gardens_functional_model(embedding_width):
   """Inputs, outputs, layers and weights in the order of Model Garden's functional BertEncoder
   (tf-models-official 2.20, same config), without its weightless `SelfAttentionMask`: our blocks
-  take the [batch, seq] mask."""
+  take the [batch, seq] mask. The embedding norm is a `LayerNormalization` subclass (the same
+  variables, one fused kernel each way)."""
   encoder = _encoder(embedding_width=embedding_width, dict_outputs=False)
   assert [x.name for x in encoder.inputs] == ['input_word_ids', 'input_mask', 'input_type_ids']
   assert [x.shape.as_list() for x in encoder.outputs] == [[None, None, HIDDEN], [None, HIDDEN]]
   projection = ['Dense:embedding_projection'] if embedding_width else []
-  assert [f'{type(layer).__name__}:{layer.name}' for layer in encoder.layers] == [
+  assert type(encoder.layers[6]) is layers.FusedLayerNormalization
+  assert isinstance(encoder.layers[6], tf_keras.layers.LayerNormalization)
+  def keras_class(layer):
+    fused = isinstance(layer, layers.FusedLayerNormalization)
+    return 'LayerNormalization' if fused else type(layer).__name__
+
+  assert [f'{keras_class(layer)}:{layer.name}' for layer in encoder.layers] == [
       'InputLayer:input_word_ids', 'OnDeviceEmbedding:word_embeddings',
       'InputLayer:input_type_ids', 'PositionEmbedding:position_embedding',
       'OnDeviceEmbedding:type_embeddings', f'Add:{encoder.layers[5].name}',
