@@ -34,6 +34,7 @@ from typing import Optional
 
 import tensorflow as tf
 
+from official.modeling import bfloat16_bits
 from official.modeling import tf_utils
 
 _TANH_C = math.sqrt(2.0 / math.pi)
@@ -41,6 +42,8 @@ _TANH_A = 0.044715
 _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _UINT32_RANGE = 2 ** 32
+# Inside the kernels: `tf.cast` with bfloat16 converts that XLA:CPU vectorizes (`bfloat16_bits`).
+_cast = bfloat16_bits.cast
 
 
 def keep_threshold(rate: float) -> int:
@@ -145,16 +148,16 @@ def _unary(forward, backward, x):
 
 # ---- GELU ------------------------------------------------------------------------------------
 def _gelu_forward(x, approximate: bool):
-  xf = tf.cast(x, tf.float32)
+  xf = _cast(x, tf.float32)
   if approximate:
     y = 0.5 * xf * (1.0 + tf.tanh(_TANH_C * xf * (1.0 + _TANH_A * xf * xf)))
   else:
     y = 0.5 * xf * (1.0 + tf.math.erf(xf * _SQRT_HALF))
-  return tf.cast(y, x.dtype)
+  return _cast(y, x.dtype)
 
 
 def _gelu_backward(x, dy, approximate: bool):
-  xf = tf.cast(x, tf.float32)
+  xf = _cast(x, tf.float32)
   if approximate:
     x2 = xf * xf
     t = tf.tanh(_TANH_C * xf * (1.0 + _TANH_A * x2))
@@ -162,7 +165,7 @@ def _gelu_backward(x, dy, approximate: bool):
   else:
     slope = (0.5 * (1.0 + tf.math.erf(xf * _SQRT_HALF))
              + xf * _INV_SQRT_2PI * tf.exp(-0.5 * xf * xf))
-  return tf.cast(tf.cast(dy, tf.float32) * slope, x.dtype)
+  return _cast(_cast(dy, tf.float32) * slope, x.dtype)
 
 
 _GELU_FORWARD = {a: _xla(functools.partial(_gelu_forward, approximate=a)) for a in (True, False)}
@@ -186,16 +189,16 @@ def gelu(x: tf.Tensor, approximate: bool = True) -> tf.Tensor:
 
 # ---- GeGLU -------------------------------------------------------------------------------------
 def _geglu_forward(x, approximate: bool):
-  inner, gate = tf.split(tf.cast(x, tf.float32), 2, axis=-1)
-  return tf.cast(_gelu_forward(inner, approximate) * gate, x.dtype)
+  inner, gate = tf.split(_cast(x, tf.float32), 2, axis=-1)
+  return _cast(_gelu_forward(inner, approximate) * gate, x.dtype)
 
 
 def _geglu_backward(x, dy, approximate: bool):
-  inner, gate = tf.split(tf.cast(x, tf.float32), 2, axis=-1)
-  dy = tf.cast(dy, tf.float32)
+  inner, gate = tf.split(_cast(x, tf.float32), 2, axis=-1)
+  dy = _cast(dy, tf.float32)
   d_inner = _gelu_backward(inner, dy * gate, approximate)
   d_gate = dy * _gelu_forward(inner, approximate)
-  return tf.cast(tf.concat([d_inner, d_gate], axis=-1), x.dtype)
+  return _cast(tf.concat([d_inner, d_gate], axis=-1), x.dtype)
 
 
 _GEGLU_FORWARD = {a: _xla(functools.partial(_geglu_forward, approximate=a)) for a in (True, False)}
@@ -235,15 +238,15 @@ def _rotate_half(x, sign: float):
 
 
 def _rotary_forward(x, cos, sin):
-  xf = tf.cast(x, tf.float32)
-  cos, sin = tf.cast(cos, tf.float32), tf.cast(sin, tf.float32)
-  return tf.cast(xf * cos + _rotate_half(xf, 1.0) * sin, x.dtype)
+  xf = _cast(x, tf.float32)
+  cos, sin = _cast(cos, tf.float32), _cast(sin, tf.float32)
+  return _cast(xf * cos + _rotate_half(xf, 1.0) * sin, x.dtype)
 
 
 def _rotary_backward(dy, cos, sin):
-  dy_f = tf.cast(dy, tf.float32)
-  cos, sin = tf.cast(cos, tf.float32), tf.cast(sin, tf.float32)
-  return tf.cast(dy_f * cos + _rotate_half(dy_f * sin, -1.0), dy.dtype)
+  dy_f = _cast(dy, tf.float32)
+  cos, sin = _cast(cos, tf.float32), _cast(sin, tf.float32)
+  return _cast(dy_f * cos + _rotate_half(dy_f * sin, -1.0), dy.dtype)
 
 
 _ROTARY_FORWARD = _xla(_rotary_forward)
@@ -275,11 +278,11 @@ def rotary(x: tf.Tensor, cos: tf.Tensor, sin: tf.Tensor) -> tf.Tensor:
 
 # ---- dropout ----------------------------------------------------------------------------------
 def _dropout_forward(x, seed, rate: float):
-  return tf.cast(tf.cast(x, tf.float32) * _keep_scale(tf.shape(x), seed, rate), x.dtype)
+  return _cast(_cast(x, tf.float32) * _keep_scale(tf.shape(x), seed, rate), x.dtype)
 
 
 def _dropout_backward(x, seed, d_out, rate: float):
-  return tf.cast(tf.cast(d_out, tf.float32) * _keep_scale(tf.shape(x), seed, rate), x.dtype)
+  return _cast(_cast(d_out, tf.float32) * _keep_scale(tf.shape(x), seed, rate), x.dtype)
 
 
 @functools.lru_cache(maxsize=None)
@@ -325,12 +328,13 @@ def masked_softmax(scores: tf.Tensor, mask_adder: Optional[tf.Tensor] = None,
   Returns:
     float32 probabilities, shape of `scores`.
   """
-  return tf.nn.softmax(_masked_logits(scores, mask_adder, scale), axis=-1)
+  # `tf.cast` first: this path is differentiated by TensorFlow (bitcasts have no gradient).
+  return tf.nn.softmax(_masked_logits(tf.cast(scores, tf.float32), mask_adder, scale), axis=-1)
 
 
 def _masked_logits(scores, mask_adder, scale: float):
   """float32 scores * scale + mask_adder."""
-  logits = tf.cast(scores, tf.float32)
+  logits = _cast(scores, tf.float32)
   if scale != 1.0:
     logits *= scale
   if mask_adder is not None:
@@ -346,7 +350,7 @@ def _softmax_dropout_forward(scores, mask_adder, seed, rate: float, scale: float
   total = _row_sum(exp)
   keep = _keep_scale(tf.shape(scores), seed, rate)
   probs = exp / total
-  return tf.cast(probs if keep is None else probs * keep, dtype), row_max + tf.math.log(total)
+  return _cast(probs if keep is None else probs * keep, dtype), row_max + tf.math.log(total)
 
 
 def _softmax_dropout_backward(scores, mask_adder, log_sum_exp, dropped, d_out, scale: float):
@@ -355,9 +359,9 @@ def _softmax_dropout_backward(scores, mask_adder, log_sum_exp, dropped, d_out, s
   d logits = probs * (g * mask - sum(g * mask * probs)) = y * g - probs * sum(y * g):
   neither the dropout mask nor the row statistics are computed again."""
   probs = tf.exp(_masked_logits(scores, mask_adder, scale) - log_sum_exp)
-  y_g = tf.cast(dropped, tf.float32) * tf.cast(d_out, tf.float32)
+  y_g = _cast(dropped, tf.float32) * _cast(d_out, tf.float32)
   d_logits = y_g - probs * _row_sum(y_g)
-  return tf.cast(d_logits * scale if scale != 1.0 else d_logits, scores.dtype)
+  return _cast(d_logits * scale if scale != 1.0 else d_logits, scores.dtype)
 
 
 @functools.lru_cache(maxsize=None)
@@ -418,8 +422,8 @@ def _row_mean(x):
 def _dropout_add(residual, branch, seed, rate: float):
   """(float32 residual + dropout(branch), the scaled keep mask or None) of [rows, hidden] inputs."""
   keep = _keep_scale(tf.shape(branch), seed, rate)
-  branch = tf.cast(branch, tf.float32)
-  return tf.cast(residual, tf.float32) + (branch if keep is None else branch * keep), keep
+  branch = _cast(branch, tf.float32)
+  return _cast(residual, tf.float32) + (branch if keep is None else branch * keep), keep
 
 
 def _normalize(h, gamma, beta, epsilon: float):
@@ -434,7 +438,7 @@ def _normalize(h, gamma, beta, epsilon: float):
 def _normalize_backward(h, gamma, mean, inv_std, d_out):
   """(float32 d h, float32 [rows, 2 * hidden] rows of [d_out * x_hat, d_out]) of `_normalize`."""
   x_hat = (h - mean) * inv_std
-  d_out = tf.cast(d_out, tf.float32)
+  d_out = _cast(d_out, tf.float32)
   d_x_hat = d_out * gamma
   d_h = inv_std * (d_x_hat - _row_mean(d_x_hat) - x_hat * _row_mean(d_x_hat * x_hat))
   return d_h, tf.concat([d_out * x_hat, d_out], axis=-1)
@@ -447,7 +451,7 @@ def _add_norm_forward(residual, branch, seed, gamma, beta, rate: float, epsilon:
   residual, branch = _rows(residual, branch)
   h, _ = _dropout_add(residual, branch, seed, rate)
   out, mean, inv_std = _normalize(h, gamma, beta, epsilon)
-  return tf.reshape(tf.cast(out, residual.dtype), shape), mean, inv_std
+  return tf.reshape(_cast(out, residual.dtype), shape), mean, inv_std
 
 
 def _add_norm_backward(residual, branch, seed, gamma, mean, inv_std, d_out, rate: float):
@@ -461,7 +465,7 @@ def _add_norm_backward(residual, branch, seed, gamma, mean, inv_std, d_out, rate
   h, keep = _dropout_add(residual, branch, seed, rate)
   d_h, terms = _normalize_backward(h, gamma, mean, inv_std, d_out)
   d_branch = d_h if keep is None else d_h * keep
-  return (tf.reshape(tf.cast(d_h, dtype), shape), tf.reshape(tf.cast(d_branch, dtype), shape),
+  return (tf.reshape(_cast(d_h, dtype), shape), tf.reshape(_cast(d_branch, dtype), shape),
           terms)
 
 
@@ -515,15 +519,15 @@ def dropout_add_layer_norm(residual: tf.Tensor, branch: tf.Tensor, gamma: tf.Ten
 def _norm_forward(x, gamma, beta, epsilon: float, dtype):
   """(LayerNorm(x) in `dtype`, float32 row means and 1/std [rows, 1])."""
   (rows,) = _rows(x)
-  out, mean, inv_std = _normalize(tf.cast(rows, tf.float32), gamma, beta, epsilon)
-  return tf.reshape(tf.cast(out, dtype), tf.shape(x)), mean, inv_std
+  out, mean, inv_std = _normalize(_cast(rows, tf.float32), gamma, beta, epsilon)
+  return tf.reshape(_cast(out, dtype), tf.shape(x)), mean, inv_std
 
 
 def _norm_backward(x, gamma, mean, inv_std, d_out):
   """(d x in the dtype of x, float32 [rows, 2 * hidden] rows for the parameter gradients)."""
   rows, d_out = _rows(x, d_out)
-  d_h, terms = _normalize_backward(tf.cast(rows, tf.float32), gamma, mean, inv_std, d_out)
-  return tf.reshape(tf.cast(d_h, x.dtype), tf.shape(x)), terms
+  d_h, terms = _normalize_backward(_cast(rows, tf.float32), gamma, mean, inv_std, d_out)
+  return tf.reshape(_cast(d_h, x.dtype), tf.shape(x)), terms
 
 
 @functools.lru_cache(maxsize=None)

@@ -15,6 +15,7 @@ import tensorflow as tf
 import tf_keras
 
 from official.modeling import activations
+from official.modeling import bfloat16_bits
 
 
 def _gelu(x):
@@ -145,7 +146,7 @@ def clone_initializer(initializer):
 def _softmax_gradient(probs, labels, upstream, dtype):
   """(probs - one_hot(labels)) * upstream[:, None], in `dtype`: one pass over [rows, classes]."""
   hit = tf.equal(tf.range(tf.shape(probs)[-1], dtype=labels.dtype)[None, :], labels[:, None])
-  return tf.cast((probs - tf.cast(hit, tf.float32)) * upstream[:, None], dtype)
+  return bfloat16_bits.cast((probs - tf.cast(hit, tf.float32)) * upstream[:, None], dtype)
 
 
 @functools.lru_cache(maxsize=None)
