@@ -436,12 +436,26 @@ def _normalize(h, gamma, beta, epsilon: float):
 
 
 def _normalize_backward(h, gamma, mean, inv_std, d_out):
-  """(float32 d h, float32 [rows, 2 * hidden] rows of [d_out * x_hat, d_out]) of `_normalize`."""
+  """(float32 d h, float32 d_out * x_hat) of `_normalize`, both [rows, hidden].
+
+  The gamma gradient is the column sums of the second, the beta gradient those of `d_out`; the
+  callers take them as matmuls (XLA:CPU is slow at long column reductions). Outputs of one shape
+  let XLA compute them in one loop.
+  """
   x_hat = (h - mean) * inv_std
   d_out = _cast(d_out, tf.float32)
   d_x_hat = d_out * gamma
   d_h = inv_std * (d_x_hat - _row_mean(d_x_hat) - x_hat * _row_mean(d_x_hat * x_hat))
-  return d_h, tf.concat([d_out * x_hat, d_out], axis=-1)
+  return d_h, d_out * x_hat
+
+
+def _parameter_gradients(gamma_terms, d_out, centered: bool = True):
+  """(d gamma, d beta or None): float32 column sums of `gamma_terms` and of `d_out` rows."""
+  d_gamma = tf_utils.column_sums(gamma_terms)
+  if not centered:
+    return d_gamma, None
+  d_out = tf.reshape(d_out, [-1, tf.shape(d_out)[-1]])
+  return d_gamma, tf_utils.column_sums(tf.cast(d_out, tf.float32))
 
 
 def _add_norm_forward(residual, branch, seed, gamma, beta, rate: float, epsilon: float):
@@ -455,18 +469,18 @@ def _add_norm_forward(residual, branch, seed, gamma, beta, rate: float, epsilon:
 
 
 def _add_norm_backward(residual, branch, seed, gamma, mean, inv_std, d_out, rate: float):
-  """(d_residual, d_branch, float32 [rows, 2 * hidden] rows of [d_out * x_hat, d_out]).
+  """(d_residual, d_branch, float32 [rows, hidden] d_out * x_hat for the gamma gradient).
 
-  The LayerNorm parameter gradients are the column sums of the third output, which the caller
-  takes as a matmul: XLA:CPU is slow at long column reductions.
+  Without dropout d_branch is d_residual, and only that one is returned (two outputs).
   """
   shape, dtype = tf.shape(residual), residual.dtype
   residual, branch, d_out = _rows(residual, branch, d_out)
   h, keep = _dropout_add(residual, branch, seed, rate)
-  d_h, terms = _normalize_backward(h, gamma, mean, inv_std, d_out)
-  d_branch = d_h if keep is None else d_h * keep
-  return (tf.reshape(_cast(d_h, dtype), shape), tf.reshape(_cast(d_branch, dtype), shape),
-          terms)
+  d_h, gamma_terms = _normalize_backward(h, gamma, mean, inv_std, d_out)
+  d_residual = tf.reshape(_cast(d_h, dtype), shape)
+  if keep is None:
+    return d_residual, gamma_terms
+  return d_residual, tf.reshape(_cast(d_h * keep, dtype), shape), gamma_terms
 
 
 @functools.lru_cache(maxsize=None)
@@ -507,9 +521,9 @@ def dropout_add_layer_norm(residual: tf.Tensor, branch: tf.Tensor, gamma: tf.Ten
     out, mean, inv_std = forward(residual, branch, seed, gamma, beta)
 
     def grad(d_out):
-      d_residual, d_branch, terms = backward(residual, branch, seed, gamma, mean, inv_std, d_out)
-      d_gamma, d_beta = tf.split(tf_utils.column_sums(terms), 2)
-      return d_residual, d_branch, d_gamma, d_beta
+      grads = backward(residual, branch, seed, gamma, mean, inv_std, d_out)
+      d_residual, d_branch = (grads[0], grads[0]) if len(grads) == 2 else grads[:2]
+      return (d_residual, d_branch) + _parameter_gradients(grads[-1], d_out)
     return out, grad
 
   return _fused(residual, branch, gamma, beta)
@@ -524,10 +538,10 @@ def _norm_forward(x, gamma, beta, epsilon: float, dtype):
 
 
 def _norm_backward(x, gamma, mean, inv_std, d_out):
-  """(d x in the dtype of x, float32 [rows, 2 * hidden] rows for the parameter gradients)."""
+  """(d x in the dtype of x, float32 [rows, hidden] d_out * x_hat for the gamma gradient)."""
   rows, d_out = _rows(x, d_out)
-  d_h, terms = _normalize_backward(_cast(rows, tf.float32), gamma, mean, inv_std, d_out)
-  return tf.reshape(_cast(d_h, x.dtype), tf.shape(x)), terms
+  d_h, gamma_terms = _normalize_backward(_cast(rows, tf.float32), gamma, mean, inv_std, d_out)
+  return tf.reshape(_cast(d_h, x.dtype), tf.shape(x)), gamma_terms
 
 
 @functools.lru_cache(maxsize=None)
@@ -574,9 +588,8 @@ def layer_norm(x: tf.Tensor, gamma: tf.Tensor, beta: Optional[tf.Tensor] = None,
     out, mean, inv_std = forward(x, gamma, beta if centered else None)
 
     def grad(d_out):
-      d_x, terms = backward(x, gamma, mean, inv_std, d_out)
-      d_gamma, d_beta = tf.split(tf_utils.column_sums(terms), 2)
-      return d_x, d_gamma, d_beta
+      d_x, gamma_terms = backward(x, gamma, mean, inv_std, d_out)
+      return (d_x,) + _parameter_gradients(gamma_terms, d_out, centered)
     return out, grad
 
   return _fused(x, gamma, beta)
