@@ -41,7 +41,8 @@ class ClassificationHead(tf_keras.layers.Layer):
   def __init__(self, inner_dim: int, num_classes: int, cls_token_idx: int = 0,
                activation: Optional[str] = 'tanh', dropout_rate: float = 0.0,
                initializer: Any = 'glorot_uniform', **kwargs):
-    super().__init__(**kwargs)
+    kwargs.pop('autocast', None)
+    super().__init__(autocast=False, **kwargs)  # `_pool` casts the one token it reads
     self.inner_dim = inner_dim
     self.num_classes = num_classes
     self.cls_token_idx = cls_token_idx
@@ -56,7 +57,7 @@ class ClassificationHead(tf_keras.layers.Layer):
         name='logits')
 
   def call(self, features, only_project: bool = False, training=None):
-    x = _pool(features, self.cls_token_idx, self.dense)
+    x = _pool(features, self.cls_token_idx, self.dense, self.compute_dtype)
     if only_project:
       return x
     x = self.dropout(x, training=training)
@@ -94,11 +95,16 @@ def _pooler_dense(inner_dim: int, activation: Optional[str],
                                name='pooler_dense')
 
 
-def _pool(features: tf.Tensor, cls_token_idx: int,
-          dense: Optional[tf_keras.layers.Layer]) -> tf.Tensor:
-  """The token at `cls_token_idx` of [batch, seq, hidden] (a [batch, hidden] input as is), then
-  `dense` when given."""
+def _pool(features: tf.Tensor, cls_token_idx: int, dense: Optional[tf_keras.layers.Layer],
+          dtype: tf.DType) -> tf.Tensor:
+  """The token at `cls_token_idx` of [batch, seq, hidden] (a [batch, hidden] input as is) in
+  `dtype`, then `dense` when given.
+
+  The heads take their input as it comes (no Keras autocast) and cast the one token: a float32
+  sequence output is not copied whole into bfloat16, nor its gradient back.
+  """
   x = features[:, cls_token_idx, :] if features.shape.rank == 3 else features
+  x = tf.cast(x, dtype)
   return dense(x) if dense is not None else x
 
 
@@ -133,7 +139,8 @@ class MultiClsHeads(tf_keras.layers.Layer):
   def __init__(self, inner_dim: int, cls_list: Sequence[Tuple[str, int]], cls_token_idx: int = 0,
                activation: Optional[str] = 'tanh', dropout_rate: float = 0.0,
                initializer: Any = 'glorot_uniform', **kwargs):
-    super().__init__(**kwargs)
+    kwargs.pop('autocast', None)
+    super().__init__(autocast=False, **kwargs)  # `_pool` casts the one token it reads
     names = [name for name, _ in cls_list]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
@@ -154,7 +161,7 @@ class MultiClsHeads(tf_keras.layers.Layer):
         for name, num_classes in self.cls_list]
 
   def call(self, features, only_project: bool = False, training=None):
-    x = _pool(features, self.cls_token_idx, self.dense)
+    x = _pool(features, self.cls_token_idx, self.dense, self.compute_dtype)
     if only_project:
       return x
     x = self.dropout(x, training=training)

@@ -52,7 +52,9 @@ class MaskedLM(tf_keras.layers.Layer):
                name: Optional[str] = None, vocab_size: Optional[int] = None,
                embedding_width: Optional[int] = None, use_bias: bool = True,
                norm_use_bias: bool = True, norm_epsilon: float = 1e-12, **kwargs):
-    super().__init__(name=name, **kwargs)
+    kwargs.pop('autocast', None)
+    # No Keras autocast of the whole sequence: `call` casts the gathered rows only.
+    super().__init__(name=name, autocast=False, **kwargs)
     if output not in ('logits', 'predictions'):
       raise ValueError(f'Unknown `output` value "{output}": MaskedLM output must be '
                        f"'logits' or 'predictions'")
@@ -90,6 +92,7 @@ class MaskedLM(tf_keras.layers.Layer):
     # Gather first: the transform then runs on [batch, num_predictions] rows, not the whole
     # sequence.
     gathered = tf.gather(sequence_data, tf.cast(masked_positions, tf.int32), batch_dims=1)
+    gathered = tf.cast(gathered, self.compute_dtype)
     hidden = self.layer_norm(self.dense(gathered))  # float32 LayerNorm
     table = tf.cast(self.embedding_table, self.compute_dtype)
     # One 2-D matmul against the transposed table (no batch matmul, no transposed copy of the

@@ -137,3 +137,35 @@ def test_bias_free_head_matches_numpy_erf_gelu_and_round_trips():
                                                 **options), [sequence, positions], (2, 3, 50))
   config = layers.MaskedLM.from_config(layer.get_config(), embedding_table=table).get_config()
   assert {k: config[k] for k in options} == options
+
+
+def _full_sequence_casts(layer_call, features):
+  """Cast ops whose output has the whole sequence's shape, in a traced forward + backward pass."""
+  @tf.function
+  def step(x):
+    with tf.GradientTape() as tape:
+      tape.watch(x)
+      total = tf.reduce_sum(tf.cast(layer_call(x), tf.float32))
+    return tape.gradient(total, x)
+
+  graph = step.get_concrete_function(tf.TensorSpec(features.shape, features.dtype)).graph
+  return [op.name for op in graph.get_operations() if op.type == 'Cast'
+          and op.outputs[0].shape.as_list() == features.shape.as_list()]
+
+
+def test_mixed_bfloat16_heads_cast_only_the_rows_they_read():
+  """A float32 sequence output is not cast whole to bfloat16 (nor its gradient back)."""
+  features = tf.random.normal([2, 8, 16])
+  tf_keras.mixed_precision.set_global_policy('mixed_bfloat16')
+  try:
+    masked = layers.MaskedLM(_table(), activation='gelu')
+    head = layers.ClassificationHead(inner_dim=4, num_classes=2)
+    heads = layers.MultiClsHeads(inner_dim=4, cls_list=[('a', 2)])
+    positions = tf.constant([[1, 2], [3, 4]])
+    calls = [lambda x: masked(x, positions), head, lambda x: heads(x)['a']]
+    found = [_full_sequence_casts(call, features) for call in calls]
+    logits = masked(features, positions)
+  finally:
+    tf_keras.mixed_precision.set_global_policy('float32')
+  assert found == [[], [], []]
+  assert logits.dtype == tf.bfloat16 and logits.shape == (2, 2, 50)
