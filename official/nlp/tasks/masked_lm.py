@@ -286,7 +286,8 @@ class MaskedLMTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
     return self._losses_and_predictions(inputs, outputs, metrics, aux_losses)
 
   def _step_metrics(self, metrics, inputs, outputs, predictions) -> None:
-    if predictions is None:
+    """`process_metrics`, given the loss's predictions unless a subclass redefines it."""
+    if predictions is None or type(self).process_metrics is not MaskedLMTask.process_metrics:
       self.process_metrics(metrics, inputs, outputs)
     else:
       self.process_metrics(metrics, inputs, outputs, mlm_predictions=predictions)

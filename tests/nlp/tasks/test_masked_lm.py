@@ -135,6 +135,19 @@ def test_train_step_calls_a_subclasss_build_losses():
   assert calls and metrics[0].count.numpy() > 0  # accuracy still updated, from the logits
 
 
+def test_train_step_calls_a_subclasss_process_metrics_without_keywords():
+  class OwnMetrics(masked_lm.MaskedLMTask):
+    def process_metrics(self, metrics, labels, model_outputs):  # no **kwargs
+      super().process_metrics(metrics, labels, model_outputs)
+
+  task = OwnMetrics(_tiny_config())
+  model = task.build_model()
+  batch = next(iter(task.build_inputs(task.task_config.train_data)))
+  metrics = task.build_metrics()
+  task.validation_step(batch, model, metrics)
+  assert metrics[0].count.numpy() > 0
+
+
 def test_evaluation_on_records_without_next_sentence_labels():
   """A model with a next-sentence head evaluates masked LM on single-segment records."""
   task = masked_lm.MaskedLMTask(_tiny_config())
