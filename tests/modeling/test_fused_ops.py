@@ -239,4 +239,3 @@ def test_kernels_inside_a_tf_function_with_unknown_batch():
   for batch in (2, 5):
     grad = step(tf.random.normal([batch, 8, 32], seed=batch))
     assert grad.shape == [batch, 8, 32] and np.isfinite(grad.numpy()).all()
-

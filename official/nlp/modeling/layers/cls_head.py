@@ -41,7 +41,6 @@ class ClassificationHead(tf_keras.layers.Layer):
   def __init__(self, inner_dim: int, num_classes: int, cls_token_idx: int = 0,
                activation: Optional[str] = 'tanh', dropout_rate: float = 0.0,
                initializer: Any = 'glorot_uniform', **kwargs):
-    kwargs.pop('autocast', None)
     super().__init__(autocast=False, **kwargs)  # `_pool` casts the one token it reads
     self.inner_dim = inner_dim
     self.num_classes = num_classes
@@ -139,7 +138,6 @@ class MultiClsHeads(tf_keras.layers.Layer):
   def __init__(self, inner_dim: int, cls_list: Sequence[Tuple[str, int]], cls_token_idx: int = 0,
                activation: Optional[str] = 'tanh', dropout_rate: float = 0.0,
                initializer: Any = 'glorot_uniform', **kwargs):
-    kwargs.pop('autocast', None)
     super().__init__(autocast=False, **kwargs)  # `_pool` casts the one token it reads
     names = [name for name, _ in cls_list]
     duplicates = sorted({n for n in names if names.count(n) > 1})

@@ -27,7 +27,6 @@ class FusedLayerNormalization(tf_keras.layers.LayerNormalization):
   """
 
   def __init__(self, **kwargs):
-    kwargs.pop('autocast', None)
     super().__init__(autocast=False, **kwargs)
 
   def call(self, inputs):

@@ -52,7 +52,6 @@ class MaskedLM(tf_keras.layers.Layer):
                name: Optional[str] = None, vocab_size: Optional[int] = None,
                embedding_width: Optional[int] = None, use_bias: bool = True,
                norm_use_bias: bool = True, norm_epsilon: float = 1e-12, **kwargs):
-    kwargs.pop('autocast', None)
     # No Keras autocast of the whole sequence: `call` casts the gathered rows only.
     super().__init__(name=name, autocast=False, **kwargs)
     if output not in ('logits', 'predictions'):

@@ -98,7 +98,7 @@ class _EncoderLayers:
         name='type_embeddings')
     self.add = tf_keras.layers.Add()
     self.norm = layers.FusedLayerNormalization(epsilon=1e-12, dtype=tf.float32,
-                                                   name='embeddings/layer_norm')
+                                               name='embeddings/layer_norm')
     self.dropout = layers.Dropout(config['output_dropout'], name='embedding_dropout')
     self.projection = None
     if width != hidden:
@@ -115,7 +115,7 @@ class _EncoderLayers:
     self.final_norm = None
     if config['norm_first']:
       self.final_norm = layers.FusedLayerNormalization(epsilon=1e-12, dtype=tf.float32,
-                                                           name='final_layer_norm')
+                                                       name='final_layer_norm')
     self.pooler = tf_keras.layers.Dense(hidden, activation='tanh', kernel_initializer=clone(),
                                         name='pooler_transform')
     self.document_ids = None

@@ -125,8 +125,8 @@ class ModernBertEncoder(encoder_family.EmbeddingAccessors, tf_keras.Model):
     word_embedding_layer = layers.OnDeviceEmbedding(
         vocab_size, hidden_size, initializer=clone(), name='word_embeddings')
     x = layers.FusedLayerNormalization(epsilon=norm_epsilon, center=False, dtype=tf.float32,
-                                           name='embeddings/layer_norm')(
-                                               word_embedding_layer(word_ids))
+                                       name='embeddings/layer_norm')(
+                                           word_embedding_layer(word_ids))
     x = layers.Dropout(dropout_rate, name='embedding_dropout')(x)
     document_ids = tf_keras.layers.Lambda(document_ids_from_positions,
                                           name='document_ids')(position_ids)
@@ -145,7 +145,7 @@ class ModernBertEncoder(encoder_family.EmbeddingAccessors, tf_keras.Model):
       x = block(x, mask, position_ids=position_ids, document_ids=document_ids)
       encoder_outputs.append(x)
     x = layers.FusedLayerNormalization(epsilon=norm_epsilon, center=False, dtype=tf.float32,
-                                           name='final_layer_norm')(x)
+                                       name='final_layer_norm')(x)
     encoder_outputs[-1] = x
     encoder_outputs = [tf.cast(output, tf.float32) for output in encoder_outputs]
     outputs = {'sequence_output': encoder_outputs[-1],
