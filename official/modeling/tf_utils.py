@@ -199,6 +199,11 @@ def sparse_softmax_cross_entropy_with_argmax(labels: tf.Tensor,
     (array([2.1269], dtype=float32), array([0], dtype=int32))
   """
   labels = tf.cast(labels, tf.int32)
+  logits = tf.convert_to_tensor(logits)
+  if (labels.shape.rank is not None and logits.shape.rank is not None
+      and not labels.shape.is_compatible_with(logits.shape[:-1])):
+    raise ValueError(f'sparse_softmax_cross_entropy: labels must have the shape of logits without '
+                     f'its last axis; found labels {labels.shape} and logits {logits.shape}')
   leading = tf.shape(labels)
   rows = tf.reshape(logits, [-1, tf.shape(logits)[-1]])
   loss, top = _cross_entropy_from_softmax(tf.reshape(labels, [-1]), rows)

@@ -121,6 +121,12 @@ def test_cross_entropy_argmax_is_tensorflows_first_maximum():
                              rtol=1e-6, atol=1e-6)
 
 
+def test_cross_entropy_names_labels_of_the_wrong_shape():
+  with pytest.raises(ValueError, match=r'labels must have the shape of logits without its last '
+                                       r'axis; found labels \(1, 1\) and logits \(2, 3\)'):
+    tf_utils.sparse_softmax_cross_entropy(tf.constant([[1]]), tf.zeros([2, 3]))
+
+
 def test_cross_entropy_gradient_is_in_the_dtype_of_bfloat16_logits():
   rng = np.random.default_rng(4)
   logits = tf.constant(rng.normal(scale=4.0, size=(6, 33)), tf.bfloat16)
