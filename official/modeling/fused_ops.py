@@ -529,6 +529,42 @@ def dropout_add_layer_norm(residual: tf.Tensor, branch: tf.Tensor, gamma: tf.Ten
   return _fused(residual, branch, gamma, beta)
 
 
+# ---- float32 bias add ------------------------------------------------------------------------
+_CAST_BIAS_ADD = _xla(lambda rows, bias: _cast(rows, tf.float32) + bias)
+
+
+def cast_bias_add(rows: tf.Tensor, bias: tf.Tensor) -> tf.Tensor:
+  """`float32(rows) + bias` in one pass (e.g. bfloat16 logits and a float32 output bias).
+
+  TensorFlow casts and adds in two passes over [rows, n]. The gradient of `rows` is the upstream
+  gradient cast back to the dtype of `rows`; the bias gradient is summed in float32 by a matmul
+  (`tf_utils.column_sums`).
+
+  Args:
+    rows: [rows, n], any float dtype.
+    bias: [n] (cast to float32).
+
+  Returns:
+    float32 [rows, n].
+
+  Example:
+    >>> cast_bias_add(tf.ones([1, 2], tf.bfloat16), tf.constant([0.001, 2.0])).numpy()
+    array([[1.001, 3.   ]], dtype=float32)
+  """
+  width = rows.shape[-1]
+  if rows.shape.rank != 2 or (width is not None and bias.shape.as_list() != [width]):
+    raise ValueError(f'cast_bias_add: rows must be 2-D [rows, n] and bias [n], found rows '
+                     f'{rows.shape} and bias {bias.shape}')
+
+  @tf.custom_gradient
+  def _fused(rows, bias):
+    def grad(d_out):
+      return tf.cast(d_out, rows.dtype), tf_utils.column_sums(d_out)
+    return _CAST_BIAS_ADD(rows, bias), grad
+
+  return _fused(rows, tf.cast(bias, tf.float32))
+
+
 # ---- LayerNorm ----------------------------------------------------------------------------------
 def _norm_forward(x, gamma, beta, epsilon: float, dtype):
   """(LayerNorm(x) in `dtype`, float32 row means and 1/std [rows, 1])."""

@@ -239,3 +239,26 @@ def test_kernels_inside_a_tf_function_with_unknown_batch():
   for batch in (2, 5):
     grad = step(tf.random.normal([batch, 8, 32], seed=batch))
     assert grad.shape == [batch, 8, 32] and np.isfinite(grad.numpy()).all()
+
+
+def test_cast_bias_add_matches_cast_then_add_values_and_gradients():
+  rng = np.random.default_rng(3)
+  rows = tf.constant(rng.normal(size=(5, 7)), tf.bfloat16)
+  bias = tf.constant(rng.normal(size=(7,)) * 1e-3 + 1.0, tf.float32)
+  upstream = tf.constant(rng.normal(size=(5, 7)), tf.float32)
+
+  def grads(add):
+    with tf.GradientTape() as tape:
+      tape.watch([rows, bias])
+      out = add(rows, bias)
+      total = tf.reduce_sum(out * upstream)
+    return (out,) + tuple(tape.gradient(total, [rows, bias]))
+
+  out, d_rows, d_bias = grads(fused_ops.cast_bias_add)
+  want, want_rows, want_bias = grads(lambda r, b: tf.cast(r, tf.float32) + b)
+  assert out.dtype == tf.float32 and d_rows.dtype == tf.bfloat16 and d_bias.dtype == tf.float32
+  np.testing.assert_allclose(out, want, rtol=1e-7)  # the bias is not rounded to bfloat16
+  np.testing.assert_allclose(tf.cast(d_rows, tf.float32), tf.cast(want_rows, tf.float32))
+  np.testing.assert_allclose(d_bias, want_bias, rtol=1e-5)
+  with pytest.raises(ValueError, match=r'rows must be 2-D .*\(5, 7\) and bias \(6,\)'):
+    fused_ops.cast_bias_add(rows, tf.ones([6]))

@@ -5,6 +5,7 @@ from typing import Any, Dict, Optional
 import tensorflow as tf
 import tf_keras
 
+from official.modeling import fused_ops
 from official.modeling import tf_utils
 from official.nlp.modeling.layers import fused_layer_norm
 
@@ -14,9 +15,7 @@ class MaskedLM(tf_keras.layers.Layer):
   """Gathers hidden states at the masked positions and scores them against the vocabulary.
 
   Computation: gather -> dense (embedding width) + activation -> LayerNorm -> matmul with the
-  embedding table transposed -> + bias [vocab]. The logits are in the compute dtype, as in Model
-  Garden (bfloat16 under mixed_bfloat16, the bias added in bfloat16 as part of the matmul; the
-  masked-LM loss takes its softmax in float32); `output='predictions'` is float32.
+  embedding table transposed -> + bias [vocab]. Logits are float32 under mixed precision.
   The defaults are BERT's (Model Garden's) head: dense and LayerNorm with biases, eps 1e-12;
   `use_bias=False, norm_use_bias=False, norm_epsilon=1e-5` is Hugging Face's ModernBERT head
   (`ModernBertPredictionHead` + decoder).
@@ -39,7 +38,7 @@ class MaskedLM(tf_keras.layers.Layer):
     sequence_data: [batch, seq, hidden]; masked_positions: int [batch, num_predictions].
 
   Returns:
-    [batch, num_predictions, vocab] logits in the compute dtype, or float32 log-probabilities.
+    [batch, num_predictions, vocab] float32.
 
   Example:
     >>> table = tf.Variable(tf.random.normal([50, 16]))
@@ -82,7 +81,7 @@ class MaskedLM(tf_keras.layers.Layer):
     self.layer_norm = fused_layer_norm.FusedLayerNormalization(
         axis=-1, epsilon=self.norm_epsilon, center=self.norm_use_bias, dtype=tf.float32,
         name='transform/LayerNorm')
-    # Not autocast: `call` casts it (a float32 variable under mixed precision).
+    # Not autocast: the bias is added to the float32 logits at full precision.
     self.bias = self.add_weight('output_bias/bias', shape=[self.vocab_size], initializer='zeros',
                                 experimental_autocast=False)
     super().build(input_shape)
@@ -99,15 +98,15 @@ class MaskedLM(tf_keras.layers.Layer):
     # intermediate. Faster on CPU than the equivalent einsum.
     rows = tf.reshape(tf.cast(hidden, self.compute_dtype), [-1, self.embedding_width])
     logits = tf.matmul(rows, table, transpose_b=True)
-    # In the compute dtype, fused with the matmul on CPU. A float32 copy of bfloat16 logits
-    # would cost more than it buys: the loss's gradient would come back in float32 only to be
-    # cast for the matmuls.
-    logits = tf_utils.bias_add(logits, tf.cast(self.bias, logits.dtype))
+    if logits.dtype == tf.float32:
+      logits = tf_utils.bias_add(logits, self.bias)  # fuses with the matmul
+    else:  # bfloat16/float16 logits: the cast and the float32 bias in one pass
+      logits = fused_ops.cast_bias_add(logits, self.bias)
     leading = [d if d is not None else tf.shape(gathered)[i]
                for i, d in enumerate(gathered.shape[:-1].as_list())]
     logits = tf.reshape(logits, leading + [self.vocab_size])
     if self.output_type == 'predictions':
-      return tf.nn.log_softmax(tf.cast(logits, tf.float32))
+      return tf.nn.log_softmax(logits)
     return logits
 
   def get_config(self) -> Dict[str, Any]:

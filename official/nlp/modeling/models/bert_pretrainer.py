@@ -72,11 +72,10 @@ class BertPretrainerV2(task_model.TaskStepsMixin, tf_keras.Model):
       in that order (`masked_lm_positions` optional).
 
   Returns:
-    dict: `mlm_logits` [batch, num_predictions, vocab] in the compute dtype (bfloat16 under
-    mixed_bfloat16, as in Model Garden; when `masked_lm_positions` is given), every output of
-    the encoder (`sequence_output`, `pooled_output`, `encoder_outputs`, ...), and one entry per
-    classification head by its name (e.g. `next_sentence` [batch, 2]); a head that returns a
-    dict (`layers.MultiClsHeads`) adds each of its entries instead.
+    dict: `mlm_logits` float32 [batch, num_predictions, vocab] (when `masked_lm_positions` is
+    given), every output of the encoder (`sequence_output`, `pooled_output`, `encoder_outputs`,
+    ...), and one entry per classification head by its name (e.g. `next_sentence` [batch, 2]); a
+    head that returns a dict (`layers.MultiClsHeads`) adds each of its entries instead.
 
   Attributes:
     inputs: symbolic inputs (`tf_keras.Input`), the encoder's `inputs` plus
@@ -162,9 +161,9 @@ class BertPretrainerV2(task_model.TaskStepsMixin, tf_keras.Model):
       outputs['sequence_output'] = sequence_output
     sequence_output = outputs['sequence_output']
     if 'masked_lm_positions' in inputs:
-      # In the compute dtype (Model Garden's): the loss takes its softmax in float32 and hands
-      # back a gradient in this dtype.
-      outputs['mlm_logits'] = self.masked_lm(sequence_output, inputs['masked_lm_positions'])
+      # float32 whatever the policy, so that the loss is computed in float32.
+      outputs['mlm_logits'] = tf.cast(
+          self.masked_lm(sequence_output, inputs['masked_lm_positions']), tf.float32)
     for head in self.classification_heads:
       head_outputs = head(sequence_output, training=training)
       if isinstance(head_outputs, Mapping):  # several problems in one head (MultiClsHeads)
