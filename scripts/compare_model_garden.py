@@ -176,6 +176,8 @@ def _summarize_run(run_dir: str) -> Dict[str, Any]:
   model_dir = os.path.join(run_dir, 'model')
   train = _events(os.path.join(model_dir, 'train'))
   rates = [v for _, v in train.get('steps_per_second', [])]
+  # The last training-loss summary (the mean over its loop of steps_per_loop steps).
+  row['train_loss_step'], row['training_loss'] = train.get('training_loss', [(None, None)])[-1]
   row['rate_source'] = 'summaries'
   if not rates:
     rates, row['rate_source'] = _log_rates(os.path.join(run_dir, 'train.log')), 'log'
@@ -263,7 +265,8 @@ def _summarize(run_dirs: List[str], json_path: str, settings: Optional[str] = No
       print(f'  {line}')
   mg_float32, mg_bfloat16 = _reference(rows, 'float32'), _reference(rows, 'bfloat16')
   header = ('variant', 'framework', 'dtype', 'xla', 'steps', 'steps/s', 'per run', 'vs MG fp32',
-            'vs MG bf16', 'eval MLM acc', 'vs MG fp32 (pts)', 'eval NSP acc', 'wall s',
+            'vs MG bf16', 'eval MLM acc', 'vs MG fp32 (pts)', 'eval MLM loss', 'eval NSP acc',
+            'train loss', 'wall s',
             'load 1m before/after')
   lines = []
   for r in rows:
@@ -286,7 +289,10 @@ def _summarize(run_dirs: List[str], json_path: str, settings: Optional[str] = No
                   _fmt(r['masked_lm_accuracy'], '.4f') +
                   (f' @{r["eval_step"]}' if r['eval_step'] else ''),
                   _fmt(r['mlm_accuracy_points_vs_mg_float32'], '+.2f'),
-                  _fmt(r['next_sentence_accuracy'], '.4f'), _fmt(r.get('wall_seconds'), '.0f'),
+                  _fmt(r['lm_example_loss'], '.3f'), _fmt(r['next_sentence_accuracy'], '.4f'),
+                  _fmt(r['training_loss'], '.3f') +
+                  (f' @{r["train_loss_step"]}' if r['train_loss_step'] else ''),
+                  _fmt(r.get('wall_seconds'), '.0f'),
                   f"{r.get('loadavg_before', '-').split(' ')[0]}/"
                   f"{r.get('loadavg_after', '-').split(' ')[0]}"))
   widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(header)]
@@ -297,8 +303,9 @@ def _summarize(run_dirs: List[str], json_path: str, settings: Optional[str] = No
   print('steps/s: per run, the median of its steps_per_second summaries (one per loop of '
         'steps_per_loop steps), the first left out (tracing/warm-up); per variant, the median of '
         'its runs ("per run", in order of rounds); "vs MG": ratios of steps/s; "(pts)": MLM '
-        "accuracy minus Model Garden float32's at the same step, in points; wall s and load: the "
-        'first run')
+        "accuracy minus Model Garden float32's at the same step, in points; eval MLM loss: "
+        "the last evaluation's lm_example_loss; train loss: the last training_loss summary (the "
+        'mean over its loop); wall s and load: the first run')
   report: Dict[str, Any] = {}
   if settings and os.path.exists(settings):
     with open(settings, encoding='utf-8') as f:

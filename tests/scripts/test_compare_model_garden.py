@@ -105,11 +105,14 @@ def _fake_run(run_dir, variant, framework, dtype, rates, accuracy, params, round
   with tf.summary.create_file_writer(os.path.join(model, 'train')).as_default():
     for i, rate in enumerate(rates):
       tf.summary.write('steps_per_second', tf.constant(rate), step=25 * (i + 1))
+      tf.summary.write('training_loss', tf.constant(10.0 - i - accuracy if accuracy else 9.0),
+                       step=25 * (i + 1))
   if accuracy is not None:
     with tf.summary.create_file_writer(os.path.join(model, 'validation')).as_default():
       tf.summary.write('masked_lm_accuracy', tf.constant(0.01), step=50)
       tf.summary.write('masked_lm_accuracy', tf.constant(accuracy), step=100)
       tf.summary.write('next_sentence_accuracy', tf.constant(0.5), step=100)
+      tf.summary.write('lm_example_loss', tf.constant(6.5), step=100)
   with open(os.path.join(model, 'params.yaml'), 'w', encoding='utf-8') as f:
     yaml.safe_dump(params, f)
 
@@ -137,10 +140,15 @@ def test_summarize_medians_accuracy_speedup_and_config_differences(tmp_path, cap
   assert ours['mlm_accuracy_points_vs_mg_float32'] == pytest.approx(0.75)
   assert (mg['eval_step'], mg['masked_lm_accuracy']) == (100, pytest.approx(0.25))
   assert ours['next_sentence_accuracy'] == pytest.approx(0.5)
+  assert ours['lm_example_loss'] == pytest.approx(6.5)
+  # The last of the loop summaries: 10 - 2 - 0.2575 at step 75, 10 - 3 - 0.25 at step 100.
+  assert (ours['train_loss_step'], ours['training_loss']) == (75, pytest.approx(7.7425))
+  assert (mg['train_loss_step'], mg['training_loss']) == (100, pytest.approx(6.75))
   assert result['config_differences'] == [
       'task.train_data.shuffle_buffer_size: model_garden=100 mlm_garden=1000']
   assert ('ours-best' in printed and '2.25x' in printed and '0.2575 @100' in printed
-          and '+0.75' in printed)
+          and '+0.75' in printed and f"{ours['training_loss']:.3f} @75" in printed
+          and '6.500' in printed)
 
 
 def test_summarize_takes_the_median_over_speed_rounds(tmp_path):
