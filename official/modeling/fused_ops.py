@@ -30,7 +30,7 @@ Example:
 
 import functools
 import math
-from typing import Optional
+from typing import Optional, Tuple
 
 import tensorflow as tf
 
@@ -561,6 +561,96 @@ def cast_bias_add(rows: tf.Tensor, bias: tf.Tensor) -> tf.Tensor:
     def grad(d_out):
       return tf.cast(d_out, rows.dtype), tf_utils.column_sums(d_out)
     return _CAST_BIAS_ADD(rows, bias), grad
+
+  bias = tf.cast(bias, tf.float32)
+  return _mark(_fused(rows, bias), rows, bias)
+
+
+# ---- masked-LM cross-entropy on cast_bias_add's inputs ------------------------------------------
+# `cast_bias_add` marks its output with its inputs, so that a loss can read the bfloat16 rows and
+# the float32 bias instead of the float32 logits (`biased_rows`).
+_BIASED_ROWS = '_fused_ops_biased_rows'
+
+
+def _mark(logits: tf.Tensor, rows: tf.Tensor, bias: tf.Tensor) -> tf.Tensor:
+  setattr(logits, _BIASED_ROWS, (rows, bias))
+  return logits
+
+
+def biased_rows(logits: tf.Tensor):
+  """(rows, bias) when `logits` is `reshape_marked` of `cast_bias_add(rows, bias)`, else None."""
+  return getattr(logits, _BIASED_ROWS, None)
+
+
+def reshape_marked(logits: tf.Tensor, shape) -> tf.Tensor:
+  """`tf.reshape(logits, shape)`, keeping the mark of `cast_bias_add` (see `biased_rows`)."""
+  source = biased_rows(logits)
+  reshaped = tf.reshape(logits, shape)
+  return _mark(reshaped, *source) if source is not None else reshaped
+
+
+def _biased_cross_entropy_forward(rows, bias, labels):
+  """Per row of x = float32(rows) + bias: (-log softmax(x)[label], argmax(x), log-sum-exp(x)).
+
+  Reductions over `rows` with x recomputed, never written: the maximum, its first index (the
+  least index where x equals it) and sum(exp(x - max)).
+  """
+  x = _cast(rows, tf.float32) + bias
+  width = tf.shape(x)[-1]
+  row_max = tf.reduce_max(_fold(x, tf.maximum), axis=-1, keepdims=True)
+  top = tf.reduce_min(_fold(tf.where(tf.equal(x, row_max), tf.range(width)[None, :], width),
+                            tf.minimum), axis=-1)
+  log_sum_exp = row_max + tf.math.log(_row_sum(tf.exp(x - row_max)))
+  picked = (_cast(tf.gather(rows, labels[:, None], batch_dims=1), tf.float32)
+            + tf.gather(bias, labels)[:, None])
+  return (log_sum_exp - picked)[:, 0], top, log_sum_exp
+
+
+def _biased_cross_entropy_backward(rows, bias, labels, log_sum_exp, d_loss):
+  """(softmax(x) - one_hot(label)) * d_loss per row, in the dtype of `rows` (x recomputed)."""
+  x = _cast(rows, tf.float32) + bias
+  hit = tf.equal(tf.range(tf.shape(x)[-1])[None, :], labels[:, None])
+  return _cast((tf.exp(x - log_sum_exp) - tf.cast(hit, tf.float32)) * d_loss[:, None], rows.dtype)
+
+
+_BIASED_CROSS_ENTROPY_FORWARD = _xla(_biased_cross_entropy_forward)
+_BIASED_CROSS_ENTROPY_BACKWARD = _xla(_biased_cross_entropy_backward)
+
+
+def biased_cross_entropy_with_argmax(labels: tf.Tensor, rows: tf.Tensor,
+                                     bias: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
+  """Cross-entropy and argmax per row of the logits `float32(rows) + bias`, never written.
+
+  `tf_utils.sparse_softmax_cross_entropy_with_argmax(labels, cast_bias_add(rows, bias))` without
+  the float32 logits: the forward pass reads the bfloat16 rows twice, the backward pass once and
+  writes the rows' gradient in their dtype (no float32 [rows, vocabulary] tensor either way). The
+  bias gradient is the column sums of the rows' gradient (`tf_utils.column_sums`, rounded to the
+  rows' dtype once).
+
+  Args:
+    labels: int [rows] class ids in [0, n).
+    rows: [rows, n], any float dtype (e.g. bfloat16 logits without their bias).
+    bias: float32 [n].
+
+  Returns:
+    (float32 [rows] losses, int32 [rows] first indices of the row maxima).
+
+  Example:
+    >>> loss, top = biased_cross_entropy_with_argmax(
+    ...     tf.constant([1]), tf.constant([[2.0, 0.0]], tf.bfloat16), tf.constant([0.0, 1.0]))
+    >>> loss.numpy().round(4), top.numpy()
+    (array([1.3133], dtype=float32), array([0], dtype=int32))
+  """
+  labels = tf.cast(labels, tf.int32)
+
+  @tf.custom_gradient
+  def _fused(rows, bias):
+    loss, top, log_sum_exp = _BIASED_CROSS_ENTROPY_FORWARD(rows, bias, labels)
+
+    def grad(d_loss, unused_d_top):
+      d_rows = _BIASED_CROSS_ENTROPY_BACKWARD(rows, bias, labels, log_sum_exp, d_loss)
+      return d_rows, tf.cast(tf_utils.column_sums(d_rows), bias.dtype)
+    return (loss, top), grad
 
   return _fused(rows, tf.cast(bias, tf.float32))
 

@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 
 from official.modeling import fused_ops
+from official.modeling import tf_utils
 
 SEED = tf.constant([123, 456], tf.uint32)
 
@@ -262,3 +263,61 @@ def test_cast_bias_add_matches_cast_then_add_values_and_gradients():
   np.testing.assert_allclose(d_bias, want_bias, rtol=1e-5)
   with pytest.raises(ValueError, match=r'rows must be 2-D .*\(5, 7\) and bias \(6,\)'):
     fused_ops.cast_bias_add(rows, tf.ones([6]))
+
+
+def _loss_and_grads(loss_fn, rows, bias, weights):
+  """(losses, argmax, d rows, d bias) of sum(loss_fn(rows, bias)[0] * weights)."""
+  with tf.GradientTape() as tape:
+    tape.watch([rows, bias])
+    loss, top = loss_fn(rows, bias)
+    total = tf.reduce_sum(loss * weights)
+  return (loss, top) + tuple(tape.gradient(total, [rows, bias]))
+
+
+@pytest.mark.parametrize('width', [2, 37, 4096])  # 4096 is folded; 37 is not
+@pytest.mark.parametrize('compiled', [False, True])
+def test_biased_cross_entropy_matches_loss_on_cast_bias_add(width, compiled):
+  rng = np.random.default_rng(width)
+  rows = tf.constant(rng.normal(size=(9, width)) * 4, tf.bfloat16)
+  rows = tf.tensor_scatter_nd_update(  # ties: row 0's maximum at columns 0 and 1 (the first wins)
+      rows, [[0, 0], [0, 1]], tf.constant([40.0, 40.0], tf.bfloat16))
+  bias = tf.constant(np.r_[0.0, 0.0, rng.normal(size=width - 2) * 0.1], tf.float32)
+  labels = tf.constant(rng.integers(0, width, size=9), tf.int32)
+  weights = tf.constant(rng.uniform(size=9), tf.float32)
+  run = tf.function if compiled else lambda f: f
+  fused = run(lambda: _loss_and_grads(
+      lambda r, b: fused_ops.biased_cross_entropy_with_argmax(labels, r, b), rows, bias, weights))()
+  plain = run(lambda: _loss_and_grads(
+      lambda r, b: tf_utils.sparse_softmax_cross_entropy_with_argmax(
+          labels, fused_ops.cast_bias_add(r, b)), rows, bias, weights))()
+  loss, top, d_rows, d_bias = fused
+  want_loss, want_top, want_rows, want_bias = plain
+  assert (loss.dtype, top.dtype, d_rows.dtype, d_bias.dtype) == (
+      tf.float32, tf.int32, tf.bfloat16, tf.float32)
+  np.testing.assert_allclose(loss, want_loss, rtol=1e-5, atol=1e-5)
+  np.testing.assert_array_equal(top, want_top)
+  assert top[0] == 0
+  # The rows' gradient is the float32 one rounded to bfloat16 once: equal up to one bfloat16 step
+  # where the two float32 softmaxes round differently.
+  as_float = lambda t: tf.cast(t, tf.float32).numpy()
+  np.testing.assert_allclose(as_float(d_rows), as_float(want_rows), rtol=2 ** -7, atol=1e-7)
+  # The bias gradient: the column sums of the bfloat16 rows' gradient (float32 accumulation, the
+  # sum rounded to bfloat16), so against the float32 one each column is off by at most a bfloat16
+  # rounding of each term and of the sum.
+  ours = as_float(d_rows).astype(np.float64)
+  np.testing.assert_allclose(d_bias, ours.sum(0), rtol=2 ** -8, atol=1e-7)
+  bound = 2 ** -8 * (np.abs(ours).sum(0) + np.abs(as_float(want_bias)))
+  assert (np.abs(as_float(d_bias) - as_float(want_bias)) <= bound).all()
+
+
+def test_biased_rows_marks_cast_bias_add_and_survives_reshape_marked():
+  rows, bias = tf.ones([6, 3], tf.bfloat16), tf.zeros([3])
+  logits = fused_ops.cast_bias_add(rows, bias)
+  source = fused_ops.biased_rows(logits)
+  assert source is not None and source[0] is rows and source[1].dtype == tf.float32
+  reshaped = fused_ops.reshape_marked(logits, [2, 3, 3])
+  assert reshaped.shape == [2, 3, 3] and fused_ops.biased_rows(reshaped)[0] is rows
+  # Any other op makes a tensor without the mark.
+  assert fused_ops.biased_rows(logits * 1.0) is None
+  assert fused_ops.biased_rows(tf.reshape(logits, [2, 3, 3])) is None
+  assert fused_ops.reshape_marked(tf.ones([6, 3]), [18]).shape == [18]

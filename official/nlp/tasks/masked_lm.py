@@ -18,7 +18,7 @@ Example:
 
 import dataclasses
 import logging
-from typing import Dict, List, Mapping, Optional
+from typing import Dict, List, Mapping, Optional, Tuple
 
 import tensorflow as tf
 import tf_keras
@@ -27,6 +27,7 @@ from official.core import base_task
 from official.core import checkpointing
 from official.core import task_factory
 from official.modeling import checkpoint_compat
+from official.modeling import fused_ops
 from official.modeling import hyperparams
 from official.modeling import tf_utils
 from official.nlp.configs import bert
@@ -109,12 +110,42 @@ def masked_lm_loss(labels: tf.Tensor, logits: tf.Tensor, weights: tf.Tensor) -> 
   return tf_utils.sparse_softmax_cross_entropy(labels, logits)
 
 
+def cross_entropy_with_argmax(labels: tf.Tensor,
+                              logits: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
+  """Per-position masked-LM cross-entropy and argmax ids, as the task's train and eval steps take them.
+
+  `tf_utils.sparse_softmax_cross_entropy_with_argmax(labels, logits)`, except when `logits` is the
+  unchanged `mlm_logits` output of a `layers.MaskedLM` under bfloat16/float16: then the loss reads
+  the head's reduced-precision rows and float32 bias (`fused_ops.biased_cross_entropy_with_argmax`)
+  instead of the float32 logits, and the gradient goes to those (so a tape sees no gradient of the
+  loss with respect to `logits` itself). Same values up to float rounding.
+
+  Args:
+    labels: int [batch, predictions] true ids.
+    logits: float [batch, predictions, vocab].
+
+  Returns:
+    (float32 [batch, predictions] losses, int32 [batch, predictions] predicted ids).
+  """
+  source = fused_ops.biased_rows(logits)
+  if source is None:
+    return tf_utils.sparse_softmax_cross_entropy_with_argmax(labels, logits)
+  rows, bias = source
+  labels = tf.cast(labels, tf.int32)
+  if labels.shape.rank is not None and not labels.shape.is_compatible_with(logits.shape[:-1]):
+    raise ValueError(f'cross_entropy_with_argmax: labels must have the shape of logits without '
+                     f'its last axis; found labels {labels.shape} and logits {logits.shape}')
+  loss, top = fused_ops.biased_cross_entropy_with_argmax(tf.reshape(labels, [-1]), rows, bias)
+  leading = tf.shape(labels)
+  return tf.reshape(loss, leading), tf.reshape(top, leading)
+
+
 def update_accuracy(metric: tf_keras.metrics.Metric, labels: tf.Tensor, predictions: tf.Tensor,
                     weights: tf.Tensor) -> None:
   """Updates a `SparseCategoricalAccuracy` from predicted ids instead of logits.
 
   Its own `update_state` takes the argmax of [batch, predictions, vocab] logits: a pass over the
-  vocabulary that the loss (`tf_utils.sparse_softmax_cross_entropy_with_argmax`) has already made.
+  vocabulary that the loss (`cross_entropy_with_argmax`) has already made.
 
   Args:
     metric: a `tf_keras.metrics.SparseCategoricalAccuracy`.
@@ -260,8 +291,8 @@ class MaskedLMTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
     """(`build_losses`'s total, int32 [batch, predictions] masked-LM argmax ids)."""
     metrics = {metric.name: metric for metric in metrics or []}
     weights = tf.cast(labels['masked_lm_weights'], tf.float32)
-    per_position, predictions = tf_utils.sparse_softmax_cross_entropy_with_argmax(
-        labels['masked_lm_ids'], model_outputs['mlm_logits'])
+    per_position, predictions = cross_entropy_with_argmax(labels['masked_lm_ids'],
+                                                          model_outputs['mlm_logits'])
     mlm_loss = tf.math.divide_no_nan(tf.reduce_sum(per_position * weights), tf.reduce_sum(weights))
     if 'lm_example_loss' in metrics:
       metrics['lm_example_loss'].update_state(mlm_loss)

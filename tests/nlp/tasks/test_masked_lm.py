@@ -8,6 +8,7 @@ import tensorflow as tf
 import tf_keras
 
 from official.core import config_definitions
+from official.modeling import fused_ops
 from official.modeling import hyperparams
 from official.modeling import tf_utils
 from official.nlp.configs import bert
@@ -255,6 +256,63 @@ def test_xla_and_plain_train_steps_give_the_same_loss_and_update(dtype):
   np.testing.assert_allclose(xla_loss, plain_loss, rtol=tolerance)
   for plain, xla in zip(plain_weights, xla_weights):
     np.testing.assert_allclose(xla, plain, rtol=tolerance, atol=tolerance)
+
+
+def test_bfloat16_loss_reads_the_heads_rows_and_bias_with_the_same_step(monkeypatch):
+  """Under mixed_bfloat16 the loss takes the head's bfloat16 rows and float32 bias (the float32
+  logits are not read); the step's loss, metrics and update are the generic loss's."""
+  task = masked_lm.MaskedLMTask(_tiny_config())
+  batch = next(iter(task.build_inputs(task.task_config.train_data)))
+  results, fused_calls = [], []
+  generic = lambda labels, logits: tf_utils.sparse_softmax_cross_entropy_with_argmax(labels, logits)
+  fused = fused_ops.biased_cross_entropy_with_argmax
+  monkeypatch.setattr(fused_ops, 'biased_cross_entropy_with_argmax',
+                      lambda *args: fused_calls.append(args[1].dtype) or fused(*args))
+  try:
+    tf_keras.mixed_precision.set_global_policy('mixed_bfloat16')
+    for loss_fn in (masked_lm.cross_entropy_with_argmax, generic):
+      monkeypatch.setattr(masked_lm, 'cross_entropy_with_argmax', loss_fn)
+      tf_keras.utils.set_random_seed(0)
+      model, metrics = task.build_model(), task.build_metrics()
+      optimizer = tf_keras.optimizers.SGD(0.1)
+
+      @tf.function
+      def step(inputs, model=model, optimizer=optimizer, metrics=metrics):
+        return task.train_step(inputs, model, optimizer, metrics)
+
+      logs = step(batch)
+      if not results:  # traced with the fused loss, on bfloat16 rows
+        assert fused_calls and set(fused_calls) == {tf.bfloat16}
+        fused_calls.clear()
+      results.append((float(logs['loss']), {m.name: float(m.result()) for m in metrics},
+                      [v.numpy() for v in model.trainable_variables]))
+  finally:
+    tf_keras.mixed_precision.set_global_policy('float32')
+  assert not fused_calls  # the generic loss's run
+  (loss, metric_values, weights), (want_loss, want_metrics, want_weights) = results
+  np.testing.assert_allclose(loss, want_loss, rtol=1e-5)
+  assert metric_values.keys() == want_metrics.keys()
+  for name, value in metric_values.items():
+    np.testing.assert_allclose(value, want_metrics[name], rtol=1e-5, err_msg=name)
+  for got, want in zip(weights, want_weights):
+    np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
+
+
+def test_cross_entropy_with_argmax_falls_back_and_checks_shapes():
+  labels, outputs = _labels_and_outputs()
+  logits = tf.constant(outputs['mlm_logits'])  # not a head's output: the generic loss
+  loss, top = masked_lm.cross_entropy_with_argmax(labels['masked_lm_ids'], logits)
+  np.testing.assert_allclose(loss, _numpy_losses(labels, outputs)[2], rtol=1e-5)
+  np.testing.assert_array_equal(top, outputs['mlm_logits'].argmax(-1))
+  rows = tf.zeros([12, VOCAB], tf.bfloat16)
+  marked = fused_ops.reshape_marked(fused_ops.cast_bias_add(rows, tf.zeros([VOCAB])),
+                                    [3, 4, VOCAB])
+  loss, top = masked_lm.cross_entropy_with_argmax(labels['masked_lm_ids'], marked)
+  np.testing.assert_allclose(loss, np.full([3, 4], np.log(VOCAB)), rtol=1e-6)
+  np.testing.assert_array_equal(top, np.zeros([3, 4]))
+  with pytest.raises(ValueError, match=r'labels must have the shape of logits without its last '
+                     r'axis; found labels \(4, 3\) and logits \(3, 4, 50\)'):
+    masked_lm.cross_entropy_with_argmax(tf.zeros([4, 3], tf.int32), marked)
 
 
 def test_keras_compile_fit_trains_the_masked_lm_loss():

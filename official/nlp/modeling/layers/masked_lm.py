@@ -104,7 +104,8 @@ class MaskedLM(tf_keras.layers.Layer):
       logits = fused_ops.cast_bias_add(logits, self.bias)
     leading = [d if d is not None else tf.shape(gathered)[i]
                for i, d in enumerate(gathered.shape[:-1].as_list())]
-    logits = tf.reshape(logits, leading + [self.vocab_size])
+    # Keeps cast_bias_add's mark: the masked-LM task's loss reads its bfloat16 rows and bias.
+    logits = fused_ops.reshape_marked(logits, leading + [self.vocab_size])
     if self.output_type == 'predictions':
       return tf.nn.log_softmax(logits)
     return logits
