@@ -112,7 +112,7 @@ def masked_lm_loss(labels: tf.Tensor, logits: tf.Tensor, weights: tf.Tensor) -> 
 
 def cross_entropy_with_argmax(labels: tf.Tensor,
                               logits: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
-  """Per-position masked-LM cross-entropy and argmax ids, as the task's train and eval steps take them.
+  """Per-position masked-LM cross-entropy and argmax ids, as the task's train and eval steps use.
 
   `tf_utils.sparse_softmax_cross_entropy_with_argmax(labels, logits)`, except when `logits` is the
   unchanged `mlm_logits` output of a `layers.MaskedLM` under bfloat16/float16: then the loss reads
