@@ -230,6 +230,55 @@ def geglu(x: tf.Tensor, approximate: bool = False) -> tf.Tensor:
   return _unary(_GEGLU_FORWARD[approximate], _GEGLU_BACKWARD[approximate], x)
 
 
+def _gated_gelu_forward(inner, gate, approximate: bool):
+  product = _gelu_forward(_cast(inner, tf.float32), approximate) * _cast(gate, tf.float32)
+  return _cast(product, inner.dtype)
+
+
+def _gated_gelu_backward(inner, gate, dy, approximate: bool):
+  inner_f, gate_f, dy = _cast(inner, tf.float32), _cast(gate, tf.float32), _cast(dy, tf.float32)
+  d_inner = _gelu_backward(inner_f, dy * gate_f, approximate)
+  d_gate = dy * _gelu_forward(inner_f, approximate)
+  return _cast(d_inner, inner.dtype), _cast(d_gate, gate.dtype)
+
+
+_GATED_GELU_FORWARD = {a: _xla(functools.partial(_gated_gelu_forward, approximate=a))
+                       for a in (True, False)}
+_GATED_GELU_BACKWARD = {a: _xla(functools.partial(_gated_gelu_backward, approximate=a))
+                        for a in (True, False)}
+
+
+def gated_gelu(inner: tf.Tensor, gate: tf.Tensor, approximate: bool = False) -> tf.Tensor:
+  """GELU(inner) * gate as one fused kernel each way: `geglu` on separate halves.
+
+  With the halves as two tensors (e.g. from two matmuls against the two halves of one kernel), the
+  backward kernel writes the two gradients as they are; `geglu`'s writes them joined into one
+  [..., 2 * width] tensor, which XLA:CPU does about 1.9x slower ([4096, 1344] bfloat16: 5.1 ms
+  against 2.7 ms on 2 cores of an AMD EPYC).
+
+  Args:
+    inner, gate: [..., width], the same shape and float dtype.
+    approximate: tanh GELU, or the exact erf form (ModernBERT's).
+
+  Returns:
+    [..., width] in the dtype of `inner`.
+
+  Example:
+    >>> gated_gelu(tf.constant([[1.0]]), tf.constant([[2.0]])).numpy().round(4)
+    array([[1.6827]], dtype=float32)
+  """
+  if inner.shape.is_fully_defined() and gate.shape.is_fully_defined() and inner.shape != gate.shape:
+    raise ValueError(f'gated_gelu: inner and gate must have one shape, found {inner.shape} and '
+                     f'{gate.shape}')
+  forward, backward = _GATED_GELU_FORWARD[approximate], _GATED_GELU_BACKWARD[approximate]
+
+  @tf.custom_gradient
+  def _fused(inner, gate):
+    return forward(inner, gate), lambda dy: backward(inner, gate, dy)
+
+  return _fused(inner, gate)
+
+
 # ---- rotary position embeddings ------------------------------------------------------------
 def _rotate_half(x, sign: float):
   """[x1, x2] -> [-x2, x1] (sign 1) or its transpose [x2, -x1] (sign -1), on the last axis."""

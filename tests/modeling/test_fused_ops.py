@@ -62,6 +62,28 @@ def test_geglu_matches_gelu_of_the_first_half_times_the_second(approximate):
   np.testing.assert_allclose(tf.cast(half, tf.float32), plain(x), atol=0.1, rtol=3e-2)
 
 
+@pytest.mark.parametrize('approximate', [False, True])
+def test_gated_gelu_equals_geglu_on_the_joined_halves(approximate):
+  inner = tf.random.normal([4, 6, 24], seed=34) * 2.0
+  gate = tf.random.normal([4, 6, 24], seed=35)
+  upstream = tf.random.normal([4, 6, 24], seed=36)
+  _assert_same(lambda i, g: fused_ops.gated_gelu(i, g, approximate),
+               lambda i, g: tf.nn.gelu(i, approximate=approximate) * g, [inner, gate], upstream,
+               atol=5e-5)
+  # In bfloat16, the same values and gradients as geglu (the same float32 math, one rounding).
+  joined = tf.cast(tf.concat([inner, gate], -1), tf.bfloat16)
+  halves = tf.split(joined, 2, axis=-1)
+  _, want = _value_and_grads(lambda x: fused_ops.geglu(x, approximate), [joined], upstream)
+  got_value, got = _value_and_grads(lambda i, g: fused_ops.gated_gelu(i, g, approximate),
+                                    halves, upstream)
+  np.testing.assert_array_equal(np.concatenate(got, -1), want[0])
+  np.testing.assert_array_equal(
+      got_value, tf.cast(fused_ops.geglu(joined, approximate), tf.float32).numpy())
+  with pytest.raises(ValueError, match=r'inner and gate must have one shape, found \(2, 3\) and '
+                     r'\(2, 4\)'):
+    fused_ops.gated_gelu(tf.ones([2, 3]), tf.ones([2, 4]))
+
+
 def test_rotary_matches_apply_rotary_and_its_gradient():
   from official.nlp.modeling.layers import rotary_embedding  # pylint: disable=g-import-not-at-top
   x = tf.random.normal([2, 3, 7, 8], seed=32)

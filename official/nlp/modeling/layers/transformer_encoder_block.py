@@ -268,23 +268,35 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
     rows = tf.reshape(x, [-1, int(x.shape[-1])])
     for layer, activate in ((self._intermediate_dense, True), (self._output_dense, False)):
       _build_like(layer, [None, int(rows.shape[-1])])
-      rows = tf.matmul(rows, tf.cast(layer.kernel, dtype))
-      if layer.use_bias:
-        rows = tf_utils.bias_add(rows, tf.cast(layer.bias, dtype))
-      if activate:
-        if self.gated_inner and self.inner_activation in _FUSED_GELU:  # one kernel each way
-          rows = fused_ops.geglu(rows, approximate=self.inner_activation == 'gelu')
-        elif self.gated_inner:  # HF's `input, gate = Wi(x).chunk(2)`: the input half first
+      if activate and self.gated_inner and self.inner_activation in _FUSED_GELU:
+        rows = self._gated_gelu(layer, rows)  # two matmuls and GeGLU's one kernel each way
+      else:
+        rows = tf.matmul(rows, tf.cast(layer.kernel, dtype))
+        if layer.use_bias:
+          rows = tf_utils.bias_add(rows, tf.cast(layer.bias, dtype))
+        if activate and self.gated_inner:  # HF's `input, gate = Wi(x).chunk(2)`: input first
           inner, gate = tf.split(rows, 2, axis=-1)
           rows = tf.cast(self._intermediate_activation_layer(inner), dtype) * gate
-        else:
+        elif activate:
           rows = tf.cast(self._intermediate_activation_layer(rows), dtype)
-        if self.inner_dropout:
-          rows = self._inner_dropout_layer(rows, training=training)
+      if activate and self.inner_dropout:
+        rows = self._inner_dropout_layer(rows, training=training)
     width = self._output_dense.units
     shape = (tf.shape(x) if width == x.shape[-1]
              else tf.concat([tf.shape(x)[:-1], [width]], axis=0))
     return tf.reshape(rows, shape)
+
+  def _gated_gelu(self, layer, rows):
+    """GELU(rows @ kernel's input half) * (rows @ kernel's gate half), biases added, on 2-D rows.
+
+    Two matmuls against the halves of the one kernel (HF's `input, gate = Wi(x).chunk(2)`) feed
+    `fused_ops.gated_gelu`, whose backward kernel then writes the two gradients separately."""
+    dtype = rows.dtype
+    halves = tf.split(tf.cast(layer.kernel, dtype), 2, axis=-1)
+    biases = tf.split(tf.cast(layer.bias, dtype), 2) if layer.use_bias else (None, None)
+    inner, gate = [tf_utils.bias_add(tf.matmul(rows, kernel), bias) if bias is not None
+                   else tf.matmul(rows, kernel) for kernel, bias in zip(halves, biases)]
+    return fused_ops.gated_gelu(inner, gate, approximate=self.inner_activation == 'gelu')
 
   def _feed_forward_layers(self, x, training=None):
     """`_feed_forward` as calls of the sub-layers (for Keras symbolic inputs)."""

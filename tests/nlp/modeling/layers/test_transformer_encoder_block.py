@@ -56,20 +56,25 @@ def test_a_pre_ln_norm_of_another_width_raises_tensorflows_error():
 
 
 @pytest.mark.parametrize('activation', ['gelu', 'exact_gelu'])
-def test_gated_feed_forward_runs_the_fused_geglu(monkeypatch, activation):
-  """A gated block with a GELU computes `GELU(input half) * gate` as `fused_ops.geglu` with the
-  block's approximation, the same values as the split form with the activation layer."""
+def test_gated_feed_forward_runs_the_fused_gated_gelu(monkeypatch, activation):
+  """A gated block with a GELU computes `GELU(input half) * gate` as `fused_ops.gated_gelu` of
+  the matmuls against the kernel's two halves, with the block's approximation: the same values as
+  the split form with the activation layer."""
   from official.modeling import fused_ops  # pylint: disable=g-import-not-at-top
   block = layers.TransformerEncoderBlock(
       num_attention_heads=2, inner_dim=8, inner_activation=activation, gated_inner=True,
       kernel_initializer=tf_keras.initializers.RandomNormal(stddev=0.3, seed=2))
   x = tf.random.normal([2, 5, 16], seed=3)
+  block(x)
+  bias = block._intermediate_dense.bias  # pylint: disable=protected-access
+  bias.assign(tf.random.normal(bias.shape, seed=4))  # the halves of the bias go with the kernel's
   fused = block(x).numpy()
   calls = []
-  monkeypatch.setattr(fused_ops, 'geglu', lambda x, approximate: calls.append(approximate) or (
-      block._intermediate_activation_layer(x[..., :8]) * x[..., 8:]))  # pylint: disable=protected-access
+  monkeypatch.setattr(fused_ops, 'gated_gelu', lambda inner, gate, approximate: calls.append(
+      (inner.shape, gate.shape, approximate)) or (
+          block._intermediate_activation_layer(inner) * gate))  # pylint: disable=protected-access
   split = block(x).numpy()
-  assert calls == [activation == 'gelu']
+  assert calls == [([10, 8], [10, 8], activation == 'gelu')]
   np.testing.assert_allclose(fused, split, atol=2e-5)
 
 
