@@ -115,10 +115,11 @@ def cross_entropy_with_argmax(labels: tf.Tensor,
   """Per-position masked-LM cross-entropy and argmax ids, as the task's train and eval steps use.
 
   `tf_utils.sparse_softmax_cross_entropy_with_argmax(labels, logits)`, except when `logits` is the
-  unchanged `mlm_logits` output of a `layers.MaskedLM` under bfloat16/float16: then the loss reads
-  the head's reduced-precision rows and float32 bias (`fused_ops.biased_cross_entropy_with_argmax`)
-  instead of the float32 logits, and the gradient goes to those (so a tape sees no gradient of the
-  loss with respect to `logits` itself). Same values up to float rounding.
+  unchanged `mlm_logits` output of a `layers.MaskedLM` under bfloat16: then the loss reads the
+  head's bfloat16 rows and float32 bias (`fused_ops.biased_cross_entropy_with_argmax`) instead of
+  the float32 logits, and the gradient goes to those (so a tape sees no gradient of the loss with
+  respect to `logits` itself). Same values up to float rounding. (float16 keeps the float32 logits:
+  its narrow range would be the bias gradient's, summed in float16, under loss scaling.)
 
   Args:
     labels: int [batch, predictions] true ids.
@@ -128,7 +129,7 @@ def cross_entropy_with_argmax(labels: tf.Tensor,
     (float32 [batch, predictions] losses, int32 [batch, predictions] predicted ids).
   """
   source = fused_ops.biased_rows(logits)
-  if source is None:
+  if source is None or source[0].dtype != tf.bfloat16:
     return tf_utils.sparse_softmax_cross_entropy_with_argmax(labels, logits)
   rows, bias = source
   labels = tf.cast(labels, tf.int32)

@@ -298,7 +298,7 @@ def test_bfloat16_loss_reads_the_heads_rows_and_bias_with_the_same_step(monkeypa
     np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
 
 
-def test_cross_entropy_with_argmax_falls_back_and_checks_shapes():
+def test_cross_entropy_with_argmax_falls_back_and_checks_shapes(monkeypatch):
   labels, outputs = _labels_and_outputs()
   logits = tf.constant(outputs['mlm_logits'])  # not a head's output: the generic loss
   loss, top = masked_lm.cross_entropy_with_argmax(labels['masked_lm_ids'], logits)
@@ -313,6 +313,12 @@ def test_cross_entropy_with_argmax_falls_back_and_checks_shapes():
   with pytest.raises(ValueError, match=r'labels must have the shape of logits without its last '
                      r'axis; found labels \(4, 3\) and logits \(3, 4, 50\)'):
     masked_lm.cross_entropy_with_argmax(tf.zeros([4, 3], tf.int32), marked)
+  # float16 rows (mixed_float16) keep the generic loss on the float32 logits.
+  monkeypatch.setattr(fused_ops, 'biased_cross_entropy_with_argmax', None)
+  half = fused_ops.reshape_marked(
+      fused_ops.cast_bias_add(tf.zeros([12, VOCAB], tf.float16), tf.zeros([VOCAB])), [3, 4, VOCAB])
+  loss, _ = masked_lm.cross_entropy_with_argmax(labels['masked_lm_ids'], half)
+  np.testing.assert_allclose(loss, np.full([3, 4], np.log(VOCAB)), rtol=1e-6)
 
 
 def test_keras_compile_fit_trains_the_masked_lm_loss():
