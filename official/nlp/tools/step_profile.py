@@ -9,7 +9,9 @@ attention softmax), the optimizer update, the input pipeline and the rest. Time 
 compute thread is reported as `host/idle` (executor and Python overhead, waiting for input).
 
 Op times are summed over the compute threads, so with several ops running at once the op time per
-step exceeds the wall time per step; each category's share is of the summed op time.
+step exceeds the wall time per step; each category's share is of the summed op time. The wall
+column shares every instant equally among the ops running in it (`wall_shares`), so it adds up to
+the busy wall time: what a category costs the step when ops overlap.
 
 Example:
   >>> summary = profile_steps(lambda n: runner.run(n), num_steps=5, logdir='/tmp/trace')
@@ -162,6 +164,34 @@ def busy_ps(ops: Iterable[OpTime]) -> int:
   return total
 
 
+def wall_shares(ops: Iterable[OpTime]) -> Dict[str, float]:
+  """Picoseconds of wall time per category, each instant split equally among the ops running then.
+
+  The values add up to `busy_ps(ops)`. Example: a 10 ps matmul alone, then 10 ps beside a softmax,
+  gives the matmul 15 ps and the softmax 5.
+  """
+  events = []
+  for index, op in enumerate(ops):
+    category = categorize(op.name, op.op_type)
+    events.append((op.start_ps, 1, index, category))
+    events.append((op.start_ps + op.duration_ps, -1, index, category))
+  events.sort(key=lambda e: (e[0], e[1]))
+  shares = dict.fromkeys(CATEGORIES, 0.0)
+  running: Dict[int, str] = {}
+  last = None
+  for time_ps, kind, index, category in events:
+    if running and time_ps > last:
+      part = (time_ps - last) / len(running)
+      for running_category in running.values():
+        shares[running_category] += part
+    if kind > 0:
+      running[index] = category
+    else:
+      running.pop(index, None)
+    last = time_ps
+  return shares
+
+
 def summarize(ops: List[OpTime], num_steps: int, wall_seconds: float) -> Dict[str, object]:
   """Milliseconds per step and share of the summed op time for each category.
 
@@ -172,8 +202,9 @@ def summarize(ops: List[OpTime], num_steps: int, wall_seconds: float) -> Dict[st
 
   Returns:
     {'steps', 'wall_ms_per_step', 'op_ms_per_step', 'idle_ms_per_step', 'categories':
-    {category: {'ms_per_step', 'share'}}, 'top_ops': [(name, type, ms_per_step)]}; idle is the
-    wall time during which no op ran on any compute thread.
+    {category: {'ms_per_step', 'share', 'wall_ms_per_step'}}, 'top_ops': [(name, type,
+    ms_per_step)]}; idle is the wall time during which no op ran on any compute thread;
+    a category's wall_ms_per_step is its `wall_shares`.
   """
   totals = dict.fromkeys(CATEGORIES, 0)
   by_op: Dict[Tuple[str, str], int] = {}
@@ -186,10 +217,12 @@ def summarize(ops: List[OpTime], num_steps: int, wall_seconds: float) -> Dict[st
   wall_ms = 1e3 * wall_seconds / num_steps
   idle_ms = max(0.0, wall_ms - per_step(busy_ps(ops)))
   top = sorted(by_op.items(), key=lambda kv: -kv[1])[:40]
+  wall = wall_shares(ops)
   return {
       'steps': num_steps, 'wall_ms_per_step': wall_ms, 'op_ms_per_step': per_step(op_ps),
       'idle_ms_per_step': idle_ms,
-      'categories': {c: {'ms_per_step': per_step(ps), 'share': ps / op_ps if op_ps else 0.0}
+      'categories': {c: {'ms_per_step': per_step(ps), 'share': ps / op_ps if op_ps else 0.0,
+                         'wall_ms_per_step': per_step(wall[c])}
                      for c, ps in totals.items()},
       'top_ops': [(name, op_type, categorize(name, op_type), per_step(ps))
                   for (name, op_type), ps in top]}
@@ -229,9 +262,10 @@ def format_summary(summary: Dict[str, object], title: str = '', top: int = 10) -
            f"time, {summary['op_ms_per_step']:,.1f} ms of op time summed over the compute "
            f"threads, {summary['idle_ms_per_step']:.1f} ms with no op running (host/idle)"]
   width = max(len(c) for c in CATEGORIES)
+  lines.append(f"  {'':{width}}  {'op time':>11}  {'share':>6}  {'wall share':>10}")
   for category, entry in summary['categories'].items():
     lines.append(f"  {category.ljust(width)}  {entry['ms_per_step']:8.1f} ms  "
-                 f"{100 * entry['share']:5.1f}%")
+                 f"{100 * entry['share']:5.1f}%  {entry.get('wall_ms_per_step', 0.0):7.1f} ms")
   lines.append('  largest ops (layers merged), ms a step:')
   for name, op_type, category, ms in summary['top_ops'][:top]:
     lines.append(f'    {ms:7.1f}  {op_type:<24} {name[-70:]:<70}  {category.split(" (")[0]}')

@@ -52,6 +52,16 @@ def test_busy_time_is_the_union_of_the_op_intervals():
   assert sp.busy_ps([]) == 0
 
 
+def test_wall_shares_split_overlaps_and_add_up_to_the_busy_time():
+  ops = [sp.OpTime(STEP + 'bert/cls/predictions/MatMul', '_MklMatMul', 'a', 0, 20),
+         sp.OpTime(STEP + 'Softmax', '_MklSoftmax', 'b', 10, 10),  # beside the matmul's second half
+         sp.OpTime(STEP + 'Softmax_1', '_MklSoftmax', 'b', 30, 4)]  # alone, after a gap
+  shares = sp.wall_shares(ops)
+  assert shares[sp.MATMUL_VOCAB] == pytest.approx(15) and shares[sp.VOCAB_LOSS] == pytest.approx(9)
+  assert sum(shares.values()) == pytest.approx(sp.busy_ps(ops)) == 24
+  assert sp.wall_shares([]) == dict.fromkeys(sp.CATEGORIES, 0.0)
+
+
 def test_summary_per_step_shares_and_idle_time():
   ops = [sp.OpTime(STEP + 'bert/cls/predictions/MatMul', '_MklMatMul', 't', 0, 6_000_000_000),
          sp.OpTime(STEP + 'Softmax', '_MklSoftmax', 't', 6_000_000_000, 2_000_000_000)]
@@ -60,13 +70,15 @@ def test_summary_per_step_shares_and_idle_time():
   assert summary['op_ms_per_step'] == pytest.approx(4.0)
   assert summary['idle_ms_per_step'] == pytest.approx(1.0)
   categories = summary['categories']
-  assert categories[sp.MATMUL_VOCAB] == {'ms_per_step': pytest.approx(3.0), 'share': 0.75}
+  assert categories[sp.MATMUL_VOCAB] == {'ms_per_step': pytest.approx(3.0), 'share': 0.75,
+                                         'wall_ms_per_step': pytest.approx(3.0)}
   assert categories[sp.VOCAB_LOSS]['share'] == 0.25 and categories[sp.OTHER]['share'] == 0.0
   assert summary['top_ops'][0][:3] == ('bert/cls/predictions/MatMul', '_MklMatMul',
                                        sp.MATMUL_VOCAB)
   text = sp.format_summary(summary, 'bfloat16')
   assert text.startswith('bfloat16: 5.0 ms a step of wall time, 4.0 ms of op time')
   assert '1.0 ms with no op running' in text
+  assert 'wall share' in text and '    3.0 ms   75.0%      3.0 ms' in text
 
 
 def test_a_directory_without_a_trace_is_named(tmp_path):
