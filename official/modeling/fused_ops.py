@@ -188,48 +188,6 @@ def gelu(x: tf.Tensor, approximate: bool = True) -> tf.Tensor:
 
 
 # ---- GeGLU -------------------------------------------------------------------------------------
-def _geglu_forward(x, approximate: bool):
-  inner, gate = tf.split(_cast(x, tf.float32), 2, axis=-1)
-  return _cast(_gelu_forward(inner, approximate) * gate, x.dtype)
-
-
-def _geglu_backward(x, dy, approximate: bool):
-  inner, gate = tf.split(_cast(x, tf.float32), 2, axis=-1)
-  dy = _cast(dy, tf.float32)
-  d_inner = _gelu_backward(inner, dy * gate, approximate)
-  d_gate = dy * _gelu_forward(inner, approximate)
-  return _cast(tf.concat([d_inner, d_gate], axis=-1), x.dtype)
-
-
-_GEGLU_FORWARD = {a: _xla(functools.partial(_geglu_forward, approximate=a)) for a in (True, False)}
-_GEGLU_BACKWARD = {a: _xla(functools.partial(_geglu_backward, approximate=a))
-                   for a in (True, False)}
-
-
-def geglu(x: tf.Tensor, approximate: bool = False) -> tf.Tensor:
-  """GELU(first half of the last axis) * second half, as one fused kernel each way.
-
-  The gated feed-forward activation of ModernBERT (Hugging Face's `input, gate = x.chunk(2)`,
-  `act(input) * gate`), computed in float32; the backward pass recomputes from `x`.
-
-  Args:
-    x: [..., 2 * width], any float dtype.
-    approximate: the tanh GELU, or the exact erf form (ModernBERT's).
-
-  Returns:
-    [..., width] in the dtype of `x`.
-
-  Example:
-    >>> geglu(tf.constant([[1.0, 2.0]])).numpy().round(4)
-    array([[1.6827]], dtype=float32)
-  """
-  width = x.shape[-1]
-  if width is not None and width % 2:
-    raise ValueError(f'geglu needs an even last axis (input and gate halves), found shape '
-                     f'{x.shape}')
-  return _unary(_GEGLU_FORWARD[approximate], _GEGLU_BACKWARD[approximate], x)
-
-
 def _gated_gelu_forward(inner, gate, approximate: bool):
   product = _gelu_forward(_cast(inner, tf.float32), approximate) * _cast(gate, tf.float32)
   return _cast(product, inner.dtype)
@@ -249,12 +207,13 @@ _GATED_GELU_BACKWARD = {a: _xla(functools.partial(_gated_gelu_backward, approxim
 
 
 def gated_gelu(inner: tf.Tensor, gate: tf.Tensor, approximate: bool = False) -> tf.Tensor:
-  """GELU(inner) * gate as one fused kernel each way: `geglu` on separate halves.
+  """GELU(inner) * gate as one fused kernel each way (ModernBERT's gated feed-forward).
 
-  With the halves as two tensors (e.g. from two matmuls against the two halves of one kernel), the
-  backward kernel writes the two gradients as they are; `geglu`'s writes them joined into one
-  [..., 2 * width] tensor, which XLA:CPU does about 1.9x slower ([4096, 1344] bfloat16: 5.1 ms
-  against 2.7 ms on 2 cores of an AMD EPYC).
+  Computed in float32; the backward pass recomputes from the inputs and writes the two gradients
+  as two tensors. Joined into one [..., 2 * width] tensor inside the kernel they took XLA:CPU
+  about 1.9x as long ([4096, 1344] bfloat16: 5.1 ms against 2.7 ms on 2 cores of an AMD EPYC):
+  feed it from two matmuls against the two halves of one kernel rather than splitting one
+  output (`geglu`).
 
   Args:
     inner, gate: [..., width], the same shape and float dtype.
@@ -277,6 +236,29 @@ def gated_gelu(inner: tf.Tensor, gate: tf.Tensor, approximate: bool = False) -> 
     return forward(inner, gate), lambda dy: backward(inner, gate, dy)
 
   return _fused(inner, gate)
+
+
+def geglu(x: tf.Tensor, approximate: bool = False) -> tf.Tensor:
+  """GELU(first half of the last axis) * second half: `gated_gelu` of the two halves.
+
+  Hugging Face's `input, gate = x.chunk(2)`, `act(input) * gate`, computed in float32.
+
+  Args:
+    x: [..., 2 * width], any float dtype.
+    approximate: the tanh GELU, or the exact erf form (ModernBERT's).
+
+  Returns:
+    [..., width] in the dtype of `x`.
+
+  Example:
+    >>> geglu(tf.constant([[1.0, 2.0]])).numpy().round(4)
+    array([[1.6827]], dtype=float32)
+  """
+  width = x.shape[-1]
+  if width is not None and width % 2:
+    raise ValueError(f'geglu needs an even last axis (input and gate halves), found shape '
+                     f'{x.shape}')
+  return gated_gelu(*tf.split(x, 2, axis=-1), approximate=approximate)
 
 
 # ---- rotary position embeddings ------------------------------------------------------------
@@ -657,9 +639,8 @@ def _biased_cross_entropy_forward(rows, bias, labels):
 
 def _biased_cross_entropy_backward(rows, bias, labels, log_sum_exp, d_loss):
   """(softmax(x) - one_hot(label)) * d_loss per row, in the dtype of `rows` (x recomputed)."""
-  x = _cast(rows, tf.float32) + bias
-  hit = tf.equal(tf.range(tf.shape(x)[-1])[None, :], labels[:, None])
-  return _cast((tf.exp(x - log_sum_exp) - tf.cast(hit, tf.float32)) * d_loss[:, None], rows.dtype)
+  probs = tf.exp(_cast(rows, tf.float32) + bias - log_sum_exp)
+  return tf_utils.softmax_cross_entropy_gradient(probs, labels, d_loss, rows.dtype)
 
 
 _BIASED_CROSS_ENTROPY_FORWARD = _xla(_biased_cross_entropy_forward)

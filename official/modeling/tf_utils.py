@@ -143,16 +143,30 @@ def clone_initializer(initializer):
   return initializer
 
 
-def _softmax_gradient(probs, labels, upstream, dtype):
-  """(probs - one_hot(labels)) * upstream[:, None], in `dtype`: one pass over [rows, classes]."""
+def softmax_cross_entropy_gradient(probs: tf.Tensor, labels: tf.Tensor, upstream: tf.Tensor,
+                                   dtype: tf.DType) -> tf.Tensor:
+  """(probs - one_hot(labels)) * upstream[:, None] in `dtype`, without a one-hot tensor.
+
+  The gradient of the sparse softmax cross-entropy with respect to the logits, written as one
+  element-wise pass (for use inside an XLA kernel).
+
+  Args:
+    probs: float32 [rows, classes] softmax probabilities.
+    labels: int [rows] class ids.
+    upstream: float32 [rows] gradient of each row's loss.
+    dtype: the output dtype.
+
+  Returns:
+    [rows, classes] in `dtype`.
+  """
   hit = tf.equal(tf.range(tf.shape(probs)[-1], dtype=labels.dtype)[None, :], labels[:, None])
   return bfloat16_bits.cast((probs - tf.cast(hit, tf.float32)) * upstream[:, None], dtype)
 
 
 @functools.lru_cache(maxsize=None)
 def _softmax_gradient_kernel(dtype: tf.DType):
-  return tf.function(functools.partial(_softmax_gradient, dtype=dtype), jit_compile=True,
-                     autograph=False)
+  return tf.function(functools.partial(softmax_cross_entropy_gradient, dtype=dtype),
+                     jit_compile=True, autograph=False)
 
 
 @tf.autograph.experimental.do_not_convert
@@ -198,16 +212,40 @@ def sparse_softmax_cross_entropy_with_argmax(labels: tf.Tensor,
     >>> loss.numpy().round(4), top.numpy()
     (array([2.1269], dtype=float32), array([0], dtype=int32))
   """
-  labels = tf.cast(labels, tf.int32)
   logits = tf.convert_to_tensor(logits)
+  flat_labels, leading = flatten_class_labels(labels, logits, 'sparse_softmax_cross_entropy')
+  rows = tf.reshape(logits, [-1, tf.shape(logits)[-1]])
+  loss, top = _cross_entropy_from_softmax(flat_labels, rows)
+  return tf.reshape(loss, leading), tf.reshape(top, leading)
+
+
+def flatten_class_labels(labels: tf.Tensor, logits: tf.Tensor,
+                         name: str) -> Tuple[tf.Tensor, tf.Tensor]:
+  """int32 `labels` as one vector of rows and their shape, checked against `logits`.
+
+  For per-row losses over [..., classes] logits: the losses come back as `tf.reshape(loss, shape)`.
+
+  Args:
+    labels: int [...] class ids.
+    logits: [..., classes].
+    name: the caller, named in the error.
+
+  Returns:
+    (int32 [rows] labels, int32 shape of `labels`).
+
+  Raises:
+    ValueError: the shape of `labels` is not that of `logits` without its last axis.
+
+  Example:
+    >>> flatten_class_labels(tf.constant([[1, 2]]), tf.zeros([1, 2, 5]), 'loss')[0].numpy()
+    array([1, 2], dtype=int32)
+  """
+  labels = tf.cast(labels, tf.int32)
   if (labels.shape.rank is not None and logits.shape.rank is not None
       and not labels.shape.is_compatible_with(logits.shape[:-1])):
-    raise ValueError(f'sparse_softmax_cross_entropy: labels must have the shape of logits without '
-                     f'its last axis; found labels {labels.shape} and logits {logits.shape}')
-  leading = tf.shape(labels)
-  rows = tf.reshape(logits, [-1, tf.shape(logits)[-1]])
-  loss, top = _cross_entropy_from_softmax(tf.reshape(labels, [-1]), rows)
-  return tf.reshape(loss, leading), tf.reshape(top, leading)
+    raise ValueError(f'{name}: labels must have the shape of logits without its last axis; found '
+                     f'labels {labels.shape} and logits {logits.shape}')
+  return tf.reshape(labels, [-1]), tf.shape(labels)
 
 
 def sparse_softmax_cross_entropy(labels: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:

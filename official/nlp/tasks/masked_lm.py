@@ -131,13 +131,8 @@ def cross_entropy_with_argmax(labels: tf.Tensor,
   source = fused_ops.biased_rows(logits)
   if source is None or source[0].dtype != tf.bfloat16:
     return tf_utils.sparse_softmax_cross_entropy_with_argmax(labels, logits)
-  rows, bias = source
-  labels = tf.cast(labels, tf.int32)
-  if labels.shape.rank is not None and not labels.shape.is_compatible_with(logits.shape[:-1]):
-    raise ValueError(f'cross_entropy_with_argmax: labels must have the shape of logits without '
-                     f'its last axis; found labels {labels.shape} and logits {logits.shape}')
-  loss, top = fused_ops.biased_cross_entropy_with_argmax(tf.reshape(labels, [-1]), rows, bias)
-  leading = tf.shape(labels)
+  flat_labels, leading = tf_utils.flatten_class_labels(labels, logits, 'cross_entropy_with_argmax')
+  loss, top = fused_ops.biased_cross_entropy_with_argmax(flat_labels, *source)
   return tf.reshape(loss, leading), tf.reshape(top, leading)
 
 

@@ -265,7 +265,7 @@ def format_summary(summary: Dict[str, object], title: str = '', top: int = 10) -
   lines.append(f"  {'':{width}}  {'op time':>11}  {'share':>6}  {'wall share':>10}")
   for category, entry in summary['categories'].items():
     lines.append(f"  {category.ljust(width)}  {entry['ms_per_step']:8.1f} ms  "
-                 f"{100 * entry['share']:5.1f}%  {entry.get('wall_ms_per_step', 0.0):7.1f} ms")
+                 f"{100 * entry['share']:5.1f}%  {entry['wall_ms_per_step']:7.1f} ms")
   lines.append('  largest ops (layers merged), ms a step:')
   for name, op_type, category, ms in summary['top_ops'][:top]:
     lines.append(f'    {ms:7.1f}  {op_type:<24} {name[-70:]:<70}  {category.split(" (")[0]}')

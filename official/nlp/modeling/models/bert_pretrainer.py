@@ -161,7 +161,9 @@ class BertPretrainerV2(task_model.TaskStepsMixin, tf_keras.Model):
       outputs['sequence_output'] = sequence_output
     sequence_output = outputs['sequence_output']
     if 'masked_lm_positions' in inputs:
-      # float32 whatever the policy, so that the loss is computed in float32.
+      # float32 whatever the policy (a `customized_masked_lm` may return bfloat16), so that the
+      # loss is computed in float32. On MaskedLM's float32 logits the cast returns the same tensor,
+      # which keeps its mark for the fused loss (`fused_ops.biased_rows`).
       outputs['mlm_logits'] = tf.cast(
           self.masked_lm(sequence_output, inputs['masked_lm_positions']), tf.float32)
     for head in self.classification_heads:
