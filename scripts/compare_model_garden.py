@@ -355,6 +355,10 @@ def main(argv: Optional[List[str]] = None) -> int:
   elif args.command == 'check-config':
     _check_config(args.base, args.override, args.out)
   else:
+    for run_dir in args.run_dirs:
+      if not os.path.exists(os.path.join(run_dir, 'variant.json')):
+        parser.error(f'summarize: {run_dir}: no variant.json; expected a run directory written by '
+                     'scripts/compare_model_garden.sh')
     _summarize(args.run_dirs, args.json, args.settings)
   return 0
 

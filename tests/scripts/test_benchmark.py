@@ -185,6 +185,9 @@ def test_an_uncounted_encoder_type_stops_before_building(monkeypatch, capsys):
       "type; expected one of ['albert', 'bert', 'bert_v2']\n")
 
 
-def test_a_repeated_variant_is_one_line(capsys):
+def test_a_repeated_variant_or_a_missing_config_file_is_one_line(tmp_path, capsys):
   assert benchmark.main(['--params_override', TINY, '--variants', 'float32,float32']) == 2
   assert capsys.readouterr().err.startswith('mlm-benchmark: error: --variants: repeated variant')
+  missing = tmp_path / 'nope.yaml'
+  assert benchmark.main(['--config_file', str(missing), '--variants', 'float32']) == 2
+  assert capsys.readouterr().err == f'mlm-benchmark: error: config file not found: {missing}\n'

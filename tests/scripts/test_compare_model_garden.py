@@ -182,3 +182,11 @@ def test_log_rates_parse_both_frameworks_formats(tmp_path):
   assert compare._median_rate([0.8, 1.5, 2.25]) == pytest.approx(1.875)
   assert compare._median_rate([0.7]) == pytest.approx(0.7)
   assert compare._median_rate([]) is None
+
+
+def test_summarize_names_a_directory_that_is_not_a_run(tmp_path, capsys):
+  with pytest.raises(SystemExit) as exit_info:
+    compare.main(['summarize', str(tmp_path), '--json', str(tmp_path / 'out.json')])
+  assert exit_info.value.code == 2
+  assert (f'summarize: {tmp_path}: no variant.json; expected a run directory written by '
+          'scripts/compare_model_garden.sh') in capsys.readouterr().err

@@ -512,7 +512,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   if not args.pipeline_only:
     try:
       check_args(args)
-    except ValueError as e:  # before anything is built or timed: one line, not a traceback
+    except (ValueError, FileNotFoundError) as e:  # before anything is built or timed: one line
       return cli_utils.error('mlm-benchmark', str(e), status=2)
   report = run_pipeline_benchmark(args) if args.pipeline_only else run_benchmark(args)
   if args.json == '-':
