@@ -5,6 +5,13 @@ AVX-512 units, bfloat16 ones natively only with `avx512_bf16` or AMX (`amx_bf16`
 else TensorFlow emulates them in float32. Read from Linux's `/proc/cpuinfo` (the model name is
 the one `lscpu` prints); elsewhere the model comes from `platform` and the flags are unknown.
 
+`MLM_CPU_FLAGS` (`FLAGS_OVERRIDE_VARIABLE`) makes the CPU report other flags, to check from one
+machine what another would choose: `MLM_CPU_FLAGS=avx2` reports an AVX2-only CPU,
+`MLM_CPU_FLAGS=avx2,avx512f` one with AVX-512 but no bfloat16 units (listed flags present, the
+other `MATMUL_FLAGS` absent; the model name says so). It changes what this module reports (and
+so `runtime.mixed_precision_dtype: auto`), not the kernels TensorFlow runs: cap those with
+`ONEDNN_MAX_CPU_ISA`, `XLA_FLAGS=--xla_cpu_max_isa=...` and `TF_ENABLE_ONEDNN_OPTS` (`.ci/run`).
+
 Example:
   >>> info = read_cpu_info()
   >>> info.line()
@@ -12,11 +19,14 @@ Example:
 """
 
 import dataclasses
+import os
 import platform
 from typing import Dict, Optional
 
 # The flags reported, in the order of the matmul units they enable.
 MATMUL_FLAGS = ('avx2', 'avx512f', 'avx512_bf16', 'amx_bf16', 'amx_tile')
+# The environment variable whose flags (comma or space separated) replace the CPU's.
+FLAGS_OVERRIDE_VARIABLE = 'MLM_CPU_FLAGS'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,15 +59,19 @@ class CpuInfo:
     return f"{self.model} ({'; '.join(described)})"
 
 
-def read_cpu_info(cpuinfo_path: str = '/proc/cpuinfo') -> CpuInfo:
+def read_cpu_info(cpuinfo_path: str = '/proc/cpuinfo', use_override: bool = True) -> CpuInfo:
   """The first CPU's model name and `MATMUL_FLAGS` from `cpuinfo_path`.
 
   Args:
     cpuinfo_path: a file in `/proc/cpuinfo`'s format (`key<tabs>: value` lines).
+    use_override: report the flags of `$MLM_CPU_FLAGS` when it is set (see the module).
 
   Returns:
     A `CpuInfo`; without a readable file (not Linux) or its fields, the model is
     `platform.processor()` (or the machine type) and the flags are empty (unknown).
+
+  Raises:
+    ValueError: `$MLM_CPU_FLAGS` names a flag that is not one of `MATMUL_FLAGS`.
 
   Example:
     >>> read_cpu_info().flags['avx512_bf16']  # on a Zen 4 EPYC or a Sapphire Rapids Xeon
@@ -79,6 +93,14 @@ def read_cpu_info(cpuinfo_path: str = '/proc/cpuinfo') -> CpuInfo:
   except OSError:
     pass
   model = model or platform.processor() or platform.machine() or 'unknown CPU'
+  override = os.environ.get(FLAGS_OVERRIDE_VARIABLE) if use_override else None
+  if override is not None:
+    flags = set(override.replace(',', ' ').split())
+    unknown = sorted(flags - set(MATMUL_FLAGS))
+    if unknown:
+      raise ValueError(f'{FLAGS_OVERRIDE_VARIABLE}: unknown flag(s) {", ".join(unknown)}; '
+                       f'expected some of {", ".join(MATMUL_FLAGS)}, found {override!r}')
+    model = f'{model} [flags from {FLAGS_OVERRIDE_VARIABLE}]'
   return CpuInfo(model=model,
                  flags={} if flags is None else {name: name in flags for name in MATMUL_FLAGS})
 

@@ -1,5 +1,7 @@
 """Tests of official/utils/misc/cpu_info.py: the model name and matmul flags of /proc/cpuinfo."""
 
+import pytest
+
 from official.utils.misc import cpu_info
 
 # Two processors of a /proc/cpuinfo (x86 layout): the first one's fields are read.
@@ -53,3 +55,29 @@ def test_default_precision_is_bfloat16_only_where_native(tmp_path):
   cpuinfo.write_text('flags\t\t: fpu avx2 avx512f\n')
   assert cpu_info.default_precision(str(cpuinfo)) == 'float32'
   assert cpu_info.default_precision(str(tmp_path / 'missing')) == 'float32'
+
+
+def test_flags_override_reports_another_cpu(tmp_path, monkeypatch):
+  path = tmp_path / 'cpuinfo'
+  path.write_text(CPUINFO)
+  monkeypatch.setenv(cpu_info.FLAGS_OVERRIDE_VARIABLE, 'avx2')
+  info = cpu_info.read_cpu_info(str(path))
+  assert info.flags == {'avx2': True, 'avx512f': False, 'avx512_bf16': False, 'amx_bf16': False,
+                        'amx_tile': False}
+  assert info.model == 'AMD EPYC 9B14 96-Core Processor [flags from MLM_CPU_FLAGS]'
+  assert cpu_info.default_precision(str(path)) == 'float32'
+  monkeypatch.setenv(cpu_info.FLAGS_OVERRIDE_VARIABLE, 'avx2, avx512f')  # AVX-512, no bfloat16
+  assert cpu_info.read_cpu_info(str(path)).flags['avx512f']
+  assert cpu_info.default_precision(str(path)) == 'float32'
+  monkeypatch.setenv(cpu_info.FLAGS_OVERRIDE_VARIABLE, 'avx2 amx_bf16 amx_tile')
+  assert cpu_info.default_precision(str(path)) == 'bfloat16'
+  # The machine's own flags when asked (what TensorFlow's kernels see).
+  assert cpu_info.read_cpu_info(str(path), use_override=False).flags['avx512_bf16']
+
+
+def test_flags_override_names_an_unknown_flag(monkeypatch):
+  monkeypatch.setenv(cpu_info.FLAGS_OVERRIDE_VARIABLE, 'avx2,avx512')
+  with pytest.raises(ValueError) as raised:
+    cpu_info.read_cpu_info()
+  assert str(raised.value) == ("MLM_CPU_FLAGS: unknown flag(s) avx512; expected some of avx2, "
+                               "avx512f, avx512_bf16, amx_bf16, amx_tile, found 'avx2,avx512'")

@@ -5,6 +5,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 import tensorflow as tf
 import tf_keras
 
+from official.modeling import bfloat16_sums
 from official.modeling import tf_utils
 from official.nlp.modeling.layers import dropout as dropout_lib
 from official.nlp.modeling.layers import gaussian_process
@@ -218,7 +219,7 @@ class PerQueryDenseHead(tf_keras.layers.Layer):
     super().build(input_shape)
 
   def call(self, inputs):
-    outputs = tf.einsum('bqh,qhf->bqf', inputs, tf.cast(self.kernel, inputs.dtype))
+    outputs = bfloat16_sums.einsum('bqh,qhf->bqf', inputs, tf.cast(self.kernel, inputs.dtype))
     if self.bias is not None:
       outputs += tf.cast(self.bias, outputs.dtype)
     return outputs

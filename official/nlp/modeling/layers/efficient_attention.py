@@ -10,7 +10,9 @@ from typing import Any, Dict, Optional
 import tensorflow as tf
 import tf_keras
 
+from official.modeling import bfloat16_sums
 from official.modeling import tf_utils
+from official.nlp.modeling.layers import einsum_dense
 
 _MASK_ADDER = -1e9
 
@@ -82,7 +84,7 @@ class EfficientAttention(tf_keras.layers.Layer):
     self._dropout_layer = tf_keras.layers.Dropout(dropout)
 
   def _dense(self, equation: str, output_shape, bias_axes: str, name: str):
-    return tf_keras.layers.EinsumDense(
+    return einsum_dense.Float32SumEinsumDense(
         equation, output_shape=output_shape, bias_axes=bias_axes if self.use_bias else None,
         kernel_initializer=tf_utils.clone_initializer(self.kernel_initializer), name=name)
 
@@ -135,10 +137,10 @@ class EfficientAttention(tf_keras.layers.Layer):
     if self.src_block_size:
       weights, context = self._block_attention(q, k, v, mask, training)
     else:
-      scores = tf.cast(tf.einsum('bthd,bshd->bhts', q, k), tf.float32)
+      scores = tf.cast(bfloat16_sums.einsum('bthd,bshd->bhts', q, k), tf.float32)
       weights = self._weights(scores, None if mask is None else mask[:, None])
       dropped = self._dropout_layer(tf.cast(weights, dtype), training=training)
-      context = tf.einsum('bhts,bshd->bthd', dropped, v)
+      context = bfloat16_sums.einsum('bhts,bshd->bthd', dropped, v)
     output = self._output_dense(context)
     return (output, weights) if return_attention_scores else output
 
@@ -150,7 +152,7 @@ class EfficientAttention(tf_keras.layers.Layer):
     split = lambda x, size: tf.reshape(x, tf.concat([tf.shape(x)[:1], [blocks, size],
                                                      tf.shape(x)[2:]], 0))
     qb, kb, vb = split(q, src), split(k, tgt), split(v, tgt)  # [b, n, size, H, d]
-    scores = tf.cast(tf.einsum('bnqhd,bnkhd->bhnqk', qb, kb), tf.float32)
+    scores = tf.cast(bfloat16_sums.einsum('bnqhd,bnkhd->bhnqk', qb, kb), tf.float32)
     block_mask = None
     if mask is not None:
       full = tf.broadcast_to(mask, [tf.shape(q)[0], tf.shape(q)[1], tf.shape(k)[1]])
@@ -161,7 +163,7 @@ class EfficientAttention(tf_keras.layers.Layer):
     weights = self._weights(scores, block_mask)
     weights = tf.ensure_shape(weights, [None, self.num_heads, static_blocks, src, tgt])
     dropped = self._dropout_layer(tf.cast(weights, q.dtype), training=training)
-    context = tf.einsum('bhnqk,bnkhd->bnqhd', dropped, vb)
+    context = bfloat16_sums.einsum('bhnqk,bnkhd->bnqhd', dropped, vb)
     shape = tf.concat([tf.shape(q)[:2], [self.num_heads, self.value_dim]], 0)
     return weights, tf.reshape(context, shape)
 

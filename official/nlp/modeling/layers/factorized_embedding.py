@@ -5,6 +5,7 @@ from typing import Any, Dict, Optional
 import tf_keras
 
 from official.modeling import tf_utils
+from official.nlp.modeling.layers import einsum_dense
 from official.nlp.modeling.layers import on_device_embedding
 
 
@@ -42,7 +43,7 @@ class FactorizedEmbedding(on_device_embedding.OnDeviceEmbedding):
     self.output_dim = output_dim
 
   def build(self, input_shape):
-    self._embedding_projection = tf_keras.layers.EinsumDense(
+    self._embedding_projection = einsum_dense.Float32SumEinsumDense(
         '...x,xy->...y', output_shape=self.output_dim, bias_axes=None,
         kernel_initializer=tf_utils.clone_initializer(self.initializer),
         name='embedding_projection')

@@ -5,6 +5,7 @@ from typing import Any, Dict, Optional
 import tensorflow as tf
 import tf_keras
 
+from official.modeling import bfloat16_sums
 from official.modeling import tf_utils
 from official.nlp.modeling.layers import reversible_embedding
 
@@ -75,7 +76,8 @@ class MaskedLMHead(tf_keras.layers.Layer):
     if self.token_embedding is not None:
       logits = self.token_embedding(x, reverse=True)
     else:
-      logits = tf.einsum('bph,hv->bpv', x, tf.cast(self.output_kernel, self.compute_dtype))
+      logits = bfloat16_sums.einsum('bph,hv->bpv', x,
+                                    tf.cast(self.output_kernel, self.compute_dtype))
     logits = tf.cast(logits, tf.float32) + self.output_bias
     return tf_utils.get_activation(self.activation)(logits) if self.activation else logits
 

@@ -5,6 +5,8 @@ from typing import Any, Dict, Optional
 import tensorflow as tf
 import tf_keras
 
+from official.modeling import bfloat16_sums
+
 
 @tf_keras.utils.register_keras_serializable(package='mlm_garden')
 class OnDeviceEmbedding(tf_keras.layers.Layer):
@@ -43,7 +45,7 @@ class OnDeviceEmbedding(tf_keras.layers.Layer):
     if self.use_one_hot:
       table = tf.cast(self.embeddings, self.compute_dtype)
       one_hot = tf.one_hot(inputs, self.vocab_size, dtype=table.dtype)
-      rows = tf.einsum('bsv,vd->bsd', one_hot, table)
+      rows = bfloat16_sums.einsum('bsv,vd->bsd', one_hot, table)
     else:
       # Gathering from the variable reads only the looked-up rows (then cast under mixed
       # precision) instead of casting the whole table first.

@@ -5,6 +5,7 @@ from typing import Any, Dict
 import tensorflow as tf
 import tf_keras
 
+from official.modeling import bfloat16_sums
 from official.modeling import tf_utils
 
 
@@ -47,9 +48,10 @@ class ReversibleEmbedding(tf_keras.layers.Embedding):
     # Einsums over the last axis (any leading shape): no transposed copy of the table, and the
     # table's gradient is one matmul rather than a broadcast batch matmul summed afterwards.
     if self.tie_weights:
-      return tf.einsum('...d,vd->...v', inputs, tf.cast(self.embeddings, self.compute_dtype))
-    return tf.einsum('...d,dv->...v', inputs,
-                     tf.cast(self.reverse_embeddings, self.compute_dtype))
+      return bfloat16_sums.einsum('...d,vd->...v', inputs,
+                                  tf.cast(self.embeddings, self.compute_dtype))
+    return bfloat16_sums.einsum('...d,dv->...v', inputs,
+                                tf.cast(self.reverse_embeddings, self.compute_dtype))
 
   def get_config(self) -> Dict[str, Any]:
     config = super().get_config()

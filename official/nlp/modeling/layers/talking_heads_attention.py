@@ -6,6 +6,7 @@ from typing import Any, Dict
 import tensorflow as tf
 import tf_keras
 
+from official.modeling import bfloat16_sums
 from official.modeling import tf_utils
 from official.nlp.modeling.layers import attention
 
@@ -51,16 +52,16 @@ class TalkingHeadsAttention(tf_keras.layers.MultiHeadAttention):
         regularizer=self._kernel_regularizer, constraint=self._kernel_constraint, trainable=True)
 
   def _mix_heads(self, scores, weight):
-    return tf.einsum(self._talking_heads_equation, scores, tf.cast(weight, scores.dtype))
+    return bfloat16_sums.einsum(self._talking_heads_equation, scores, tf.cast(weight, scores.dtype))
 
   def _compute_attention(self, query, key, value, attention_mask=None, training=None):
     query = query * tf.cast(self._key_dim ** -0.5, query.dtype)
-    scores = tf.einsum(self._dot_product_equation, key, query)
+    scores = bfloat16_sums.einsum(self._dot_product_equation, key, query)
     scores = self._mix_heads(scores, self._pre_softmax_weight)
     probabilities = self._mix_heads(self._masked_softmax(scores, attention_mask),
                                     self._post_softmax_weight)
     dropped = self._dropout_layer(probabilities, training=training)
-    return tf.einsum(self._combine_equation, dropped, value), probabilities
+    return bfloat16_sums.einsum(self._combine_equation, dropped, value), probabilities
 
   def get_config(self) -> Dict[str, Any]:
     return attention.json_config(super().get_config())

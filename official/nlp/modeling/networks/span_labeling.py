@@ -6,6 +6,7 @@ from typing import Any, Dict, Optional, Tuple
 import tensorflow as tf
 import tf_keras
 
+from official.modeling import bfloat16_sums
 from official.modeling import tf_utils
 
 _OUTPUTS = ('logits', 'predictions')
@@ -200,7 +201,7 @@ class XLNetSpanLabeling(tf_keras.layers.Layer):
     class_features = tf.gather(sequence_data, tf.cast(tf.reshape(class_index, [-1]), tf.int32),
                                batch_dims=1)
     start_probabilities = tf.nn.softmax(start_logits, axis=-1)
-    start_summary = tf.einsum('blh,bl->bh', sequence_data,
+    start_summary = bfloat16_sums.einsum('blh,bl->bh', sequence_data,
                               tf.cast(start_probabilities, sequence_data.dtype))
     answer = self.answer_logits_inner(tf.concat([start_summary, class_features], axis=-1))
     answer = self.answer_logits_dropout(answer, training=training)
