@@ -21,7 +21,7 @@ _NO_TPU_MP = 'TPU model parallelism is not supported by mlm-garden'
 _GPU_TUNING = 'GPU thread tuning is not implemented by mlm-garden (TensorFlow defaults apply)'
 
 DISTRIBUTION_STRATEGIES = ('off', 'one_device', 'mirrored', 'multi_worker_mirrored', 'tpu')
-MIXED_PRECISION_DTYPES = ('float32', 'bfloat16', 'float16')
+MIXED_PRECISION_DTYPES = ('float32', 'bfloat16', 'float16', 'auto')
 
 
 @dataclasses.dataclass
@@ -89,7 +89,9 @@ class RuntimeConfig(hyperparams.Config):
     task_index: this worker's index in `worker_hosts`.
     all_reduce_alg: 'nccl', 'hierarchical_copy' or 'ring' (None: TensorFlow's choice).
     num_packs: gradient packs for mirrored all-reduce.
-    mixed_precision_dtype: None/'float32', 'bfloat16' or 'float16' (float16 adds loss scaling).
+    mixed_precision_dtype: None/'float32', 'bfloat16', 'float16' (float16 adds loss scaling) or
+      'auto': bfloat16 where the CPU or GPU computes it natively, else float32
+      (`performance.resolve_mixed_precision_dtype`; mlm-garden addition).
     loss_scale: 'dynamic' or a fixed float for float16.
     run_eagerly: run steps eagerly (debugging).
     deterministic: seed everything and enable TensorFlow op determinism (mlm-garden addition).

@@ -123,7 +123,13 @@ class OrbitExperimentRunner:
     self._eval_summary_manager = eval_summary_manager
     self._enable_async_checkpointing = enable_async_checkpointing
     self._training = mode in ('train', 'train_and_eval', 'train_and_post_eval')
-    performance.set_mixed_precision_policy(params.runtime.mixed_precision_dtype)
+    dtype = params.runtime.mixed_precision_dtype
+    policy = performance.set_mixed_precision_policy(dtype)
+    if dtype == performance.AUTO:
+      logging.info('runtime.mixed_precision_dtype: auto -> %s', policy)
+    emulated = performance.emulated_bfloat16_warning(dtype)
+    if emulated:
+      logging.warning('runtime.mixed_precision_dtype: %s', emulated)
     train_utils.apply_runtime_determinism(params.runtime)
     # One writer per model_dir: training takes its lock (the chief only: other workers write
     # into private directories) before writing anything; `run` releases it.

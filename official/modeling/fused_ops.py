@@ -439,7 +439,7 @@ def masked_softmax_dropout(scores: tf.Tensor, mask_adder: Optional[tf.Tensor] = 
   return _fused(scores)
 
 
-# ---- dropout + residual + LayerNorm --------------------------------------------------------------
+# ---- LayerNorm helpers ---------------------------------------------------------------------------
 def _rows(*tensors):
   """Each tensor as [rows, last axis] (XLA:CPU reduces over one leading axis much faster)."""
   return [tf.reshape(t, [-1, tf.shape(t)[-1]]) for t in tensors]
@@ -448,13 +448,6 @@ def _rows(*tensors):
 def _row_mean(x):
   """Mean over the last axis (keepdims), folded first (see `_fold`)."""
   return _row_sum(x) / tf.cast(tf.shape(x)[-1], x.dtype)
-
-
-def _dropout_add(residual, branch, seed, rate: float):
-  """(float32 residual + dropout(branch), the scaled keep mask or None) of [rows, hidden] inputs."""
-  keep = _keep_scale(tf.shape(branch), seed, rate)
-  branch = _cast(branch, tf.float32)
-  return _cast(residual, tf.float32) + (branch if keep is None else branch * keep), keep
 
 
 def _normalize(h, gamma, beta, epsilon: float):
@@ -487,77 +480,6 @@ def _parameter_gradients(gamma_terms, d_out, centered: bool = True):
     return d_gamma, None
   d_out = tf.reshape(d_out, [-1, tf.shape(d_out)[-1]])
   return d_gamma, tf_utils.column_sums(tf.cast(d_out, tf.float32))
-
-
-def _add_norm_forward(residual, branch, seed, gamma, beta, rate: float, epsilon: float):
-  """(LayerNorm(residual + dropout(branch)), row means, row 1/std): the statistics are float32
-  [rows, 1], kept for the backward pass."""
-  shape = tf.shape(residual)
-  residual, branch = _rows(residual, branch)
-  h, _ = _dropout_add(residual, branch, seed, rate)
-  out, mean, inv_std = _normalize(h, gamma, beta, epsilon)
-  return tf.reshape(_cast(out, residual.dtype), shape), mean, inv_std
-
-
-def _add_norm_backward(residual, branch, seed, gamma, mean, inv_std, d_out, rate: float):
-  """(d_residual, d_branch, float32 [rows, hidden] d_out * x_hat for the gamma gradient).
-
-  Without dropout d_branch is d_residual, and only that one is returned (two outputs).
-  """
-  shape, dtype = tf.shape(residual), residual.dtype
-  residual, branch, d_out = _rows(residual, branch, d_out)
-  h, keep = _dropout_add(residual, branch, seed, rate)
-  d_h, gamma_terms = _normalize_backward(h, gamma, mean, inv_std, d_out)
-  d_residual = tf.reshape(_cast(d_h, dtype), shape)
-  if keep is None:
-    return d_residual, gamma_terms
-  return d_residual, tf.reshape(_cast(d_h * keep, dtype), shape), gamma_terms
-
-
-@functools.lru_cache(maxsize=None)
-def _add_norm_kernels(rate: float, epsilon: float):
-  forward = _xla(functools.partial(_add_norm_forward, rate=rate, epsilon=epsilon))
-  backward = _xla(functools.partial(_add_norm_backward, rate=rate))
-  return forward, backward
-
-
-def dropout_add_layer_norm(residual: tf.Tensor, branch: tf.Tensor, gamma: tf.Tensor,
-                           beta: tf.Tensor, seed: Optional[tf.Tensor] = None,
-                           rate: float = 0.0, epsilon: float = 1e-12) -> tf.Tensor:
-  """LayerNorm(residual + dropout(branch)) over the last axis: BERT's post-LN sub-layer output.
-
-  Args:
-    residual: [..., hidden], any float dtype (the output has this dtype).
-    branch: the sub-layer output, shape of `residual`.
-    gamma, beta: float32 [hidden], the LayerNorm scale and offset.
-    seed: uint32 [2] from `dropout_seed`, or None for no dropout.
-    rate: the dropout rate.
-    epsilon: added to the variance.
-
-  Returns:
-    [..., hidden] in the dtype of `residual`; statistics computed in float32.
-
-  Example:
-    >>> out = dropout_add_layer_norm(tf.constant([[1.0, 3.0]]), tf.zeros([1, 2]),
-    ...                              tf.ones([2]), tf.zeros([2]))
-    >>> out.numpy().round(3)
-    array([[-1.,  1.]], dtype=float32)
-  """
-  forward, backward = _add_norm_kernels(float(rate), float(epsilon))
-  gamma = tf.cast(gamma, tf.float32)
-  beta = tf.cast(beta, tf.float32)
-
-  @tf.custom_gradient
-  def _fused(residual, branch, gamma, beta):
-    out, mean, inv_std = forward(residual, branch, seed, gamma, beta)
-
-    def grad(d_out):
-      grads = backward(residual, branch, seed, gamma, mean, inv_std, d_out)
-      d_residual, d_branch = (grads[0], grads[0]) if len(grads) == 2 else grads[:2]
-      return (d_residual, d_branch) + _parameter_gradients(grads[-1], d_out)
-    return out, grad
-
-  return _fused(residual, branch, gamma, beta)
 
 
 # ---- float32 bias add ------------------------------------------------------------------------

@@ -48,3 +48,49 @@ def test_configure_optimizer_wraps_float16(loss_scale, dynamic, scale):
 def test_configure_optimizer_names_a_bad_loss_scale():
   with pytest.raises(ValueError, match="loss_scale: .* found 'big'"):
     performance.configure_optimizer(tf_keras.optimizers.SGD(0.1), True, loss_scale='big')
+
+
+@pytest.mark.parametrize('flags, resolved', [('avx2', 'float32'), ('avx2,avx512f', 'float32'),
+                                             ('avx2,avx512f,avx512_bf16', 'bfloat16'),
+                                             ('avx2,amx_bf16,amx_tile', 'bfloat16')])
+def test_auto_is_bfloat16_only_on_cpus_with_bfloat16_units(monkeypatch, flags, resolved):
+  monkeypatch.setenv('MLM_CPU_FLAGS', flags)
+  assert performance.resolve_mixed_precision_dtype('auto') == resolved
+  assert performance.resolve_mixed_precision_dtype('float16') == 'float16'  # others unchanged
+  assert performance.resolve_mixed_precision_dtype(None) is None
+  try:
+    policy = performance.set_mixed_precision_policy('auto')
+    assert policy == tf_keras.mixed_precision.global_policy().name
+    assert policy == ('mixed_bfloat16' if resolved == 'bfloat16' else 'float32')
+  finally:
+    tf_keras.mixed_precision.set_global_policy('float32')
+
+
+def test_bfloat16_on_a_cpu_that_emulates_it_has_a_one_line_warning(monkeypatch):
+  monkeypatch.setenv('MLM_CPU_FLAGS', 'avx2')
+  message = performance.emulated_bfloat16_warning('bfloat16')
+  assert message.startswith('bfloat16 on ') and '[flags from MLM_CPU_FLAGS] (avx2; no ' in message
+  assert 'no bfloat16 units' in message and '\n' not in message
+  assert performance.emulated_bfloat16_warning('float32') is None
+  assert performance.emulated_bfloat16_warning('auto') is None  # auto picks float32 there
+  monkeypatch.setenv('MLM_CPU_FLAGS', 'avx2,avx512f,avx512_bf16')
+  assert performance.emulated_bfloat16_warning('bfloat16') is None
+
+
+def test_runtime_config_accepts_auto():
+  from official.core import config_definitions  # pylint: disable=g-import-not-at-top
+  from official.modeling import hyperparams  # pylint: disable=g-import-not-at-top
+  runtime = config_definitions.RuntimeConfig(mixed_precision_dtype='auto')
+  runtime.validate()
+  with pytest.raises(hyperparams.ConfigError, match='mixed_precision_dtype'):
+    config_definitions.RuntimeConfig(mixed_precision_dtype='bf16').validate()
+
+
+def test_auto_on_the_cpu_this_process_reports():
+  """Under `.ci/run`'s AVX2 leg (MLM_CPU_FLAGS=avx2) float32; uncapped on a CPU with bfloat16
+  units, bfloat16."""
+  from official.utils.misc import cpu_info  # pylint: disable=g-import-not-at-top
+  flags = cpu_info.read_cpu_info().flags
+  native = flags.get('avx512_bf16') or flags.get('amx_bf16')
+  assert performance.resolve_mixed_precision_dtype('auto') == (
+      'bfloat16' if native else 'float32')

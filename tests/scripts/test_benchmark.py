@@ -3,6 +3,7 @@ counting against a hand count (every encoder type: tests/nlp/tools/test_model_fl
 variants, the report's CPU line and roofline shares, and the JSON report."""
 
 import json
+import logging
 import os
 
 import pytest
@@ -191,3 +192,27 @@ def test_a_repeated_variant_or_a_missing_config_file_is_one_line(tmp_path, capsy
   missing = tmp_path / 'nope.yaml'
   assert benchmark.main(['--config_file', str(missing), '--variants', 'float32']) == 2
   assert capsys.readouterr().err == f'mlm-benchmark: error: config file not found: {missing}\n'
+
+
+def test_bfloat16_on_a_cpu_that_emulates_it_warns_in_one_line(monkeypatch, caplog):
+  class Built(Exception):
+    pass
+
+  def build(*args, **kwargs):
+    raise Built  # the warning comes before anything is built
+
+  monkeypatch.setattr(benchmark, 'VariantRunner', build)
+  for flags, variants, warned in (('avx2', 'float32,bfloat16', True), ('avx2', 'float32', False),
+                                  ('avx2,avx512f,avx512_bf16', 'bfloat16', False)):
+    monkeypatch.setenv('MLM_CPU_FLAGS', flags)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING), pytest.raises(Built):
+      benchmark.run_benchmark(benchmark.parse_args(['--params_override', TINY,
+                                                    '--variants', variants]))
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    if not warned:
+      assert warnings == []
+      continue
+    (message,) = warnings
+    assert message.startswith('mlm-benchmark: bfloat16 on ') and '\n' not in message
+    assert 'no bfloat16 units: TensorFlow emulates it and float32 is faster here' in message

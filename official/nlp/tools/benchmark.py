@@ -305,6 +305,9 @@ def run_benchmark(args: argparse.Namespace) -> Dict[str, Any]:
   """Builds every variant, times them round-robin, and returns the report dict."""
   variants = check_args(args)
   dtypes = sorted({parse_variant(v)['dtype'] for v in variants})
+  emulated = performance.emulated_bfloat16_warning('bfloat16') if 'bfloat16' in dtypes else None
+  if emulated:
+    logging.warning('mlm-benchmark: %s', emulated)
   device = gpu_name()
   cpu = cpu_info.read_cpu_info()
   runners: List[VariantRunner] = []

@@ -57,10 +57,11 @@ def _initializer(block: tf_keras.layers.Layer):
 class FusedSelfAttentionPath:
   """Self-attention on [batch, seq, hidden] with our fused kernels (`MultiHeadSelfAttention`).
 
-  `fused` tells the block that its norms and dropout layers must exist after `build` (the fused
-  kernels read their variables and seeds without calling them) and that post-LN may run
-  dropout + residual add + LayerNorm as one kernel. `output_range` attends from the first
-  positions only; the pre-LN norm is applied to the whole input (the keys need it too).
+  `fused` tells the block to build its norms and dropout layers in `build`: their variables and
+  random generators exist before the first call (checkpoints restore into them, and the fused
+  attention kernel takes seeds from a dropout layer it does not call). `output_range` attends
+  from the first positions only; the pre-LN norm is applied to the whole input (the keys need it
+  too).
 
   Args:
     reason: '' (no option needs a Keras path); the field every path has.

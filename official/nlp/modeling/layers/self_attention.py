@@ -204,19 +204,21 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
   def _softmax_dropout(self, scores, mask_adder, training, dtype, want_probs: bool):
     """(dropout(softmax(scores * scale + mask_adder)) in `dtype`, float32 probabilities or None).
 
-    Mask, float32 softmax and dropout run as one XLA kernel each way (`fused_ops`) when
-    `training` is a Python bool; a symbolic flag takes plain ops.
+    Mask, float32 softmax and dropout run as one XLA kernel each way (`fused_ops`); a symbolic
+    `training` flag chooses between the two kernels with `tf.cond` (the same bits as a Python
+    flag).
     """
+    if not isinstance(training, bool):
+      return tf.cond(tf.cast(training, tf.bool),
+                     lambda: self._softmax_dropout(scores, mask_adder, True, dtype, want_probs),
+                     lambda: self._softmax_dropout(scores, mask_adder, False, dtype, want_probs))
     scale = self.key_dim ** -0.5
-    if isinstance(training, bool):
-      drop = training and self.dropout > 0
-      seed = self._dropout_layer.dropout_seed() if drop else None
-      dropped = fused_ops.masked_softmax_dropout(scores, mask_adder, seed,
-                                                 self.dropout if drop else 0.0, dtype, scale)
-      probs = fused_ops.masked_softmax(scores, mask_adder, scale) if want_probs else None
-      return dropped, probs
-    probs = fused_ops.masked_softmax(scores, mask_adder, scale)
-    return self._dropout_layer(tf.cast(probs, dtype), training=training), probs
+    drop = training and self.dropout > 0
+    seed = self._dropout_layer.dropout_seed() if drop else None
+    dropped = fused_ops.masked_softmax_dropout(scores, mask_adder, seed,
+                                               self.dropout if drop else 0.0, dtype, scale)
+    probs = fused_ops.masked_softmax(scores, mask_adder, scale) if want_probs else None
+    return dropped, probs
 
   def _rotate(self, query, key, position_ids, length, query_len):
     """Queries and keys [batch, heads, len, dim] rotated by their positions (RoPE)."""

@@ -7,8 +7,10 @@ import tf_keras
 
 from official.modeling import fused_ops
 from official.modeling import tf_utils
+from official.nlp.modeling.layers import block_sublayers
 from official.nlp.modeling.layers import dropout as dropout_lib
 from official.nlp.modeling.layers import encoder_block_attention
+from official.nlp.modeling.layers import fused_layer_norm
 from official.nlp.modeling.layers.rms_norm import RMSNorm  # also re-exported from here
 
 
@@ -38,25 +40,29 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
   `output`, `output_layer_norm`; held as Model Garden's attributes `_attention_layer`,
   `_attention_layer_norm` (also `_attention_layer_norm_kv`), `_intermediate_dense`,
   `_output_dense`, `_output_layer_norm` (the object-checkpoint keys), and the weightless
-  `_attention_dropout`, `_intermediate_activation_layer` (an `Activation` layer; its function is
-  `_inner_activation`), `_inner_dropout_layer`, `_output_dropout`; the attention's dropout is its
-  `_dropout_layer`. The block computes with the layers these attributes hold, so a tool that
-  replaces one (e.g. by a copy from its config) changes the computation. LayerNorms compute in
-  float32 under mixed precision.
+  `_attention_dropout`, `_intermediate_activation_layer` (an `Activation` layer whose function is
+  `_inner_activation`; with `gated_inner` a `GatedActivation`), `_inner_dropout_layer`,
+  `_output_dropout`; the attention's dropout is its `_dropout_layer`. The block computes with the
+  layers these attributes hold, so a tool that replaces one (e.g. by a copy from its config)
+  changes the computation. LayerNorms compute in float32 under mixed precision.
 
   One forward body (`call`): attention -> dropout -> residual -> norm -> feed-forward -> dropout
-  -> residual -> norm (post-LN; pre-LN normalizes each branch's input instead). The attention
-  layer and how it is fed is the block's attention path (`encoder_block_attention`), chosen when
-  the block is built: our fused self-attention (`FusedSelfAttentionPath`, BERT's and ModernBERT's
-  configurations), Keras' `MultiHeadAttention` for Model Garden's other options (`key_dim`,
-  `value_dim`, `output_last_dim`, `use_query_residual=False`, `attention_axes`,
-  `diff_q_kv_att_layer_norm`, separate query and key/value inputs, inputs of rank other than 3;
-  `KerasAttentionPath`), or `EfficientAttention` for the efficient-attention options
-  (`EfficientAttentionPath`); all with the same sub-layer names. On the fused path the
-  element-wise work runs as fused XLA kernels (`official.modeling.fused_ops`): GELU, and in
-  post-LN with a known `training` flag dropout + residual add + LayerNorm; the matmuls are 2-D
-  with the bias add fused. The ModernBERT options (`rotary_theta`, `attention_window`) need the
-  fused path.
+  -> residual -> norm (post-LN; pre-LN normalizes each branch's input instead), each step a call
+  of the sub-layer that holds it. The sub-layers run fused kernels
+  (`official.modeling.fused_ops`): the norms are `FusedLayerNormalization`, the dense layers
+  `block_sublayers.MatmulDense` (2-D matmuls, float32-summed bias gradients), GELU and dropout
+  XLA kernels. So a Keras model of `block.call` on symbolic inputs, which calls the same
+  sub-layers one by one (e.g. a differential-privacy library's per-layer expansion), computes the
+  same bits as the block, forward and backward; the one shortcut, GeGLU's two matmuls fed
+  straight into `fused_ops.gated_gelu` without joining them, computes what `MatmulDense` and
+  `GatedActivation` compute. The attention layer and how it is fed is the block's attention path
+  (`encoder_block_attention`), chosen when the block is built: our fused self-attention
+  (`FusedSelfAttentionPath`, BERT's and ModernBERT's configurations), Keras' `MultiHeadAttention`
+  for Model Garden's other options (`key_dim`, `value_dim`, `output_last_dim`,
+  `use_query_residual=False`, `attention_axes`, `diff_q_kv_att_layer_norm`, separate query and
+  key/value inputs, inputs of rank other than 3; `KerasAttentionPath`), or `EfficientAttention`
+  for the efficient-attention options (`EfficientAttentionPath`); all with the same sub-layer
+  names. The ModernBERT options (`rotary_theta`, `attention_window`) need the fused path.
 
   Args:
     num_attention_heads: attention heads, each hidden_size // num_attention_heads wide (or
@@ -196,9 +202,8 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
     if path.fused:
       sequence_shape = tf.TensorShape([None] * (len(input_shape) - 1) + [width])
       self._build_sublayers(width, build_norms_for=sequence_shape)
-      # The fused kernels take seeds from the dropout layers without calling them: building
-      # them creates their random generators now, so a deterministic run's checkpoint includes
-      # them.
+      # Building the dropout layers creates their random generators now, so a checkpoint
+      # written or restored before the first call includes them (deterministic runs).
       for layer in (self._attention_dropout, self._output_dropout):
         layer.build(sequence_shape)
       if self.inner_dropout:
@@ -210,15 +215,15 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
   def _make_norm(self, name: str):
     if self.use_rms_norm:
       return RMSNorm(epsilon=self.norm_epsilon, name=name)
-    return tf_keras.layers.LayerNormalization(epsilon=self.norm_epsilon,
-                                              center=self.norm_use_bias, dtype=tf.float32,
-                                              name=name)
+    return fused_layer_norm.FusedLayerNormalization(
+        epsilon=self.norm_epsilon, center=self.norm_use_bias, dtype=tf.float32,
+        output_in_input_dtype=True, name=name)
 
   def _build_sublayers(self, width: int, build_norms_for: Optional[tf.TensorShape] = None):
     """The norms, the feed-forward layers (on `width` features) and the dropout layers.
 
     The dense layers are built here, in their own name scopes (variables
-    `.../intermediate/kernel` etc.), because `_feed_forward` computes with their variables
+    `.../intermediate/kernel` etc.), because `_feed_forward` may compute with their variables
     directly; so are the norms when `build_norms_for` is given.
     """
     init = lambda: tf_utils.clone_initializer(self.kernel_initializer)
@@ -228,13 +233,18 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
     if self.diff_q_kv_att_layer_norm:
       self._attention_layer_norm_kv = self._make_norm('self_attention_layer_norm_kv')
     inner_width = self.inner_dim * (2 if self.gated_inner else 1)
-    self._intermediate_dense = tf_keras.layers.Dense(
-        inner_width, use_bias=self.use_bias, kernel_initializer=init(), name='intermediate')
-    # The activation (GELU as a fused kernel) as Model Garden's `Activation` layer, which
-    # `_feed_forward` calls (on the input half with `gated_inner`).
-    self._intermediate_activation_layer = tf_keras.layers.Activation(
-        self._inner_activation, name='intermediate_activation')
-    self._output_dense = tf_keras.layers.Dense(
+    self._intermediate_dense = block_sublayers.MatmulDense(
+        inner_width, kernel_halves=self.gated_inner, use_bias=self.use_bias,
+        kernel_initializer=init(), name='intermediate')
+    # The activation (GELU as a fused kernel) as Model Garden's `Activation` layer; with
+    # `gated_inner`, activation(input half) * gate half.
+    if self.gated_inner:
+      self._intermediate_activation_layer = block_sublayers.GatedActivation(
+          self.inner_activation, name='intermediate_activation')
+    else:
+      self._intermediate_activation_layer = tf_keras.layers.Activation(
+          self._inner_activation, name='intermediate_activation')
+    self._output_dense = block_sublayers.MatmulDense(
         width, use_bias=self.use_bias, kernel_initializer=init(), name='output')
     self._output_layer_norm = self._make_norm('output_layer_norm')
     # As Model Garden: the attention output is dropped at `attention_dropout`'s rate.
@@ -252,63 +262,39 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
 
   @staticmethod
   def _norm(layer, x):
-    """`layer(x)` in the dtype of `x`; statistics in float32 (the norms' dtype policy).
-
-    A Keras LayerNormalization over the last axis runs as `fused_ops.layer_norm` (one kernel
-    each way, the same variables) except on Keras symbolic inputs."""
-    if _fusable_layer_norm(layer, x):
-      return fused_ops.layer_norm(x, layer.gamma, layer.beta, layer.epsilon)
-    return tf.cast(layer(x), x.dtype)
+    """`layer(x)` in the dtype of `x` (the block's norms compute in float32 and return it so)."""
+    out = layer(x)
+    return out if out.dtype == x.dtype else tf.cast(out, x.dtype)
 
   def _feed_forward(self, x, training=None):
-    """dense -> activation (* gate) -> dense on [..., width], as 2-D matmuls, bias adds fused."""
-    if _is_symbolic(x):
-      return self._feed_forward_layers(x, training)
-    dtype = x.dtype
-    rows = tf.reshape(x, [-1, int(x.shape[-1])])
-    for layer, activate in ((self._intermediate_dense, True), (self._output_dense, False)):
-      _build_like(layer, [None, int(rows.shape[-1])])
-      if activate and self.gated_inner and self.inner_activation in _FUSED_GELU:
-        rows = self._gated_gelu(layer, rows)  # two matmuls and GeGLU's one kernel each way
-      else:
-        rows = tf.matmul(rows, tf.cast(layer.kernel, dtype))
-        if layer.use_bias:
-          rows = tf_utils.bias_add(rows, tf.cast(layer.bias, dtype))
-        if activate and self.gated_inner:  # HF's `input, gate = Wi(x).chunk(2)`: input first
-          inner, gate = tf.split(rows, 2, axis=-1)
-          rows = tf.cast(self._intermediate_activation_layer(inner), dtype) * gate
-        elif activate:
-          rows = tf.cast(self._intermediate_activation_layer(rows), dtype)
-      if activate and self.inner_dropout:
-        rows = self._inner_dropout_layer(rows, training=training)
-    width = self._output_dense.units
-    shape = (tf.shape(x) if width == x.shape[-1]
-             else tf.concat([tf.shape(x)[:-1], [width]], axis=0))
-    return tf.reshape(rows, shape)
+    """intermediate dense -> activation -> (inner dropout) -> output dense, as sub-layer calls.
 
-  def _gated_gelu(self, layer, rows):
-    """GELU(rows @ kernel's input half) * (rows @ kernel's gate half), biases added, on 2-D rows.
-
-    Two matmuls against the halves of the one kernel (HF's `input, gate = Wi(x).chunk(2)`) feed
-    `fused_ops.gated_gelu`, whose backward kernel then writes the two gradients separately."""
-    dtype = rows.dtype
-    halves = tf.split(tf.cast(layer.kernel, dtype), 2, axis=-1)
-    biases = tf.split(tf.cast(layer.bias, dtype), 2) if layer.use_bias else (None, None)
-    inner, gate = [tf_utils.bias_add(tf.matmul(rows, kernel), bias) if bias is not None
-                   else tf.matmul(rows, kernel) for kernel, bias in zip(halves, biases)]
-    return fused_ops.gated_gelu(inner, gate, approximate=self.inner_activation == 'gelu')
-
-  def _feed_forward_layers(self, x, training=None):
-    """`_feed_forward` as calls of the sub-layers (for Keras symbolic inputs)."""
-    rows = self._intermediate_dense(x)
-    if self.gated_inner:
-      inner, gate = tf.split(rows, 2, axis=-1)
-      rows = self._intermediate_activation_layer(inner) * gate
+    GeGLU with our kernels skips the joined [..., 2 * inner_dim] tensor between its two layers:
+    the matmuls against the kernel's halves (`MatmulDense.halves`) go straight into
+    `fused_ops.gated_gelu`, the computation of `MatmulDense` and `GatedActivation` without the
+    concatenation and split (XLA:CPU is much slower on the joined gradient). On Keras symbolic
+    inputs the layers are called.
+    """
+    dense = self._intermediate_dense
+    halves = (isinstance(dense, block_sublayers.MatmulDense) and dense.kernel_halves
+              and isinstance(self._intermediate_activation_layer,
+                             block_sublayers.GatedActivation)
+              and self._intermediate_activation_layer.activation in _FUSED_GELU
+              and not _is_symbolic(x))
+    if halves:
+      _build_like(dense, [None, int(x.shape[-1])])
+      inner, gate = dense.halves(tf.reshape(tf.cast(x, dense.compute_dtype),
+                                            [-1, int(x.shape[-1])]))
+      rows = fused_ops.gated_gelu(
+          inner, gate, approximate=self._intermediate_activation_layer.activation == 'gelu')
     else:
-      rows = self._intermediate_activation_layer(rows)
+      rows = self._intermediate_activation_layer(dense(x))
     if self.inner_dropout:
       rows = self._inner_dropout_layer(rows, training=training)
-    return self._output_dense(rows)
+    output = self._output_dense(rows)
+    if halves:  # [rows, width] -> [..., width]
+      output = tf.reshape(output, tf.concat([tf.shape(x)[:-1], tf.shape(output)[-1:]], axis=0))
+    return output
 
   @property
   def _inner_activation(self) -> Callable[[tf.Tensor], tf.Tensor]:
@@ -318,16 +304,9 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
       return _FUSED_GELU[self.inner_activation]
     return tf_utils.get_activation(self.inner_activation)
 
-  def _residual(self, residual, branch, dropout, norm, training, fused: bool):
+  def _residual(self, residual, branch, dropout, norm, training):
     """`norm(residual + dropout(branch))`; no norm in pre-LN (None), no residual with
-    `use_query_residual=False` (None). `fused`: one XLA kernel (post-LN, a Python `training`)."""
-    if fused:
-      drop = training and dropout.rate > 0
-      seed = dropout.dropout_seed() if drop else None
-      _build_like(norm, residual.shape)
-      beta = norm.beta if norm.beta is not None else tf.zeros_like(norm.gamma)  # center=False
-      return fused_ops.dropout_add_layer_norm(residual, branch, norm.gamma, beta, seed,
-                                              dropout.rate if drop else 0.0, norm.epsilon)
+    `use_query_residual=False` (None)."""
     x = dropout(branch, training=training)
     if residual is not None:
       x = residual + x
@@ -360,15 +339,10 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
       attention_norm = output_norm = None
     else:
       attention_norm, output_norm = self._attention_layer_norm, self._output_layer_norm
-    # BERT's post-LN on the fused path: dropout, residual add and LayerNorm as one fused kernel
-    # each way.
-    fused = (self._attention_path.fused and not self.norm_first and isinstance(training, bool)
-             and not self.use_rms_norm)
-    x = self._residual(residual, attention, self._attention_dropout, attention_norm, training,
-                       fused)
+    x = self._residual(residual, attention, self._attention_dropout, attention_norm, training)
     ffn_input = self._norm(self._output_layer_norm, x) if self.norm_first else x
     output = self._residual(x, self._feed_forward(ffn_input, training), self._output_dropout,
-                            output_norm, training, fused)
+                            output_norm, training)
     if return_attention_scores:
       return output, scores
     return output
@@ -393,22 +367,6 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
                   rotary_theta=self.rotary_theta, attention_window=self.attention_window,
                   gated_inner=self.gated_inner, norm_use_bias=self.norm_use_bias)
     return config
-
-
-def _fusable_layer_norm(layer: tf_keras.layers.Layer, x) -> bool:
-  """Whether `layer` is a plain LayerNormalization (with a scale) over the last axis of `x`, a
-  tensor of known rank; builds `layer` for `x` if it is not built."""
-  # Only the class itself: a subclass may compute something else.
-  exact_class = type(layer) is tf_keras.layers.LayerNormalization  # pylint: disable=unidiomatic-typecheck
-  if not exact_class or _is_symbolic(x):
-    return False
-  rank = x.shape.rank
-  if rank is None or not layer.scale:
-    return False
-  _build_like(layer, x.shape)
-  # A norm built for another width (e.g. the query's, applied to a wider key/value input) is left
-  # to the layer, which raises TensorFlow's InvalidArgumentError as Model Garden's block does.
-  return list(layer.axis) == [rank - 1] and layer.gamma.shape[-1] == x.shape[-1]
 
 
 def _is_symbolic(x) -> bool:

@@ -72,3 +72,23 @@ def test_config_round_trip_and_functional_graph():
                              atol=1e-5)
   restored = tf_keras.Model.from_config(model.get_config())
   assert isinstance(restored.layers[-1], layers.FusedLayerNormalization)
+
+
+def test_output_in_input_dtype_rounds_once_in_the_kernel():
+  x = tf.cast(tf.random.normal([4, 32], seed=3), tf.bfloat16)
+  norm = layers.FusedLayerNormalization(dtype=tf.float32, output_in_input_dtype=True)
+  out = norm(x)
+  assert out.dtype == tf.bfloat16
+  np.testing.assert_array_equal(out, tf.cast(layers.FusedLayerNormalization(dtype=tf.float32)(x),
+                                             tf.bfloat16))
+  config = norm.get_config()
+  assert config['output_in_input_dtype'] is True
+  assert layers.FusedLayerNormalization.from_config(config).output_in_input_dtype
+  assert 'output_in_input_dtype' not in layers.FusedLayerNormalization().get_config()
+
+
+def test_a_norm_built_for_another_width_raises_tensorflows_error():
+  norm = layers.FusedLayerNormalization()
+  norm(tf.ones([2, 16]))
+  with pytest.raises(tf.errors.InvalidArgumentError):
+    norm(tf.ones([2, 32]))
