@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast coverage lint clean
+.PHONY: demo test test-slow test-all test-cpu-classes coverage coverage-all lint clean
 
 $(STAMP): setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -18,19 +18,36 @@ $(STAMP): setup.py
 demo: $(STAMP)
 	$(PY) scripts/demo.py
 
-# One pytest worker a core (at most 4; tests/conftest.py), whole files to a worker.
+# The README's test command: every test but those marked slow (more than ~1 s each on 2 cores of an
+# AVX-512 EPYC), one pytest worker a core (at most 4; tests/conftest.py), whole files to a worker.
 test: $(STAMP)
-	$(PY) -m pytest tests -q -n auto --dist loadfile
-
-test-fast: $(STAMP)
 	$(PY) -m pytest tests -q -n auto --dist loadfile -m 'not slow'
 
-# The suite's line coverage over the package (pyproject.toml's [tool.coverage.run]), children
-# included: the total, then `.venv/bin/python -m coverage report` for the files.
+# The tests marked slow: trained runs, subprocesses, end-to-end CLIs and examples.
+test-slow: $(STAMP)
+	$(PY) -m pytest tests -q -n auto --dist loadfile -m slow
+
+# The complete suite (`.ci/run`): the tier `make test` runs, then the slow tests.
+test-all: test test-slow
+
+# The tests of the fused kernels, bfloat16 sums, encoder blocks, losses and the precision choice
+# again with TensorFlow capped to an AVX2-only CPU and to AVX-512 without bfloat16 units
+# (scripts/test_cpu_classes.sh says how, and what the caps cannot emulate).
+test-cpu-classes: $(STAMP)
+	PY=$(PY) scripts/test_cpu_classes.sh
+
+# Line coverage over the package (pyproject.toml's [tool.coverage.run]), children included: the
+# total, then `.venv/bin/python -m coverage report` for the files. `make coverage`: the tier of
+# `make test`; `make coverage-all`: the complete suite.
+COVERAGE_RUN = rm -f .coverage .coverage.* && COVERAGE_PROCESS_START=$(CURDIR)/pyproject.toml \
+  COVERAGE_FILE=$(CURDIR)/.coverage $(PY) -m pytest tests -q -n auto --dist loadfile
 coverage: $(STAMP)
-	rm -f .coverage .coverage.*
-	COVERAGE_PROCESS_START=$(CURDIR)/pyproject.toml COVERAGE_FILE=$(CURDIR)/.coverage \
-	  $(PY) -m pytest tests -q -n auto --dist loadfile
+	$(COVERAGE_RUN) -m 'not slow'
+	$(PY) -m coverage combine --quiet
+	$(PY) -m coverage report --format=total
+
+coverage-all: $(STAMP)
+	$(COVERAGE_RUN)
 	$(PY) -m coverage combine --quiet
 	$(PY) -m coverage report --format=total
 

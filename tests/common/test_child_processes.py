@@ -1,8 +1,10 @@
 """Tests of tests/processes.py: the shared child with two logical CPUs."""
 
+import pytest
 from tests.processes import run_on_two_cpus
 
 
+@pytest.mark.slow
 def test_run_on_two_cpus_runs_code_as_python_c_with_two_cpus():
   result = run_on_two_cpus("import tensorflow as tf\n"
                            "print(len(tf.config.list_logical_devices('CPU')))\n"

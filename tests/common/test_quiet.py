@@ -68,6 +68,7 @@ def test_filter_drops_startup_lines_and_passes_the_rest():
     assert kept in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('args,env', [(['--help'], None), (['--help', '--verbose'], None),
                                       (['--help'], {'MLM_VERBOSE': '1'})])
 def test_fill_mask_startup_lines_hidden_unless_verbose(args, env):
@@ -77,6 +78,7 @@ def test_fill_mask_startup_lines_hidden_unless_verbose(args, env):
   assert bool(STARTUP.search(result.stderr)) == bool(verbose), result.stderr
 
 
+@pytest.mark.slow
 def test_real_error_still_shown():
   result = _run(['-m', 'official.nlp.tools.fill_mask', '--model_dir=/nonexistent/run',
                  "--text=a [MASK]"])
@@ -122,6 +124,7 @@ def test_every_tool_lists_verbose_in_help(module, capsys):
   assert '--[no]verbose: ' in out and 'MLM_VERBOSE=1' in out
 
 
+@pytest.mark.slow
 def test_train_help_lists_verbose_and_the_gin_extra():
   result = _run(['-m', 'official.nlp.train', '--help'])
   assert result.returncode == 0, result.stderr[-2000:]  # help is not an error

@@ -33,6 +33,7 @@ def _global_step(model_dir):
   return int(reader.get_tensor('global_step/.ATTRIBUTES/VARIABLE_VALUE'))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('signum', [signal.SIGTERM, signal.SIGINT])
 def test_signal_during_a_long_loop_saves_at_the_current_step_and_exits_0(tmp_path, signum):
   # One loop of a million steps (minutes): only the signal can end it early. The test waits for
@@ -285,6 +286,7 @@ def test_a_live_lock_of_another_process_refuses_train_py(tmp_path):
   assert toy_task.checkpoint_steps(tmp_path) == [5] and not (tmp_path / '.mlm_garden.lock').exists()
 
 
+@pytest.mark.slow
 def test_two_train_py_runs_on_one_model_dir(tmp_path):
   # The first run is a child process: a lock is reentrant within one process.
   first = subprocess.Popen(
@@ -334,6 +336,7 @@ def test_read_only_model_dir(tmp_path):
                                        'directory, found one that is not writable')
 
 
+@pytest.mark.slow
 def test_a_checkpoint_that_cannot_be_written_exits_1_naming_it(tmp_path):
   """A full disk, simulated by a file size limit: the kernel refuses to grow a file past it
   (EFBIG, as ENOSPC on a full disk) and the checkpoint's data file is the largest file."""

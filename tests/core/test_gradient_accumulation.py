@@ -79,6 +79,7 @@ np.save({str(tmp_path / 'two.npy')!r}, model.get_weights()[0])
   np.testing.assert_allclose(np.load(tmp_path / 'two.npy'), big.get_weights()[0], rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_bert_pretraining_smoke(tmp_path):
   """bert/pretraining (dummy data, a tiny encoder) trains with 2 micro-batches per update; its
   masked-LM loss is a mean weighted by the masked positions of each micro-batch, so the result is

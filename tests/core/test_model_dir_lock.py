@@ -81,6 +81,7 @@ def test_another_hosts_lock_is_refused(tmp_path):
     model_dir_lock.ModelDirLock(str(tmp_path)).acquire()
 
 
+@pytest.mark.slow
 def test_a_second_process_is_refused_while_the_first_holds_the_flock(tmp_path):
   with model_dir_lock.ModelDirLock(str(tmp_path)):
     code = ('import sys; from official.core import model_dir_lock as m\n'

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from tests.core import toy_task
@@ -35,6 +36,7 @@ def _kernel(model_dir):
   return reader.get_tensor(name)
 
 
+@pytest.mark.slow
 def test_two_workers_match_one_process_and_only_the_chief_writes(tmp_path, toy_reference_run):
   result = subprocess.run(_launch_command(tmp_path / 'two'), cwd=ROOT, env=subprocess_env(),
                           capture_output=True, text=True, timeout=HANG_SECONDS + 60, check=False)
@@ -57,6 +59,7 @@ def test_two_workers_match_one_process_and_only_the_chief_writes(tmp_path, toy_r
                                [logs['validation_loss'], logs['mean_absolute_error']], rtol=1e-3)
 
 
+@pytest.mark.slow
 def test_sigterm_to_one_worker_saves_on_all_and_exits_0(tmp_path):
   # The test waits for events (a step line, the exit), not for a time; the launcher's timeout
   # (two hang guards: one to start, one to stop) only ends a hang.

@@ -123,6 +123,7 @@ def test_train_to_more_steps_continues_from_the_last_checkpoint(tmp_path):
   assert toy_task.checkpoint_steps(tmp_path) == [5, 10, 15]
 
 
+@pytest.mark.slow
 def test_continuous_eval_stops_after_the_timeout_without_new_checkpoints(tmp_path, capsys):
   toy_task.run_in_process(tmp_path, train_steps=10)
   capsys.readouterr()
@@ -136,6 +137,7 @@ def test_continuous_eval_stops_after_the_timeout_without_new_checkpoints(tmp_pat
   assert [s for s, _ in validation['validation_loss']] == [10]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('xla', [False, True])
 def test_train_loop_is_traced_once(tmp_path, xla):
   # Loops of 3, 3, 3, 1 steps (cut at the evaluation every 10 steps), twice: one trace only.

@@ -34,6 +34,7 @@ def _validation_loss(trainer, kernel: np.ndarray, steps: int) -> float:
   return float(np.mean([np.mean((y - x @ kernel) ** 2) for x, y in batches]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('skip_nonfinite_steps', [False, True])
 def test_evaluation_uses_the_averages_then_restores_the_weights(tmp_path, skip_nonfinite_steps):
   trainer = _trainer(tmp_path, skip_nonfinite_steps=skip_nonfinite_steps)

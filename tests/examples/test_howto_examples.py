@@ -46,6 +46,7 @@ def _falls(losses: List[float], few: int = 5, margin: float = 0.3) -> bool:
   return float(np.mean(losses[-few:])) < float(np.mean(losses[:few])) - margin
 
 
+@pytest.mark.slow
 def test_model_assembly_prints_the_documented_inputs_and_outputs():
   result = _run('howto_model_assembly.py', *TINY)
   lines = result.stdout.strip().splitlines()

@@ -5,6 +5,7 @@ import re
 import sys
 
 import numpy as np
+import pytest
 
 from tests.nlp.serving import tiny_run
 from tests.paths import ROOT
@@ -14,6 +15,7 @@ sys.path.insert(0, os.path.join(ROOT, 'examples'))
 import word_senses  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 
+@pytest.mark.slow
 def test_example_lists_neighbours_of_each_occurrence(tmp_path_factory, capsys):
   run = tiny_run.shared_run(tmp_path_factory)
   # The built-in sentences: most of their words are [UNK] to the tiny vocabulary, which is fine.
@@ -38,6 +40,7 @@ def test_example_lists_neighbours_of_each_occurrence(tmp_path_factory, capsys):
   assert hits == hits_listed
 
 
+@pytest.mark.slow
 def test_example_sentences_file_and_errors(tmp_path_factory, tmp_path, capsys):
   run = tiny_run.shared_run(tmp_path_factory)
   sentences = tmp_path / 'senses.tsv'

@@ -28,6 +28,7 @@ def _trained_step_graph():
   return graph, grad
 
 
+@pytest.mark.slow
 def test_the_block_frees_the_traced_graph():
   kept = custom_gradient_release.custom_gradient_names()
   with custom_gradient_release.released_custom_gradients():
@@ -41,6 +42,7 @@ def test_the_block_frees_the_traced_graph():
   assert grad.shape == (3, 4) and abs(grad.sum()) < 1e-5
 
 
+@pytest.mark.slow
 def test_without_the_block_the_graph_stays_registered():
   """The behaviour the block undoes (if TensorFlow fixes it, this fails and the module can go)."""
   before = set(custom_gradient_release.custom_gradient_names())

@@ -106,6 +106,7 @@ def _plain_softmax_dropout(scores, adder, seed, rate, scale):
   return tf.where(keep, probs / (1.0 - rate), 0.0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('seed', [None, SEED])
 def test_masked_softmax_dropout_matches_plain_ops(seed):
   scores = tf.random.normal([2, 3, 5, 64], seed=5) * 4.0
@@ -212,6 +213,7 @@ def test_bad_shapes_are_named():
     fused_ops.geglu(tf.ones([2, 7]))
 
 
+@pytest.mark.slow
 def test_kernels_inside_a_tf_function_with_unknown_batch():
   @tf.function(input_signature=[tf.TensorSpec([None, 8, 32], tf.float32)])
   def step(x):

@@ -237,6 +237,7 @@ print('ok')
 """
 
 
+@pytest.mark.slow
 def test_replica_id_and_cross_replica_concat_with_two_replicas():
   assert int(tf_utils.get_replica_id()) == 0
   np.testing.assert_array_equal(tf_utils.cross_replica_concat(tf.ones([2, 3]), axis=0),

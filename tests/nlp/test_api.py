@@ -46,6 +46,7 @@ def test_load_config_errors_name_the_field():
     api.load_config(TINY_YAML, overrides={'task.train_data.seq_length': 4096})
 
 
+@pytest.mark.slow
 def test_train_reaches_the_steps_and_evaluates(run):
   result = run['result']
   assert result.step == 4
@@ -56,6 +57,7 @@ def test_train_reaches_the_steps_and_evaluates(run):
   assert os.path.exists(os.path.join(run['model_dir'], 'vocab.txt'))
 
 
+@pytest.mark.slow
 def test_train_returns_its_own_trainers_step(run, copy_run, monkeypatch):
   # The step comes from the trainer of this call (train_lib keeps no module-level trainer), and
   # the strategy from distribute_utils.strategy_from_runtime, as mlm-train builds it.
@@ -70,6 +72,7 @@ def test_train_returns_its_own_trainers_step(run, copy_run, monkeypatch):
   assert not hasattr(train_lib, 'last_trainer')
 
 
+@pytest.mark.slow
 def test_fill_mask_and_embed_from_the_model_dir_alone(run):
   texts = ['paris is the [MASK] of france .', '[MASK] a copy of the [MASK] .']
   predictions = api.fill_mask(run['model_dir'], texts, top_k=3)
@@ -96,6 +99,7 @@ def test_train_refuses_bad_steps(run):
     api.train(run['params'], run['model_dir'], steps=0)
 
 
+@pytest.mark.slow
 def test_embed_words_one_vector_per_word(run):
   texts = ['paris is a city', 'return the list']
   result = api.embed_words(run['model_dir'], texts, subword_pooling='mean')
@@ -117,6 +121,7 @@ def _modernbert_run(trained_modernbert_run):
   return trained_modernbert_run
 
 
+@pytest.mark.slow
 def test_modernbert_yaml_trains_fills_masks_and_embeds(modernbert_run):
   params, result = modernbert_run['params'], modernbert_run['result']
   assert params.task.model.encoder.type == 'modernbert' and params.task.model.cls_heads == []
@@ -141,6 +146,7 @@ def test_modernbert_yaml_trains_fills_masks_and_embeds(modernbert_run):
   assert words.words == ['paris', 'is', 'a', 'city'] and words.vectors.shape[0] == 4
 
 
+@pytest.mark.slow
 def test_modernbert_export_gives_the_model_dirs_answers(modernbert_run, tmp_path):
   export_dir = export_savedmodel.export_from_model_dir(modernbert_run['model_dir'],
                                                        str(tmp_path / 'export'))

@@ -129,6 +129,7 @@ def _records(tmp_path) -> str:
 
 
 # ---- the toy family through the experiments ----------------------------------------------------
+@pytest.mark.slow
 def test_toy_family_pretrains_through_bert_pretraining_and_fine_tunes(toy_family, tmp_path):
   records = _records(tmp_path)
   params = train_utils.build_params('bert/pretraining', params_override=','.join(

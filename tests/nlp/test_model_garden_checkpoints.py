@@ -124,6 +124,7 @@ def test_the_shipped_checkpoint_is_model_gardens():
   assert tf.train.load_checkpoint(MG_CKPT).get_tensor('global_step' + _VALUE) == MG_STEP
 
 
+@pytest.mark.slow
 def test_resume_restores_model_gardens_weights_moments_and_step(mg_model_dir):
   trainer = _trainer(mg_model_dir)
   assert trainer.restore_or_initialize() == os.path.join(mg_model_dir, 'ckpt-3')
@@ -216,6 +217,7 @@ def _assert_encoder_is_model_gardens(encoder):
   assert count == len(encoder.trainable_variables)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('init_cls_pooler', [False, True])
 def test_sentence_prediction_init_checkpoint(init_cls_pooler):
   data = sp_loader.SentencePredictionDataConfig(input_path='dummy', seq_length=16,
@@ -252,6 +254,7 @@ def _encoder_keys(cls, tmp_path, **kwargs):
   return _keys(tf.train.Checkpoint(encoder=encoder).write(str(tmp_path / cls.__name__)))
 
 
+@pytest.mark.slow
 def test_encoder_keys_follow_model_gardens_classes(tmp_path):
   from official.nlp.modeling import networks  # pylint: disable=g-import-not-at-top
   # The functional BertEncoder (what `encoders.build_encoder` builds in both frameworks): with

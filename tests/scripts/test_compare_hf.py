@@ -56,6 +56,7 @@ def fixture_modernbert():
   return compare.describe_model(model, params)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('name', ['bert_mini', 'modernbert_mini'])
 def test_hf_config_gives_our_parameter_count(name, ours, modernbert):
   description = ours.info()['models']['bert_mini'] if name == 'bert_mini' else modernbert
@@ -80,6 +81,7 @@ def test_synthetic_batch_labels_the_masked_positions(modernbert):
   assert (batch['input_ids'].gather(1, batch['positions']) == batch['masked_ids']).all()
 
 
+@pytest.mark.slow
 def test_one_tiny_step_of_each_framework_and_a_failing_compile(ours):
   reply = ours.run_round(1, 0.01)
   assert reply['rates']['ours bert_mini float32'] > 0

@@ -263,6 +263,7 @@ def test_plot_curves_writes_a_png(tmp_path):
   assert os.path.getsize(path) > 1000
 
 
+@pytest.mark.slow
 def test_run_jobs_pins_sequences_stops_at_the_deadline_and_reports_failures(tmp_path):
   python = sys.executable
   done = []
@@ -334,6 +335,7 @@ def test_cli_errors_name_the_flag(tmp_path, capsys):
   assert not os.listdir(tmp_path)  # nothing made before the flags are checked
 
 
+@pytest.mark.slow
 def test_build_table_reports_every_finished_run_and_waits_for_the_downstream(tmp_path,
                                                                             monkeypatch):
   """The orchestration with the data, the runs and the fine-tuning replaced by fakes."""

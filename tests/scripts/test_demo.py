@@ -58,6 +58,7 @@ def test_sentences_have_exactly_one_mask_and_are_new():
     assert sentence.count('[MASK]') == 1, sentence
 
 
+@pytest.mark.slow
 def test_sentences_are_not_in_the_corpus(tmp_path):
   # The probe sentences are new: with any one word in the [MASK] slot, none occurs in the
   # docstrings.

@@ -160,12 +160,14 @@ def distributed_results():
   return json.loads(lines[-1][len('RESULT '):])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('name', ['sgd', 'keras_sgd', 'adamw', 'adamw_loss_scale', 'lamb'])
 def test_two_replicas_match_one(distributed_results, name):
   result = distributed_results[name]
   np.testing.assert_allclose(result['two'], result['one'], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_distributed_sgd_matches_numpy_clip_of_summed_gradient(distributed_results):
   x = np.array([[1., 2., 0.], [0., -1., 3.], [2., 2., 2.], [-1., 0., 1.]])
   y = np.array([1., -2., 5., 0.5])

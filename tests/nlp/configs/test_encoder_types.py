@@ -33,6 +33,7 @@ def _ids():
               input_type_ids=np.zeros_like(ids))
 
 
+@pytest.mark.slow
 def test_albert_and_bert_v2_build_their_encoders():
   config = encoders.EncoderConfig(type='albert',
                                   albert=encoders.AlbertEncoderConfig(**TINY_ALBERT))
@@ -130,6 +131,7 @@ def test_albert_refuses_a_shared_embedding_layer():
     encoders.build_encoder(encoders.AlbertEncoderConfig(**TINY_ALBERT), embedding_layer=layer)
 
 
+@pytest.mark.slow
 def test_albert_base_yaml_is_model_gardens_layout_and_albert_base_size():
   path = os.path.join(ROOT, 'configs/models/albert_base.yaml')
   data = hyperparams.read_yaml(path)

@@ -37,6 +37,7 @@ def test_encoder_config_is_importable_from_bert_configs():
   assert encoders.BertEncoderConfig is bert_encoder_config.BertEncoderConfig
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('layout', ['encoder_config', 'bert_part'])
 def test_from_config_takes_encoder_config_dicts(layout):
   full = encoders.EncoderConfig(type='bert', bert=dict(_BERT)).as_dict()

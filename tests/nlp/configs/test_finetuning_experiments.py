@@ -67,6 +67,7 @@ def test_modernbert_variants_take_modernbert_tiny_and_the_bert_recipe(path):
   assert modern == bert
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('path', MODERNBERT_YAMLS, ids=os.path.basename)
 def test_modernbert_variants_build_and_train_a_step(path):
   sizes = {'vocab_size': 64, 'hidden_size': 32, 'intermediate_size': 48,

@@ -273,6 +273,7 @@ def _feed_forward_size(encoder_config):
              for w in block._intermediate_dense.weights + block._output_dense.weights)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('name', ['tiny', 'mini'])
 def test_modernbert_feed_forward_is_about_berts_in_parameters(name):
   # GeGLU has three matrices (its input dense is twice as wide), BERT's GELU two: 2/3 of BERT's

@@ -76,6 +76,7 @@ def record_set(inputs, tmp_path, monkeypatch):
 # -------------------------------------------------------------------------------------- fingerprint
 
 
+@pytest.mark.slow
 def test_metadata_lists_every_shard_with_count_size_and_crc(record_set):
   metadata = data_metadata.load_metadata(str(record_set / "train.tfrecord*"))
   assert "state" not in metadata
@@ -413,6 +414,7 @@ def test_truncated_file_without_metadata_fails_at_its_end_naming_it(tmp_path):
   assert pretrain_dataloader.record_error_line(ValueError("other")) is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cut", ["mid_file", "last_record"])
 def test_train_py_stops_on_a_truncated_file_without_metadata_with_one_line(tmp_path, cut):
   path = tmp_path / "a.tfrecord"

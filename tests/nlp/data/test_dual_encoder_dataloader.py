@@ -39,6 +39,7 @@ def _ids(*tokens):
   return [IDS[t] for t in tokens]
 
 
+@pytest.mark.slow
 def test_loader_tokenizes_both_sides(tmp_path):
   pytest.importorskip('tensorflow_text')
   params = _params(tmp_path)
@@ -59,6 +60,7 @@ def test_loader_tokenizes_both_sides(tmp_path):
     assert value.dtype == tf.int32 and value.shape == (2, 6)
 
 
+@pytest.mark.slow
 def test_several_fields_are_packed_as_segments(tmp_path):
   pytest.importorskip('tensorflow_text')
   params = _params(tmp_path, left_text_fields=('title', 'left_input'), seq_length=8)

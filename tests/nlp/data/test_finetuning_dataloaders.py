@@ -150,6 +150,7 @@ def _bytes(values):
   return tf.train.Feature(bytes_list=tf.train.BytesList(value=list(values)))
 
 
+@pytest.mark.slow
 def test_text_loader_tokenizes_in_the_pipeline(tmp_path):
   pytest.importorskip('tensorflow_text')
   vocab = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', 'the', 'cat', 'sat', 'play', '##ing']

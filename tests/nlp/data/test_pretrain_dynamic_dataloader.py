@@ -43,6 +43,7 @@ def _config(path, **kwargs):
                                             deterministic=True, **kwargs)
 
 
+@pytest.mark.slow
 def test_batches_are_padded_to_their_bucket_and_keep_the_values(tmp_path):
   # Lengths 6 and 7 go to bucket 8, 12 and 16 to bucket 16; 3 masks each in bucket 8, 5 in 16.
   examples = _write(tmp_path / 'a.tfrecord', [6, 12, 7, 16], [3, 5, 3, 5])

@@ -49,6 +49,7 @@ def test_model_dir_gets_vocab_and_tokenizer_config(tmp_path):
   assert vocab_assets.write_model_dir_vocab(model_dir, _task_config(path)) == written
 
 
+@pytest.mark.slow
 def test_resume_on_records_of_another_vocabulary_is_refused(tmp_path):
   path, _ = _records(tmp_path)
   model_dir = str(tmp_path / 'model')
@@ -59,6 +60,7 @@ def test_resume_on_records_of_another_vocabulary_is_refused(tmp_path):
     vocab_assets.write_model_dir_vocab(model_dir, _task_config(other_path))
 
 
+@pytest.mark.slow
 def test_init_checkpoint_vocabulary_fallback_and_mismatch(tmp_path):
   pretrain_dir = tmp_path / 'pretrain'
   pretrain_dir.mkdir()
@@ -109,6 +111,7 @@ def test_find_vocab_file_in_directories(tmp_path):
     vocab_assets.find_vocab_file(str(tmp_path / 'missing'))
 
 
+@pytest.mark.slow
 def test_training_writes_the_vocabulary_and_inference_finds_it(trained_bert_run):
   # The session's run trained by api.train (train_lib.run_experiment) on cased records.
   from official.nlp.serving import inference  # pylint: disable=g-import-not-at-top
@@ -121,6 +124,7 @@ def test_training_writes_the_vocabulary_and_inference_finds_it(trained_bert_run)
   assert tokenizer.tokenize('Paris') == ['[UNK]']  # cased: 'Paris' is not 'paris'
 
 
+@pytest.mark.slow
 def test_builtin_experiments_need_no_registry_import():
   code = ('from official.core import exp_factory\n'
           'print(type(exp_factory.get_exp_config("bert/sentence_prediction").task).__name__)\n'

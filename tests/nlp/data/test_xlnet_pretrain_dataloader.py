@@ -33,6 +33,7 @@ def _config(path, **kwargs):
   return pd.XLNetPretrainDataConfig(**defaults)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('strategy', pd.XLNET_SAMPLE_STRATEGIES)
 @pytest.mark.parametrize('reuse_length', [0, 8])
 def test_targets_and_factorization_order(tmp_path, strategy, reuse_length):

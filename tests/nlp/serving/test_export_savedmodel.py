@@ -101,6 +101,7 @@ def _softmax(x):
   return e / e.sum(axis=-1, keepdims=True)
 
 
+@pytest.mark.slow
 def test_restore_reads_the_latest_checkpoint(run, restored, fresh_process):
   del fresh_process  # started now, checked in test_saved_model_in_fresh_process_matches_checkpoint
   model, path = restored
@@ -112,6 +113,7 @@ def test_restore_reads_the_latest_checkpoint(run, restored, fresh_process):
       model.encoder_network.get_embedding_table().numpy())
 
 
+@pytest.mark.slow
 def test_signatures_accept_other_batch_and_seq_lengths(run, restored):
   model, _ = restored
   loaded = tf.saved_model.load(run['export_dir'])
@@ -169,6 +171,7 @@ def _tiny_encoder():
                                                     dict_outputs=True))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('dict_output', [False, True])
 def test_classify_signature_matches_the_model(tmp_path, dict_output):
   tf_keras.utils.set_random_seed(1)
@@ -217,6 +220,7 @@ def test_export_refuses_a_vocabulary_of_another_size(run, restored, tmp_path):
     export_savedmodel.export_pretrainer(model, str(tmp_path / 'export'), 16, top_k=23)
 
 
+@pytest.mark.slow
 def test_cli_exports_a_given_checkpoint(run, tmp_path, capsys, caplog):
   caplog.set_level(logging.INFO)
   export_dir = tmp_path / 'export'
@@ -286,6 +290,7 @@ def test_checkpoint_of_another_model_is_refused(run, tmp_path):
     inference.restore_model(str(model_dir))
 
 
+@pytest.mark.slow
 def test_vocabulary_checked_against_the_training_records(run, tmp_path):
   model_dir = tmp_path / 'model'
   shutil.copytree(run['model_dir'], model_dir)
@@ -325,6 +330,7 @@ def _siblings(directory):
           if n.startswith(os.path.basename(directory) + '.')]
 
 
+@pytest.mark.slow
 def test_cli_refuses_a_non_empty_export_dir_unless_overwrite(run, tmp_path, capsys):
   base = ['export', f'--model_dir={run["model_dir"]}']
   notes = tmp_path / 'notes'
@@ -366,6 +372,7 @@ def test_cli_refuses_a_non_empty_export_dir_unless_overwrite(run, tmp_path, caps
       'expected a directory there\n')
 
 
+@pytest.mark.slow
 def test_failed_write_leaves_no_partial_export(run, tmp_path, monkeypatch, capsys):
   real_save = tf.saved_model.save
 
@@ -408,6 +415,7 @@ def test_corrupt_checkpoint_is_one_line(run, tmp_path, capsys):
 
 # ---- A ModernBERT pretraining run (no next-sentence head) and a classifier fine-tuned from it.
 
+@pytest.mark.slow
 def test_modernbert_export_reloads_with_the_checkpoints_outputs(modernbert_run, fresh_process):
   # Compared on the real tokens only: a padding position whose sliding window holds no real token
   # gets other (meaningless) values from the blocked local attention (static lengths, eager here)
@@ -472,6 +480,7 @@ def _modernbert_classifier_run(modernbert_run, model_dir):
   return trainer.model
 
 
+@pytest.mark.slow
 def test_modernbert_classifier_export_from_its_model_dir(modernbert_run, tmp_path):
   model_dir = str(tmp_path / 'cls')
   classifier = _modernbert_classifier_run(modernbert_run, model_dir)
@@ -494,6 +503,7 @@ def test_modernbert_classifier_export_from_its_model_dir(modernbert_run, tmp_pat
 
 
 # Last in the file: the reload started by the first test ran meanwhile.
+@pytest.mark.slow
 def test_saved_model_in_fresh_process_matches_checkpoint(run, restored, fresh_process):
   model, _ = restored
   inputs, counts = fresh_process.inputs['bert'], fresh_process.counts['bert']

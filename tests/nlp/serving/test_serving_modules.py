@@ -51,6 +51,7 @@ def _classifier_task():
   return sentence_prediction.SentencePredictionTask(config)
 
 
+@pytest.mark.slow
 def test_sentence_prediction_export_round_trip(tmp_path):
   task = _classifier_task()
   model = task.build_model()
@@ -96,6 +97,7 @@ def test_sentence_prediction_inputs_only_derives_mask_and_types():
     module.get_inference_signatures({'nope': 'x'})
 
 
+@pytest.mark.slow
 def test_masked_lm_and_tagging_signatures(tmp_path):
   config = masked_lm.MaskedLMConfig(model=bert.PretrainerConfig(
       encoder=_encoder(), cls_heads=[bert.ClsHeadConfig(inner_dim=8, num_classes=2, name='foo')]))
@@ -182,6 +184,7 @@ def _python_packed(tokenizer, texts, seq=SEQ):
           'input_type_ids': np.array([types + [0] * pad], np.int32)}
 
 
+@pytest.mark.slow
 def test_export_with_a_raw_string_signature(tmp_path):
   """vocab.txt -> BertTokenizer + BertPackInputs in the graph; the reloaded SavedModel gives the
   model's logits on the ids that the Python tokenizer makes of the same text."""
@@ -211,6 +214,7 @@ def test_export_with_a_raw_string_signature(tmp_path):
   np.testing.assert_allclose(by_ids['outputs'].numpy(), outputs[:1], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_text_pairs_from_strings_and_from_examples(tmp_path):
   vocab_file = tmp_path / 'vocab.txt'
   vocab_file.write_text('\n'.join(TEXT_VOCAB) + '\n')
@@ -265,6 +269,7 @@ def test_inputs_only_examples_need_word_ids_alone_and_v1_names():
                              model(inputs, training=False).numpy(), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_question_answering_module(tmp_path):
   task = question_answering.QuestionAnsweringTask(question_answering.QuestionAnsweringConfig(
       model=question_answering.ModelConfig(encoder=_encoder()), validation_data=None,
@@ -332,6 +337,7 @@ def _call(function, inputs):
                                             ).items()}
 
 
+@pytest.mark.slow
 def test_masked_lm_module_of_a_pretrainer_without_heads_serves_mlm_logits(tmp_path):
   # ModernBERT's recipe has no next-sentence head: `classification` is left out, not an error.
   task = masked_lm.MaskedLMTask(masked_lm.MaskedLMConfig(model=bert.PretrainerConfig(
@@ -382,6 +388,7 @@ def _model_outputs(model, inputs, names):
   return {names[0]: outputs.numpy()}
 
 
+@pytest.mark.slow
 def test_finetuning_modules_with_a_modernbert_encoder_round_trip(tmp_path):
   # Export module -> (the model's outputs it must reproduce, its parameters).
   cases = {serving_modules.SentencePrediction: (['outputs'], dict(inputs_only=False)),
@@ -413,6 +420,7 @@ def test_finetuning_modules_with_a_modernbert_encoder_round_trip(tmp_path):
       assert outputs['encoder_outputs'].shape == (2, 5, 32)
 
 
+@pytest.mark.slow
 def test_create_export_module_of_the_modernbert_tiny_yaml(tmp_path):
   # Model Garden's export path from a config file: the shipped YAML, no next-sentence head.
   module = export_savedmodel.create_export_module(

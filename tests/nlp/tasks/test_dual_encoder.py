@@ -66,6 +66,7 @@ def test_metrics_are_in_batch_recall_at_k():
     assert results[f'right_recall_at_{k}'] == pytest.approx(recall(LOGITS.T, k))
 
 
+@pytest.mark.slow
 def test_build_model_and_dummy_inputs():
   config = _config()
   task = task_factory.get_task(config)
@@ -81,6 +82,7 @@ def test_build_model_and_dummy_inputs():
   assert outputs['left_logits'].shape == (4, 4)
 
 
+@pytest.mark.slow
 def test_train_steps_learn_the_pairing():
   config = _config()
   task = dual_encoder.DualEncoderTask(config)
@@ -96,6 +98,7 @@ def test_train_steps_learn_the_pairing():
   assert float(metrics[1].result()) > 0  # left_recall_at_1
 
 
+@pytest.mark.slow
 def test_fit_runs_the_task_steps():
   config = _config()
   task = dual_encoder.DualEncoderTask(config)
@@ -106,6 +109,7 @@ def test_fit_runs_the_task_steps():
   assert {'loss', 'left_recall_at_1', 'left_recall_at_2'} <= set(history.history)
 
 
+@pytest.mark.slow
 def test_initialize_restores_the_encoder(tmp_path):
   source = dual_encoder.DualEncoderTask(_config()).build_model()
   for variable in source.weights:

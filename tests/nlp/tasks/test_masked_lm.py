@@ -118,6 +118,7 @@ def test_accuracy_from_the_losss_argmax_equals_the_keras_metric():
     assert metrics[0].name == 'masked_lm_accuracy'
 
 
+@pytest.mark.slow
 def test_train_step_calls_a_subclasss_build_losses():
   calls = []
 
@@ -149,6 +150,7 @@ def test_train_step_calls_a_subclasss_process_metrics_without_keywords():
   assert metrics[0].count.numpy() > 0
 
 
+@pytest.mark.slow
 def test_evaluation_on_records_without_next_sentence_labels():
   """A model with a next-sentence head evaluates masked LM on single-segment records."""
   task = masked_lm.MaskedLMTask(_tiny_config())
@@ -173,6 +175,7 @@ def test_metrics_without_next_sentence_head():
   assert names == ['masked_lm_accuracy', 'lm_example_loss', 'masked_lm_perplexity']
 
 
+@pytest.mark.slow
 def test_model_outputs_and_train_steps_reduce_loss():
   task = masked_lm.MaskedLMTask(_tiny_config())
   model = task.build_model()
@@ -190,6 +193,7 @@ def test_model_outputs_and_train_steps_reduce_loss():
   assert np.isfinite(float(logs['loss']))
 
 
+@pytest.mark.slow
 def test_initialize_restores_encoder_and_skips_mismatched_head(tmp_path):
   source_task = masked_lm.MaskedLMTask(_tiny_config(num_classes=2))
   source = source_task.build_model()
@@ -228,6 +232,7 @@ def test_initialize_with_missing_checkpoint_fails_clearly(tmp_path):
     task.initialize(task.build_model())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('dtype', ['float32', 'bfloat16'])
 def test_xla_and_plain_train_steps_give_the_same_loss_and_update(dtype):
   task = masked_lm.MaskedLMTask(_tiny_config())
@@ -258,6 +263,7 @@ def test_xla_and_plain_train_steps_give_the_same_loss_and_update(dtype):
     np.testing.assert_allclose(xla, plain, rtol=tolerance, atol=tolerance)
 
 
+@pytest.mark.slow
 def test_bfloat16_loss_reads_the_heads_rows_and_bias_with_the_same_step(monkeypatch):
   """Under mixed_bfloat16 the loss takes the head's bfloat16 rows and float32 bias (the float32
   logits are not read); the step's loss, metrics and update are the generic loss's."""
@@ -321,6 +327,7 @@ def test_cross_entropy_with_argmax_falls_back_and_checks_shapes(monkeypatch):
   np.testing.assert_allclose(loss, np.full([3, 4], np.log(VOCAB)), rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_keras_compile_fit_trains_the_masked_lm_loss():
   config = _tiny_config()
   task = masked_lm.MaskedLMTask(config)
@@ -346,6 +353,7 @@ def test_keras_compile_fit_trains_the_masked_lm_loss():
                              rtol=1e-4)
 
 
+@pytest.mark.slow
 def test_metrics_built_outside_update_inside_tf_function():
   config = _tiny_config()
   task = masked_lm.MaskedLMTask(config)
@@ -469,6 +477,7 @@ def test_task_trains_on_cfg_data_config_and_refuses_generic_data(tmp_path):
     task.build_inputs(masked_lm.cfg.DataConfig(input_path='dummy', global_batch_size=8))
 
 
+@pytest.mark.slow
 def test_metrics_built_inside_tf_function_are_created_once():
   # A how-to's step builds its metrics inside the function: a tf.function may create variables
   # on its first trace only, so the task hands every trace the same metrics.

@@ -4,6 +4,7 @@
 import os
 
 import numpy as np
+import pytest
 import tensorflow as tf
 import tf_keras
 
@@ -14,6 +15,7 @@ from official.nlp.modeling import networks
 from tests.paths import ROOT
 
 
+@pytest.mark.slow
 def test_modernbert_tiny_yaml_builds_and_trains_one_step():
   overrides = ','.join([
       'task.model.encoder.modernbert.vocab_size=64', 'task.model.encoder.modernbert.hidden_size=32',

@@ -97,6 +97,7 @@ def test_loss_is_the_mean_of_start_and_end_cross_entropy():
   assert float(got) == pytest.approx(expected, rel=1e-5)
 
 
+@pytest.mark.slow
 def test_initialize_restores_the_encoder_of_a_pretraining_checkpoint(tmp_path):
   params = _params('dummy', 'dummy', 1, 1e-3)
   source = question_answering.QuestionAnsweringTask(params.task).build_model()
@@ -156,6 +157,7 @@ def test_overfitting_the_fixture_answers_its_questions(tmp_path):
 MODERNBERT_YAML = os.path.join(ROOT, 'configs', 'finetuning', 'squad_modernbert_tiny.yaml')
 
 
+@pytest.mark.slow
 def test_modernbert_encoder_restores_from_its_pretraining_run_and_trains(tiny_runs):
   run = tiny_runs.saved('modernbert')  # the session's (tests/nlp/tiny_runs.py)
   params = train_utils.build_params('bert/squad', [MODERNBERT_YAML], None)
@@ -177,6 +179,7 @@ def test_modernbert_encoder_restores_from_its_pretraining_run_and_trains(tiny_ru
   assert start.shape == end.shape == (4, tiny_run.SEQ_LENGTH)
 
 
+@pytest.mark.slow
 def test_modernbert_train_and_eval_on_squad_records(tmp_path):
   """Two steps on the fixture's records and an evaluation from the raw JSON: the span decoding and
   the SQuAD metrics run on a ModernBERT model."""

@@ -70,6 +70,7 @@ def test_classification_and_regression_losses_match_numpy():
     task.build_losses({'label': tf.constant([0.5])}, tf.constant([[1.0]]))
 
 
+@pytest.mark.slow
 def test_batches_are_dicts_and_label_field_is_followed():
   config = _config(3)
   config.train_data.label_field = 'label'
@@ -105,6 +106,7 @@ def _pretraining_checkpoint(tmp_path):
   return pretrainer
 
 
+@pytest.mark.slow
 def test_initialize_restores_encoder_and_optionally_the_pooler(tmp_path):
   pretrainer = _pretraining_checkpoint(tmp_path)
   task = sp.SentencePredictionTask(_config(2, init_checkpoint=str(tmp_path / 'pre')))
@@ -136,6 +138,7 @@ def test_initialize_errors(tmp_path):
     task.initialize(task.build_model())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('freeze', [True, False])
 def test_freeze_encoder_trains_only_the_head(freeze):
   task = sp.SentencePredictionTask(_config(3, freeze_encoder=freeze))
@@ -154,6 +157,7 @@ def test_freeze_encoder_trains_only_the_head(freeze):
                                                               head_before))
 
 
+@pytest.mark.slow
 def test_whole_set_metrics_through_aggregate_logs():
   task = sp.SentencePredictionTask(_config(3))
   model = task.build_model()
@@ -242,6 +246,7 @@ def _write_records(path, num_examples, seq_length=8, num_classes=3):
       writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('num_classes', [3, 1])
 def test_predict_returns_one_prediction_per_example_in_id_order(tmp_path, num_classes):
   task = sp.SentencePredictionTask(_config(num_classes))
@@ -289,6 +294,7 @@ def test_dummy_inputs_have_label_zero():
     np.testing.assert_array_equal(batch['label_ids'].numpy(), np.zeros(4))
 
 
+@pytest.mark.slow
 def test_failed_restore_is_one_error_without_tensorflow_warnings(tmp_path):
   """A pretrained encoder of another size: one ValueError naming both shapes, and none of
   TensorFlow's per-variable 'Value in checkpoint could not be found' warnings, which it prints
@@ -316,6 +322,7 @@ except ValueError as e:
   assert 'unrestored values' not in result.stderr
 
 
+@pytest.mark.slow
 def test_build_inputs_reads_raw_text_records_with_the_text_loader(tmp_path):
   pytest.importorskip('tensorflow_text')
   (tmp_path / 'vocab.txt').write_text('\n'.join(['[PAD]', '[UNK]', '[CLS]', '[SEP]', 'a', 'b']))
@@ -356,6 +363,7 @@ def _modernbert_config(num_classes=2, **kwargs):
       validation_data=data.replace(is_training=False), **kwargs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('use_encoder_pooler', [False, True])
 def test_modernbert_encoder_restores_from_its_pretraining_run_and_fine_tunes(pretrained,
                                                                             use_encoder_pooler):
@@ -381,6 +389,7 @@ def test_modernbert_encoder_restores_from_its_pretraining_run_and_fine_tunes(pre
   np.testing.assert_allclose(model(other, training=False), logits, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_modernbert_checkpoint_has_no_next_sentence_pooler(pretrained):
   task = sp.SentencePredictionTask(_modernbert_config(
       init_checkpoint=pretrained['model_dir'], init_cls_pooler=True))

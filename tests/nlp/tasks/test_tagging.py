@@ -87,6 +87,7 @@ def test_validation_step_returns_ids_for_aggregation():
   np.testing.assert_array_equal(logs['label_ids'], labels)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('freeze', [True, False])
 def test_freeze_encoder(freeze):
   task = tagging.TaggingTask(_config(freeze_encoder=freeze))
@@ -141,6 +142,7 @@ def test_experiment_is_registered():
   assert isinstance(task_factory.get_task(params.task), tagging.TaggingTask)
 
 
+@pytest.mark.slow
 def test_dummy_inputs_and_predict(tmp_path):
   config = _config()
   config.train_data = config.train_data.replace(input_path='dummy')
@@ -177,6 +179,7 @@ def test_dummy_inputs_and_predict(tmp_path):
     tagging.predict(task, params.replace(include_sentence_id=False), model)
 
 
+@pytest.mark.slow
 def test_modernbert_encoder_restores_from_its_pretraining_run_and_tags(tiny_runs):
   run = tiny_runs.saved('modernbert')  # the session's (tests/nlp/tiny_runs.py)
   data = tagging_dataloader.TaggingDataConfig(input_path='dummy', seq_length=tiny_run.SEQ_LENGTH,

@@ -47,6 +47,7 @@ def _task_from(params_yaml):
   return task_factory.get_task(params.task)
 
 
+@pytest.mark.slow
 def test_hf_to_ours_is_restored_by_masked_lm_task_initialize(tmp_path):
   source, config, weights = _hf_dir(tmp_path / 'hf')
   out = str(tmp_path / 'ours')
@@ -72,6 +73,7 @@ def test_hf_to_ours_is_restored_by_masked_lm_task_initialize(tmp_path):
                              atol=1e-5)
 
 
+@pytest.mark.slow
 def test_training_model_dir_to_hf_and_google(tmp_path):
   model_dir = str(tmp_path / 'run')
   params = train_utils.build_params('bert/pretraining', [], ','.join(

@@ -34,6 +34,7 @@ def _sentence_splits(rng, n, signal):
   return splits
 
 
+@pytest.mark.slow
 def test_bag_of_words_learns_cue_words_and_surface_cues_cannot():
   splits = _sentence_splits(np.random.default_rng(0), 400, signal=True)
   bow = baselines.bag_of_words_sentences(splits)
@@ -53,6 +54,7 @@ def test_majority_sentences_counts_the_training_labels():
   assert result.settings == {'label': 'y'}
 
 
+@pytest.mark.slow
 def test_linear_classifier_matches_a_numpy_reference():
   """Dev and test accuracies equal a numpy logistic regression trained to convergence."""
   rng = np.random.default_rng(1)

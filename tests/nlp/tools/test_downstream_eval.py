@@ -45,6 +45,7 @@ def test_parse_model_arg():
   assert downstream_eval.parse_model_arg('runs/a=b') == ('a=b', 'runs/a=b')
 
 
+@pytest.mark.slow
 def test_resolve_ours_hf_and_google(tiny, tmp_path):
   ours = downstream_eval.resolve_model('tiny', tiny['model_dir'], str(tmp_path))
   assert (ours.origin, ours.model_dir, ours.init_checkpoint) == (
@@ -117,6 +118,7 @@ def test_finetune_builds_and_trains_in_the_settings_precision(tiny, monkeypatch,
   assert tf_keras.mixed_precision.global_policy().name == 'float32'
 
 
+@pytest.mark.slow
 def test_finetune_lets_each_runs_traced_graphs_go(tiny, monkeypatch):
   """One process fine-tunes model after model: a run's custom-gradient registrations (which would
   keep its traced graphs alive, ~245 MB a bert_mini run) are dropped when it returns."""
@@ -207,6 +209,7 @@ def test_paired_tests_and_tables():
   assert 0 < tests[1]['p_examples'] <= 1
 
 
+@pytest.mark.slow
 def test_a_real_evaluation(evaluated):
   report, output_dir = evaluated['report'], evaluated['output_dir']
   assert sorted(report['tasks']) == ['mr', 'pos']
@@ -234,6 +237,7 @@ def test_a_real_evaluation(evaluated):
   assert '| tiny | ' in markdown and '| majority (baseline) |' in markdown
 
 
+@pytest.mark.slow
 def test_cli_reuses_stored_runs(evaluated, monkeypatch, capsys):
   def no_finetune(*args, **kwargs):
     raise AssertionError('a stored run was run again')

@@ -42,6 +42,7 @@ def _encoder_outputs(run):
   return outputs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('kind', ['model_dir', 'export_dir'])
 def test_pooling_matches_numpy(run, reference, kind):
   model = inference.load_inference_model(run[kind])
@@ -57,6 +58,7 @@ def test_pooling_matches_numpy(run, reference, kind):
   np.testing.assert_allclose(pooled, [r['pooled_output'] for r in reference], atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('kind', ['model_dir', 'export_dir'])
 def test_modernbert_pooling_matches_its_encoder(modernbert_run, kind):
   reference = _encoder_outputs(modernbert_run)  # unpadded rows: padding must not matter
@@ -78,6 +80,7 @@ def test_modernbert_pooling_matches_its_encoder(modernbert_run, kind):
   np.testing.assert_allclose(words.vectors, expected, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_modernbert_cli_writes_the_same_vectors_from_checkpoint_and_export(modernbert_run,
                                                                            tmp_path, capsys):
   input_file = tmp_path / 'lines.txt'
@@ -105,6 +108,7 @@ def test_pool_and_encode_texts():
     embed.pool(outputs, mask, 'max')
 
 
+@pytest.mark.slow
 def test_cli_writes_npy_and_jsonl(run, tmp_path, capsys, monkeypatch):
   input_file = tmp_path / 'lines.txt'
   input_file.write_text('\n'.join(TEXTS) + '\n')
@@ -160,6 +164,7 @@ def _never_load(*args, **kwargs):
   raise AssertionError('the model was loaded before the output path was checked')
 
 
+@pytest.mark.slow
 def test_cli_output_paths_are_checked_before_any_work(run, tmp_path, capsys, monkeypatch):
   lines = tmp_path / 'lines.txt'
   lines.write_text('a city\n')
@@ -189,6 +194,7 @@ def test_cli_output_paths_are_checked_before_any_work(run, tmp_path, capsys, mon
   capsys.readouterr()
 
 
+@pytest.mark.slow
 def test_cli_write_failure_and_seq_length_are_one_line(run, tmp_path, capsys, monkeypatch):
   lines = tmp_path / 'lines.txt'
   lines.write_text('a city\n')
@@ -258,6 +264,7 @@ def test_split_words_gives_the_sub_word_span_of_each_word(subword_tokenizer):
   assert embed.split_words(subword_tokenizer, ['']) == [([], [])]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('kind', ['model_dir', 'export_dir'])
 def test_token_embeddings_match_the_encoder_at_sub_word_positions(run, word_reference,
                                                                   subword_tokenizer, kind):
@@ -293,6 +300,7 @@ def test_nearest_neighbours_against_brute_force():
     embed.nearest_neighbours(vectors, k=0)
 
 
+@pytest.mark.slow
 def test_cli_token_level_npy_jsonl_and_zscore(run, tmp_path, capsys):
   lines = tmp_path / 'lines.txt'
   lines.write_text('\n'.join(TEXTS) + '\n')
@@ -354,6 +362,7 @@ def test_cli_token_level_npy_jsonl_and_zscore(run, tmp_path, capsys):
       'a new file, or pass --overwrite to replace it\n')
 
 
+@pytest.mark.slow
 def test_cli_sentence_zscore_and_flag_combinations(run, tmp_path, capsys):
   lines = tmp_path / 'lines.txt'
   lines.write_text('\n'.join(TEXTS) + '\n')

@@ -45,6 +45,7 @@ def _numpy_metrics(model, path, batch_size):
   return np.mean(losses), correct / total
 
 
+@pytest.mark.slow
 def test_evaluates_single_segment_and_packed_records(tmp_path, tiny_runs):
   run = tiny_runs.saved('bert')  # the session's tiny BERT run, ckpt-2 (tests/nlp/tiny_runs.py)
   paths = {'single': _records(tmp_path, run['vocab_file'], 'single', no_next_sentence=True,

@@ -99,6 +99,7 @@ def _cli_output_of_checkpoint_and_export(run, capsys) -> str:
   return outputs[0]
 
 
+@pytest.mark.slow
 def test_cli_prints_the_same_predictions_from_checkpoint_and_saved_model(run, capsys):
   parsed = _parse(_cli_output_of_checkpoint_and_export(run, capsys))
   assert list(parsed) == TEXTS
@@ -113,6 +114,7 @@ def test_cli_prints_the_same_predictions_from_checkpoint_and_saved_model(run, ca
       np.testing.assert_allclose([p for _, p in printed], [p for _, p in exact], atol=5e-5)
 
 
+@pytest.mark.slow
 def test_modernbert_run_and_its_export_print_the_models_predictions(modernbert_run, capsys):
   run = modernbert_run
   parsed = _parse(_cli_output_of_checkpoint_and_export(run, capsys))
@@ -136,6 +138,7 @@ def test_modernbert_run_and_its_export_print_the_models_predictions(modernbert_r
   assert 'exceeds the 32 position embeddings' in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_cli_vocab_file_flag_and_missing_vocab(run, tmp_path, capsys):
   model_dir = tmp_path / 'model'
   shutil.copytree(run['model_dir'], model_dir)
@@ -196,6 +199,7 @@ def test_cli_errors(run, tmp_path, capsys):
   assert 'has 23 tokens; seq_length is 16' in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_seq_length_above_the_position_embeddings_is_a_flag_error(run, tmp_path, capsys):
   # tiny_run: max_position_embeddings 32. A SavedModel exported before `max_sequence_length` was
   # recorded in serving_config.json falls back on its position table.
@@ -250,6 +254,7 @@ def test_model_dir_that_is_a_file_is_one_line(tmp_path, capsys):
       '+ ckpt-N) or a SavedModel directory (saved_model.pb)\n')
 
 
+@pytest.mark.slow
 def test_module_seq_length_error_has_no_traceback(run):
   # As `python -m official.nlp.tools.fill_mask` runs it (`sys.exit(main())`), in this process.
   result = call_main(fill_mask.main, ['fill_mask', f'--model_dir={run["export_dir"]}',

@@ -87,6 +87,7 @@ def _inputs(config):
           'masked_lm_positions': np.array([[1, 3], [0, 2]], np.int32)}
 
 
+@pytest.mark.slow
 def test_load_pretrainer_matches_numpy_reference(tmp_path):
   config = _reference_config()
   weights = ref.random_weights(config, mlm=True, nsp=True)
@@ -163,6 +164,7 @@ def test_export_warns_when_the_two_poolers_differ(tmp_path, caplog):
                                 head.dense.bias.numpy())
 
 
+@pytest.mark.slow
 def test_shape_mismatch_and_unknown_variables(tmp_path):
   config = _reference_config()
   arrays = _google_arrays(ref.random_weights(config))

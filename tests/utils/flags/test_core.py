@@ -68,11 +68,13 @@ def result():
   return json.loads(lines[-1][len('RESULT '):])
 
 
+@pytest.mark.slow
 def test_defaults_and_set_defaults(result):
   assert result['defaults'] == [64, '/tmp', ['LoggingTensorHook'], 'fp32', -1, 8]
   assert result['nondefault_none'] == ''
 
 
+@pytest.mark.slow
 def test_nondefault_flags_as_command_line(result):
   # Sorted by name; quoted where a shell needs it; booleans as --name / --noname.
   assert result['nondefault'] == (

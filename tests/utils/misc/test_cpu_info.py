@@ -17,6 +17,12 @@ flags\t\t: amx_bf16 amx_tile
 """
 
 
+@pytest.fixture(autouse=True)
+def _no_flags_override(monkeypatch):
+  """The files' own flags (`scripts/test_cpu_classes.sh` sets MLM_CPU_FLAGS for its legs)."""
+  monkeypatch.delenv(cpu_info.FLAGS_OVERRIDE_VARIABLE, raising=False)
+
+
 def test_reads_the_model_and_the_matmul_flags(tmp_path):
   path = tmp_path / 'cpuinfo'
   path.write_text(CPUINFO)

@@ -223,6 +223,7 @@ def test_document_ids_and_blocked_window_match_numpy(length, window):
       np.broadcast_to((allowed * band)[:, None] > 0, probs.shape)[queries])
 
 
+@pytest.mark.slow
 def test_blocked_window_gradients_and_jit_match_the_full_matrix():
   x, mask, documents = _packed_inputs(30, seed=3)
   x = tf.constant(x)

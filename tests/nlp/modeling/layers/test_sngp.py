@@ -80,6 +80,7 @@ def test_gp_head_outputs_covariance_and_round_trips():
                          expected_output_dtype=tf.float32)
 
 
+@pytest.mark.slow
 def test_bert_classifier_serializes_a_gp_head():
   encoder = networks.BertEncoder(**testing.tiny_kwargs(vocab_size=30, num_layers=1,
                                                        max_sequence_length=8))

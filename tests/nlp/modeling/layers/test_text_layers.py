@@ -198,6 +198,7 @@ def test_missing_tensorflow_text_names_the_extra(tmp_path, monkeypatch):
     text_layers.BertPackInputs(8, start_of_sequence_id=1, end_of_segment_id=2, padding_id=0)
 
 
+@pytest.mark.slow
 def test_preprocessing_in_graph_mode_and_in_tf_data(tmp_path):
   """Special tokens come out as Python ints also when the layer is built in a graph (Model
   Garden's Estimator case), and the layers run inside `tf.data.Dataset.map`."""
@@ -222,6 +223,7 @@ def test_preprocessing_in_graph_mode_and_in_tf_data(tmp_path):
     assert next(iter(dataset))['input_word_ids'].numpy().tolist() == expected
 
 
+@pytest.mark.slow
 def test_keras_model_with_text_layers_saves_and_reloads(tmp_path):
   vocab_file = _vocab_file(tmp_path, VOCAB)
   sentences = tf_keras.layers.Input(shape=[], dtype=tf.string)

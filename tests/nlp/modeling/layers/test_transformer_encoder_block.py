@@ -151,6 +151,7 @@ def test_mixed_bfloat16_keeps_layer_norm_in_float32():
   assert all(v.dtype == tf.float32 for v in block.weights)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('dtype', ['float32', 'bfloat16'])
 def test_a_python_and_a_tensor_training_flag_give_the_same_bits(dtype):
   """A Python `training` flag and a tensor one (dropout under `tf.cond`) run the same kernels:
@@ -403,6 +404,7 @@ def test_modernbert_options_round_trip():
                          call_kwargs=dict(position_ids=positions))
 
 
+@pytest.mark.slow
 def test_modernbert_options_jit_compile_forward():
   x = tf.random.normal([2, 8, 16], seed=13)
   mask = tf.constant([[1] * 8, [1] * 5 + [0] * 3], tf.float32)
@@ -435,6 +437,7 @@ def test_modernbert_options_mixed_bfloat16():
   np.testing.assert_allclose(tf.cast(out, tf.float32), expected, atol=0.15)
 
 
+@pytest.mark.slow
 def test_modernbert_fused_path_gradients_match_plain_ops():
   """Python and tensor `training` flags (fused and plain ops) agree on outputs and gradients."""
   x = tf.random.normal([2, 6, 16], seed=15)

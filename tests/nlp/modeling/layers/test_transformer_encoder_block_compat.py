@@ -34,6 +34,7 @@ def test_every_case_is_in_the_fixture(stored):
   assert sorted(layouts) == sorted(fixtures.CASES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('name', sorted(fixtures.CASES))
 def test_variables_checkpoint_and_numbers_match_the_old_block(name, stored, tmp_path):
   layouts, expected_outputs = stored

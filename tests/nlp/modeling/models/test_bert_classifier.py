@@ -54,6 +54,7 @@ def test_list_output_encoder_gives_same_logits():
   assert model(_inputs()).shape == (3, 1)
 
 
+@pytest.mark.slow
 def test_classifier_config_round_trip():
   testing.run_layer_test(models.BertClassifier,
                          dict(network=_encoder(), num_classes=4, dropout_rate=0.2,
@@ -128,6 +129,7 @@ def _tutorial_batch():
           rng.integers(2, size=(3, 16)).astype(np.int32)]
 
 
+@pytest.mark.slow
 def test_set_weights_round_trip_between_bert_encoder_and_encoder_scaffold_classifiers():
   canonical = models.BertClassifier(networks.BertEncoder(**_CFG, initializer=_init()),
                                     num_classes=2)
@@ -168,6 +170,7 @@ def test_classifier_of_a_custom_embedding_network_has_its_two_inputs():
   assert classifier({'input_word_ids': ids, 'input_mask': mask_data, 'label': ids}).shape == (3, 2)
 
 
+@pytest.mark.slow
 def test_models_are_functional_with_the_encoders_inputs():
   encoder = _encoder()
   names = ['input_word_ids', 'input_mask', 'input_type_ids']

@@ -62,6 +62,7 @@ def test_get_config_round_trip():
        'pooled_output': (2, 16)})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('policy', ['mixed_bfloat16', 'mixed_float16'])
 def test_mixed_precision_keeps_logits_float32(policy):
   tf_keras.mixed_precision.set_global_policy(policy)
@@ -135,6 +136,7 @@ def test_checkpoint_items_restore_the_encoder(tmp_path):
                          source.masked_lm.dense.kernel.numpy())
 
 
+@pytest.mark.slow
 def test_jit_compiled_forward():
   pretrainer = _pretrainer()
   inputs = _inputs()
@@ -223,6 +225,7 @@ def test_bert_pretrainer_v1_outputs_predictions_and_round_trip():
     models.BertPretrainer(encoder, num_classes=2, num_token_predictions=3, output='bad')
 
 
+@pytest.mark.slow
 def test_masked_lm_options_bert_head_unchanged_modernbert_head_bias_free():
   bert = _pretrainer()
   bert(_inputs())

@@ -1,6 +1,7 @@
 """Tests for official/nlp/modeling/models/bert_span_labeler.py."""
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from official.nlp.modeling import models
@@ -22,6 +23,7 @@ def test_span_labeler_outputs_start_and_end_logits_per_position():
   assert model.checkpoint_items['encoder'] is encoder
 
 
+@pytest.mark.slow
 def test_span_labeler_config_round_trip():
   testing.run_layer_test(models.BertSpanLabeler, dict(network=_encoder(), output='predictions'),
                          [_inputs()], [(3, 8), (3, 8)], expected_output_dtype=tf.float32)

@@ -9,6 +9,7 @@ from tests import testing
 from tests.nlp.modeling.models.test_bert_classifier import _dense, _encoder, _inputs
 
 
+@pytest.mark.slow
 def test_token_classifier_logits_and_predictions():
   encoder = _encoder()
   model = models.BertTokenClassifier(encoder, num_classes=5)
@@ -37,6 +38,7 @@ def test_token_classifier_rejects_unknown_output():
     models.BertTokenClassifier(_encoder(), num_classes=2, output='probs')
 
 
+@pytest.mark.slow
 def test_token_classifier_config_round_trip():
   testing.run_layer_test(models.BertTokenClassifier,
                          dict(network=_encoder(), num_classes=3, output='predictions'),

@@ -103,6 +103,7 @@ def test_errors_name_the_problem():
     model([ids, ids, ids])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('output, expected', [
     ('logits', {'left_logits': (3, 3), 'right_logits': (3, 3)}),
     ('predictions', {'sequence_output': (3, 8, 16), 'pooled_output': (3, 16)}),

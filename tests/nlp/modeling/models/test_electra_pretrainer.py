@@ -77,6 +77,7 @@ def test_sample_from_softmax_follows_the_distribution_and_disallow():
   np.testing.assert_allclose(samples.mean((0, 1))[1:], [0.75, 0.25, 0.0], atol=0.03)
 
 
+@pytest.mark.slow
 def test_outputs_and_the_discriminator_sees_the_sampled_tokens():
   model = _model()
   inputs = _inputs()

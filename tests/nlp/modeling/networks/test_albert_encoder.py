@@ -52,6 +52,7 @@ def _numpy_albert(encoder, word_ids, mask, type_ids):
   return layers, np.tanh(x[:, 0] @ kernel + bias)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('embedding_width', [WIDTH, HIDDEN])
 def test_forward_matches_numpy_with_one_shared_block(embedding_width):
   encoder = _encoder(embedding_width=embedding_width)
@@ -87,6 +88,7 @@ def test_weights_exist_at_construction_and_are_shared_across_layers():
   assert not [w for w in plain.weights if 'embedding_projection' in w.name]
 
 
+@pytest.mark.slow
 def test_list_and_dict_inputs_and_outputs_agree():
   word_ids, mask, type_ids = _inputs()
   as_dict = _encoder()
@@ -114,6 +116,7 @@ def test_padding_does_not_change_real_tokens():
   np.testing.assert_allclose(first[1, :4], second[1, :4], atol=1e-6)
 
 
+@pytest.mark.slow
 def test_config_round_trip_and_serialization():
   word_ids, mask, type_ids = _inputs()
   kwargs = dict(vocab_size=VOCAB, embedding_width=WIDTH, hidden_size=HIDDEN, num_layers=2,

@@ -33,6 +33,7 @@ def _inputs(batch=3, seed=0):
   return word_ids, mask, type_ids
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('norm_first', [False, True])
 def test_forward_matches_numpy(norm_first):
   encoder = _encoder(norm_first=norm_first)
@@ -45,6 +46,7 @@ def test_forward_matches_numpy(norm_first):
   np.testing.assert_allclose(outputs['encoder_outputs'][-1], outputs['sequence_output'])
 
 
+@pytest.mark.slow
 def test_padding_does_not_change_real_tokens():
   encoder = _encoder()
   word_ids, mask, type_ids = _inputs()
@@ -145,6 +147,7 @@ def test_attention_scores_and_word_embeddings_outputs():
                              encoder.get_embedding_table().numpy()[word_ids])
 
 
+@pytest.mark.slow
 def test_get_config_round_trip():
   word_ids, mask, type_ids = _inputs()
   inputs = dict(input_word_ids=word_ids, input_mask=mask, input_type_ids=type_ids)
@@ -161,6 +164,7 @@ def test_get_config_round_trip():
   assert config['initializer']['class_name'] == 'TruncatedNormal'
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('policy', ['mixed_bfloat16', 'mixed_float16'])
 def test_mixed_precision_computes_in_the_policy_dtype(policy):
   word_ids, mask, type_ids = _inputs()
@@ -191,6 +195,7 @@ def test_mixed_precision_computes_in_the_policy_dtype(policy):
                              expected['pooled_output'], atol=atol)
 
 
+@pytest.mark.slow
 def test_xla_compiles_with_and_without_mixed_precision():
   word_ids, mask, type_ids = _inputs()
   inputs = dict(input_word_ids=word_ids, input_mask=mask, input_type_ids=type_ids)
@@ -207,6 +212,7 @@ def test_xla_compiles_with_and_without_mixed_precision():
   assert out.dtype == tf.bfloat16 and out.shape == (3, HIDDEN)
 
 
+@pytest.mark.slow
 def test_builds_and_trains_under_a_distribution_strategy():
   strategy = tf.distribute.MirroredStrategy(['/cpu:0'])
   word_ids, mask, type_ids = _inputs()
@@ -267,6 +273,7 @@ def test_bad_head_count_is_named():
     _encoder(num_attention_heads=17)
 
 
+@pytest.mark.slow
 def test_symbolic_inputs_make_a_functional_model_with_the_same_outputs(tmp_path):
   word_ids, mask, type_ids = _inputs()
   data = dict(input_word_ids=word_ids, input_mask=mask, input_type_ids=type_ids)
@@ -367,6 +374,7 @@ def _packed_rows(seq, lengths, seed=4):
   return word_ids, mask, positions, documents
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('norm_first', [False, True])
 def test_packed_documents_a_perturbed_document_leaves_the_others_unchanged(norm_first):
   """Packed rows: changing every token of one document changes no other document's outputs,

@@ -56,6 +56,7 @@ def test_bert_config_from_dict_fills_config_defaults_and_validates():
     bec.check_encoder_type('albert')
 
 
+@pytest.mark.slow
 def test_networks_import_no_experiment_configs():
   """The encoder and its config dicts need nothing above the networks layer."""
   code = ('import sys; from official.nlp.modeling import networks; '

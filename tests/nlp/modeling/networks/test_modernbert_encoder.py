@@ -128,6 +128,7 @@ def test_weights_exist_at_construction_and_layer_structure():
   assert len(encoder.trainable_weights) == 2 + 7 + 2 * 8 + 1
 
 
+@pytest.mark.slow
 def test_local_and_global_layers_as_configured():
   encoder = modernbert_encoder.ModernBertEncoder(**_kwargs(num_layers=7,
                                                            global_attn_every_n_layers=3))
@@ -144,6 +145,7 @@ def test_local_and_global_layers_as_configured():
   assert np.all(delta[:SEQ - 1 - WINDOW // 2] == 0) and np.all(delta[SEQ - 1 - WINDOW // 2:] > 0)
 
 
+@pytest.mark.slow
 def test_config_round_trip():
   encoder = _encoder()
   config = encoder.get_config()
@@ -170,6 +172,7 @@ def test_first_block_round_trip():
   assert any('output_layer_norm' in v.name for v in block.weights)
 
 
+@pytest.mark.slow
 def test_jit_compiled_forward_matches_eager():
   encoder = _encoder()
   word_ids, mask = _inputs()
@@ -179,6 +182,7 @@ def test_jit_compiled_forward_matches_eager():
                              atol=1e-4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('policy', ['mixed_bfloat16', 'mixed_float16'])
 def test_mixed_precision_matches_float32(policy):
   """Under a mixed policy the variables stay float32, the outputs are float32 and close to the
@@ -214,6 +218,7 @@ def test_bad_arguments_are_named():
     _encoder()({'input_word_ids': tf.ones([1, 3], tf.int32)})
 
 
+@pytest.mark.slow
 def test_config_builds_the_encoder_through_build_encoder():
   config = encoders.EncoderConfig(type='modernbert', modernbert=dict(
       vocab_size=VOCAB, hidden_size=HIDDEN, num_layers=4, num_attention_heads=2,
@@ -243,6 +248,7 @@ def test_config_defaults_aliases_and_errors():
                                                       ).check_seq_length('seq_length', 32)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('seq', [12, 40])  # 40: the local layers take the blocked path
 def test_a_perturbed_document_leaves_the_other_documents_unchanged(seq):
   """Packed rows: changing every token of one document changes no other document's outputs."""

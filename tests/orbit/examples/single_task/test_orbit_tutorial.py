@@ -28,6 +28,7 @@ def _loss(labels, logits):
       labels, logits, from_logits=True))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('evaluate_first', [False, True])
 def test_training_then_evaluation_under_one_device_strategy(tmp_path, evaluate_first):
   """The tutorial's cells: the model is built in the strategy's scope, the optimizer outside it,
