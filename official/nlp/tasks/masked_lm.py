@@ -161,6 +161,14 @@ def update_accuracy(metric: tf_keras.metrics.Metric, labels: tf.Tensor, predicti
   tf_keras.metrics.Mean.update_state(metric, matches, sample_weight=weights)
 
 
+def _forward(model: tf_keras.Model, inputs: Mapping[str, tf.Tensor], training: bool):
+  """`model(inputs)`; a `BertPretrainerV2` computes its last layer at [CLS] and the masked
+  positions only (`masked_positions_only`: the loss and metrics read nothing else)."""
+  if isinstance(model, models.BertPretrainerV2):
+    return model(inputs, training=training, masked_positions_only=True)
+  return model(inputs, training=training)
+
+
 class _MetricsInFunctions:
   """The metrics `build_metrics` returns inside `tf.function`s, by `training` (a plain object:
   `tf.Module` does not collect its variables)."""
@@ -352,7 +360,7 @@ class MaskedLMTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
     gradients are the global-batch mean; without it (Model Garden's default) they are summed.
     """
     with tf.GradientTape() as tape:
-      outputs = model(inputs, training=True)
+      outputs = _forward(model, inputs, training=True)
       loss, predictions = self._step_losses(inputs, outputs, metrics, model.losses)
       scaled_loss = loss
       if self.task_config.scale_loss:
@@ -368,7 +376,7 @@ class MaskedLMTask(vocab_assets.ModelDirVocabMixin, base_task.Task):
                       metrics: Optional[List[tf_keras.metrics.Metric]] = None
                       ) -> Dict[str, tf.Tensor]:
     """Forward pass and metric updates on one eval batch; returns `{'loss': loss}`."""
-    outputs = model(inputs, training=False)
+    outputs = _forward(model, inputs, training=False)
     loss, predictions = self._step_losses(inputs, outputs, metrics, model.losses)
     if metrics:
       self._step_metrics(metrics, inputs, outputs, predictions)

@@ -499,3 +499,26 @@ def test_metrics_built_inside_tf_function_are_created_once():
   in_function = task._function_metrics.metrics[True]  # pylint: disable=protected-access
   assert float(in_function[1].count) == 20  # lm_example_loss: one update per step
   assert not task.trainable_variables and not task.variables  # not the task's variables
+
+
+def test_steps_compute_the_last_layer_at_cls_and_the_masked_positions_only(monkeypatch):
+  """The task's steps ask the pretrainer for `masked_positions_only`: the same loss as the full
+  model, with the encoder's last layer run at 1 + 4 positions of 16."""
+  task = masked_lm.MaskedLMTask(_tiny_config())
+  model = task.build_model()
+  batch = next(iter(task.build_inputs(task.task_config.validation_data)))
+  seen = []
+  encoder_call = type(model.encoder_network).call
+
+  def spy(self, inputs, *args, **kwargs):
+    seen.append(inputs.get('output_positions') if isinstance(inputs, dict) else None)
+    return encoder_call(self, inputs, *args, **kwargs)
+
+  monkeypatch.setattr(type(model.encoder_network), 'call', spy)
+  loss = task.validation_step(batch, model)[task.loss]
+  (positions,) = seen
+  np.testing.assert_array_equal(positions[:, 0], 0)
+  np.testing.assert_array_equal(positions[:, 1:], batch['masked_lm_positions'])
+  full = model(batch, training=False)
+  want, _ = task._step_losses(batch, full, None, model.losses)  # pylint: disable=protected-access
+  np.testing.assert_allclose(loss, want, rtol=1e-5)

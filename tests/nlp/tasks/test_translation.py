@@ -1,4 +1,4 @@
-"""Tests of official/nlp/tasks/translation.py: importable, and every name says it is out of scope."""
+"""Tests of official/nlp/tasks/translation.py: importable; every name says it is out of scope."""
 
 import pytest
 

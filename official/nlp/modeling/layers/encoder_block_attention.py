@@ -86,18 +86,25 @@ class FusedSelfAttentionPath:
 
   def attend(self, block: tf_keras.layers.Layer, inputs, key_value, attention_mask,
              output_range: Optional[int], return_scores: bool, training, position_ids=None,
-             document_ids=None) -> Branch:
-    """The attention branch of `block` on `inputs`: (residual, attention, probabilities)."""
+             document_ids=None, query_positions=None) -> Branch:
+    """The attention branch of `block` on `inputs`: (residual, attention, probabilities).
+
+    `query_positions` (int [batch, q]): attend from these positions only; the residual is their
+    rows."""
     if key_value is not None:
       raise ValueError(f'{block.name} was built for self-attention; a separate key/value input '
                        'needs the layer to be first called with [query, key_value, mask]')
     # pylint: disable=protected-access
-    residual = inputs if output_range is None else inputs[:, :output_range]
+    if query_positions is not None:
+      residual = tf.gather(inputs, tf.cast(query_positions, tf.int32), batch_dims=1)
+    else:
+      residual = inputs if output_range is None else inputs[:, :output_range]
     if block.norm_first:
       inputs = block._norm(block._attention_layer_norm, inputs)
     attention = block._attention_layer(
         inputs, attention_mask, query_length=output_range, return_attention_scores=return_scores,
-        training=training, position_ids=position_ids, document_ids=document_ids)
+        training=training, position_ids=position_ids, document_ids=document_ids,
+        query_positions=query_positions)
     if return_scores:
       attention, scores = attention
       return residual, attention, scores
@@ -133,12 +140,12 @@ class KerasAttentionPath:
 
   def attend(self, block: tf_keras.layers.Layer, inputs, key_value, attention_mask,
              output_range: Optional[int], return_scores: bool, training, position_ids=None,
-             document_ids=None) -> Branch:
+             document_ids=None, query_positions=None) -> Branch:
     """The attention branch of `block`: (residual or None, attention, probabilities)."""
     del return_scores  # Keras' layer returns them at no extra cost; the block drops them
-    if position_ids is not None or document_ids is not None:
-      raise ValueError(f'{block.name}: position_ids and document_ids need our self-attention '
-                       f'(on [batch, seq, hidden] inputs); found {self.reason}')
+    if position_ids is not None or document_ids is not None or query_positions is not None:
+      raise ValueError(f'{block.name}: position_ids, document_ids and query_positions need our '
+                       f'self-attention (on [batch, seq, hidden] inputs); found {self.reason}')
     query = inputs
     if key_value is None:
       key_value = query

@@ -42,9 +42,12 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
 
   Call args:
     inputs: [batch, seq, hidden].
-    attention_mask: optional [batch, seq] (1 = token, 0 = padding) or [batch, seq, seq] (sliced like
-      the queries when `query_length` is set; e.g. padding and document boundaries of packed rows).
+    attention_mask: optional [batch, seq] (1 = token, 0 = padding) or [batch, seq, seq] (its rows
+      taken like the queries; e.g. padding and document boundaries of packed rows).
     query_length: attend from the first `query_length` positions only (`output_range`).
+    query_positions: int [batch, queries]: attend from these positions only, in this order (e.g.
+      a pretraining loss's [CLS] and masked positions); the keys are every position. Not with
+      `query_length`.
     return_attention_scores: also return the float32 probabilities [batch, heads, query, seq].
     position_ids: int [batch, seq] positions of the rotary embeddings (default 0..seq - 1; packed
       rows restart them per document); only with `rotary_theta`.
@@ -53,7 +56,8 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
       attention mask and the window.
 
   Returns:
-    [batch, query_length or seq, hidden] (and the probabilities when asked).
+    [batch, queries (query_length, query_positions' width or seq), hidden] (and the
+    probabilities when asked).
 
   Example:
     >>> layer = MultiHeadSelfAttention(num_heads=2, key_dim=8)
@@ -126,33 +130,35 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
 
   def call(self, inputs, attention_mask=None, query_length: Optional[int] = None,
            return_attention_scores: bool = False, training=None, position_ids=None,
-           document_ids=None):
+           document_ids=None, query_positions=None):
     # Q, K and V come from one matmul against the three kernels side by side (the variables stay
     # separate, [hidden, heads, head_dim] each), and the heads are laid out [batch, heads, seq, dim]
     # once, so that scores and the weighted sum are plain batched matmuls. Faster on CPU than
     # three einsum projections and einsum attention; the same numbers up to float rounding.
     dtype = inputs.dtype
     batch, length = _dim(inputs, 0), _dim(inputs, 1)
-    if query_length is None:
+    if query_length is not None and query_positions is not None:
+      raise ValueError(f'{self.name}: give query_length or query_positions, not both')
+    queries = _Queries(query_length, query_positions)
+    if queries.all:
       query_len = length
       query, key, value = self._heads(
           self._projection([self._query_dense, self._key_dense, self._value_dense], inputs),
           batch, length, 3)
     else:
-      query_len = query_length
-      (query,) = self._heads(self._projection([self._query_dense], inputs[:, :query_length]),
-                             batch, query_length, 1)
+      query_len = queries.count(length)
+      (query,) = self._heads(self._projection([self._query_dense], queries.rows(inputs)),
+                             batch, query_len, 1)
       key, value = self._heads(self._projection([self._key_dense, self._value_dense], inputs),
                                batch, length, 2)
     if self.rotary_theta is not None:
-      query, key = self._rotate(query, key, position_ids, length, query_len)
+      query, key = self._rotate(query, key, position_ids, length, queries)
     elif position_ids is not None:
       raise ValueError(f'{self.name}: position_ids were given but rotary_theta is None (no '
                        'position-dependent attention)')
     # The 1/sqrt(head size) scale is applied by the softmax kernel (in float32, at no extra pass).
     training = dropout_lib.resolve_training(training)
-    block = self._local_block_size(length, query_length, return_attention_scores,
-                                   attention_mask)
+    block = self._local_block_size(length, queries, return_attention_scores, attention_mask)
     if block:
       context = blocked_local_attention(
           query, key, value, block, self.attention_window // 2,
@@ -161,12 +167,16 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
       probs = None
     else:
       scores = tf.matmul(query, key, transpose_b=True)
-      mask_adder = _mask_adder(attention_mask, query_length)
+      mask_adder = _mask_adder(attention_mask, queries)
       allowed = None
       if self.attention_window is not None:
-        allowed = local_attention_mask(length, self.attention_window, query_length)[None]
+        if queries.positions is None:
+          allowed = local_attention_mask(length, self.attention_window, query_length)[None]
+        else:  # [batch, queries, seq]
+          distance = tf.abs(queries.positions[:, :, None] - tf.range(length)[None, None, :])
+          allowed = tf.cast(distance <= self.attention_window // 2, tf.float32)
       if document_ids is not None:
-        same = _same_document(document_ids, query_length)
+        same = _same_document(document_ids, queries)
         allowed = same if allowed is None else allowed * same
       if allowed is not None:
         extra = (1.0 - allowed[:, None]) * _MASK_ADDER  # [batch or 1, 1, query, seq]
@@ -186,16 +196,16 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
       return output, probs
     return output
 
-  def _local_block_size(self, length, query_length, return_attention_scores,
+  def _local_block_size(self, length, queries: '_Queries', return_attention_scores,
                         attention_mask) -> Optional[int]:
     """The block size of the blocked sliding-window path, or None for the full score matrix.
 
     Blocked when the window is set, the length is static and longer than three blocks (below
-    that the full matrix is smaller), and neither `query_length`, a [batch, seq, seq] mask nor
-    the probabilities (which are [query, seq]) are given or asked for.
+    that the full matrix is smaller), every position is a query, and neither a [batch, seq, seq]
+    mask nor the probabilities (which are [query, seq]) are given or asked for.
     """
     mask_rank = None if attention_mask is None else tf.convert_to_tensor(attention_mask).shape.rank
-    if (self.attention_window is None or query_length is not None or return_attention_scores
+    if (self.attention_window is None or not queries.all or return_attention_scores
         or not isinstance(length, int) or mask_rank not in (None, 2)):
       return None
     block = max(self.attention_window // 2, 1)
@@ -220,7 +230,7 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
     probs = fused_ops.masked_softmax(scores, mask_adder, scale) if want_probs else None
     return dropped, probs
 
-  def _rotate(self, query, key, position_ids, length, query_len):
+  def _rotate(self, query, key, position_ids, length, queries: '_Queries'):
     """Queries and keys [batch, heads, len, dim] rotated by their positions (RoPE)."""
     if position_ids is None:
       position_ids = tf.range(length)[None, :]
@@ -228,12 +238,17 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
     if position_ids.shape.rank != 2:
       raise ValueError(f'{self.name}: position_ids must be [batch, seq], found shape '
                        f'{position_ids.shape}')
-    cos, sin = rotary_embedding.rotary_cos_sin(position_ids, self.key_dim, self.rotary_theta,
-                                               query.dtype)
-    cos, sin = cos[:, None], sin[:, None]  # the heads axis
+    cos_sin = lambda ids: [t[:, None] for t in rotary_embedding.rotary_cos_sin(  # the heads axis
+        ids, self.key_dim, self.rotary_theta, query.dtype)]
+    cos, sin = cos_sin(position_ids)
     # `rotary_embedding.apply_rotary`'s values (float32 inside), one XLA kernel each way.
     key = fused_ops.rotary(key, cos, sin)
-    query = fused_ops.rotary(query, cos[:, :, :query_len], sin[:, :, :query_len])
+    if queries.positions is None:
+      query_len = _dim(query, 2)
+      query = fused_ops.rotary(query, cos[:, :, :query_len], sin[:, :, :query_len])
+    else:  # the position ids of the query positions
+      ids = tf.broadcast_to(position_ids, [tf.shape(queries.positions)[0], length])
+      query = fused_ops.rotary(query, *cos_sin(tf.gather(ids, queries.positions, batch_dims=1)))
     return query, key
 
   def get_config(self) -> Dict[str, Any]:
@@ -347,14 +362,38 @@ def blocked_local_attention(query: tf.Tensor, key: tf.Tensor, value: tf.Tensor, 
   return context[:, :, :length]
 
 
-def _same_document(document_ids, query_length: Optional[int]) -> tf.Tensor:
+class _Queries:
+  """Which positions attend: every one, the first `length`, or int [batch, q] `positions`."""
+
+  def __init__(self, length: Optional[int] = None, positions=None):
+    self.length = length
+    self.positions = None if positions is None else tf.cast(positions, tf.int32)
+    if self.positions is not None and self.positions.shape.rank != 2:
+      raise ValueError(f'query_positions must be [batch, queries], found shape '
+                       f'{self.positions.shape}')
+    self.all = length is None and positions is None
+
+  def count(self, length):
+    """The number of queries (static when known) of a sequence of `length`."""
+    if self.positions is not None:
+      return _dim(self.positions, 1)
+    return length if self.length is None else self.length
+
+  def rows(self, x: tf.Tensor) -> tf.Tensor:
+    """The query positions' rows of `x` [batch, seq, ...]."""
+    if self.positions is not None:
+      return tf.gather(x, self.positions, batch_dims=1)
+    return x if self.length is None else x[:, :self.length]
+
+
+def _same_document(document_ids, queries: _Queries) -> tf.Tensor:
   """float32 [batch, query, seq]: 1 where the query's and the key's documents are the same."""
   document_ids = tf.convert_to_tensor(document_ids)
-  queries = document_ids if query_length is None else document_ids[:, :query_length]
-  return tf.cast(tf.equal(queries[:, :, None], document_ids[:, None, :]), tf.float32)
+  return tf.cast(tf.equal(queries.rows(document_ids)[:, :, None], document_ids[:, None, :]),
+                 tf.float32)
 
 
-def _mask_adder(attention_mask, query_length: Optional[int]) -> Optional[tf.Tensor]:
+def _mask_adder(attention_mask, queries: _Queries) -> Optional[tf.Tensor]:
   """float32 [batch, 1, 1 or query, seq]: 0 for keys to attend to, -1e9 for padding."""
   if attention_mask is None:
     return None
@@ -362,9 +401,7 @@ def _mask_adder(attention_mask, query_length: Optional[int]) -> Optional[tf.Tens
   if mask.shape.rank == 2:
     mask = mask[:, None, None, :]
   else:
-    if query_length is not None:
-      mask = mask[:, :query_length]
-    mask = mask[:, None, :, :]
+    mask = queries.rows(mask)[:, None, :, :]
   return (1.0 - mask) * _MASK_ADDER
 
 

@@ -114,9 +114,13 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
       packed rows restart them per document); only with `rotary_theta`.
     document_ids: int [batch, seq]: tokens attend only within their document (packed rows),
       on top of `attention_mask`.
+    query_positions: int [batch, q]: compute the output at these positions only, in this order
+      (e.g. a pretraining loss's [CLS] and masked positions: the last layer's work on the others
+      is wasted); every position is a key. Our fused self-attention only; not with
+      `output_range`.
 
   Returns:
-    [batch, output_range or seq, hidden] (and the probabilities when asked).
+    [batch, output_range or q or seq, hidden] (and the probabilities when asked).
 
   Example:
     >>> block = TransformerEncoderBlock(num_attention_heads=2, inner_dim=32,
@@ -314,7 +318,7 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
 
   def call(self, inputs, attention_mask=None, return_attention_scores: Optional[bool] = None,
            training=None, output_range: Optional[int] = None, position_ids=None,
-           document_ids=None):
+           document_ids=None, query_positions=None):
     key_value = None
     if isinstance(inputs, (list, tuple)):  # Model Garden's [x, mask] / [query, key_value, mask]
       if len(inputs) == 3:
@@ -327,6 +331,8 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
       return_attention_scores = self.return_attention_scores
     if output_range is None:
       output_range = self.output_range
+    if output_range and query_positions is not None:
+      raise ValueError(f'{self.name}: give output_range or query_positions, not both')
     # On Keras symbolic inputs (a tool rebuilding a layer graph from the block's `call`), the
     # block is its sub-layers called one by one, with the dropout mode left to run time.
     if not _is_symbolic(inputs):
@@ -334,7 +340,7 @@ class TransformerEncoderBlock(tf_keras.layers.Layer):
     # The attention branch (pre-LN: on normalized inputs) and the residual it adds to.
     residual, attention, scores = self._attention_path.attend(
         self, inputs, key_value, attention_mask, output_range, return_attention_scores, training,
-        position_ids=position_ids, document_ids=document_ids)
+        position_ids=position_ids, document_ids=document_ids, query_positions=query_positions)
     if self.norm_first:  # each branch reads normalized inputs; the residual stream is not
       attention_norm = output_norm = None
     else:

@@ -70,6 +70,15 @@ class BertPretrainerV2(task_model.TaskStepsMixin, tf_keras.Model):
     inputs: dict of `input_word_ids`, `input_mask`, `input_type_ids` [batch, seq] and
       `masked_lm_positions` [batch, num_predictions] (other keys are ignored); or a list of them
       in that order (`masked_lm_positions` optional).
+    training: the dropout mode.
+    masked_positions_only: compute the encoder's last layer at [CLS] and the masked positions
+      only (mlm-garden addition; what `MaskedLMTask`'s steps ask for): the logits and the heads'
+      outputs are those of the full run (up to float rounding; other dropout draws in training),
+      the last layer's work on the other positions is saved (bert_mini, 20 of 128 positions: ~15%
+      of the step's matmul FLOPs). `sequence_output` and the last `encoder_outputs` are then
+      [batch, 1 + num_predictions, hidden]. Applies when the encoder takes `output_positions`
+      (`BertEncoder`, `BertEncoderV2`), `masked_lm_positions` is given and every head reads token
+      0 (`ClassificationHead` with `cls_token_idx=0`); otherwise the full run.
 
   Returns:
     dict: `mlm_logits` float32 [batch, num_predictions, vocab] (when `masked_lm_positions` is
@@ -142,13 +151,22 @@ class BertPretrainerV2(task_model.TaskStepsMixin, tf_keras.Model):
     # Keras' Model constructor sets `outputs = None` for subclassed models.
     object.__setattr__(self, '_symbolic_outputs', value)
 
-  def call(self, inputs, training=None):
+  def call(self, inputs, training=None, masked_positions_only: bool = False):
     if isinstance(inputs, (list, tuple)):
       names = _ENCODER_INPUT_NAMES + ('masked_lm_positions',)
       if not 3 <= len(inputs) <= 4:
         raise ValueError(f'BertPretrainerV2 list inputs must be {list(names)} (the last '
                          f'optional), found {len(inputs)} tensors')
       inputs = dict(zip(names, inputs))
+    mlm_positions = inputs.get('masked_lm_positions')
+    if masked_positions_only and self.computes_masked_positions_only(inputs):
+      # The last layer at [CLS] (0) and the masked positions; the head reads them at 1..P.
+      mlm_positions = tf.cast(mlm_positions, tf.int32)
+      first = tf.zeros_like(mlm_positions[:, :1])
+      inputs = dict(inputs, **{bert_encoder.OUTPUT_POSITIONS: tf.concat(
+          [first, mlm_positions], axis=1)})
+      mlm_positions = tf.broadcast_to(tf.range(1, tf.shape(mlm_positions)[1] + 1)[None, :],
+                                      tf.shape(mlm_positions))
     encoder_outputs = self.encoder_network(inputs, training=training)
     if isinstance(encoder_outputs, dict):
       outputs = dict(encoder_outputs)
@@ -164,8 +182,7 @@ class BertPretrainerV2(task_model.TaskStepsMixin, tf_keras.Model):
       # float32 whatever the policy (a `customized_masked_lm` may return bfloat16), so that the
       # loss is computed in float32. On MaskedLM's float32 logits the cast returns the same tensor,
       # which keeps its mark for the fused loss (`fused_ops.biased_rows`).
-      outputs['mlm_logits'] = tf.cast(
-          self.masked_lm(sequence_output, inputs['masked_lm_positions']), tf.float32)
+      outputs['mlm_logits'] = tf.cast(self.masked_lm(sequence_output, mlm_positions), tf.float32)
     for head in self.classification_heads:
       head_outputs = head(sequence_output, training=training)
       if isinstance(head_outputs, Mapping):  # several problems in one head (MultiClsHeads)
@@ -173,6 +190,14 @@ class BertPretrainerV2(task_model.TaskStepsMixin, tf_keras.Model):
       else:
         outputs[head.name] = head_outputs
     return outputs
+
+  def computes_masked_positions_only(self, inputs: Mapping[str, Any]) -> bool:
+    """Whether `call(inputs, masked_positions_only=True)` computes the last layer at [CLS] and
+    the masked positions only (see `call`), rather than everywhere."""
+    return (inputs.get('masked_lm_positions') is not None
+            and getattr(self.encoder_network, 'supports_output_positions', False)
+            and all(type(head) is layers.ClassificationHead and head.cls_token_idx == 0  # pylint: disable=unidiomatic-typecheck
+                    for head in self.classification_heads))
 
   @property
   def checkpoint_items(self) -> Dict[str, tf.Module]:

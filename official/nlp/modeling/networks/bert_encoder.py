@@ -28,6 +28,8 @@ _DENSE_INPUT_NAMES = ('dense_inputs', 'dense_mask', 'dense_type_ids')
 # Keys of a packed row's position ids in the input dict (an encoder with `packed_documents`): the
 # data loaders' name (`use_position_id`), then ModernBertEncoder's.
 _POSITION_ID_NAMES = ('position_ids', 'input_position_ids')
+# The input key of the positions the last layer computes (`output_positions` of `forward`).
+OUTPUT_POSITIONS = 'output_positions'
 # Keys of encoder config dicts (`EncoderConfig`, `BertEncoderConfig`, BERT config.json) that
 # `get_config()` never has: `from_config` builds from those through `bert_encoder_config`.
 _ENCODER_CONFIG_KEYS = frozenset({
@@ -127,7 +129,7 @@ class _EncoderLayers:
       self.to_float32 = layers.CastToFloat32(name='float32_outputs')
 
   def forward(self, word_ids, mask, type_ids, word_embeddings=None, dense=None,
-              position_ids=None, training=None) -> Dict[str, Any]:
+              position_ids=None, training=None, output_positions=None) -> Dict[str, Any]:
     """Every output of the encoder, as a dict.
 
     Args:
@@ -136,6 +138,11 @@ class _EncoderLayers:
       dense: (dense_inputs, dense_mask, dense_type_ids) appended after the words, or None.
       position_ids: int [batch, seq] of packed rows, or None (0..seq - 1, one document a row).
       training: the dropout mode (None: Keras' call context).
+      output_positions: int [batch, k] or None: the last layer computes these positions only (its
+        queries; every position is a key), so `sequence_output` and the last `encoder_outputs`
+        are [batch, k, hidden] and `pooled_output` comes from the first of them (give the [CLS]
+        position, 0, first). A pretraining loss reads [CLS] and the masked positions only: the
+        last layer's work on the others is saved, and their outputs are the full run's.
 
     Returns:
       `sequence_output`, `pooled_output`, `encoder_outputs`, `word_embeddings`, and
@@ -166,10 +173,15 @@ class _EncoderLayers:
       x = self.projection(x)
     encoder_outputs, attention_scores = [], []
     last = len(self.blocks) - 1
+    if output_positions is not None and config['output_range']:
+      raise ValueError(f'output_positions and output_range={config["output_range"]} cannot be '
+                       'combined; expected one of them')
     for i, block in enumerate(self.blocks):
       kwargs = {'training': training}
       if i == last and config['output_range']:
         kwargs['output_range'] = config['output_range']
+      if i == last and output_positions is not None:
+        kwargs['query_positions'] = output_positions
       if document_ids is not None:
         kwargs['document_ids'] = document_ids
       x = block([x, mask], **kwargs)
@@ -246,6 +258,9 @@ class _EncoderAccessors(encoder_family.EmbeddingAccessors):
   """Model Garden's accessors of an encoder's sub-layers, shared by `BertEncoder` and
   `BertEncoderV2` (both hold `_embedding_layer`, `_transformer_layers`, `_pooler_layer`)."""
 
+  # The encoder takes `output_positions` in its input dict (`BertPretrainerV2` reads this).
+  supports_output_positions = True
+
   @property
   def transformer_layers(self) -> List[layers.TransformerEncoderBlock]:
     """The blocks, first to last."""
@@ -289,7 +304,9 @@ class BertEncoder(_EncoderAccessors, tf_keras.Model):
   Call args:
     inputs: a dict with `input_word_ids`, `input_mask`, `input_type_ids` (int [batch, seq]; other
       keys are ignored) or a list of the three. `input_word_embeddings` [batch, seq,
-      embedding_width] may replace `input_word_ids` (the lookup is skipped).
+      embedding_width] may replace `input_word_ids` (the lookup is skipped). `output_positions`
+      (int [batch, k], mlm-garden addition): the last layer computes these positions only, and the
+      sequence outputs are theirs (`_EncoderLayers.forward`).
 
   Returns:
     With `dict_outputs`: `sequence_output` [batch, seq, hidden] (or [batch, output_range, hidden]),
@@ -368,7 +385,8 @@ class BertEncoder(_EncoderAccessors, tf_keras.Model):
     word_ids, input_mask, type_ids, word_embeddings = _unpack(inputs)
     outputs = self._parts.forward(
         word_ids, input_mask, type_ids, word_embeddings=word_embeddings,
-        dense=_dense_inputs(inputs), position_ids=self._position_ids(inputs), training=training)
+        dense=_dense_inputs(inputs), position_ids=self._position_ids(inputs), training=training,
+        output_positions=_output_positions(inputs))
     return self._parts.format_outputs(outputs, self._encoder_config['dict_outputs'])
 
   def _graph_inputs(self, inputs) -> Optional[List[Any]]:
@@ -378,6 +396,7 @@ class BertEncoder(_EncoderAccessors, tf_keras.Model):
     if isinstance(inputs, Mapping):
       _unpack(inputs)  # names what is missing
       special = ('input_word_embeddings' in inputs or self._position_ids(inputs) is not None
+                 or inputs.get(OUTPUT_POSITIONS) is not None
                  or (_dense_inputs(inputs) is not None) != config['with_dense_inputs'])
       if special:
         return None
@@ -441,8 +460,9 @@ class BertEncoderV2(_EncoderAccessors, tf_keras.Model):
 
   Call args:
     inputs: a dict with `input_word_ids` (or `input_word_embeddings`), `input_mask`,
-      `input_type_ids` (int [batch, seq]), optionally the dense features and packed position ids;
-      other keys are ignored. A list of the three works too.
+      `input_type_ids` (int [batch, seq]), optionally the dense features, packed position ids and
+      `output_positions` (as `BertEncoder`'s); other keys are ignored. A list of the three works
+      too.
 
   Returns:
     A dict: `sequence_output`, `pooled_output`, `encoder_outputs`, and the optional
@@ -506,7 +526,8 @@ class BertEncoderV2(_EncoderAccessors, tf_keras.Model):
     word_ids, mask, type_ids, word_embeddings = _unpack(inputs)
     outputs = self._parts.forward(
         word_ids, mask, type_ids, word_embeddings=word_embeddings, dense=_dense_inputs(inputs),
-        position_ids=_position_ids(inputs, self._config['packed_documents']), training=training)
+        position_ids=_position_ids(inputs, self._config['packed_documents']), training=training,
+        output_positions=_output_positions(inputs))
     return self._parts.format_outputs(outputs, dict_outputs=True)
 
   def build(self, input_shape=None):
@@ -580,6 +601,13 @@ def _dense_inputs(inputs) -> Optional[Sequence[tf.Tensor]]:
     raise ValueError(f'BertEncoder inputs have dense_inputs but lack {missing}; expected '
                      f'{list(_DENSE_INPUT_NAMES)} together')
   return [inputs[name] for name in _DENSE_INPUT_NAMES]
+
+
+def _output_positions(inputs) -> Optional[tf.Tensor]:
+  """int32 [batch, k] positions the last layer computes (`OUTPUT_POSITIONS`), or None."""
+  if not isinstance(inputs, Mapping) or inputs.get(OUTPUT_POSITIONS) is None:
+    return None
+  return tf.cast(inputs[OUTPUT_POSITIONS], tf.int32)
 
 
 def _position_ids(inputs, packed_documents: bool) -> Optional[tf.Tensor]:

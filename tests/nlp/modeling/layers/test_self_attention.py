@@ -207,7 +207,8 @@ def _packed_inputs(length, seed=0):
 def test_document_ids_and_blocked_window_match_numpy(length, window):
   x, mask, documents = _packed_inputs(length, seed=length)
   layer = _layer(use_bias=False, rotary_theta=10000.0, attention_window=window)
-  assert layer._local_block_size(length, None, False, mask)  # the blocked path is taken
+  every = self_attention._Queries()  # pylint: disable=protected-access
+  assert layer._local_block_size(length, every, False, mask)  # the blocked path is taken
   out = layer(x, mask, document_ids=documents).numpy()
   allowed = mask[:, None, :] * (documents[:, :, None] == documents[:, None, :])
   expected = numpy_modernbert.attention(x, allowed, _weights(layer), 10000.0, None, window)
@@ -275,3 +276,34 @@ def test_blocked_local_attention_refuses_a_three_dimensional_mask():
                                            tf.ones([1, 8, 8]))
   with pytest.raises(ValueError, match='half_window 3 exceeds block 2'):
     self_attention.blocked_local_attention(q, q, q, 2, 3, lambda s, a: tf.nn.softmax(s + a))
+
+
+@pytest.mark.parametrize('rotary_theta, window, packed, mask_rank', [
+    (None, None, False, 2), (10000.0, 4, False, 2), (10000.0, None, True, 2),
+    (None, 6, False, 3)])
+def test_query_positions_are_the_full_outputs_rows(rotary_theta, window, packed, mask_rank):
+  """Queries at arbitrary positions (in any order, repeated): the full computation's rows, with
+  rotary positions, a window, packed documents or a 3-D mask taken at those queries."""
+  layer = _layer(rotary_theta=rotary_theta, attention_window=window)
+  rng = np.random.default_rng(5)
+  x = tf.constant(rng.normal(size=(2, 10, 8)), tf.float32)
+  mask = tf.constant([[1] * 10, [1] * 7 + [0] * 3], tf.float32)
+  kwargs = {}
+  if packed:
+    x, mask, documents = _packed_inputs(10)
+    kwargs['document_ids'] = documents
+    # Positions restart at each document (packed rows).
+    starts = np.maximum.accumulate(np.where(np.diff(documents, prepend=-1) != 0,
+                                            np.arange(10), 0), axis=1)
+    kwargs['position_ids'] = np.arange(10)[None] - starts
+  if mask_rank == 3:
+    mask = mask[:, None, :] * tf.constant(rng.integers(0, 2, size=(2, 10, 1)) | 1, tf.float32)
+  positions = tf.constant([[0, 9, 3, 3], [0, 2, 6, 1]], tf.int32)
+  full = layer(x, mask, **kwargs)
+  out = layer(x, mask, query_positions=positions, **kwargs)
+  assert out.shape == (2, 4, 8)
+  np.testing.assert_allclose(out, tf.gather(full, positions, batch_dims=1), atol=1e-5)
+  with pytest.raises(ValueError, match='give query_length or query_positions, not both'):
+    layer(x, mask, query_length=2, query_positions=positions)
+  with pytest.raises(ValueError, match=r'query_positions must be \[batch, queries\], found shape'):
+    layer(x, mask, query_positions=positions[0])

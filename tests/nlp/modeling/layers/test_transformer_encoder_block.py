@@ -463,10 +463,11 @@ def test_modernbert_option_errors():
     _modern_block()([tf.zeros([1, 3, 16]), tf.zeros([1, 3, 16]), tf.ones([1, 3, 3])])
   with pytest.raises(ValueError, match='position_ids were given but rotary_theta is None'):
     _modern_block(rotary_theta=None)(tf.zeros([1, 3, 16]), position_ids=tf.constant([[0, 1, 2]]))
-  with pytest.raises(ValueError, match='position_ids and document_ids need our self-attention .* '
-                     'found key_dim'):
+  with pytest.raises(ValueError, match='position_ids, document_ids and query_positions need our '
+                     'self-attention .* found key_dim'):
     _block(key_dim=4)(tf.zeros([1, 3, 16]), position_ids=tf.constant([[0, 1, 2]]))
-  with pytest.raises(ValueError, match='position_ids and document_ids need our self-attention'):
+  with pytest.raises(ValueError, match='position_ids, document_ids and query_positions need our '
+                     'self-attention'):
     _block(key_dim=4)(tf.zeros([1, 3, 16]), document_ids=tf.constant([[1, 1, 2]]))
   with pytest.raises(ValueError, match='rotary_theta needs an even head size, found key_dim=5'):
     layers.TransformerEncoderBlock(2, 8, rotary_theta=1e4)(tf.zeros([1, 3, 10]))
@@ -493,3 +494,25 @@ def test_model_gardens_sub_layer_attributes():
   assert np.abs(relu - expected).max() > 1e-3
   block._intermediate_activation_layer = tf_keras.layers.Activation(block._inner_activation)
   np.testing.assert_allclose(block(x, training=False), expected, atol=1e-6)
+
+
+@pytest.mark.parametrize('options', [dict(), dict(norm_first=True),
+                                     dict(norm_first=True, gated_inner=True, use_bias=False,
+                                          rotary_theta=10000.0, attention_window=4)])
+def test_query_positions_are_the_full_outputs_rows(options):
+  block = _block(**options)
+  x = tf.random.normal([2, 7, 16], seed=5)
+  mask = tf.constant([[1] * 7, [1] * 5 + [0] * 2], tf.float32)
+  positions = tf.constant([[0, 6, 2], [0, 1, 4]], tf.int32)
+  full = block(x, mask)
+  out = block(x, mask, query_positions=positions)
+  assert out.shape == (2, 3, 16)
+  np.testing.assert_allclose(out, tf.gather(full, positions, batch_dims=1), atol=1e-5)
+  with pytest.raises(ValueError, match='give output_range or query_positions, not both'):
+    block(x, mask, output_range=2, query_positions=positions)
+
+
+def test_query_positions_need_our_self_attention():
+  block = _block(key_dim=4)  # Keras' attention path
+  with pytest.raises(ValueError, match='query_positions need our self-attention .* key_dim'):
+    block(tf.zeros([2, 5, 16]), tf.ones([2, 5]), query_positions=tf.zeros([2, 2], tf.int32))

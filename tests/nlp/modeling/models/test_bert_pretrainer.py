@@ -252,3 +252,38 @@ def test_masked_lm_options_bert_head_unchanged_modernbert_head_bias_free():
   rebuilt = models.BertPretrainerV2.from_config(
       json.loads(json.dumps(modern.get_config())))
   assert {k: rebuilt.masked_lm.get_config()[k] for k in options} == options
+
+
+def _max_difference(a, b):
+  return float(tf.reduce_max(tf.abs(tf.cast(a, tf.float32) - tf.cast(b, tf.float32))))
+
+
+def test_masked_positions_only_gives_the_full_runs_logits_and_heads():
+  pretrainer = _pretrainer()
+  inputs = _inputs()
+  full = pretrainer(inputs)
+  assert pretrainer.computes_masked_positions_only(inputs)
+  sparse = pretrainer(inputs, masked_positions_only=True)
+  for key in ('mlm_logits', 'next_sentence', 'pooled_output'):
+    assert sparse[key].shape == full[key].shape
+    assert _max_difference(sparse[key], full[key]) < 1e-5, key
+  assert sparse['sequence_output'].shape == (2, 4, 16)  # [CLS] and the 3 masked positions
+  np.testing.assert_allclose(
+      sparse['sequence_output'][:, 1:],
+      tf.gather(full['sequence_output'], inputs['masked_lm_positions'], batch_dims=1), atol=1e-5)
+
+
+def test_masked_positions_only_falls_back_to_the_full_run():
+  inputs = _inputs()
+  other_token = _pretrainer(heads=())
+  other_token.classification_heads.append(layers.ClassificationHead(16, 2, cls_token_idx=1,
+                                                                    name='second_token'))
+  no_positions = {k: v for k, v in inputs.items() if k != 'masked_lm_positions'}
+  modern = models.BertPretrainerV2(networks.ModernBertEncoder(
+      **testing.tiny_kwargs('modernbert', vocab_size=50)))
+  for model, model_inputs in ((other_token, inputs), (_pretrainer(), no_positions),
+                              (modern, inputs)):
+    assert not model.computes_masked_positions_only(model_inputs)
+    full, sparse = model(model_inputs), model(model_inputs, masked_positions_only=True)
+    assert sparse['sequence_output'].shape == full['sequence_output'].shape
+    assert _max_difference(sparse['sequence_output'], full['sequence_output']) == 0.0

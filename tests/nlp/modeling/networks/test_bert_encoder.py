@@ -567,3 +567,31 @@ def test_blocks_expand_into_their_sub_layers_on_symbolic_inputs(norm_first):
   for key in ('sequence_output', 'pooled_output'):
     np.testing.assert_allclose(expanded(data, training=False)[key],
                                encoder(data, training=False)[key], atol=1e-5)
+
+
+@pytest.mark.parametrize('cls', [networks.BertEncoder, networks.BertEncoderV2])
+def test_output_positions_compute_the_last_layer_at_those_positions(cls):
+  kwargs = dict(dict_outputs=True) if cls is networks.BertEncoder else {}
+  encoder = cls(**dict(
+      testing.tiny_kwargs(vocab_size=VOCAB, max_sequence_length=16, type_vocab_size=2,
+                          output_dropout=0.0, attention_dropout=0.0), **kwargs))
+  word_ids, mask, type_ids = _inputs()
+  inputs = dict(input_word_ids=word_ids, input_mask=mask, input_type_ids=type_ids)
+  full = encoder(inputs)
+  positions = tf.constant([[0, 4, 2], [0, 1, 1], [0, 7, 3]], tf.int32)
+  out = encoder(dict(inputs, output_positions=positions))
+  assert out['sequence_output'].shape == (3, 3, HIDDEN)
+  np.testing.assert_allclose(out['sequence_output'],
+                             tf.gather(full['sequence_output'], positions, batch_dims=1),
+                             atol=1e-5)
+  np.testing.assert_allclose(out['pooled_output'], full['pooled_output'], atol=1e-5)
+  for got, want in zip(out['encoder_outputs'][:-1], full['encoder_outputs'][:-1]):
+    np.testing.assert_allclose(got, want, atol=1e-5)  # the layers before the last: every position
+
+
+def test_output_positions_and_output_range_are_refused_together():
+  encoder = _encoder(output_range=1)
+  word_ids, mask, type_ids = _inputs()
+  with pytest.raises(ValueError, match='output_positions and output_range=1 cannot be combined'):
+    encoder(dict(input_word_ids=word_ids, input_mask=mask, input_type_ids=type_ids,
+                 output_positions=tf.zeros([3, 2], tf.int32)))
