@@ -216,3 +216,34 @@ def test_bfloat16_on_a_cpu_that_emulates_it_warns_in_one_line(monkeypatch, caplo
     (message,) = warnings
     assert message.startswith('mlm-benchmark: bfloat16 on ') and '\n' not in message
     assert 'no bfloat16 units: TensorFlow emulates it and float32 is faster here' in message
+
+
+def test_executed_flops_leave_out_the_last_layers_other_positions():
+  """TINY: seq 16, 3 predictions: the last layer runs at 4 positions, 12 are left out."""
+  params = benchmark.build_params('bert/pretraining', [benchmark.DEFAULT_CONFIG], TINY, 'float32')
+  full = model_flops.model_flops_per_sequence(params)
+  executed = model_flops.executed_flops_per_sequence(params)
+  s, h, i, rest = 16, 32, 64, 16 - 4
+  # Per left-out position: query and output projections (2 x 2hd), its scores and weighted sum
+  # over s keys (2 x 2sd), the feed-forward layer (2 x 2hi); d = h here.
+  skipped = rest * (4 * h * h + 4 * s * h + 4 * h * i)
+  assert executed['skipped_last_layer'] == skipped
+  assert executed['forward'] == full['forward'] - skipped == _hand_count() - skipped
+  assert executed['train'] == 3 * executed['forward']
+  assert executed['mlm_vocab'] == full['mlm_vocab']
+  # A head reading another token, or an encoder without output positions: every position.
+  for override in (',task.model.cls_heads=[{name: nsp, num_classes: 2, cls_token_idx: 1}]',
+                   ',task.model.encoder.type=albert'):
+    other = benchmark.build_params('bert/pretraining', [benchmark.DEFAULT_CONFIG],
+                                   TINY.replace('task.model.encoder.bert.', 'task.model.encoder.'
+                                                + ('albert.' if 'albert' in override else 'bert.'))
+                                   + override, 'float32')
+    assert model_flops.executed_flops_per_sequence(other)['skipped_last_layer'] == 0
+
+
+def test_the_executed_count_knows_which_encoders_take_output_positions():
+  from official.nlp.modeling import networks  # pylint: disable=g-import-not-at-top
+  takes = {'bert': networks.BertEncoder, 'bert_v2': networks.BertEncoderV2,
+           'albert': networks.AlbertEncoder, 'modernbert': networks.ModernBertEncoder}
+  assert sorted(model_flops.LAST_LAYER_AT_MASKED_POSITIONS) == sorted(
+      name for name, cls in takes.items() if getattr(cls, 'supports_output_positions', False))

@@ -15,10 +15,13 @@ The model FLOPs are counted from the encoder type's own config (`model_flops`: m
 multiply-add; training = 3x the forward pass); an encoder type without a count is refused before
 anything is built. The matmul roofline is measured in the same run for each dtype (a square
 matmul, best of the rounds), and each variant's share is against its own dtype's roofline
-(float32 against float32, bfloat16 against bfloat16). The report names the CPU (model name and
-its AVX2 / AVX-512 / bfloat16 / AMX flags, `cpu_info`) in the table and in every JSON result. On a
-GPU the report adds the model-FLOP utilization against the GPU's datasheet peak when the GPU is in
-`GPU_PEAK_TFLOPS`.
+(float32 against float32, bfloat16 against bfloat16). The model FLOPs count every position
+through every layer (the model-FLOP convention, the same for every framework); the share of what
+the step executes (the last layer at the masked positions only,
+`model_flops.executed_flops_per_sequence`) is reported beside it. The report names the CPU
+(model name and its AVX2 / AVX-512 / bfloat16 / AMX flags, `cpu_info`) in the table and in every
+JSON result. On a GPU the report adds the model-FLOP utilization against the GPU's datasheet peak
+when the GPU is in `GPU_PEAK_TFLOPS`.
 
 `mlm-benchmark` and `python scripts/benchmark.py` run this module's `main`.
 
@@ -344,6 +347,8 @@ def run_benchmark(args: argparse.Namespace) -> Dict[str, Any]:
                      'steps_per_window': args.steps_per_window, 'windows': args.windows},
           'machine': _machine(device, peaks, cpu),
           'flops_per_sequence': model_flops_per_sequence(runners[0].params),
+          'executed_flops_per_sequence': model_flops.executed_flops_per_sequence(
+              runners[0].params),
           'peak_host_memory_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
           'results': results}
 
@@ -356,6 +361,8 @@ def _result(runner: VariantRunner, base: VariantRunner, peaks: Dict[str, float],
   steps = statistics.median(runner.rates)
   ratios = [r / b for r, b in zip(runner.rates, base.rates)]
   flops = model_flops_per_sequence(params)['train'] * data.global_batch_size * steps
+  executed = (model_flops.executed_flops_per_sequence(params)['train'] * data.global_batch_size
+              * steps)
   result = {
       'variant': runner.name, 'dtype': dtype, 'xla': params.runtime.enable_xla,
       'steps_per_second': steps,
@@ -367,6 +374,10 @@ def _result(runner: VariantRunner, base: VariantRunner, peaks: Dict[str, float],
       'model_tflops': flops / 1e12,
       'matmul_peak_tflops': peaks.get(dtype, 0.0) / 1e12 or None,
       'fraction_of_matmul_peak': flops / peaks[dtype] if peaks.get(dtype) else None,
+      # What the step computes (`model_flops.executed_flops_per_sequence`: the last layer at the
+      # masked positions only), against the same roofline.
+      'executed_tflops': executed / 1e12,
+      'fraction_of_matmul_peak_executed': executed / peaks[dtype] if peaks.get(dtype) else None,
       'build_seconds': runner.build_seconds,
       'time_to_first_step_s': runner.first_step_seconds,
       'first_loss': runner.first_loss,
@@ -436,10 +447,13 @@ def format_table(report: Dict[str, Any]) -> str:
   rows = [header]
   for r in report['results']:
     frac = r['fraction_of_matmul_peak']
+    share = '-' if frac is None else f"{100 * frac:.1f}% {r['dtype']}"
+    executed = r.get('fraction_of_matmul_peak_executed')
+    if frac is not None and executed is not None and executed < frac:
+      share += f' ({100 * executed:.1f}% executed)'
     rows.append([r['variant'], f"{r['steps_per_second']:.3f}", f"{r['ratio_to_first']:.2f}x",
                  f"{r['sequences_per_second']:.1f}", f"{r['tokens_per_second']:.0f}",
-                 f"{r['model_tflops']:.3f}",
-                 '-' if frac is None else f"{100 * frac:.1f}% {r['dtype']}",
+                 f"{r['model_tflops']:.3f}", share,
                  f"{r['time_to_first_step_s']:.1f}",
                  f"{r['peak_host_memory_mb']:.0f} (+{r['variant_host_memory_mb']:.0f})"])
   widths = [max(len(row[c]) for row in rows) for c in range(len(header))]
@@ -449,9 +463,11 @@ def format_table(report: Dict[str, Any]) -> str:
   cpu = cpu_info.CpuInfo(machine['cpu_model'], machine['cpu_flags'])
   peaks = ', '.join(f'{k} {v:.3f}' for k, v in machine['matmul_peak_tflops'].items())
   lines.append(f"cpu {cpu.line()}, {machine['cpu_count']} cores; device {machine['device']}")
+  executed = report.get('executed_flops_per_sequence', report['flops_per_sequence'])['train']
   lines.append(f"matmul roofline TFLOP/s (this run, per dtype): {peaks or '-'}; model GFLOP per "
                f"training sequence {report['flops_per_sequence']['train'] / 1e9:.2f} "
-               f"({report['config']['encoder_type']})")
+               f"({report['config']['encoder_type']}), executed {executed / 1e9:.2f} (the last "
+               f"layer at the masked positions only)")
   for r in report['results']:
     if 'profile' in r:
       lines.append(step_profile.format_summary(r['profile'], f"profile of {r['variant']}"))

@@ -8,6 +8,10 @@ Attention counts the query-key pairs the model uses: every pair in a global laye
 |i - j| <= window // 2 in a local (sliding-window) one, whatever kernel computes it; a packed row
 counts as one sequence.
 
+These are the model's FLOPs: every position through every layer, the convention of model-FLOP
+utilization, the same for every framework. A `MaskedLMTask` step on a BERT encoder executes fewer:
+its last layer runs at [CLS] and the masked positions only (`executed_flops_per_sequence`).
+
 Each encoder family (`networks.encoder_family`) names its counter in its record (`count_flops`:
 `bert_flops`, `albert_flops`, `modernbert_flops` below for the built-in ones); a type without one
 is refused, naming it.
@@ -72,6 +76,46 @@ def model_flops_per_sequence(params: Any) -> Dict[str, float]:
       2 * h * head.inner_dim + 2 * head.inner_dim * head.num_classes if head.inner_dim
       else 2 * h * head.num_classes for head in params.task.model.cls_heads))
   parts['forward'] = sum(parts.values())
+  parts['train'] = 3.0 * parts['forward']
+  return parts
+
+
+# Encoder types whose encoders take `output_positions` (`BertEncoder.supports_output_positions`):
+# `MaskedLMTask` runs their last layer at [CLS] and the masked positions only.
+LAST_LAYER_AT_MASKED_POSITIONS = ('bert', 'bert_v2')
+
+
+def executed_flops_per_sequence(params: Any) -> Dict[str, float]:
+  """`model_flops_per_sequence` less what a `MaskedLMTask` step skips: with an encoder type of
+  `LAST_LAYER_AT_MASKED_POSITIONS` and heads that read token 0, the last layer's query and output
+  projections, attention rows and feed-forward layer at the s - q positions other than [CLS] and
+  the q - 1 = max_predictions_per_seq masked ones.
+
+  Returns:
+    The same keys; `skipped_last_layer` holds the forward FLOPs left out (0 when none are).
+
+  Example:
+    >>> executed_flops_per_sequence(params)['forward'] < model_flops_per_sequence(params)['forward']
+    True
+  """
+  parts = model_flops_per_sequence(params)
+  encoder = params.task.model.encoder
+  heads_read_cls = all(head.cls_token_idx == 0 for head in params.task.model.cls_heads)
+  skipped = {'attention_projections': 0.0, 'attention_scores': 0.0, 'feed_forward': 0.0}
+  if encoder.type in LAST_LAYER_AT_MASKED_POSITIONS and heads_read_cls:
+    config = getattr(encoder, encoder.type)
+    s, h, i = params.task.train_data.seq_length, config.hidden_size, config.intermediate_size
+    heads = config.num_attention_heads
+    d = heads * max(h // heads, 1)
+    rest = max(s - (1 + params.task.train_data.max_predictions_per_seq), 0)
+    # Per position left out: query and output projections, its attention row (scores and
+    # weighted sum over s keys) and the feed-forward layer.
+    skipped = {'attention_projections': rest * 4.0 * h * d,
+               'attention_scores': rest * 4.0 * s * d, 'feed_forward': rest * 4.0 * h * i}
+  for key, value in skipped.items():
+    parts[key] -= value
+  parts['skipped_last_layer'] = sum(skipped.values())
+  parts['forward'] -= parts['skipped_last_layer']
   parts['train'] = 3.0 * parts['forward']
   return parts
 
