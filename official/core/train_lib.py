@@ -30,6 +30,7 @@ from official.core import best_checkpoint
 from official.core import config_definitions as cfg
 from official.core import model_dir_lock
 from official.core import progress
+from official.core import time_budget
 from official.core import train_utils
 from official.core import trainer as trainer_lib
 from official.modeling import performance
@@ -294,7 +295,9 @@ class OrbitExperimentRunner:
     controller = self.controller  # restores the latest checkpoint (or task.initialize)
     logs = {}
     try:
-      if mode == 'train_and_eval':
+      if trainer.budget is not None:
+        logs = time_budget.train_within_budget(controller, trainer, mode, self._run_post_eval)
+      elif mode == 'train_and_eval':
         logs = controller.train_and_evaluate(train_steps=params.train_steps,
                                              eval_steps=params.validation_steps,
                                              eval_interval=params.validation_interval) or {}

@@ -32,6 +32,7 @@ from official.core import dataset_options
 from official.core import preemption
 from official.core import progress
 from official.core import step_functions
+from official.core import time_budget
 from official.core import train_utils
 from official.modeling.optimization import ema_optimizer
 
@@ -136,7 +137,17 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
       self._accumulator = (step_functions.GradientAccumulator(self.optimizer, self.model,
                                                               self.accumulation_steps)
                            if train and self.accumulation_steps > 1 else None)
+      # With `trainer.time_budget_minutes`: the budget's state (in the checkpoint) and the
+      # schedule mapped onto the steps it plans.
+      self.budget: Optional[time_budget.BudgetState] = None
+      if trainer.time_budget_minutes:
+        self.budget = time_budget.BudgetState(trainer.time_budget_minutes * 60,
+                                              trainer.train_steps)
+        time_budget.budget_the_learning_rate(self.optimizer, self.budget)
+    self.budget_report: Optional[time_budget.BudgetReport] = None
     items = dict(getattr(self.model, 'checkpoint_items', {}) or {})
+    if self.budget is not None:
+      items['time_budget'] = self.budget
     if params.runtime.deterministic:
       items['dropout_random_state'] = checkpointing.dropout_random_state(self.model)
     # One replica: a plain tf.data iterator, saved in the checkpoint. Several replicas:
@@ -493,8 +504,11 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
     return float(tf.convert_to_tensor(lr))
 
   def run_summary(self) -> str:
-    """The run summary line (`progress.run_summary`) of this process's training."""
+    """The run summary line (`progress.run_summary`) of this process's training; with a time
+    budget, a second line says what it bought (`time_budget.BudgetReport`)."""
+    budget = f'\n{self.budget_report.summary()}' if self.budget_report else ''
     return progress.run_summary(
         int(self.global_step.numpy()), progress.now() - self.progress.run_start_time,
         self.train_steps_run, self.train_seconds, self.manager.saves if self.manager else 0,
-        self.manager.save_seconds if self.manager else 0.0, self.evaluations, self.eval_seconds)
+        self.manager.save_seconds if self.manager else 0.0, self.evaluations,
+        self.eval_seconds) + budget

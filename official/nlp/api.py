@@ -121,7 +121,9 @@ def train(params: cfg.ExperimentConfig, model_dir: str, steps: Optional[int] = N
     params: the experiment config (`load_config`).
     model_dir: checkpoints, summaries, `params.yaml` and the vocabulary go here.
     steps: the global step to reach (default: `params.trainer.train_steps`); the learning-rate
-      schedule is the config's, so set its decay steps too when shortening a run.
+      schedule is the config's, so set its decay steps too when shortening a run. Not with
+      `trainer.time_budget_minutes`, which ends training at the budget instead (the schedule
+      mapped onto the steps it buys).
     evaluate: evaluate `trainer.validation_steps` steps after training (needs
       `task.validation_data.input_path`).
     distribution_strategy: a `tf.distribute.Strategy` (default: the one `params.runtime`
@@ -133,7 +135,7 @@ def train(params: cfg.ExperimentConfig, model_dir: str, steps: Optional[int] = N
     The model, the step reached and the final evaluation's metrics.
 
   Raises:
-    ValueError: bad data or a model_dir in use.
+    ValueError: bad data, a model_dir in use, or `steps` with a time budget.
     official.core.checkpointing.TrainingStopped: a non-finite loss.
 
   Example:
@@ -142,6 +144,11 @@ def train(params: cfg.ExperimentConfig, model_dir: str, steps: Optional[int] = N
     50
   """
   if steps is not None:
+    if params.trainer.time_budget_minutes:
+      raise ValueError(
+          f'steps={steps} and trainer.time_budget_minutes='
+          f'{params.trainer.time_budget_minutes:g} both say when training ends; pass one (with a '
+          'budget, trainer.train_steps is the length the learning-rate schedule is written for)')
     if steps < 1:
       raise ValueError(f'steps must be >= 1; found {steps}')
     params = copy.deepcopy(params)  # the caller's config stays as it was

@@ -20,7 +20,7 @@ from tests.processes import subprocess_env
 LAUNCHER = os.path.join(ROOT, 'scripts', 'launch_local_multiworker.py')
 
 
-def _launch_command(model_dir, *overrides, mode='train_and_eval', timeout=HANG_SECONDS):
+def launch_command(model_dir, *overrides, mode='train_and_eval', timeout=HANG_SECONDS):
   """The launcher's command for two workers of the toy experiment; the launcher kills them after
   `timeout` seconds (a hang guard: a worker waiting for a dead peer never ends)."""
   override = ','.join(overrides)
@@ -38,7 +38,7 @@ def _kernel(model_dir):
 
 @pytest.mark.slow
 def test_two_workers_match_one_process_and_only_the_chief_writes(tmp_path, toy_reference_run):
-  result = subprocess.run(_launch_command(tmp_path / 'two'), cwd=ROOT, env=subprocess_env(),
+  result = subprocess.run(launch_command(tmp_path / 'two'), cwd=ROOT, env=subprocess_env(),
                           capture_output=True, text=True, timeout=HANG_SECONDS + 60, check=False)
   assert result.returncode == 0, result.stdout[-3000:]
   evals = re.findall(r'^\[worker (\d)\] eval at step 20: validation_loss ([\d.]+), '
@@ -64,7 +64,7 @@ def test_sigterm_to_one_worker_saves_on_all_and_exits_0(tmp_path):
   # The test waits for events (a step line, the exit), not for a time; the launcher's timeout
   # (two hang guards: one to start, one to stop) only ends a hang.
   process = subprocess.Popen(
-      _launch_command(tmp_path, 'trainer.train_steps=10000000', 'trainer.steps_per_loop=200',
+      launch_command(tmp_path, 'trainer.train_steps=10000000', 'trainer.steps_per_loop=200',
                       'trainer.checkpoint_interval=10000000', mode='train',
                       timeout=2 * HANG_SECONDS),
       cwd=ROOT, env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

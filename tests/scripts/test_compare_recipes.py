@@ -110,11 +110,13 @@ def test_fixed_settings_resolve_the_precision(monkeypatch, tmp_path):
   assert sweep.SweepConfig('/w', mixed_precision='bfloat16').resolved_dtype() == 'bfloat16'
 
 
-def test_planned_steps_leave_time_for_start_up_and_evaluations():
-  calibration = dict(steps_per_second=2.0, overhead_seconds=40.0, eval_seconds=10.0)
-  # (1800 - 40 - 6 x 10) x 2 x 0.97 = 3298 -> a multiple of 6.
-  assert sweep.planned_steps(calibration, 1800, 6) == 3294
-  assert sweep.planned_steps(calibration, 60, 6) == 6  # at least one step per evaluation
+def test_budget_plan_reads_the_planned_step_of_the_checkpoint(tmp_path):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from official.core import time_budget  # pylint: disable=g-import-not-at-top
+  state = time_budget.BudgetState(60.0, reference_steps=600)
+  state.replan(step=10, end_step=1234)
+  tf.train.Checkpoint(time_budget=state).save(str(tmp_path / 'ckpt'))
+  assert sweep.budget_plan(str(tmp_path)) == 1234
 
 
 def test_ood_corpus_from_slash_tagged_sentences(tmp_path):
@@ -152,7 +154,7 @@ def _data(tmp_path):
 @pytest.mark.parametrize('cell', sweep.CELLS, ids=lambda cell: cell.name)
 def test_run_configs_load_for_every_cell(tmp_path, data, cell):
   overrides = sweep.run_overrides(cell, data, steps=1003, evals=10, learning_rate=3e-3,
-                                  batch_size=32, dtype='bfloat16')
+                                  batch_size=32, dtype='bfloat16', budget_minutes=30)
   path = str(tmp_path / f'{cell.name}.yaml')
   with open(path, 'w') as f:
     yaml.safe_dump(overrides, f)
@@ -177,6 +179,8 @@ def test_run_configs_load_for_every_cell(tmp_path, data, cell):
   trainer = params.trainer
   assert (trainer.train_steps, trainer.validation_interval, trainer.checkpoint_interval) == (
       1000, 100, 100)
+  # The budget ends the run; its loops are sized by the budget, not by steps_per_loop.
+  assert (trainer.time_budget_minutes, trainer.steps_per_loop) == (30, 1000)
   schedule = trainer.optimizer_config.learning_rate.polynomial
   assert (schedule.initial_learning_rate, schedule.decay_steps, schedule.end_learning_rate) == (
       3e-3, 1000, 0.0)
@@ -234,7 +238,7 @@ def test_best_runs_and_the_report_tables():
   assert ('| in-domain | 40 | 500 | 50 | 5.500 | 0.151 | 6.400 | 0.050 |') in lines
   sweep_rows = [line for line in lines if line.startswith('| BERT arch x BERT data |')]
   assert len(sweep_rows) == 3  # every learning rate, the diverged one as n/a
-  assert sweep_rows[1] == ('| BERT arch x BERT data | **0.001** | 600 (612, stopped at the '
+  assert sweep_rows[1] == ('| BERT arch x BERT data | **0.001** | 600 (612, cut off after the '
                            'budget) | 30.2 | 2,457,600 | 1,843,200 | 364,800 | **5.200** | 0.300 '
                            '| 6.000 | 0.300 |')
   assert '| n/a |' in sweep_rows[2]

@@ -85,8 +85,11 @@ def test_overrides_follow_flags():
   assert 'trainer.optimizer_config.warmup.polynomial.warmup_steps=3' in overrides
   assert 'runtime.mixed_precision_dtype=float32' in overrides
   assert 'task.model.encoder.bert.dropout_rate=0.0' in overrides
-  long_run = demo._overrides(demo._parse_args(['--train_steps=5000']), 1234, '/data')
+  assert 'trainer.time_budget_minutes=3.0' in overrides  # the default budget
+  long_run = demo._overrides(demo._parse_args(['--train_steps=5000', '--train_minutes=0']), 1234,
+                             '/data')
   assert 'trainer.optimizer_config.warmup.polynomial.warmup_steps=300' in long_run
+  assert 'trainer.time_budget_minutes=0.0' in long_run
 
 
 def test_default_precision_reads_cpu_flags(tmp_path):
@@ -105,12 +108,15 @@ def test_bad_flag_exits_2_with_one_line(capsys):
     demo._parse_args(['--train_steps=0'])
   assert raised.value.code == 2
   assert '--train_steps must be at least 1; got 0' in capsys.readouterr().err
+  with pytest.raises(SystemExit):
+    demo._parse_args(['--train_minutes=-1'])
+  assert '--train_minutes must be >= 0; got -1.0' in capsys.readouterr().err
 
 
 @pytest.mark.slow
 def test_smoke_run_prints_before_and_after(tmp_path):
   out = str(tmp_path / 'demo')
-  result = cli.call_main(demo.main, [f'--output_dir={out}', '--train_steps=20',
+  result = cli.call_main(demo.main, [f'--output_dir={out}', '--train_minutes=0', '--train_steps=20',
                                       '--vocab_size=1000', '--batch_size=8', '--dupe_factor=1',
                                       '--precision=float32'])
   assert result.returncode == 0, result.stderr[-3000:]
