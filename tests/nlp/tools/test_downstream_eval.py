@@ -14,6 +14,7 @@ from official.nlp.data import downstream_data
 from official.nlp.tools import convert_checkpoint
 from official.nlp.tools import downstream_eval
 from official.nlp.tools import mlm_eval
+from official.nlp.tools import significance
 from tests.modeling.test_custom_gradient_release import _trained_step_graph
 from tests.nlp.data.test_downstream_data import make_data_dir
 
@@ -148,30 +149,68 @@ def test_seq_length_follows_a_short_position_table(tiny):
   assert downstream_eval.seq_length_for(downstream_data.get_task('pos'), source) == 128
 
 
-def test_sweep_then_seeds_and_stored_runs_are_skipped(tmp_path, monkeypatch):
-  """The best dev rate on seed 0, then seeds 1.. at that rate; a rerun runs nothing."""
-  calls = []
-
+def _fake_finetune(calls, dev_of_rate):
   def fake_finetune(task, source, pretrained, data, learning_rate, seed, settings, label):
     calls.append((learning_rate, seed))
-    dev = {1e-4: 0.5, 3e-4: 0.7, 1e-3: 0.6}[learning_rate]
+    dev = dev_of_rate(learning_rate) + seed / 1000
     return dict(dev=dev, test=0.6 + seed / 100, correct=[1.0, float(seed % 2)], best_epoch=2,
                 epochs=3, hit_max_epochs=seed == 1, dev_curve=[dev], seconds=1.0)
+  return fake_finetune
 
-  monkeypatch.setattr(downstream_eval, 'finetune', fake_finetune)
+
+def _row(tmp_path, settings):
   source = downstream_eval.ModelSource('m', 'p', 'p', 'p', {}, 'ours')
-  settings = downstream_eval.FinetuneSettings(seeds=3)
   args = (downstream_data.get_task('mr'), source, False, None, settings, str(tmp_path))
-  row = downstream_eval._row_runs(*args, downstream_eval._Progress(5))
-  assert calls == [(1e-4, 0), (3e-4, 0), (1e-3, 0), (3e-4, 1), (3e-4, 2)]
+  return lambda: downstream_eval._row_runs(*args, downstream_eval._Progress(5))
+
+
+def test_sweep_then_seeds_and_stored_runs_are_skipped(tmp_path, monkeypatch):
+  """Each rate on seeds 0 and 1 (their mean dev picks), then seed 2 at that rate; a rerun runs
+  nothing."""
+  calls = []
+  monkeypatch.setattr(downstream_eval, 'finetune', _fake_finetune(
+      calls, {1e-4: 0.5, 3e-4: 0.7, 1e-3: 0.6}.get))
+  row_runs = _row(tmp_path, downstream_eval.FinetuneSettings(seeds=3))
+  row = row_runs()
+  assert calls == [(1e-4, 0), (1e-4, 1), (3e-4, 0), (3e-4, 1), (1e-3, 0), (1e-3, 1), (3e-4, 2)]
   assert row['row'] == 'm (random init)' and row['learning_rate'] == 3e-4
   assert row['scores'] == [0.6, 0.61, 0.62] and row['mean'] == pytest.approx(0.61)
   assert row['std'] == pytest.approx(0.01) and row['hit_max_epochs'] == 1
   assert row['correct'] == pytest.approx([1.0, 1 / 3])
-  assert row['sweep_dev'] == {'0.0001': 0.5, '0.0003': 0.7, '0.001': 0.6}
+  assert row['sweep_dev'] == pytest.approx({'0.0001': 0.5005, '0.0003': 0.7005, '0.001': 0.6005})
+  assert row['grid_added'] == [] and not row['at_edge']
   calls.clear()
-  assert downstream_eval._row_runs(*args, downstream_eval._Progress(5)) == row
+  assert row_runs() == row
   assert calls == []
+
+
+def test_an_edge_pick_extends_the_grid_until_it_is_bracketed(tmp_path, monkeypatch):
+  # Dev rises with the rate up to 3e-3: the top edge 1e-3 is extended to 3e-3 (picked, still an
+  # edge), then 1e-2 (worse): 3e-3 is bracketed.
+  calls = []
+  monkeypatch.setattr(downstream_eval, 'finetune', _fake_finetune(
+      calls, lambda lr: {1e-4: 0.5, 3e-4: 0.6, 1e-3: 0.7, 3e-3: 0.8, 1e-2: 0.4}[lr]))
+  row = _row(tmp_path, downstream_eval.FinetuneSettings(seeds=2, grid_extensions=3))()
+  assert row['learning_rate'] == 3e-3 and row['grid_added'] == [3e-3, 1e-2]
+  assert not row['at_edge'] and (1e-2, 1) in calls and (3e-2, 0) not in calls
+  # With no extension left the pick stays at the edge, and the table says so.
+  calls.clear()
+  capped = _row(tmp_path / 'capped', downstream_eval.FinetuneSettings(seeds=2,
+                                                                      grid_extensions=0))()
+  assert capped['learning_rate'] == 1e-3 and capped['at_edge'] and capped['grid_added'] == []
+  # A grid of one rate is the user's choice: never extended.
+  one = _row(tmp_path / 'one', downstream_eval.FinetuneSettings(learning_rates=(1e-3,),
+                                                                seeds=2))()
+  assert one['grid_added'] == [] and not one['at_edge']
+
+
+def test_extend_grid_steps_on_the_1_3_ladder():
+  assert downstream_eval.extend_grid([1e-4, 3e-4, 1e-3], 1e-3) == 3e-3
+  assert downstream_eval.extend_grid([1e-4, 3e-4, 1e-3, 3e-3], 3e-3) == 1e-2
+  assert downstream_eval.extend_grid([3e-5, 1e-4, 3e-4], 3e-5) == 1e-5
+  assert downstream_eval.extend_grid([2e-5, 5e-5], 5e-5) == 1e-4  # x2.5 -> the ladder's 1e-4
+  assert downstream_eval.extend_grid([1e-4, 3e-4, 1e-3], 3e-4) is None
+  assert downstream_eval.extend_grid([1e-3], 1e-3) is None
 
 
 def test_stored_runs_of_other_settings_are_refused(tmp_path):
@@ -205,8 +244,39 @@ def test_paired_tests_and_tables():
   assert [(t['a'], t['b']) for t in tests] == [
       ('a', 'b'), ('a', 'bag_of_words (baseline)'), ('b', 'bag_of_words (baseline)')]
   assert tests[0]['p_seeds'] < 0.05 and tests[0]['difference'] == pytest.approx(0.0967)
+  assert tests[0]['seeds_low'] < 0.0967 < tests[0]['seeds_high']
   assert tests[1]['p_seeds'] is None and tests[1]['difference'] == pytest.approx(0.31)
+  assert tests[1]['seeds_low'] is None and tests[1]['p_seeds_holm'] is None
   assert 0 < tests[1]['p_examples'] <= 1
+  # Holm over the family of the 4 p-values: the smallest times 4, the rest stepped down.
+  family = [tests[0]['p_seeds']] + [t['p_examples'] for t in tests]
+  adjusted = significance.holm_adjust(family)
+  assert [tests[0]['p_seeds_holm']] + [t['p_examples_holm'] for t in tests] == adjusted
+  assert all(h >= p for h, p in zip(adjusted, family))
+
+
+def test_tagging_tests_flip_whole_sentences():
+  # Two sentences of 3 words and 1 word, every word in favour of a: over sentences 2 of the 4
+  # sign patterns reach the observed sum (p = 0.5); over words it would be 2 of 16.
+  rows = [dict(row='a', scores=[0.9, 0.8], mean=0.85, correct=[1, 1, 1, 1]),
+          dict(row='b', scores=[0.5, 0.6], mean=0.55, correct=[0, 0, 0, 0])]
+  (test,) = downstream_eval.paired_tests(rows, None, clusters=[0, 0, 0, 1])
+  assert test['p_examples'] == 0.5
+  (by_word,) = downstream_eval.paired_tests(rows, None)
+  assert by_word['p_examples'] == 2 / 16
+
+
+def test_subset_table_scores_the_kept_items():
+  rows = [dict(row='a', seed_correct=[[1, 0, 1, 1], [1, 1, 1, 0]], correct=[1, 0.5, 1, 0.5]),
+          dict(row='b', seed_correct=[[1, 0, 0, 0], [0, 0, 1, 0]], correct=[0.5, 0, 0.5, 0])]
+  baselines = {'majority': dict(correct=[1, 1, 0, 0]), 'bag_of_words': dict(correct=[0, 1, 1, 1])}
+  table = downstream_eval.subset_table(rows, baselines, [False, True, True, True])
+  assert table['size'] == 3
+  assert table['rows']['a'] == dict(mean=pytest.approx(2 / 3), std=pytest.approx(0.0))
+  assert table['rows']['b']['mean'] == pytest.approx(1 / 6)
+  assert table['rows']['majority (baseline)'] == dict(mean=pytest.approx(1 / 3), std=None)
+  assert [(t['a'], t['b']) for t in table['tests']] == [
+      ('a', 'b'), ('a', 'bag_of_words (baseline)'), ('b', 'bag_of_words (baseline)')]
 
 
 @pytest.mark.slow

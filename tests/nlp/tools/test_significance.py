@@ -58,3 +58,75 @@ def test_permutation_test_against_exact_enumeration():
   assert significance.paired_permutation_test([1] * 30, [0] * 30, rounds=999) == 1 / 1000
   with pytest.raises(ValueError, match='non-empty and of one length'):
     significance.paired_permutation_test([], [])
+
+
+# ---- intervals, clustered tests, Holm ---------------------------------------------------------
+def test_t_quantiles_match_the_tables():
+  # Student's t tables: t_{0.975} for 1, 4 and 30 degrees of freedom; the normal's 1.95996.
+  for dof, expected in ((1, 12.706), (4, 2.776), (30, 2.042), (10**7, 1.960)):
+    assert significance.t_quantile(0.975, dof) == pytest.approx(expected, abs=1e-3)
+  assert significance.t_quantile(0.95, 4) == pytest.approx(2.132, abs=1e-3)
+
+
+def test_paired_t_interval_is_mean_plus_minus_t_times_standard_error():
+  # differences 2, 3, 4: mean 3, sd 1, se 1/sqrt(3); t_{0.975, 2} = 4.303.
+  mean, low, high = significance.paired_t_interval([3, 4, 5], [1, 1, 1])
+  assert mean == 3.0
+  assert (low, high) == pytest.approx((3 - 4.303 / 3 ** 0.5, 3 + 4.303 / 3 ** 0.5), abs=1e-3)
+
+
+def test_welch_t_test_worked_example():
+  # means 2 and 5, variances 1 and 1: se = sqrt(1/3 + 1/3), t = -3 / se, dof 4 (equal sizes and
+  # variances), p from the table: 0.0213; interval -3 -+ 2.776 se.
+  result = significance.welch_t_test([1, 2, 3], [4, 5, 6])
+  se = (2 / 3) ** 0.5
+  assert result['t'] == pytest.approx(-3 / se) and result['dof'] == pytest.approx(4.0)
+  assert result['p'] == pytest.approx(0.0213, abs=1e-4)
+  assert (result['low'], result['high']) == pytest.approx((-3 - 2.776 * se, -3 + 2.776 * se),
+                                                          abs=1e-3)
+  # Unequal variances: Welch-Satterthwaite dof between the smaller n - 1 and n_a + n_b - 2.
+  unequal = significance.welch_t_test([1.0, 1.1, 0.9, 1.0], [2, 5, 8, 3])
+  assert 3 < unequal['dof'] < 6
+  with pytest.raises(ValueError, match='2 or more values a sample'):
+    significance.welch_t_test([1.0], [2.0, 3.0])
+
+
+def test_clustered_permutation_flips_whole_sentences():
+  # Sentence 1's three words all favour A; sentence 2's one word too. Over sentences: 2 of the 4
+  # sign patterns reach |3 + 1| (p = 0.5); over words (4 independent items) only 2 of 16 do.
+  a, b, sentences = [1, 1, 1, 1], [0, 0, 0, 0], ['s1', 's1', 's1', 's2']
+  assert significance.clustered_permutation_test(a, b, sentences) == 0.5
+  assert significance.clustered_permutation_test(a, b, [0, 1, 2, 3]) == 2 / 16
+  # One cluster per item gives the item-level test's answer (here exact against sampled).
+  rng = np.random.default_rng(1)
+  x, y = rng.integers(0, 2, 40), rng.integers(0, 2, 40)
+  items = significance.clustered_permutation_test(x, y, list(range(40)), rounds=20000)
+  assert items == pytest.approx(significance.paired_permutation_test(x, y, rounds=20000),
+                                abs=0.02)
+  assert significance.clustered_permutation_test([1, 0], [1, 0], [0, 1]) == 1.0
+  with pytest.raises(ValueError, match='one length'):
+    significance.clustered_permutation_test([1, 0], [1, 0], [0])
+
+
+def test_clustered_bootstrap_interval_resamples_clusters():
+  # Two clusters with differences (1, 1) and (-1, -1): resampled means are 1, 0 or -1 with
+  # probabilities 1/4, 1/2, 1/4, so the 95% interval spans [-1, 1] around 0.
+  mean, low, high = significance.clustered_bootstrap_interval([1, 1, 0, 0], [0, 0, 1, 1],
+                                                              ['a', 'a', 'b', 'b'])
+  assert (mean, low, high) == (0.0, -1.0, 1.0)
+  # Many independent clusters: close to the normal interval of the mean.
+  rng = np.random.default_rng(0)
+  diffs = rng.normal(0.5, 1.0, 400)
+  mean, low, high = significance.clustered_bootstrap_interval(diffs, np.zeros(400),
+                                                              list(range(400)))
+  half = 1.96 * diffs.std(ddof=1) / 20
+  assert (low, high) == pytest.approx((mean - half, mean + half), abs=0.02)
+
+
+def test_holm_adjust_worked_example():
+  # Sorted 0.005, 0.01, 0.03, 0.04 times 4, 3, 2, 1 = 0.02, 0.03, 0.06, 0.04 -> running max.
+  assert significance.holm_adjust([0.01, 0.04, 0.03, 0.005]) == pytest.approx(
+      [0.03, 0.06, 0.06, 0.02])
+  assert significance.holm_adjust([0.5, 0.9]) == [1.0, 1.0]  # capped at 1
+  assert significance.holm_adjust([0.04]) == [0.04]  # one test: unchanged
+  assert significance.holm_adjust([]) == []
