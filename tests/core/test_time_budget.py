@@ -202,6 +202,23 @@ def test_final_evaluation_time_is_kept_free(tmp_path, clock):
   assert 0.95 * BUDGET_MINUTES * 60 <= spent + estimate <= BUDGET_MINUTES * 60
 
 
+def test_the_python_api_trains_for_the_budget(tmp_path, clock, monkeypatch):
+  train_within_budget = time_budget.train_within_budget
+
+  def with_the_clock(controller, trainer, *args):
+    clock.trainer = trainer
+    return train_within_budget(controller, trainer, *args)
+
+  monkeypatch.setattr(time_budget, 'train_within_budget', with_the_clock)
+  params = exp_factory.get_exp_config('test/toy_regression')
+  params.override({'trainer': {'time_budget_minutes': BUDGET_MINUTES, 'steps_per_loop': 1000}})
+  result = api.train(params, str(tmp_path), evaluate=False, show_progress=False)
+  assert clock.trainer is not None
+  spent = float(clock.trainer.budget.spent_seconds.numpy())
+  assert 0.95 * BUDGET_MINUTES * 60 <= spent <= BUDGET_MINUTES * 60
+  assert result.step == int(clock.trainer.budget.planned_steps.numpy()) > 100
+
+
 def test_a_budget_with_a_step_target_is_refused():
   params = exp_factory.get_exp_config('test/toy_regression')
   params.override({'trainer': {'time_budget_minutes': 3}})
