@@ -340,7 +340,7 @@ def index_urls() -> List[str]:
   urls = os.environ.get('PIP_INDEX_URL', '').split()
   if not urls:
     try:
-      from pip._internal.models.index import PyPI  # pylint: disable=g-import-not-at-top
+      from pip._internal.models.index import PyPI  # Function-level: pip is optional here.
       urls = [PyPI.simple_url]
     except ImportError:  # no pip: only $PIP_INDEX_URL can say where the index is
       urls = []
