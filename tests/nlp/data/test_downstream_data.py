@@ -80,7 +80,21 @@ def make_data_dir(directory, sentences=40, tagged=20):
       for i in range(tagged)))
   _write(os.path.join(directory, 'tagged-en-oanc.txt'), 'A/DT film/NN\n')
   _write(os.path.join(directory, 'README.txt'), 'test corpora\n')
+  _write(os.path.join(directory, downstream_data.REVIEWS_FILE),
+         '"1","a long review . \nit goes on .\n"\n"-1","another one .\n"\n')
   return str(directory)
+
+
+def test_movie_review_text_keeps_lines_and_drops_reviews_with_held_out_sentences(tmp_path):
+  data_dir = make_data_dir(tmp_path / 'data')
+  assert downstream_data.movie_review_text(data_dir) == (
+      'a long review .\nit goes on .\n\nanother one .\n', dict(reviews=2, dropped=0, words=11))
+  test_sentence = downstream_data.load_task('mr', data_dir)['test'][0][0]
+  _write(os.path.join(data_dir, downstream_data.REVIEWS_FILE),
+         f'"1","first .\n{test_sentence.upper()}\n"\n"1","unrelated words here .\n"\n')
+  text, counts = downstream_data.movie_review_text(data_dir)
+  assert counts == dict(reviews=1, dropped=1, words=4)
+  assert text == 'unrelated words here .\n'
 
 
 def test_load_task_maps_labels_and_splits(tmp_path):
