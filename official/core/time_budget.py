@@ -397,7 +397,10 @@ def train_within_budget(controller: Any, trainer: Any, mode: str,
           continue
       if planned and step >= end:
         break
-      length = next_loop_length(length, measured, state.budget_seconds, params.steps_per_loop)
+      # Only agreed numbers decide (workers measuring different speeds would otherwise run
+      # loops of different lengths and wait for each other's collectives forever).
+      length = next_loop_length(length, per_step if measured is not None else None,
+                                state.budget_seconds, params.steps_per_loop)
       target = step + length
       if planned:
         target = min(target, end)

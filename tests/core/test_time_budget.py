@@ -36,15 +36,18 @@ START_LEARNING_RATE, END_LEARNING_RATE = 0.1, 0.01
 
 
 class SimulatedClock:
-  """`time_budget.now` of a run: steps, evaluations and the first loop cost fixed times."""
+  """`time_budget.now` of a run: steps, evaluations and the first loop cost fixed times (times
+  `slowness`)."""
 
-  def __init__(self):
+  def __init__(self, slowness: float = 1.0):
     self.trainer = None
+    self.slowness = slowness
 
   def __call__(self) -> float:
     trainer = self.trainer
     trace = TRACE_SECONDS if trainer.train_steps_run else 0.0
-    return (trainer.train_steps_run * STEP_SECONDS + trainer.evaluations * EVAL_SECONDS + trace)
+    return self.slowness * (trainer.train_steps_run * STEP_SECONDS +
+                            trainer.evaluations * EVAL_SECONDS + trace)
 
 
 @pytest.fixture(name='clock')
@@ -217,6 +220,38 @@ def test_the_python_api_trains_for_the_budget(tmp_path, clock, monkeypatch):
   spent = float(clock.trainer.budget.spent_seconds.numpy())
   assert 0.95 * BUDGET_MINUTES * 60 <= spent <= BUDGET_MINUTES * 60
   assert result.step == int(clock.trainer.budget.planned_steps.numpy()) > 100
+
+
+def _loop_targets(tmp_path, monkeypatch, slowness, agreed_slowness):
+  """The steps each loop of a run trains to, when this process's clock runs `slowness` times the
+  simulated times and the workers' agreed measurements are `agreed_slowness` times them."""
+  clock = SimulatedClock(slowness)
+  monkeypatch.setattr(time_budget, 'now', clock)
+  # (The last value, seconds a checkpoint save takes, is real time: left out, as it would differ
+  # between the two runs.)
+  monkeypatch.setattr(time_budget, 'agree', lambda strategy, values: [
+      v * agreed_slowness / slowness for v in values[:3]] + [0.0])
+  runner = _runner(tmp_path, clock)
+  targets = []
+  train = runner.controller.train
+
+  def record(steps, checkpoint_at_completion=True):
+    targets.append(steps)
+    train(steps=steps, checkpoint_at_completion=checkpoint_at_completion)
+
+  monkeypatch.setattr(runner.controller, 'train', record)
+  runner.run()
+  return targets
+
+
+@pytest.mark.slow
+def test_only_the_agreed_measurements_decide(tmp_path, monkeypatch):
+  """A worker whose own clock runs 4x slower than the workers' agreed figures trains the same
+  loops as one whose clock agrees with them: every worker takes the same steps (or their
+  collectives would wait for each other forever)."""
+  alike = _loop_targets(tmp_path / 'alike', monkeypatch, 1.0, 1.0)
+  slow = _loop_targets(tmp_path / "slow", monkeypatch, 4.0, 1.0)  # (x4: exact in binary)
+  assert slow == alike and len(alike) > 10
 
 
 def test_a_budget_with_a_step_target_is_refused():
