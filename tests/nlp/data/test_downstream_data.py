@@ -106,7 +106,7 @@ def test_load_task_maps_labels_and_splits(tmp_path):
   pos = downstream_data.load_task('pos', data_dir)
   assert sum(len(p) for p in pos.values()) == 20 and pos['train'][0][1][-1] == '.'
   with pytest.raises(ValueError, match=r"unknown downstream task 'sst'; expected one of "
-                     r"\['hedge', 'mr', 'pos'\]"):
+                     r"\['brown_genre', 'brown_pos', 'hedge', 'mr', 'pos'\]"):
     downstream_data.load_task('sst', data_dir)
   os.remove(os.path.join(data_dir, 'tagged-en-wsj.txt'))
   with pytest.raises(FileNotFoundError, match='tagged-en-wsj.txt: missing; fetch the corpora'):
