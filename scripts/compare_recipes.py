@@ -18,6 +18,14 @@ schedule (linear warmup over the first 10%, then linear decay) mapped onto the s
 buys, measured as it goes, so the learning rate reaches 0 at the budget. During the run the
 in-domain held-out records are evaluated `--evals` times (the curves; counted in the budget).
 
+With `--seeds=N` every configuration is pretrained N times (seeds 0..N-1 set initialisation,
+dropout and data order: `runtime.seed`); a cell's best configuration is the one with the lowest mean
+in-domain held-out loss over its seeds, and the recipes (`--downstream_cells`) are compared at the
+level of pretraining runs: Welch's t-test of their seeds' held-out losses with the 95% interval of
+the difference, Holm-adjusted. `--optimizer_variants=own,0.98/0,0.98/0.1,0.999/0,0.999/0.1` sweeps
+AdamW's beta2 (epsilon 1e-6) and the dropout in every cell alike, so the ablation can tell the
+architecture and data recipe from the optimizer and regularisation each YAML brings.
+
 After training, each run's last checkpoint is evaluated on two held-out record sets, both single
 segments masked at 15% with one fixed set of positions: in-domain (one document in 20 of the
 corpus, never trained on) and out-of-domain (general English prose: the OANC sentences of the
@@ -37,8 +45,9 @@ positions a row). Runs are in bfloat16 where the CPU has it (AVX512_BF16 or AMX)
 Restartable: data, the context-free figures and every finished run stay in
 `--work_dir` (written atomically: a `.partial` renamed when complete) and a rerun skips them, so
 the table can be built over several sittings (e.g. one `--cells` subset at a time). A run that was
-cut off while training starts again from scratch (its wall-clock must be whole); one that only
-lacks its evaluation is evaluated. Stopping the runner (Ctrl-C, SIGTERM, or its death) stops its
+cut off while training resumes from its latest checkpoint with the budget it had left
+(`trainer.time_budget_minutes` keeps the time spent in the checkpoint); one that only lacks its
+evaluation is evaluated. Stopping the runner (Ctrl-C, SIGTERM, or its death) stops its
 runs too. `--fresh` deletes the work dir first. The budget, batch, evaluations, warmup, precision,
 vocabulary, dupe factor and corpora are fixed by the first sitting (a rerun with others is
 refused, naming the flag). The library behind this script is `scripts/recipe_sweep.py`.
@@ -95,6 +104,12 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
                       '(architecture-data), or all')
   parser.add_argument('--evals', type=int, default=6,
                       help='in-domain held-out evaluations during each run (the curves)')
+  parser.add_argument('--seeds', type=int, default=1,
+                      help='pretraining runs of every configuration (seeds 0..N-1); recipes are '
+                      'compared over them (Welch\'s t-test, 95%% intervals, Holm)')
+  parser.add_argument('--optimizer_variants', default='own',
+                      help='AdamW beta2 / dropout settings swept in every cell, comma-separated: '
+                      'own (the YAML\'s) or BETA2/DROPOUT, e.g. own,0.98/0,0.999/0.1')
   parser.add_argument('--batch_size', type=int, default=32)
   parser.add_argument('--warmup_fraction', type=float, default=0.1)
   parser.add_argument('--cores', default='0,1', help='cores to pin runs to, one run a core')
@@ -120,6 +135,8 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
   """Builds (or completes) the table; prints results.md; returns results.json's content."""
   args = parse_args(argv)
   try:
+    if args.seeds < 1:
+      raise ValueError(f'--seeds: expected >= 1, found {args.seeds}')
     config = sweep.SweepConfig(
         work_dir=args.work_dir, cells=sweep.parse_cells(args.cells),
         learning_rates=sweep.parse_learning_rates(args.learning_rates),
@@ -130,7 +147,9 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         vocab_size=args.vocab_size, dupe_factor=args.dupe_factor, downstream=args.downstream,
         downstream_cells=sweep.parse_cells(args.downstream_cells),
         downstream_tasks=[task for task in args.downstream_tasks.split(',') if task],
-        downstream_seeds=args.downstream_seeds, mixed_precision=args.mixed_precision)
+        downstream_seeds=args.downstream_seeds, mixed_precision=args.mixed_precision,
+        seeds=args.seeds,
+        optimizer_variants=sweep.parse_optimizer_variants(args.optimizer_variants))
     if args.fresh:
       shutil.rmtree(args.work_dir, ignore_errors=True)
     results = sweep.build_table(config)

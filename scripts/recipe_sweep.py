@@ -12,6 +12,7 @@ Example:
 import ctypes
 import dataclasses
 import glob
+import itertools
 import json
 import math
 import os
@@ -79,17 +80,71 @@ CELLS = tuple(Cell(arch, data) for arch in ARCHITECTURES for data in DATA_RECIPE
 
 
 @dataclasses.dataclass(frozen=True)
-class Run:
-  """One pretraining run: a cell at a peak learning rate."""
-  cell: Cell
-  learning_rate: float
+class OptimizerVariant:
+  """AdamW's beta_2 (and epsilon) and the encoder's dropout in place of the architecture YAML's:
+  the optimizer/regularisation factor of the ablation, tuned for each cell alike."""
+  beta_2: float
+  dropout: float
+  epsilon: float = 1e-6
 
   @property
   def name(self) -> str:
-    return f'{self.cell.name}_lr{self.learning_rate:g}'
+    return f'b2_{self.beta_2:g}-do{self.dropout:g}'
+
+
+def parse_optimizer_variants(text: str) -> List[Optional[OptimizerVariant]]:
+  """`--optimizer_variants`: comma-separated `own` (the YAML's settings) or `BETA2/DROPOUT`.
+
+  Example:
+    >>> [v.name if v else 'own' for v in parse_optimizer_variants('own,0.98/0,0.999/0.1')]
+    ['own', 'b2_0.98-do0', 'b2_0.999-do0.1']
+  """
+  variants: List[Optional[OptimizerVariant]] = []
+  for item in (part.strip() for part in text.split(',') if part.strip()):
+    if item == 'own':
+      variants.append(None)
+      continue
+    try:
+      beta_2, dropout = (float(x) for x in item.split('/'))
+    except ValueError:
+      beta_2 = dropout = -1.0
+    if not (0 < beta_2 < 1 and 0 <= dropout < 1):
+      raise ValueError(f'--optimizer_variants: expected own or BETA2/DROPOUT (e.g. 0.98/0.1), '
+                       f'found {item!r}')
+    variants.append(OptimizerVariant(beta_2, dropout))
+  if not variants:
+    raise ValueError(f'--optimizer_variants: expected at least one, found {text!r}')
+  return variants
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+  """One pretraining run: a cell at a peak learning rate, optimizer variant and seed (seed 0 and
+  the YAML's own optimizer keep the names of a sweep without them)."""
+  cell: Cell
+  learning_rate: float
+  seed: int = 0
+  variant: Optional[OptimizerVariant] = None
+
+  @property
+  def config_name(self) -> str:
+    """The run without its seed: what the seeds of one configuration share."""
+    variant = f'_{self.variant.name}' if self.variant else ''
+    return f'{self.cell.name}_lr{self.learning_rate:g}{variant}'
+
+  @property
+  def name(self) -> str:
+    return self.config_name + (f'_s{self.seed}' if self.seed else '')
 
   def directory(self, work_dir: str) -> str:
-    return os.path.join(work_dir, 'runs', self.cell.name, f'lr{self.learning_rate:g}')
+    return os.path.join(work_dir, 'runs', self.cell.name, self.name[len(self.cell.name) + 1:])
+
+
+def run_of(result: Mapping[str, Any]) -> Run:
+  """The `Run` of a result.json."""
+  variant = result.get('variant')
+  return Run(_cell(result['cell']), result['learning_rate'], result.get('seed', 0),
+             OptimizerVariant(**variant) if variant else None)
 
 
 def parse_cells(text: str) -> List[Cell]:
@@ -197,9 +252,11 @@ class RunPlan:
   stages: Tuple[str, ...]
 
 
-def plan_runs(work_dir: str, cells: Sequence[Cell],
-              learning_rates: Sequence[float]) -> List[RunPlan]:
-  """Every run of `cells` x `learning_rates` with the stages it still needs.
+def plan_runs(work_dir: str, cells: Sequence[Cell], learning_rates: Sequence[float],
+              seeds: int = 1,
+              variants: Sequence[Optional[OptimizerVariant]] = (None,)) -> List[RunPlan]:
+  """Every run of `cells` x `learning_rates` x `variants` x seeds 0..`seeds`-1 with the stages
+  it still needs.
 
   A run with `result.json` is finished (no stage); one with `train.json` (its training ended)
   needs its evaluation; any other starts from scratch.
@@ -210,8 +267,8 @@ def plan_runs(work_dir: str, cells: Sequence[Cell],
   """
   plans = []
   for cell in cells:
-    for rate in learning_rates:
-      run = Run(cell, rate)
+    for rate, variant, seed in itertools.product(learning_rates, variants, range(seeds)):
+      run = Run(cell, rate, seed, variant)
       directory = run.directory(work_dir)
       if os.path.exists(os.path.join(directory, 'result.json')):
         stages = ()
@@ -423,6 +480,13 @@ def cpu_model() -> str:
   return f'{cpu_info.read_cpu_info().line()} x {len(os.sched_getaffinity(0))}'
 
 
+def _yaml_model(cell: Cell) -> dict:
+  """`task.model` of the cell's architecture YAML."""
+  import yaml  # Function-level: as above.
+  with open(os.path.join(REPO, ARCHITECTURES[cell.arch])) as f:
+    return yaml.safe_load(f)['task']['model']
+
+
 def encoder_config(cell: Cell, vocab: str) -> dict:
   """The cell's encoder block: its architecture's YAML, our vocabulary, BERT packed if needed."""
   import yaml  # Function-level: as above.
@@ -436,7 +500,8 @@ def encoder_config(cell: Cell, vocab: str) -> dict:
 
 def run_overrides(cell: Cell, data: Mapping[str, Any], steps: int, evals: int,
                   learning_rate: float, batch_size: int, warmup_fraction: float = 0.1,
-                  dtype: str = 'float32', budget_minutes: float = 0.0) -> dict:
+                  dtype: str = 'float32', budget_minutes: float = 0.0, seed: Optional[int] = None,
+                  variant: Optional[OptimizerVariant] = None) -> dict:
   """The override YAML of a run (over its architecture's config).
 
   Args:
@@ -450,6 +515,8 @@ def run_overrides(cell: Cell, data: Mapping[str, Any], steps: int, evals: int,
     warmup_fraction: the warmup's share of the steps.
     dtype: `runtime.mixed_precision_dtype` ('float32' or 'bfloat16').
     budget_minutes: the run's training budget (0: train `steps` steps).
+    seed: `runtime.seed` (initialisation, dropout, data order; None: unseeded).
+    variant: AdamW's beta_2/epsilon and the dropout rates instead of the YAML's.
 
   Returns:
     A nested dict (`runtime`, `task`, `trainer`).
@@ -472,8 +539,20 @@ def run_overrides(cell: Cell, data: Mapping[str, Any], steps: int, evals: int,
   model = {'encoder': encoder_config(cell, data['vocab'])}
   if not nsp:
     model['cls_heads'] = []  # masked LM only: packed rows and the modern arch have no NSP
+  runtime: Dict[str, Any] = {'mixed_precision_dtype': dtype}
+  if seed is not None:
+    runtime['seed'] = seed
+  optimizer: Dict[str, Any] = {}
+  if variant is not None:
+    fields = model['encoder'][model['encoder']['type']]
+    fields['dropout_rate'] = fields['attention_dropout_rate'] = variant.dropout
+    if nsp:
+      model['cls_heads'] = [dict(head, dropout_rate=variant.dropout)
+                            for head in _yaml_model(cell).get('cls_heads') or []]
+    optimizer = {'optimizer': {'type': 'adamw', 'adamw': {
+        'beta_2': variant.beta_2, 'epsilon': variant.epsilon}}}
   return {
-      'runtime': {'mixed_precision_dtype': dtype},
+      'runtime': runtime,
       'task': {'model': model, 'train_data': train_data, 'validation_data': held_out},
       'trainer': {
           'train_steps': steps, 'time_budget_minutes': budget_minutes,
@@ -482,6 +561,7 @@ def run_overrides(cell: Cell, data: Mapping[str, Any], steps: int, evals: int,
           'summary_interval': min(interval, 50), 'checkpoint_interval': interval,
           'validation_interval': interval, 'validation_steps': -1, 'max_to_keep': 2,
           'optimizer_config': {
+              **optimizer,
               'learning_rate': {'type': 'polynomial', 'polynomial': {
                   'initial_learning_rate': learning_rate, 'decay_steps': steps,
                   'end_learning_rate': 0.0, 'power': 1.0}},
@@ -602,12 +682,20 @@ def run_jobs(jobs: Sequence[Job], cores: Sequence[int], poll_seconds: float = 1.
   return failed
 
 
-def budget_plan(model_dir: str) -> int:
-  """The step a finished budgeted run planned to end at (`time_budget/planned_steps` of its latest
-  checkpoint)."""
+def budget_plan(model_dir: str, name: str = 'planned_steps', default: Any = None) -> Any:
+  """A value of the time budget in a run's latest checkpoint: `planned_steps` (the step it planned
+  to end at) or `spent_seconds` (its training time over all sittings); `default` when the run has
+  no checkpoint (else a missing checkpoint raises)."""
   import tensorflow as tf  # Function-level: the runner itself does not need TensorFlow.
+  if default is not None and not (os.path.isdir(model_dir) and
+                                  tf.train.latest_checkpoint(model_dir)):
+    return default
   reader = tf.train.load_checkpoint(model_dir)
-  return int(reader.get_tensor('time_budget/planned_steps/.ATTRIBUTES/VARIABLE_VALUE'))
+  key = f'time_budget/{name}/.ATTRIBUTES/VARIABLE_VALUE'
+  if default is not None and not reader.has_tensor(key):
+    return default  # a checkpoint without a budget (an older run)
+  value = reader.get_tensor(key)
+  return int(value) if name == 'planned_steps' else float(value)
 
 
 def read_events(log_dir: str) -> Dict[str, List[Tuple[int, float, float]]]:
@@ -637,9 +725,12 @@ def run_result(run: Run, train: Mapping[str, Any], evaluation: Mapping[str, Any]
   steps = int(evaluation['in_domain']['step'])
   tokens = steps * batch_size * SEQ_LENGTH
   return dict(
-      name=run.name, cell=run.cell.name, arch=run.cell.arch, data=run.cell.data,
-      learning_rate=run.learning_rate, planned_steps=train['planned_steps'], steps=steps,
-      minutes=train['seconds'] / 60, stopped_at_budget=bool(train['stopped']),
+      name=run.name, config=run.config_name, cell=run.cell.name, arch=run.cell.arch,
+      data=run.cell.data, learning_rate=run.learning_rate, seed=run.seed,
+      variant=dataclasses.asdict(run.variant) if run.variant else None,
+      planned_steps=train['planned_steps'], steps=steps,
+      minutes=train.get('budget_spent_seconds', train['seconds']) / 60,
+      stopped_at_budget=bool(train['stopped']),
       started=train['started'], tokens_seen=tokens,
       real_tokens_seen=tokens * (1 - stats['padding_fraction']),
       masked_targets_seen=steps * batch_size * stats['masked_per_row'],
@@ -649,22 +740,74 @@ def run_result(run: Run, train: Mapping[str, Any], evaluation: Mapping[str, Any]
                 for name in HELD_OUT_SETS})
 
 
+def _mean(values: Sequence[float]) -> float:
+  return sum(values) / len(values)
+
+
+def config_losses(runs: Mapping[str, Mapping[str, Any]],
+                  held_out: str = 'in_domain') -> Dict[str, List[float]]:
+  """`{config name: [held-out loss of each seed's run]}` (finite losses only)."""
+  losses: Dict[str, List[float]] = {}
+  for result in runs.values():
+    loss = result['held_out'][held_out]['lm_example_loss']
+    if loss is not None and not math.isnan(loss):
+      losses.setdefault(result.get('config', result['name']), []).append(loss)
+  return losses
+
+
 def best_runs(runs: Mapping[str, Mapping[str, Any]]) -> Dict[str, str]:
-  """`{cell: run name}`: the run of each cell with the lowest in-domain held-out loss.
+  """`{cell: run name}`: of each cell's configurations (rate, optimizer variant), the one with the
+  lowest mean in-domain held-out loss over its seeds; its seed-0 run (or lowest seed) names it.
 
   Example:
     >>> best_runs({'a': {'cell': 'bert-bert', 'held_out': {'in_domain': {'lm_example_loss': 5}}},
     ...            'b': {'cell': 'bert-bert', 'held_out': {'in_domain': {'lm_example_loss': 4}}}})
     {'bert-bert': 'b'}
   """
-  best = {}
-  for name, result in runs.items():
-    loss = result['held_out']['in_domain']['lm_example_loss']
+  losses = config_losses(runs)
+  best: Dict[str, str] = {}
+  for name, result in sorted(runs.items(), key=lambda item: item[1].get('seed', 0)):
+    config = result.get('config', name)
+    if config not in losses:
+      continue
     current = best.get(result['cell'])
-    if loss is not None and not math.isnan(loss) and (
-        current is None or loss < runs[current]['held_out']['in_domain']['lm_example_loss']):
+    current_config = runs[current].get('config', current) if current else None
+    if current is None or (current_config != config and
+                           _mean(losses[config]) < _mean(losses[current_config])):
       best[result['cell']] = name
   return {cell.name: best[cell.name] for cell in CELLS if cell.name in best}
+
+
+def recipe_tests(runs: Mapping[str, Mapping[str, Any]], best: Mapping[str, str],
+                 cells: Sequence[str]) -> List[Dict[str, Any]]:
+  """Every pair of `cells`' best configurations compared at the level of pretraining runs: per
+  held-out set, Welch's t-test of their seeds' losses (`significance.welch_t_test`) with the 95%
+  interval of the difference; Holm-adjusted over all the tests returned. Pairs with fewer than 2
+  seeds on a side are left out.
+
+  Returns:
+    `[{'a', 'b', 'held_out', 'seeds_a', 'seeds_b', 'difference', 'low', 'high', 'p', 'p_holm'}]`
+    (difference: a's mean loss - b's; negative = a better).
+  """
+  from official.nlp.tools import significance  # Function-level: numpy only, but in the package.
+  tests = []
+  for held_out in HELD_OUT_SETS:
+    losses = config_losses(runs, held_out)
+    for i, a in enumerate(cells):
+      for b in cells[i + 1:]:
+        if a not in best or b not in best:
+          continue
+        la = losses.get(runs[best[a]].get('config', best[a]), [])
+        lb = losses.get(runs[best[b]].get('config', best[b]), [])
+        if len(la) < 2 or len(lb) < 2:
+          continue
+        result = significance.welch_t_test(la, lb)
+        tests.append(dict(a=a, b=b, held_out=held_out, seeds_a=len(la), seeds_b=len(lb),
+                          difference=result['difference'], low=result['low'],
+                          high=result['high'], p=result['p']))
+  for test, p in zip(tests, significance.holm_adjust([t['p'] for t in tests])):
+    test['p_holm'] = p
+  return tests
 
 
 def _number(value: Optional[float], fmt: str) -> str:
@@ -709,13 +852,18 @@ def markdown_report(results: Mapping[str, Any]) -> str:
             'masked targets seen | in-domain loss | in-domain acc | OOD loss | OOD acc |',
             '|---|---|---|---|---|---|---|---|---|---|---|']
   order = {cell.name: i for i, cell in enumerate(CELLS)}
-  for name, run in sorted(runs.items(), key=lambda item: (order[item[1]['cell']],
-                                                          item[1]['learning_rate'])):
+  for name, run in sorted(runs.items(), key=lambda item: (
+      order[item[1]['cell']], item[1]['learning_rate'], item[1].get('config', ''),
+      item[1].get('seed', 0))):
     bold = (lambda text: f'**{text}**') if best.get(run['cell']) == name else (lambda text: text)
     held = run['held_out']
     stopped = ', cut off after the budget' if run['stopped_at_budget'] else ''
+    variant = run.get('variant')
+    config = format(run['learning_rate'], 'g') + (
+        f", beta2 {variant['beta_2']:g}, dropout {variant['dropout']:g}" if variant else '') + (
+            f", seed {run['seed']}" if run.get('seed') else '')
     lines.append(
-        f"| {_cell_label(run['cell'])} | {bold(format(run['learning_rate'], 'g'))} | "
+        f"| {_cell_label(run['cell'])} | {bold(config)} | "
         f"{run['steps']:,} ({run['planned_steps']:,}{stopped}) | {run['minutes']:.1f} | "
         f"{_count(run['tokens_seen'])} | {_count(run['real_tokens_seen'])} | "
         f"{_count(run['masked_targets_seen'])} | "
@@ -750,6 +898,18 @@ def markdown_report(results: Mapping[str, Any]) -> str:
     row('in-domain loss below the context-free predictor',
         ['yes' if (run['held_out']['in_domain']['lm_example_loss'] or math.inf)
          < free['in_domain']['lm_example_loss'] else '**no**' for run in chosen])
+  tests = results.get('recipe_tests') or []
+  if tests:
+    lines += ['', '### Recipes over pretraining seeds (best configuration of each)', '',
+              'Welch\'s t-test over the seeds\' held-out losses, 95% interval of the difference '
+              '(A - B, negative: A better), p Holm-adjusted over this table.', '',
+              '| A | B | held-out set | seeds | A - B (loss) | 95% interval | p (Holm) |',
+              '|---|---|---|---|---|---|---|']
+    for test in tests:
+      lines.append(f"| {_cell_label(test['a'])} | {_cell_label(test['b'])} | "
+                   f"{_SET_LABELS[test['held_out']]} | {test['seeds_a']} / {test['seeds_b']} | "
+                   f"{test['difference']:+.3f} | [{test['low']:+.3f}, {test['high']:+.3f}] | "
+                   f"{test['p_holm']:.4f} |")
   downstream = results.get('downstream')
   if downstream and downstream.get('markdown'):
     lines += ['', '### Downstream (the best run of each cell named)', '', downstream['markdown']]
@@ -766,8 +926,7 @@ def _cell_label(name: str) -> str:
 def run_curve(work_dir: str, run: Mapping[str, Any]) -> List[Tuple[float, int, float]]:
   """(minutes since the run started, step, in-domain held-out loss) of the run's evaluations,
   ending with the final checkpoint's (at the run's end) when training stopped between two."""
-  model_dir = os.path.join(Run(_cell(run['cell']), run['learning_rate']).directory(work_dir),
-                           'model')
+  model_dir = os.path.join(run_of(run).directory(work_dir), 'model')
   series = read_events(os.path.join(model_dir, 'validation')).get('lm_example_loss', [])
   curve = [((wall - run['started']) / 60, step, value) for step, wall, value in series]
   if not curve or curve[-1][1] < run['steps']:
@@ -835,6 +994,10 @@ class SweepConfig:
     downstream_cells: whose best runs are fine-tuned (default: the two recipes).
     downstream_tasks, downstream_seeds: for `downstream_eval.evaluate`.
     mixed_precision: 'float32', 'bfloat16' or 'auto' (bfloat16 where the CPU has it).
+    seeds: pretraining runs of every configuration (seeds 0..seeds-1: initialisation, dropout
+      and data order); recipes are compared over them (`recipe_tests`).
+    optimizer_variants: AdamW beta_2/dropout settings every cell is swept with (None: the
+      architecture YAML's own).
   """
   work_dir: str
   cells: Sequence[Cell] = CELLS
@@ -855,6 +1018,8 @@ class SweepConfig:
   downstream_tasks: Sequence[str] = ('mr', 'hedge', 'pos')
   downstream_seeds: int = 5
   mixed_precision: str = 'auto'
+  seeds: int = 1
+  optimizer_variants: Sequence[Optional[OptimizerVariant]] = (None,)
 
   def fixed_settings(self) -> Dict[str, Any]:
     """The settings a work dir keeps across sittings (`check_settings`)."""
@@ -871,8 +1036,8 @@ class SweepConfig:
 def run_sweep(config: SweepConfig, data: Mapping[str, Any]) -> Dict[str, str]:
   """Trains (for the budget: `trainer.time_budget_minutes`) and evaluates every unfinished run;
   returns the failed ones."""
-  plans = [plan for plan in plan_runs(config.work_dir, config.cells, config.learning_rates)
-           if plan.stages]
+  plans = [plan for plan in plan_runs(config.work_dir, config.cells, config.learning_rates,
+                                      config.seeds, config.optimizer_variants) if plan.stages]
   if not plans:
     return {}
   budget = config.budget_minutes * 60
@@ -883,15 +1048,18 @@ def run_sweep(config: SweepConfig, data: Mapping[str, Any]) -> Dict[str, str]:
     model_dir = os.path.join(directory, 'model')
     steps = []
     if 'train' in plan.stages:
-      shutil.rmtree(directory, ignore_errors=True)
+      if not budget_plan(model_dir, default=0):
+        shutil.rmtree(directory, ignore_errors=True)  # (a run with a checkpoint resumes instead)
       overrides = run_overrides(run.cell, data, SCHEDULE_STEPS, config.evals, run.learning_rate,
                                 config.batch_size, config.warmup_fraction,
-                                config.resolved_dtype(), budget_minutes=config.budget_minutes)
+                                config.resolved_dtype(), budget_minutes=config.budget_minutes,
+                                seed=run.seed, variant=run.variant)
       override = _yaml(overrides, os.path.join(directory, 'overrides.yaml'))
 
       def trained(info, directory=directory, model_dir=model_dir):
         write_json(os.path.join(directory, 'train.json'),
-                   dict(info, planned_steps=budget_plan(model_dir)))
+                   dict(info, planned_steps=budget_plan(model_dir),
+                        budget_spent_seconds=budget_plan(model_dir, 'spent_seconds')))
 
       steps.append(Step(train_command(run.cell, model_dir, override),
                         os.path.join(directory, 'train.log'),
@@ -926,10 +1094,11 @@ def downstream(work_dir: str, runs: Mapping[str, Any], best: Mapping[str, str],
   models = {}
   for cell_name, name in best.items():
     cell = _cell(cell_name)
-    rate = runs[name]['learning_rate']
-    # The rate is in the row name: a better run found later gets its own fine-tuning runs.
-    models[f'{cell.arch}_arch-{cell.data}_data-lr{rate:g}'] = os.path.join(
-        Run(cell, rate).directory(work_dir), 'model')
+    run = run_of(runs[name])
+    # The rate (and variant) is in the row name: a better run found later gets its own
+    # fine-tuning runs.
+    models[f'{cell.arch}_arch-{cell.data}_data-{run.name[len(cell.name) + 1:]}'] = os.path.join(
+        run.directory(work_dir), 'model')
   key = dict(models=models, tasks=list(tasks), seeds=seeds)
   path = os.path.join(work_dir, 'downstream.json')
   cached = read_json(path)
@@ -978,9 +1147,12 @@ def build_table(config: SweepConfig) -> Dict[str, Any]:
                   documents=data['documents'], learning_rates=list(config.learning_rates),
                   cells=[cell.name for cell in config.cells],
                   cpu=read_json(os.path.join(config.work_dir, 'cpu.json')))
-  results = dict(settings=settings, context_free=free, runs=runs, best=best, failed=failed)
-  ready = all(Run(cell, rate).name in runs for cell in config.downstream_cells
-              for rate in config.learning_rates)
+  results = dict(settings=settings, context_free=free, runs=runs, best=best, failed=failed,
+                 recipe_tests=recipe_tests(runs, best,
+                                           [cell.name for cell in config.downstream_cells]))
+  ready = all(Run(cell, rate, seed, variant).name in runs for cell in config.downstream_cells
+              for rate in config.learning_rates for variant in config.optimizer_variants
+              for seed in range(config.seeds))
   if config.downstream and ready:
     results['downstream'] = downstream(config.work_dir, runs,
                                        {c.name: best[c.name] for c in config.downstream_cells},

@@ -15,6 +15,7 @@ import yaml
 
 from official.nlp import api
 from official.nlp.data import downstream_data
+from official.nlp.tools import significance
 from scripts import recipe_sweep as sweep
 from tests.paths import ROOT
 
@@ -371,3 +372,85 @@ def test_build_table_reports_every_finished_run_and_waits_for_the_downstream(tmp
   assert second['downstream'] == {'markdown': '|d|'}
   assert (tmp_path / 'results.md').read_text().rstrip().endswith('|d|')
   assert json.load(open(tmp_path / 'results.json'))['settings']['cells'] == ['bert-bert']
+
+
+# ---- pretraining seeds and optimizer variants ---------------------------------------------------
+def test_optimizer_variants_parse_and_name_runs():
+  own, tuned = sweep.parse_optimizer_variants('own,0.98/0.1')
+  assert own is None and tuned == sweep.OptimizerVariant(0.98, 0.1)
+  for bad in ('', 'fast', '0.98', '1.5/0', '0.98/1'):
+    with pytest.raises(ValueError, match='--optimizer_variants: expected'):
+      sweep.parse_optimizer_variants(bad)
+  run = sweep.Run(sweep.CELLS[0], 1e-3, seed=2, variant=tuned)
+  assert run.name == 'bert-bert_lr0.001_b2_0.98-do0.1_s2'
+  assert run.config_name == 'bert-bert_lr0.001_b2_0.98-do0.1'
+  assert run.directory('/w') == '/w/runs/bert-bert/lr0.001_b2_0.98-do0.1_s2'
+  # Seed 0 with the YAML's optimizer keeps the names of a sweep without seeds.
+  assert sweep.Run(sweep.CELLS[0], 1e-3).directory('/w') == '/w/runs/bert-bert/lr0.001'
+  result = dict(cell='bert-bert', learning_rate=1e-3, seed=2,
+                variant=dict(beta_2=0.98, dropout=0.1, epsilon=1e-6))
+  assert sweep.run_of(result) == run
+  plans = sweep.plan_runs('/nonexistent', sweep.CELLS[:1], [1e-3, 3e-3], seeds=3,
+                          variants=[None, tuned])
+  assert len(plans) == 2 * 2 * 3 and len({p.run.name for p in plans}) == 12
+
+
+def test_seeded_variant_overrides_load(tmp_path, data):
+  variant = sweep.OptimizerVariant(0.98, 0.0)
+  overrides = sweep.run_overrides(sweep.CELLS[0], data, 600, 6, 1e-3, 32, budget_minutes=30,
+                                  seed=3, variant=variant)
+  path = str(tmp_path / 'o.yaml')
+  with open(path, 'w') as f:
+    yaml.safe_dump(overrides, f)
+  params = api.load_config([os.path.join(ROOT, sweep.ARCHITECTURES['bert']), path])
+  assert params.runtime.seed == 3
+  adamw = params.trainer.optimizer_config.optimizer.adamw
+  assert (adamw.beta_2, adamw.epsilon, adamw.weight_decay_rate) == (0.98, 1e-6, 0.01)
+  bert = params.task.model.encoder.bert
+  assert (bert.dropout_rate, bert.attention_dropout_rate) == (0.0, 0.0)
+  assert [(h.name, h.dropout_rate) for h in params.task.model.cls_heads] == [
+      ('next_sentence', 0.0)]
+  # Without a variant the YAML's own optimizer and dropout stay.
+  own = sweep.run_overrides(sweep.CELLS[0], data, 600, 6, 1e-3, 32)
+  assert 'optimizer' not in own['trainer']['optimizer_config'] and 'seed' not in own['runtime']
+
+
+def _seeded_runs(losses_by_config):
+  runs = {}
+  for (cell, rate), losses in losses_by_config.items():
+    for seed, loss in enumerate(losses):
+      result = _result(cell, rate, loss)
+      run = sweep.Run(cell, rate, seed)
+      result.update(name=run.name, config=run.config_name, seed=seed)
+      runs[run.name] = result
+  return runs
+
+
+def test_best_configuration_by_the_mean_over_seeds_and_recipe_tests():
+  bert, modern = sweep.CELLS[0], sweep.CELLS[3]
+  runs = _seeded_runs({(bert, 1e-3): [5.0, 5.6, 5.3], (bert, 3e-3): [5.1, 5.2, 5.4],
+                       (modern, 3e-3): [4.0, 4.2, 4.1]})
+  best = sweep.best_runs(runs)
+  # bert at 3e-3 has the lower mean (5.233 against 5.3) though 1e-3 has the best single seed.
+  assert best == {'bert-bert': 'bert-bert_lr0.003', 'modern-modern': 'modern-modern_lr0.003'}
+  tests = sweep.recipe_tests(runs, best, ['bert-bert', 'modern-modern'])
+  assert [(t['held_out'], t['seeds_a'], t['seeds_b']) for t in tests] == [
+      ('in_domain', 3, 3), ('ood', 3, 3)]
+  welch = significance.welch_t_test([5.1, 5.2, 5.4], [4.0, 4.2, 4.1])
+  assert tests[0]['difference'] == pytest.approx(welch['difference'])
+  assert (tests[0]['low'], tests[0]['high'], tests[0]['p']) == pytest.approx(
+      (welch['low'], welch['high'], welch['p']))
+  assert [t['p_holm'] for t in tests] == significance.holm_adjust([t['p'] for t in tests])
+  results = dict(_results(), runs=runs, best=best, recipe_tests=tests)
+  report = sweep.markdown_report(results)
+  assert '### Recipes over pretraining seeds' in report
+  assert '| BERT arch x BERT data | modern arch x modern data | in-domain | 3 / 3 | +1.133 |' in (
+      report)
+  # One seed a side: nothing to test at the level of runs.
+  single = _seeded_runs({(bert, 1e-3): [5.0], (modern, 3e-3): [4.0]})
+  assert sweep.recipe_tests(single, sweep.best_runs(single), ['bert-bert', 'modern-modern']) == []
+
+
+def test_budget_plan_default_without_a_checkpoint(tmp_path):
+  assert sweep.budget_plan(str(tmp_path / 'none'), default=0) == 0
+  assert sweep.budget_plan(str(tmp_path), 'spent_seconds', default=0.0) == 0.0
