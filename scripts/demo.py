@@ -2,25 +2,27 @@
 
 Steps (each prints what it did): extract the docstrings of the running interpreter's standard
 library as a corpus (one sentence a line, documents separated by blank lines), hold out 5% of the
-documents, build a WordPiece vocabulary, write masked-LM TFRecords (sequences of 64 tokens:
-docstring sentences are short), pretrain `configs/pretraining/bert_tiny.yaml` with `train.py
---mode=train_and_eval` for a time budget (`--train_minutes`, 3 by default:
-`trainer.time_budget_minutes`, the schedule of `--train_steps` steps mapped onto the steps the
-budget buys on this CPU; batch 64, no dropout, bfloat16 where the CPU has bfloat16 instructions),
-plot `training_curves.png`, and show what the model learned: fill-mask predictions (top-5 with
-probabilities) for new sentences in docstring style, and one line before training (the freshly
-initialized model) and one after, each with the count of top-1 predictions that are content words
-(`is_content_word`) and the masked-LM accuracy on held-out records.
+documents, pick the model size for this CPU (`choose_model_size`: BERT-tiny's 2 layers and an
+8,000-token vocabulary where float32 matmul reaches 250 GFLOP/s, else 1 layer and 3,000 tokens,
+which learn more in the budget there), build a WordPiece vocabulary, write masked-LM TFRecords
+(sequences of 64 tokens: docstring sentences are short), pretrain
+`configs/pretraining/bert_tiny.yaml` with `train.py --mode=train_and_eval` for a time budget
+(`--train_minutes`, 3 by default: `trainer.time_budget_minutes`, the schedule of `--train_steps`
+steps mapped onto the steps the budget buys on this CPU; batch 64, no dropout, bfloat16 where the
+CPU has bfloat16 instructions), plot `training_curves.png`, and show what the model learned:
+fill-mask predictions (top-5 with probabilities) for new sentences in docstring style, and one line
+before training (the freshly initialized model) and one after, each with the count of top-1
+predictions that are content words (`is_content_word`) and the masked-LM accuracy on held-out
+records.
 
-The whole demo takes 3.3-4 minutes wherever it runs (2026-11-29: 198-200 s here). What the budget
-buys depends on the CPU: on 2 cores of an AVX-512 BF16 EPYC (bfloat16) 4,960 steps, after which
-8 of 8 top-1 predictions are content words and 7 of them fit, e.g.
-  Raise [MASK] if the key is not in the mapping.  -> keyerror (0.33), valueerror (0.22), ...
-  This [MASK] is called when the socket is closed.  -> method (0.61), connection (0.06), ...
-and the held-out masked-LM accuracy is 0.40 (0.00 before training); on one core capped to AVX2
-(float32) 1,370 steps: accuracy 0.24, 5 of 8 content words but mostly 'true' and 'list'; a 2-core
-Zen 3 buys about 800 steps, where the model is still predicting 'the' (accuracy about 0.2).
-`--train_minutes=0 --train_steps=5000` trains a fixed 5,000 steps instead.
+The whole demo takes 3.3-4 minutes wherever it runs (2026-11-29: 199-200 s here). On 2 cores of
+an AVX-512 BF16 EPYC (bfloat16, 2 layers) 3 minutes buy 5,093 steps, after which 8 of 8 top-1
+predictions are content words and 6 of them fit, e.g.
+  Return [MASK] if the path is a directory.  -> true (0.92), none (0.04), false (0.01), ...
+  This [MASK] is called when the socket is closed.  -> method (0.63), function (0.09), ...
+and the held-out masked-LM accuracy is 0.37 (0.00 before training); on one core capped to AVX2
+(float32, 1 layer, 3,000 tokens) 4,451 steps: accuracy 0.32, 4 of 8 fitting. The README has the
+table. `--train_minutes=0 --train_steps=5000` trains a fixed 5,000 steps instead.
 
 Usage:
   python scripts/demo.py [--output_dir=demo_output] [--train_minutes=3] [--batch_size=64]
@@ -154,7 +156,10 @@ def _parse_args(argv=None) -> argparse.Namespace:
                       '--train_minutes its warmup and decay become shares of the steps the '
                       'budget buys); with --train_minutes=0, the steps trained')
   parser.add_argument('--batch_size', type=int, default=64)
-  parser.add_argument('--vocab_size', type=int, default=8000)
+  parser.add_argument('--vocab_size', type=int, default=None,
+                      help='WordPiece vocabulary size (default: by the CPU, `model_size_for`)')
+  parser.add_argument('--num_layers', type=int, default=None,
+                      help='encoder layers (default: by the CPU, `model_size_for`)')
   parser.add_argument('--seq_length', type=int, default=64,
                       help='tokens per training sequence (docstring sentences are short)')
   parser.add_argument('--max_predictions_per_seq', type=int, default=10)
@@ -172,13 +177,52 @@ def _parse_args(argv=None) -> argparse.Namespace:
     parser.error(f'--train_minutes must be >= 0; got {args.train_minutes}')
   if not 0.0 <= args.dropout_rate < 1.0:
     parser.error(f'--dropout_rate must be in [0, 1); got {args.dropout_rate}')
-  for name in ('train_steps', 'batch_size', 'vocab_size', 'seq_length', 'max_predictions_per_seq',
-               'dupe_factor'):
-    if getattr(args, name) < 1:
+  for name in ('train_steps', 'batch_size', 'vocab_size', 'num_layers', 'seq_length',
+               'max_predictions_per_seq', 'dupe_factor'):
+    if getattr(args, name) is not None and getattr(args, name) < 1:
       parser.error(f'--{name} must be at least 1; got {getattr(args, name)}')
   if args.precision == 'auto':
     args.precision = default_precision()
   return args
+
+
+# float32 matmul GFLOP/s (2048^3, the cores this process has) from which BERT-tiny's 2 layers and
+# 8,000-token vocabulary learn the demo's sentences within 3 minutes; below, 1 layer and 3,000
+# tokens learn more in that time (README: 2026-11-29, the AVX2-capped core).
+FAST_CPU_GFLOPS = 250.0
+FULL_SIZE, SMALL_SIZE = (2, 8000), (1, 3000)
+
+
+def model_size_for(gflops: float) -> Tuple[int, int]:
+  """`(num_layers, vocab_size)` that learns most in the demo's budget on a CPU whose float32
+  matmul reaches `gflops` GFLOP/s.
+
+  Example:
+    >>> model_size_for(480.0), model_size_for(105.0)   # an AVX-512 EPYC, a 2-core Zen 3
+    ((2, 8000), (1, 3000))
+  """
+  return FULL_SIZE if gflops >= FAST_CPU_GFLOPS else SMALL_SIZE
+
+
+def choose_model_size(args: argparse.Namespace) -> str:
+  """Fills `args.num_layers` and `args.vocab_size` where the flags left them to the CPU; returns a
+  line saying what was chosen and why."""
+  if args.num_layers is not None and args.vocab_size is not None:
+    return f'{args.num_layers} layer(s), a {args.vocab_size:,}-token vocabulary (flags)'
+  if not args.train_minutes:
+    layers, vocab = FULL_SIZE
+    why = 'a fixed number of steps'
+  else:
+    from official.nlp.tools import benchmark  # pylint: disable=g-import-not-at-top
+    gflops = benchmark.measure_matmul_peak('float32', 2048, seconds=1.0) / 1e9
+    layers, vocab = model_size_for(gflops)
+    why = (f'this CPU: {gflops:.0f} GFLOP/s float32 matmul, '
+           f'{"at or above" if gflops >= FAST_CPU_GFLOPS else "below"} {FAST_CPU_GFLOPS:.0f}')
+  if args.num_layers is None:
+    args.num_layers = layers
+  if args.vocab_size is None:
+    args.vocab_size = vocab
+  return f'{args.num_layers} layer(s), a {args.vocab_size:,}-token vocabulary ({why})'
 
 
 def default_precision(cpuinfo_path: str = '/proc/cpuinfo') -> str:
@@ -204,6 +248,9 @@ def main(argv=None) -> int:
   train_text, eval_text = os.path.join(out, 'train.txt'), os.path.join(out, 'eval.txt')
   num_train, num_eval = _split_documents(corpus, train_text, eval_text)
   print(f'{stats} -> {num_train} train / {num_eval} eval documents ({time.time() - start:.1f} s)')
+
+  start = _step('Model size for the budget')
+  print(f'BERT-tiny with {choose_model_size(args)} ({time.time() - start:.1f} s)')
 
   start = _step('Vocabulary: WordPiece')
   vocab_dir = os.path.join(out, 'vocab')
@@ -269,6 +316,7 @@ def _overrides(args: argparse.Namespace, vocab_size: int, data_dir: str) -> List
   one at the end)."""
   return [
       f'task.model.encoder.bert.vocab_size={vocab_size}',
+      f'task.model.encoder.bert.num_layers={args.num_layers or FULL_SIZE[0]}',
       f'task.train_data.input_path={os.path.join(data_dir, "train.tfrecord")}',
       f'task.validation_data.input_path={os.path.join(data_dir, "eval.tfrecord")}',
       f'task.train_data.global_batch_size={args.batch_size}',

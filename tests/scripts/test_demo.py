@@ -92,6 +92,26 @@ def test_overrides_follow_flags():
   assert 'trainer.time_budget_minutes=0.0' in long_run
 
 
+def test_the_model_size_follows_the_cpu(monkeypatch):
+  assert demo.model_size_for(480.0) == (2, 8000)  # AVX-512 BF16 EPYC, 2 cores
+  assert demo.model_size_for(105.0) == (1, 3000)  # Zen 3, 2 cores: 1 layer learns more in 3 min
+  from official.nlp.tools import benchmark  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(benchmark, 'measure_matmul_peak', lambda *a, **k: 105e9)
+  args = demo._parse_args([])
+  line = demo.choose_model_size(args)
+  assert (args.num_layers, args.vocab_size) == (1, 3000)
+  assert line == ('1 layer(s), a 3,000-token vocabulary (this CPU: 105 GFLOP/s float32 matmul, '
+                  'below 250)')
+  assert 'task.model.encoder.bert.num_layers=1' in demo._overrides(args, 3000, '/data')
+  # Flags win; a fixed number of steps keeps the full size without measuring.
+  flagged = demo._parse_args(['--num_layers=2', '--vocab_size=500'])
+  assert demo.choose_model_size(flagged).endswith('(flags)') and flagged.num_layers == 2
+  monkeypatch.setattr(benchmark, 'measure_matmul_peak', None)  # (must not be called)
+  fixed = demo._parse_args(['--train_minutes=0'])
+  demo.choose_model_size(fixed)
+  assert (fixed.num_layers, fixed.vocab_size) == (2, 8000)
+
+
 def test_default_precision_reads_cpu_flags(tmp_path):
   cpuinfo = tmp_path / 'cpuinfo'
   cpuinfo.write_text('flags\t\t: fpu avx2 avx512f avx512_bf16 amx_tile\n')
