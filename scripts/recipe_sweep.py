@@ -790,24 +790,17 @@ def recipe_tests(runs: Mapping[str, Mapping[str, Any]], best: Mapping[str, str],
     (difference: a's mean loss - b's; negative = a better).
   """
   from official.nlp.tools import significance  # Function-level: numpy only, but in the package.
-  tests = []
+  comparisons = []
   for held_out in HELD_OUT_SETS:
     losses = config_losses(runs, held_out)
     for i, a in enumerate(cells):
       for b in cells[i + 1:]:
-        if a not in best or b not in best:
-          continue
-        la = losses.get(runs[best[a]].get('config', best[a]), [])
-        lb = losses.get(runs[best[b]].get('config', best[b]), [])
-        if len(la) < 2 or len(lb) < 2:
-          continue
-        result = significance.welch_t_test(la, lb)
-        tests.append(dict(a=a, b=b, held_out=held_out, seeds_a=len(la), seeds_b=len(lb),
-                          difference=result['difference'], low=result['low'],
-                          high=result['high'], p=result['p']))
-  for test, p in zip(tests, significance.holm_adjust([t['p'] for t in tests])):
-    test['p_holm'] = p
-  return tests
+        if a in best and b in best:
+          la = losses.get(runs[best[a]].get('config', best[a]), [])
+          lb = losses.get(runs[best[b]].get('config', best[b]), [])
+          comparisons.append((dict(a=a, b=b, held_out=held_out, seeds_a=len(la),
+                                   seeds_b=len(lb)), la, lb))
+  return significance.welch_family(comparisons)
 
 
 def _number(value: Optional[float], fmt: str) -> str:

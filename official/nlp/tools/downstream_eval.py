@@ -670,7 +670,7 @@ def run_level_tests(report: Mapping[str, Any], groups: Mapping[str, Sequence[str
     metric, a - b), `low`, `high` (95%), `p` (Welch) and `p_holm` (Holm over everything
     returned). Pairs with fewer than 2 values a side are left out.
   """
-  tests = []
+  comparisons = []
   for task_name, task in report['tasks'].items():
     rows = {row['row']: row for row in task['rows']}
     samples = {recipe: [rows[name]['mean'] for name in names if name in rows]
@@ -680,16 +680,9 @@ def run_level_tests(report: Mapping[str, Any], groups: Mapping[str, Sequence[str
     for recipe, control in (controls or {}).items():
       if control in rows:
         pairs.append((recipe, control, samples[recipe], rows[control]['scores']))
-    for a, b, xa, xb in pairs:
-      if len(xa) < 2 or len(xb) < 2:
-        continue
-      result = significance.welch_t_test(xa, xb)
-      tests.append(dict(task=task_name, a=a, b=b, runs_a=len(xa), runs_b=len(xb),
-                        difference=result['difference'], low=result['low'],
-                        high=result['high'], p=result['p']))
-  for test, p in zip(tests, significance.holm_adjust([t['p'] for t in tests])):
-    test['p_holm'] = p
-  return tests
+    comparisons += [(dict(task=task_name, a=a, b=b, runs_a=len(xa), runs_b=len(xb)), xa, xb)
+                    for a, b, xa, xb in pairs]
+  return significance.welch_family(comparisons)
 
 
 def run_level_markdown(tests: Sequence[Dict[str, Any]]) -> str:

@@ -27,7 +27,7 @@ Example:
 
 import itertools
 import math
-from typing import Dict, Hashable, List, Sequence, Tuple
+from typing import Any, Dict, Hashable, List, Sequence, Tuple
 
 import numpy as np
 
@@ -117,15 +117,21 @@ def paired_permutation_test(a: Sequence[float], b: Sequence[float], rounds: int 
   if len(a) != len(b) or not len(a):
     raise ValueError(f'paired samples must be non-empty and of one length, found {len(a)} and '
                      f'{len(b)}')
-  diffs = np.asarray(a, np.float64) - np.asarray(b, np.float64)
-  observed = abs(diffs.sum())
+  return _random_sign_flips_p(np.asarray(a, np.float64) - np.asarray(b, np.float64), rounds,
+                              seed)
+
+
+def _random_sign_flips_p(values: np.ndarray, rounds: int, seed: int) -> float:
+  """`(hits + 1) / (rounds + 1)`: the share of random sign patterns of `values` whose |sum|
+  reaches the observed one (1.0 when that is 0)."""
+  observed = abs(float(values.sum()))
   if observed == 0.0:
     return 1.0
   rng = np.random.default_rng(seed)
   hits = 0
   for start in range(0, rounds, 1000):
-    signs = rng.choice((-1.0, 1.0), size=(min(1000, rounds - start), len(diffs)))
-    hits += int(np.sum(np.abs(signs @ diffs) >= observed - 1e-12))
+    signs = rng.choice((-1.0, 1.0), size=(min(1000, rounds - start), len(values)))
+    hits += int(np.sum(np.abs(signs @ values) >= observed - 1e-12))
   return (hits + 1) / (rounds + 1)
 
 
@@ -249,12 +255,7 @@ def clustered_permutation_test(a: Sequence[float], b: Sequence[float],
   if 2 ** len(sums) <= rounds:
     patterns = np.array(list(itertools.product((-1.0, 1.0), repeat=len(sums))))
     return float(np.mean(np.abs(patterns @ sums) >= observed - 1e-12))
-  rng = np.random.default_rng(seed)
-  hits = 0
-  for start in range(0, rounds, 1000):
-    signs = rng.choice((-1.0, 1.0), size=(min(1000, rounds - start), len(sums)))
-    hits += int(np.sum(np.abs(signs @ sums) >= observed - 1e-12))
-  return (hits + 1) / (rounds + 1)
+  return _random_sign_flips_p(sums, rounds, seed)
 
 
 def clustered_bootstrap_interval(a: Sequence[float], b: Sequence[float],
@@ -298,3 +299,25 @@ def holm_adjust(p_values: Sequence[float]) -> List[float]:
     running = max(running, min(1.0, (m - rank) * float(p_values[i])))
     adjusted[i] = running
   return adjusted
+
+
+def welch_family(comparisons: Sequence[Tuple[Dict[str, Any], Sequence[float], Sequence[float]]]
+                 ) -> List[Dict[str, Any]]:
+  """Welch's t-test of each `(fields, a, b)` with fewer than 2 values on no side, Holm-adjusted
+  over the family: `fields` plus `difference`, `low`, `high` (95%), `p` and `p_holm`.
+
+  Example:
+    >>> welch_family([({'task': 'mr'}, [1, 2, 3], [4, 5, 6]), ({'task': 'x'}, [1], [2, 3])])
+    [{'task': 'mr', 'difference': -3.0, 'low': -5.26..., 'high': -0.73..., 'p': 0.0213...,
+      'p_holm': 0.0213...}]
+  """
+  tests = []
+  for fields, a, b in comparisons:
+    if len(a) < 2 or len(b) < 2:
+      continue
+    result = welch_t_test(a, b)
+    tests.append(dict(fields, difference=result['difference'], low=result['low'],
+                      high=result['high'], p=result['p']))
+  for test, p in zip(tests, holm_adjust([t['p'] for t in tests])):
+    test['p_holm'] = p
+  return tests

@@ -130,3 +130,14 @@ def test_holm_adjust_worked_example():
   assert significance.holm_adjust([0.5, 0.9]) == [1.0, 1.0]  # capped at 1
   assert significance.holm_adjust([0.04]) == [0.04]  # one test: unchanged
   assert significance.holm_adjust([]) == []
+
+
+def test_welch_family_skips_small_samples_and_holm_adjusts():
+  tests = significance.welch_family([({'name': 'a'}, [1, 2, 3], [4, 5, 6]),
+                                     ({'name': 'one'}, [1.0], [2.0, 3.0]),
+                                     ({'name': 'b'}, [1, 2, 3], [1.5, 2.5, 3.5])])
+  assert [t['name'] for t in tests] == ['a', 'b']
+  single = significance.welch_t_test([1, 2, 3], [4, 5, 6])
+  assert (tests[0]['difference'], tests[0]['p']) == pytest.approx((single['difference'],
+                                                                   single['p']))
+  assert [t['p_holm'] for t in tests] == significance.holm_adjust([t['p'] for t in tests])
