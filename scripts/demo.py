@@ -213,7 +213,7 @@ def choose_model_size(args: argparse.Namespace) -> str:
     layers, vocab = FULL_SIZE
     why = 'a fixed number of steps'
   else:
-    from official.nlp.tools import benchmark  # pylint: disable=g-import-not-at-top
+    from official.nlp.tools import benchmark  # Function-level: TensorFlow only when measuring.
     gflops = benchmark.measure_matmul_peak('float32', 2048, seconds=1.0) / 1e9
     layers, vocab = model_size_for(gflops)
     why = (f'this CPU: {gflops:.0f} GFLOP/s float32 matmul, '
