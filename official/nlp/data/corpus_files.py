@@ -6,7 +6,10 @@ Example:
 """
 
 import hashlib
-from typing import Dict, List, Tuple, Union
+import os
+import shutil
+import tarfile
+from typing import Dict, List, Mapping, Tuple, Union
 
 SentenceExample = Tuple[str, str]  # (text, label)
 TaggedSentence = Tuple[List[str], List[str]]  # (words, tags)
@@ -28,6 +31,27 @@ def check_sha256(path: str, expected: str, what: str) -> None:
   if actual != expected:
     raise ValueError(f'{path}: SHA-256 {actual} is not the pinned {expected} of {what}; refusing '
                      'to read it')
+
+
+def copy_members(tar: tarfile.TarFile, members: Mapping[str, tarfile.TarInfo],
+                 data_dir: str) -> List[str]:
+  """Copies each archive member to `data_dir/<file name>` (through a `.partial` file renamed
+  when whole); nothing else of the archive is extracted. Returns the paths written.
+
+  Args:
+    tar: the open archive.
+    members: target file name -> the member to copy there.
+    data_dir: where the files go (made when missing).
+  """
+  os.makedirs(data_dir, exist_ok=True)
+  written = []
+  for name, member in members.items():
+    target = os.path.join(data_dir, name)
+    with tar.extractfile(member) as source, open(target + '.partial', 'wb') as out:
+      shutil.copyfileobj(source, out)
+    os.replace(target + '.partial', target)
+    written.append(target)
+  return written
 
 
 def normalized_text(text: str) -> str:

