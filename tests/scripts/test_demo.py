@@ -42,8 +42,22 @@ def test_stop_words_are_lower_case_single_words():
 def test_top1_summary_counts_content_words():
   predictions = [[('list', 0.5), ('the', 0.1)], [('the', 0.4)], [('##s', 0.3)],
                  [('directory', 0.2), ('file', 0.1)]]
-  assert demo.top1_summary('after training (step 7)', predictions) == (
-      'after training (step 7): top-1 content words 2/4: list, the, ##s, directory')
+  fitting = [frozenset({'list'}), frozenset({'a'}), frozenset({'x'}), frozenset({'file'})]
+  assert demo.top1_summary('after training (step 7)', predictions, fitting) == (
+      'after training (step 7): top-1 content words 2/4, fitting 1/4: list, the, ##s, directory')
+
+
+def test_fitting_words_follow_the_sentences():
+  assert len(demo.FITTING_WORDS) == len(demo.SENTENCES)
+  # The word the docstrings use in each context (the comment above SENTENCES) fits it.
+  for sentence, word in zip(demo.SENTENCES, ['true', 'list', 'keyerror', 'bytes', 'exist',
+                                             'directory', 'method', 'name']):
+    assert word in demo.FITTING_WORDS[demo.SENTENCES.index(sentence)], sentence
+  for words in demo.FITTING_WORDS:
+    assert all(w == w.lower() and demo.is_content_word(w) for w in words)
+  predictions = [[('true', 0.5)], [('the', 0.4)], [('keyerror', 0.3)], [('number', 0.3)],
+                 [('exist', 0.3)], [('path', 0.3)], [('method', 0.3)], [('Name', 0.3)]]
+  assert ', fitting 5/8: ' in demo.top1_summary('after', predictions)
 
 
 def test_format_predictions_marks_content_words():
@@ -86,30 +100,41 @@ def test_overrides_follow_flags():
   assert 'runtime.mixed_precision_dtype=float32' in overrides
   assert 'task.model.encoder.bert.dropout_rate=0.0' in overrides
   assert 'trainer.time_budget_minutes=3.0' in overrides  # the default budget
-  long_run = demo._overrides(demo._parse_args(['--train_steps=5000', '--train_minutes=0']), 1234,
-                             '/data')
+  long_args = demo._parse_args(['--train_steps=5000', '--train_minutes=0'])
+  demo.choose_model_size(long_args)
+  long_run = demo._overrides(long_args, 1234, '/data')
+  assert 'task.train_data.seq_length=64' in long_run
+  assert 'task.train_data.max_predictions_per_seq=10' in long_run
   assert 'trainer.optimizer_config.warmup.polynomial.warmup_steps=300' in long_run
   assert 'trainer.time_budget_minutes=0.0' in long_run
 
 
 def test_the_model_size_follows_the_cpu(monkeypatch):
-  assert demo.model_size_for(480.0) == (2, 8000)  # AVX-512 BF16 EPYC, 2 cores
-  assert demo.model_size_for(105.0) == (1, 3000)  # Zen 3, 2 cores: 1 layer learns more in 3 min
+  assert demo.model_size_for(480.0) == (2, 8000, 64)  # AVX-512 BF16 EPYC, 2 cores
+  assert demo.model_size_for(105.0) == (1, 3000, 32)  # Zen 3, 2 cores: learns more in 3 minutes
   from official.nlp.tools import benchmark  # pylint: disable=g-import-not-at-top
   monkeypatch.setattr(benchmark, 'measure_matmul_peak', lambda *a, **k: 105e9)
   args = demo._parse_args([])
   line = demo.choose_model_size(args)
-  assert (args.num_layers, args.vocab_size) == (1, 3000)
-  assert line == ('1 layer(s), a 3,000-token vocabulary (this CPU: 105 GFLOP/s float32 matmul, '
-                  'below 250)')
-  assert 'task.model.encoder.bert.num_layers=1' in demo._overrides(args, 3000, '/data')
-  # Flags win; a fixed number of steps keeps the full size without measuring.
-  flagged = demo._parse_args(['--num_layers=2', '--vocab_size=500'])
-  assert demo.choose_model_size(flagged).endswith('(flags)') and flagged.num_layers == 2
+  assert (args.num_layers, args.vocab_size, args.seq_length) == (1, 3000, 32)
+  assert args.max_predictions_per_seq == 5  # 15% of 32
+  assert line == ('1 layer(s), a 3,000-token vocabulary, 32-token sequences (this CPU: 105 GFLOP/s '
+                  'float32 matmul, below 250)')
+  overrides = demo._overrides(args, 3000, '/data')
+  assert 'task.model.encoder.bert.num_layers=1' in overrides
+  assert 'task.validation_data.seq_length=32' in overrides
+  # A flag wins over the CPU's choice for its field only.
+  partly = demo._parse_args(['--seq_length=48'])
+  demo.choose_model_size(partly)
+  assert (partly.num_layers, partly.seq_length, partly.max_predictions_per_seq) == (1, 48, 7)
+  # All flags: nothing measured; a fixed number of steps keeps the full size without measuring.
   monkeypatch.setattr(benchmark, 'measure_matmul_peak', None)  # (must not be called)
+  flagged = demo._parse_args(['--num_layers=2', '--vocab_size=500', '--seq_length=16'])
+  assert demo.choose_model_size(flagged).endswith('(flags)') and flagged.num_layers == 2
+  assert flagged.max_predictions_per_seq == 2
   fixed = demo._parse_args(['--train_minutes=0'])
   demo.choose_model_size(fixed)
-  assert (fixed.num_layers, fixed.vocab_size) == (2, 8000)
+  assert (fixed.num_layers, fixed.vocab_size, fixed.seq_length) == (2, 8000, 64)
 
 
 def test_default_precision_reads_cpu_flags(tmp_path):
@@ -146,9 +171,11 @@ def test_smoke_run_prints_before_and_after(tmp_path):
   for sentence in demo.SENTENCES:
     assert sentence in stdout
   for label in (r'before training \(step 0\)', r'after training \(step 20\)'):
-    match = re.search(label + r': top-1 content words (\d+)/(\d+): (.*) \| mean top-1 probability '
-                      r'[01]\.\d{3} \| eval masked-LM accuracy [01]\.\d{3}\n', stdout)
+    match = re.search(label + r': top-1 content words (\d+)/(\d+), fitting (\d+)/\2: (.*) '
+                      r'\| mean top-1 probability [01]\.\d{3} \| eval masked-LM accuracy '
+                      r'[01]\.\d{3}\n', stdout)
     assert match, stdout[-2000:]
     assert int(match.group(2)) == n and int(match.group(1)) <= n
-    assert len(match.group(3).split(', ')) == n
+    assert int(match.group(3)) <= int(match.group(1))
+    assert len(match.group(4).split(', ')) == n
   assert os.path.exists(os.path.join(out, 'bert_tiny', 'ckpt-20.index'))
