@@ -3,7 +3,8 @@
 Steps (each prints what it did): extract the docstrings of the running interpreter's standard
 library as a corpus (one sentence a line, documents separated by blank lines), hold out 5% of the
 documents, pick the model size for this CPU (`choose_model_size`: BERT-tiny's 2 layers, an
-8,000-token vocabulary and 64-token sequences where float32 matmul reaches 250 GFLOP/s, else 1
+8,000-token vocabulary and 64-token sequences where matmul in the training precision reaches
+500 GFLOP/s, else 1
 layer, 3,000 tokens and 32-token sequences, which learn more in the budget there), build a
 WordPiece vocabulary, write masked-LM TFRecords (docstring sentences are short: 12.5 words on
 average), pretrain `configs/pretraining/bert_tiny.yaml` with `train.py --mode=train_and_eval` for
@@ -219,20 +220,22 @@ class DemoSize(NamedTuple):
   seq_length: int
 
 
-# float32 matmul GFLOP/s (2048^3, the cores this process has) from which BERT-tiny's 2 layers,
-# 8,000-token vocabulary and 64-token sequences learn the demo's sentences within 3 minutes;
-# below, 1 layer, 3,000 tokens and 32-token sequences (about twice the steps, most docstring
-# sentences still whole) learn more in that time (README: 2026-11-29, the AVX2-capped core).
-FAST_CPU_GFLOPS = 250.0
+# Matmul GFLOP/s in the training precision (2048^3, the cores this process has) from which
+# BERT-tiny's 2 layers, 8,000-token vocabulary and 64-token sequences learn the demo's sentences
+# within 3 minutes (about 5,000 steps: 2 bfloat16 cores of an AVX-512 BF16 EPYC, 840 GFLOP/s);
+# below, 1 layer, 3,000 tokens and 32-token sequences (5x the steps, most docstring sentences
+# still whole) learn more in that time: one float32 AVX-512 core (244 GFLOP/s) got 3 of 8 fitting
+# words from the full model, 6 and 8 from the small one (README: 2026-11-29).
+FAST_CPU_GFLOPS = 500.0
 FULL_SIZE, SMALL_SIZE = DemoSize(2, 8000, 64), DemoSize(1, 3000, 32)
 
 
 def model_size_for(gflops: float) -> DemoSize:
-  """The `DemoSize` that learns most in the demo's budget on a CPU whose float32 matmul reaches
-  `gflops` GFLOP/s.
+  """The `DemoSize` that learns most in the demo's budget on a CPU whose matmul reaches `gflops`
+  GFLOP/s in the training precision.
 
   Example:
-    >>> tuple(model_size_for(480.0)), tuple(model_size_for(105.0))  # AVX-512 EPYC, 2-core Zen 3
+    >>> tuple(model_size_for(840.0)), tuple(model_size_for(105.0))  # BF16 EPYC, 2-core Zen 3
     ((2, 8000, 64), (1, 3000, 32))
   """
   return FULL_SIZE if gflops >= FAST_CPU_GFLOPS else SMALL_SIZE
@@ -249,9 +252,9 @@ def choose_model_size(args: argparse.Namespace) -> str:
     chosen, why = FULL_SIZE, 'a fixed number of steps'
   else:
     from official.nlp.tools import benchmark  # Function-level: TensorFlow only when measuring.
-    gflops = benchmark.measure_matmul_peak('float32', 2048, seconds=1.0) / 1e9
+    gflops = benchmark.measure_matmul_peak(args.precision, 2048, seconds=1.0) / 1e9
     chosen = model_size_for(gflops)
-    why = (f'this CPU: {gflops:.0f} GFLOP/s float32 matmul, '
+    why = (f'this CPU: {gflops:.0f} GFLOP/s {args.precision} matmul, '
            f'{"at or above" if gflops >= FAST_CPU_GFLOPS else "below"} {FAST_CPU_GFLOPS:.0f}')
   for name in fields:
     if getattr(args, name) is None:

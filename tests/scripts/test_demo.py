@@ -110,16 +110,20 @@ def test_overrides_follow_flags():
 
 
 def test_the_model_size_follows_the_cpu(monkeypatch):
-  assert demo.model_size_for(480.0) == (2, 8000, 64)  # AVX-512 BF16 EPYC, 2 cores
+  assert demo.model_size_for(840.0) == (2, 8000, 64)  # AVX-512 BF16 EPYC, 2 cores, bfloat16
+  assert demo.model_size_for(244.0) == (1, 3000, 32)  # one float32 AVX-512 core
   assert demo.model_size_for(105.0) == (1, 3000, 32)  # Zen 3, 2 cores: learns more in 3 minutes
   from official.nlp.tools import benchmark  # pylint: disable=g-import-not-at-top
-  monkeypatch.setattr(benchmark, 'measure_matmul_peak', lambda *a, **k: 105e9)
-  args = demo._parse_args([])
+  measured = []
+  monkeypatch.setattr(benchmark, 'measure_matmul_peak',
+                      lambda dtype, *a, **k: measured.append(dtype) or 105e9)
+  args = demo._parse_args(['--precision=float32'])
   line = demo.choose_model_size(args)
+  assert measured == ['float32']  # the precision the run trains in
   assert (args.num_layers, args.vocab_size, args.seq_length) == (1, 3000, 32)
   assert args.max_predictions_per_seq == 5  # 15% of 32
   assert line == ('1 layer(s), a 3,000-token vocabulary, 32-token sequences (this CPU: 105 GFLOP/s '
-                  'float32 matmul, below 250)')
+                  'float32 matmul, below 500)')
   overrides = demo._overrides(args, 3000, '/data')
   assert 'task.model.encoder.bert.num_layers=1' in overrides
   assert 'task.validation_data.seq_length=32' in overrides
