@@ -842,8 +842,10 @@ def markdown_report(results: Mapping[str, Any]) -> str:
                  f"{f['unigram_lm_example_loss']:.3f} | {f['unigram_masked_lm_accuracy']:.3f} |")
   lines += ['', '### The sweep (best learning rate of each cell in bold)', '',
             '| cell | peak lr | steps (planned) | minutes | tokens seen | real tokens | '
-            'masked targets seen | in-domain loss | in-domain acc | OOD loss | OOD acc |',
-            '|---|---|---|---|---|---|---|---|---|---|---|']
+            'masked targets seen | in-domain loss | in-domain acc | lowest in-domain loss during '
+            'the run (step) | OOD loss | OOD acc |',
+            '|---|---|---|---|---|---|---|---|---|---|---|---|']
+  curves = results.get('curves') or {}
   order = {cell.name: i for i, cell in enumerate(CELLS)}
   for name, run in sorted(runs.items(), key=lambda item: (
       order[item[1]['cell']], item[1]['learning_rate'], item[1].get('config', ''),
@@ -862,6 +864,7 @@ def markdown_report(results: Mapping[str, Any]) -> str:
         f"{_count(run['masked_targets_seen'])} | "
         f"{bold(_number(held['in_domain']['lm_example_loss'], '{:.3f}'))} | "
         f"{_number(held['in_domain']['masked_lm_accuracy'], '{:.3f}')} | "
+        f"{_lowest_point(curves.get(name))} | "
         f"{_number(held['ood']['lm_example_loss'], '{:.3f}')} | "
         f"{_number(held['ood']['masked_lm_accuracy'], '{:.3f}')} |")
   cells = [cell for cell in CELLS if cell.name in best]
@@ -914,6 +917,17 @@ _SET_LABELS = {'in_domain': 'in-domain', 'ood': 'out-of-domain'}
 
 def _cell_label(name: str) -> str:
   return next(cell.label for cell in CELLS if cell.name == name)
+
+
+def _lowest_point(curve: Optional[Sequence[Tuple[float, int, float]]]) -> str:
+  """'4.410 (2,400)': the lowest loss of a `run_curve` and its step ('—' without a curve); below
+  the final loss, the run overfitted (or its schedule ended high) after that step."""
+  points = [(loss, step) for _, step, loss in curve or ()
+            if loss is not None and math.isfinite(loss)]
+  if not points:
+    return '—'
+  loss, step = min(points)
+  return f'{loss:.3f} ({step:,})'
 
 
 def run_curve(work_dir: str, run: Mapping[str, Any]) -> List[Tuple[float, int, float]]:

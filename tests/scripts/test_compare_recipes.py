@@ -241,8 +241,16 @@ def test_best_runs_and_the_report_tables():
   assert len(sweep_rows) == 3  # every learning rate, the diverged one as n/a
   assert sweep_rows[1] == ('| BERT arch x BERT data | **0.001** | 600 (612, cut off after the '
                            'budget) | 30.2 | 2,457,600 | 1,843,200 | 364,800 | **5.200** | 0.300 '
-                           '| 6.000 | 0.300 |')
+                           '| — | 6.000 | 0.300 |')
   assert '| n/a |' in sweep_rows[2]
+  # With the curves: the lowest in-domain loss during the run and its step (overfitting shows).
+  results['curves'] = {'bert-bert_lr0.001': [(5.0, 100, 5.6), (15.0, 300, 4.9), (30.2, 600, 5.2)],
+                       'bert-bert_lr0.003': [(5.0, 100, math.nan)]}
+  rows = [line for line in sweep.markdown_report(results).splitlines()
+          if line.startswith('| BERT arch x BERT data |')]
+  assert '| **5.200** | 0.300 | 4.900 (300) | 6.000 |' in rows[1]
+  assert '| n/a | 0.300 | — | 6.000 |' in rows[2]  # a diverged run's NaN curve
+  del results['curves']
   header = next(line for line in lines if line.startswith('| | BERT arch x BERT data'))
   assert header.endswith('| modern arch x modern data | context-free predictor |')
   assert ('| in-domain held-out masked-LM loss | 5.200 | 4.600 | 4.400 | 3.900 | 5.500 |'
