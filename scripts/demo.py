@@ -3,11 +3,10 @@
 Steps (each prints what it did): extract the docstrings of the running interpreter's standard
 library as a corpus (one sentence a line, documents separated by blank lines), hold out 5% of the
 documents, pick the model size for this CPU (`choose_model_size`: BERT-tiny's 2 layers, an
-8,000-token vocabulary and 64-token sequences where matmul in the training precision reaches
-500 GFLOP/s, else 1
-layer, 3,000 tokens and 32-token sequences, which learn more in the budget there), build a
-WordPiece vocabulary, write masked-LM TFRecords (docstring sentences are short: 12.5 words on
-average), pretrain `configs/pretraining/bert_tiny.yaml` with `train.py --mode=train_and_eval` for
+8,000-token vocabulary and 64-token sequences where matmul in the training precision reaches 500
+GFLOP/s, else 1 layer, 3,000 tokens and 32-token sequences, which learn more in the budget there),
+build a WordPiece vocabulary, write masked-LM TFRecords (docstring sentences are short: 12.5 words
+on average), pretrain `configs/pretraining/bert_tiny.yaml` with `train.py --mode=train_and_eval` for
 a time budget (`--train_minutes`, 3 by default: `trainer.time_budget_minutes`, the schedule of
 `--train_steps` steps mapped onto the steps the budget buys on this CPU; batch 64, no dropout,
 bfloat16 where the CPU has bfloat16 instructions), plot `training_curves.png`, and show what the
