@@ -106,7 +106,9 @@ def test_three_steps_report(tmp_path, capsys):
   assert result['fraction_of_matmul_peak'] == pytest.approx(
       result['model_tflops'] / result['matmul_peak_tflops'])
   assert result['time_to_first_step_s'] > 0
-  assert 0 < result['variant_host_memory_mb'] <= result['peak_host_memory_mb']
+  # What the variant added can be 0 (a tiny model in pages freed by earlier tests), never less.
+  assert 0 <= result['variant_host_memory_mb'] <= result['peak_host_memory_mb']
+  assert result['peak_host_memory_mb'] > 0
   assert result['loop_tracing_count'] == 1  # the windows reuse one traced train loop
   assert result['final_loss'] > 0
   assert report['flops_per_sequence']['forward'] == 619392

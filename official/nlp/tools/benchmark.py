@@ -231,8 +231,10 @@ class VariantRunner:
     self._set_policy = lambda: performance.set_mixed_precision_policy(
         params.runtime.mixed_precision_dtype)
     self._set_policy()
-    self.rss_before_mb = (_proc_status_kb('VmRSS') or 0) / 1024.0
+    # Reset the peak first, then read the resident size: the peak since the reset is at least
+    # this reading (read before, memory the kernel reclaims in between made the difference < 0).
     reset_peak_host_memory()
+    self.rss_before_mb = (_proc_status_kb('VmRSS') or 0) / 1024.0
     reset_device_memory()
     start = time.perf_counter()
     self.strategy = _strategy(params)
@@ -385,7 +387,7 @@ def _result(runner: VariantRunner, base: VariantRunner, peaks: Dict[str, float],
       # The process' peak while this variant was built and timed (earlier variants stay resident)
       # and the part of it this variant added.
       'peak_host_memory_mb': runner.peak_host_mb,
-      'variant_host_memory_mb': runner.peak_host_mb - runner.rss_before_mb,
+      'variant_host_memory_mb': max(0.0, runner.peak_host_mb - runner.rss_before_mb),
       'peak_device_memory_mb': peak_device_memory_mb(),
       'loop_tracing_count': runner.tracing_count(),
       'cpu_model': cpu.model, 'cpu_flags': cpu.flags,
