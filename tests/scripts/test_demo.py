@@ -50,9 +50,10 @@ def test_top1_summary_counts_content_words():
 def test_fitting_words_follow_the_sentences():
   assert len(demo.FITTING_WORDS) == len(demo.SENTENCES)
   # The word the docstrings use in each context (the comment above SENTENCES) fits it.
-  for sentence, word in zip(demo.SENTENCES, ['true', 'list', 'keyerror', 'bytes', 'exist',
-                                             'directory', 'method', 'name']):
-    assert word in demo.FITTING_WORDS[demo.SENTENCES.index(sentence)], sentence
+  for sentence, words, word in zip(demo.SENTENCES, demo.FITTING_WORDS,
+                                   ['true', 'list', 'keyerror', 'bytes', 'exist', 'directory',
+                                    'method', 'name']):
+    assert word in words, sentence
   for words in demo.FITTING_WORDS:
     assert all(w == w.lower() and demo.is_content_word(w) for w in words)
   predictions = [[('true', 0.5)], [('the', 0.4)], [('keyerror', 0.3)], [('number', 0.3)],
