@@ -221,7 +221,7 @@ class DemoSize(NamedTuple):
 
 # Matmul GFLOP/s in the training precision (2048^3, the cores this process has) from which
 # BERT-tiny's 2 layers, 8,000-token vocabulary and 64-token sequences learn the demo's sentences
-# within 3 minutes (about 5,000 steps: 2 bfloat16 cores of an AVX-512 BF16 EPYC, 840 GFLOP/s);
+# within 3 minutes (about 5,000 steps: 2 bfloat16 cores of an AVX-512 BF16 EPYC, 807-840 GFLOP/s);
 # below, 1 layer, 3,000 tokens and 32-token sequences (5x the steps, most docstring sentences
 # still whole) learn more in that time: one float32 AVX-512 core (244 GFLOP/s) got 3 of 8 fitting
 # words from the full model, 6 and 8 from the small one (README: 2026-11-29).
