@@ -100,6 +100,7 @@ def test_check_settings_refuses_a_rerun_with_another_budget(tmp_path):
 
 
 def test_fixed_settings_resolve_the_precision(monkeypatch, tmp_path):
+  monkeypatch.delenv('MLM_CPU_FLAGS', raising=False)  # the file's flags, not an emulated CPU's
   cpuinfo = tmp_path / 'cpuinfo'
   default_precision = sweep.cpu_info.default_precision
   monkeypatch.setattr(sweep.cpu_info, 'default_precision',

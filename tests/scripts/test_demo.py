@@ -142,7 +142,8 @@ def test_the_model_size_follows_the_cpu(monkeypatch):
   assert (fixed.num_layers, fixed.vocab_size, fixed.seq_length) == (2, 8000, 64)
 
 
-def test_default_precision_reads_cpu_flags(tmp_path):
+def test_default_precision_reads_cpu_flags(tmp_path, monkeypatch):
+  monkeypatch.delenv('MLM_CPU_FLAGS', raising=False)  # the file's flags, not an emulated CPU's
   cpuinfo = tmp_path / 'cpuinfo'
   cpuinfo.write_text('flags\t\t: fpu avx2 avx512f avx512_bf16 amx_tile\n')
   assert demo.default_precision(str(cpuinfo)) == 'bfloat16'
