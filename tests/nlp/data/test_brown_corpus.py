@@ -132,6 +132,20 @@ def test_tasks_read_only_held_out_documents(corpus):
     brown_corpus.load_task('brown_ner', corpus)
 
 
+def test_pos_train_and_dev_are_a_seeded_sample_in_order(corpus, monkeypatch):
+  every = brown_corpus.load_task('brown_pos', corpus)
+  monkeypatch.setattr(brown_corpus, 'POS_SAMPLE', (('train', 5), ('dev', 4)))
+  pos = brown_corpus.load_task('brown_pos', corpus)
+  assert {s: len(e) for s, e in pos.items()} == {'train': 5, 'dev': 4, 'test': 21}
+  assert pos == brown_corpus.load_task('brown_pos', corpus)  # the same sample every time
+  assert pos['test'] == every['test']
+  for split in ('train', 'dev'):
+    where = [every[split].index(sentence) for sentence in pos[split]]
+    assert where == sorted(set(where))  # a subset, in the documents' order
+  assert pos['train'] != every['train'][:5]  # drawn from the whole split
+  assert brown_corpus.sample_in_order([1, 2], 5, 's') == [1, 2]
+
+
 def test_a_missing_corpus_says_how_to_fetch_it(tmp_path):
   with pytest.raises(FileNotFoundError, match='no Brown corpus; fetch it first'):
     brown_corpus.load_task('brown_pos', str(tmp_path))
