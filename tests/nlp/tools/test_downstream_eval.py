@@ -375,3 +375,41 @@ def test_random_init_controls_only_for_the_models_named(tmp_path, monkeypatch, t
                                     random_init_models=['s0'])
   assert [row['row'] for row in report['tasks']['mr']['rows']] == [
       's0', 's0 (random init)', 's1']
+
+
+def test_rate_from_fine_tunes_later_seeds_at_the_first_ones_pick(tmp_path, monkeypatch, tiny):
+  """s0 sweeps (two seeds a rate) and picks 3e-4; s1 runs its three seeds at 3e-4, no sweep;
+  the table says whose pick it took."""
+  calls, names = [], []
+  fake = _fake_finetune(calls, {1e-4: 0.5, 3e-4: 0.7, 1e-3: 0.6}.get)
+
+  def finetune(task, source, *args):
+    names.append(source.name)
+    return fake(task, source, *args)
+
+  monkeypatch.setattr(downstream_eval, 'finetune', finetune)
+  monkeypatch.setattr(downstream_eval, 'prepare_task_data', lambda *a, **k: None)
+  monkeypatch.setattr(downstream_eval, 'paired_tests', lambda *a: [])  # 2 fake test items
+  settings = downstream_eval.FinetuneSettings(seeds=3, precision='float32')
+  report = downstream_eval.evaluate({'s0': tiny['model_dir'], 's1': tiny['model_dir']},
+                                    str(tmp_path), tasks=('mr',), seeds=3,
+                                    data_dir=tiny['data_dir'], settings=settings,
+                                    random_init=False, rate_from={'s1': 's0'})
+  runs = list(zip(names, calls))
+  assert [run for name, run in runs if name == 's1'] == [(3e-4, 0), (3e-4, 1), (3e-4, 2)]
+  assert names.count('s0') == 7  # 3 rates x 2 seeds, then seed 2 at 3e-4
+  s0, s1 = report['tasks']['mr']['rows']
+  assert (s0['learning_rate'], s1['learning_rate']) == (3e-4, 3e-4)
+  assert s1['sweep_dev'] == {} and s1['rate_from'] == 's0' and 'rate_from' not in s0
+  assert '| s1 | 0.6100 | 0.0100 (3 seeds) | 0.7010 | lr 0.0003 (the rate s0 picked), ' in (
+      report['markdown'])
+
+
+@pytest.mark.parametrize('rate_from, message', [
+    ({'s1': 'sx'}, "'s1' -> 'sx' names a model not evaluated"),
+    ({'s0': 's1'}, "'s0' takes its rate from 's1', which must come before it"),
+    ({'s1': 's0', 's2': 's1'}, "'s2' takes its rate from 's1', which must come before it")])
+def test_rate_from_must_name_an_earlier_model_that_sweeps(rate_from, message, tmp_path):
+  with pytest.raises(ValueError, match=message):
+    downstream_eval.evaluate({'s0': 'a', 's1': 'b', 's2': 'c'}, str(tmp_path), tasks=('mr',),
+                             seeds=2, rate_from=rate_from)
