@@ -3,7 +3,8 @@
 Sentence tasks (examples `(text, label)`):
   * `majority`: the training split's most frequent label for every example.
   * `bag_of_words`: an L2-regularised logistic regression on binary word unigrams and bigrams
-    (lower-cased), its L2 strength picked on the dev split from `L2_GRID`.
+    (lower-cased), its L2 strength picked on the dev split from `L2_GRID` (extended by tenfold
+    steps past an edge pick: `pick_on_dev`).
   * `surface_cues`: the same classifier on surface features only (length, punctuation, digits,
     capitals): a shortcut check. A task on which it scores well above `majority` has cues that do
     not need the words' meaning.
@@ -33,6 +34,8 @@ import numpy as np
 import tensorflow as tf
 
 L2_GRID = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2)
+# Tenfold steps added at most past an edge pick of the L2 grid.
+L2_EXTENSIONS = 2
 TRAIN_STEPS = 400
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
@@ -188,6 +191,30 @@ class _LogisticRegression:
     return tf.argmax(_logits(self.weights, self.bias, tf.constant(ids)), axis=-1).numpy()
 
 
+def pick_on_dev(grid: Sequence[float], dev_score: Callable[[float], float],
+                extensions: int = L2_EXTENSIONS) -> Tuple[float, float]:
+  """The value of `grid` with the best `dev_score` (the first of a tie), the grid extended by a
+  tenfold step past an edge pick (up to `extensions` times) so that the pick is bracketed.
+
+  Returns:
+    `(value, its dev score)`.
+
+  Example:
+    >>> pick_on_dev([1e-3, 1e-2], lambda l2: 1 / (1 + abs(math.log10(l2) + 5)))  # best: 1e-5
+    (1e-05, 1.0)
+  """
+  scores = {value: dev_score(value) for value in grid}
+  for _ in range(extensions if len(scores) > 1 else 0):
+    best = max(scores, key=scores.get)
+    low, high = min(scores), max(scores)
+    if low < best < high:
+      break
+    value = float(f'{(best / 10 if best == low else best * 10):.3g}')
+    scores[value] = dev_score(value)
+  best = max(scores, key=scores.get)
+  return best, scores[best]
+
+
 def linear_classifier(train: Sequence[Tuple[Sequence[str], Any]],
                       dev: Sequence[Tuple[Sequence[str], Any]],
                       test: Sequence[Tuple[Sequence[str], Any]],
@@ -209,13 +236,12 @@ def linear_classifier(train: Sequence[Tuple[Sequence[str], Any]],
        (('train', train), ('dev', dev), ('test', test))}
   y_train = np.asarray([label_id[label] for _, label in train])
   model = _LogisticRegression(x['train'], y_train, max(len(index.ids), 1), len(labels))
-  best = None
-  for l2 in l2_grid:
-    dev_accuracy, _ = _accuracy([labels[i] for i in model.fit(l2).predict(x['dev'])],
-                                [label for _, label in dev])
-    if best is None or dev_accuracy > best[0]:
-      best = (dev_accuracy, l2)
-  dev_accuracy, l2 = best
+
+  def dev_score(l2: float) -> float:
+    return _accuracy([labels[i] for i in model.fit(l2).predict(x['dev'])],
+                     [label for _, label in dev])[0]
+
+  l2, dev_accuracy = pick_on_dev(l2_grid, dev_score)
   test_accuracy, correct = _accuracy([labels[i] for i in model.fit(l2).predict(x['test'])],
                                      [label for _, label in test])
   return BaselineResult(dev_accuracy, test_accuracy, correct, {'l2': l2})

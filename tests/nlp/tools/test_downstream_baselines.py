@@ -1,5 +1,7 @@
 """Tests of the downstream baselines: features, majority, word lookup, the linear classifier."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -102,3 +104,29 @@ def test_tagging_baselines():
   assert len(result['bag_of_words'].correct) == 4
   with pytest.raises(ValueError, match="kind must be 'sentence' or 'tagging', found 'span'"):
     baselines.run_baselines('span', splits)
+
+
+def test_pick_on_dev_extends_the_grid_past_an_edge_pick():
+  tried = []
+
+  def score(peak):
+    def dev_score(l2):
+      tried.append(l2)
+      return 1 / (1 + abs(math.log10(l2) - math.log10(peak)))
+    return dev_score
+
+  # The best is below the grid: two tenfold steps down reach it.
+  assert baselines.pick_on_dev([1e-3, 1e-2], score(1e-5)) == (1e-5, 1.0)
+  assert tried == [1e-3, 1e-2, 1e-4, 1e-5]
+  # Two steps up, but the best lies three steps away: the pick stays at the new edge.
+  tried.clear()
+  assert baselines.pick_on_dev([1e-3, 1e-2], score(1.0))[0] == pytest.approx(1.0)
+  assert tried == pytest.approx([1e-3, 1e-2, 1e-1, 1.0])
+  assert baselines.pick_on_dev([1e-3, 1e-2], score(10.0), extensions=2)[0] == pytest.approx(1.0)
+  # Inside the grid: nothing added; a tie keeps the first value, which ends the extension.
+  tried.clear()
+  assert baselines.pick_on_dev([1e-4, 1e-3, 1e-2], score(1e-3)) == (1e-3, 1.0)
+  assert tried == [1e-4, 1e-3, 1e-2]
+  assert baselines.pick_on_dev([1e-4, 1e-3], lambda l2: 0.5) == (1e-4, 0.5)
+  # A single value is the caller's choice: never extended.
+  assert baselines.pick_on_dev([1e-3], score(1e-5)) == (1e-3, pytest.approx(1 / 3))
