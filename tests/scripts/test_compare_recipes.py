@@ -2,6 +2,7 @@
 configs, the planning (what a rerun skips), the data helpers, the scheduler, the results and
 tables, the downstream call (mocked). No network, no training."""
 
+import dataclasses
 import importlib.util
 import json
 import math
@@ -377,10 +378,12 @@ def test_downstream_fine_tunes_every_seed_and_tests_the_recipes_over_them(tmp_pa
 
 def test_cli_errors_name_the_flag(tmp_path, capsys):
   for flag, message in (('--cells=bert', '--cells: expected names of'),
+                        ('--downstream_only --no_downstream',
+                         '--downstream_only and --no_downstream: expected one of them'),
                         ('--learning_rates=x', '--learning_rates: expected'),
                         ('--cores=', '--cores: expected comma-separated core numbers')):
     with pytest.raises(SystemExit) as exit_info:
-      compare.main([f'--work_dir={tmp_path}', flag])
+      compare.main([f'--work_dir={tmp_path}'] + flag.split())
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
   assert not os.listdir(tmp_path)  # nothing made before the flags are checked
@@ -408,6 +411,14 @@ def test_build_table_reports_every_finished_run_and_waits_for_the_downstream(tmp
   config = sweep.SweepConfig(work, cells=sweep.parse_cells('bert-bert'))
   first = sweep.build_table(config)
   assert len(first['runs']) == 11 and not calls and 'downstream' not in first
+  # Downstream only: nothing trained, the best configurations found so far fine-tuned, whatever
+  # grid the config names (here a rate no run has).
+  monkeypatch.setattr(sweep, 'run_sweep', lambda config, data: pytest.fail('trained'))
+  only = sweep.build_table(dataclasses.replace(config, train=False, learning_rates=(1e-2,)))
+  assert calls == [{'bert-bert': 'bert-bert_lr0.001', 'modern-modern': 'modern-modern_lr0.001'}]
+  assert only['downstream'] == {'markdown': '|d|'}
+  calls.clear()
+  monkeypatch.setattr(sweep, 'run_sweep', lambda config, data: {})
   assert os.path.exists(tmp_path / 'curves.png')
   assert '### The best run of each cell' in (tmp_path / 'results.md').read_text()
   last = results['runs']['modern-modern_lr0.003']
