@@ -1140,7 +1140,8 @@ def downstream(work_dir: str, runs: Mapping[str, Any], best: Mapping[str, str],
     tests = downstream_eval.run_level_tests(result, groups, controls)
     result['run_level_tests'] = tests
     result['markdown'] += ('\n### Recipes over pretraining seeds (each run\'s mean over '
-                           'fine-tuning seeds; Welch, Holm)\n\n'
+                           'fine-tuning seeds; Welch, against the deterministic bag-of-words '
+                           'baseline one-sample; Holm)\n\n'
                            + downstream_eval.run_level_markdown(tests))
   result = json.loads(json.dumps(result, default=str))
   write_json(path, dict(key=key, result=result))

@@ -680,6 +680,9 @@ def run_level_tests(report: Mapping[str, Any], groups: Mapping[str, Sequence[str
     controls: recipe -> the row of its random-initialisation control, compared with the recipe's
       runs (its fine-tuning seeds as the sample).
 
+  Each recipe is also compared with the task's bag-of-words baseline (deterministic: the
+  one-sample t-test of the recipe's runs against its score; `runs_b` None).
+
   Returns:
     Per task and pair: `task`, `a`, `b`, `runs_a`, `runs_b`, `difference` (points of the task's
     metric, a - b), `low`, `high` (95%), `p` (Welch) and `p_holm` (Holm over everything
@@ -695,7 +698,12 @@ def run_level_tests(report: Mapping[str, Any], groups: Mapping[str, Sequence[str
     for recipe, control in (controls or {}).items():
       if control in rows:
         pairs.append((recipe, control, samples[recipe], rows[control]['scores']))
-    comparisons += [(dict(task=task_name, a=a, b=b, runs_a=len(xa), runs_b=len(xb)), xa, xb)
+    bag_of_words = task.get('baselines', {}).get('bag_of_words')
+    if bag_of_words:
+      pairs += [(recipe, 'bag_of_words (baseline)', samples[recipe], float(bag_of_words['test']))
+                for recipe in groups]
+    comparisons += [(dict(task=task_name, a=a, b=b, runs_a=len(xa),
+                          runs_b=None if isinstance(xb, float) else len(xb)), xa, xb)
                     for a, b, xa, xb in pairs]
   return significance.welch_family(comparisons)
 
@@ -705,7 +713,8 @@ def run_level_markdown(tests: Sequence[Dict[str, Any]]) -> str:
   lines = ['| task | A | B | runs | A - B (points) | 95% interval | p (Welch, Holm) |',
            '|---|---|---|---|---|---|---|']
   for t in tests:
-    lines.append(f"| {t['task']} | {t['a']} | {t['b']} | {t['runs_a']} / {t['runs_b']} | "
+    runs_b = 'deterministic' if t['runs_b'] is None else t['runs_b']
+    lines.append(f"| {t['task']} | {t['a']} | {t['b']} | {t['runs_a']} / {runs_b} | "
                  f"{100 * t['difference']:+.2f} | {_interval(t['low'], t['high'])} | "
                  f"{_format_p(t['p_holm'])} |")
   return '\n'.join(lines) + '\n'

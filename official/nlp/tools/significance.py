@@ -27,7 +27,8 @@ Example:
 
 import itertools
 import math
-from typing import Any, Dict, Hashable, List, Sequence, Tuple
+import numbers
+from typing import Any, Dict, Hashable, List, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -183,12 +184,14 @@ def paired_t_interval(a: Sequence[float], b: Sequence[float],
   return mean, mean - half, mean + half
 
 
-def welch_t_test(a: Sequence[float], b: Sequence[float],
+def welch_t_test(a: Sequence[float], b: Union[Sequence[float], float],
                  level: float = 0.95) -> Dict[str, float]:
   """Welch's two-sample t-test of `mean(a) - mean(b)`, with its confidence interval.
 
   For independent samples, e.g. one score per pretraining run of each recipe: the test is at the
-  level of the runs, so it sees how much a recipe's result varies with its pretraining seed.
+  level of the runs, so it sees how much a recipe's result varies with its pretraining seed. A
+  number `b` is a value without spread (a deterministic baseline's score): the one-sample t-test
+  of `a` against it (Welch's with `b`'s variance 0, `len(a) - 1` degrees of freedom).
 
   Returns:
     `difference`, `t`, `dof` (Welch-Satterthwaite), `p` (two-sided), `low`, `high`.
@@ -200,20 +203,27 @@ def welch_t_test(a: Sequence[float], b: Sequence[float],
     >>> result = welch_t_test([1, 2, 3], [4, 5, 6])
     >>> round(result['t'], 3), result['dof'], round(result['p'], 4)
     (-3.674, 4.0, 0.0213)
+    >>> round(welch_t_test([1, 2, 3], 4)['p'], 4)  # one-sample: t = -3.464, 2 dof
+    0.0742
   """
-  if len(a) < 2 or len(b) < 2:
+  exact = isinstance(b, numbers.Real)
+  b_size = 2 if exact else len(b)
+  if len(a) < 2 or b_size < 2:
     raise ValueError(f'Welch\'s t-test needs 2 or more values a sample, found {len(a)} and '
-                     f'{len(b)}')
-  x, y = np.asarray(a, np.float64), np.asarray(b, np.float64)
+                     f'{b_size}')
+  x = np.asarray(a, np.float64)
+  y = np.asarray([b] if exact else b, np.float64)
   difference = float(x.mean() - y.mean())
-  va, vb = float(x.var(ddof=1)) / len(x), float(y.var(ddof=1)) / len(y)
+  va = float(x.var(ddof=1)) / len(x)
+  vb = 0.0 if exact else float(y.var(ddof=1)) / len(y)
   if va + vb == 0.0:
     p = 1.0 if difference == 0.0 else 0.0
     t = 0.0 if difference == 0.0 else math.copysign(math.inf, difference)
-    return dict(difference=difference, t=t, dof=float(len(x) + len(y) - 2), p=p,
+    return dict(difference=difference, t=t,
+                dof=float(len(x) - 1 if exact else len(x) + len(y) - 2), p=p,
                 low=difference, high=difference)
   se = math.sqrt(va + vb)
-  dof = (va + vb) ** 2 / (va ** 2 / (len(x) - 1) + vb ** 2 / (len(y) - 1))
+  dof = (va + vb) ** 2 / (va ** 2 / (len(x) - 1) + (0.0 if exact else vb ** 2 / (len(y) - 1)))
   t = difference / se
   half = t_quantile(0.5 + level / 2.0, dof) * se
   return dict(difference=difference, t=t, dof=dof, p=_two_sided_p(t, dof),
@@ -301,10 +311,12 @@ def holm_adjust(p_values: Sequence[float]) -> List[float]:
   return adjusted
 
 
-def welch_family(comparisons: Sequence[Tuple[Dict[str, Any], Sequence[float], Sequence[float]]]
+def welch_family(comparisons: Sequence[Tuple[Dict[str, Any], Sequence[float],
+                                             Union[Sequence[float], float]]]
                  ) -> List[Dict[str, Any]]:
-  """Welch's t-test of each `(fields, a, b)` with fewer than 2 values on no side, Holm-adjusted
-  over the family: `fields` plus `difference`, `low`, `high` (95%), `p` and `p_holm`.
+  """Welch's t-test of each `(fields, a, b)` with fewer than 2 values on no side (a number `b`:
+  the one-sample test against it, `welch_t_test`), Holm-adjusted over the family: `fields` plus
+  `difference`, `low`, `high` (95%), `p` and `p_holm`.
 
   Example:
     >>> welch_family([({'task': 'mr'}, [1, 2, 3], [4, 5, 6]), ({'task': 'x'}, [1], [2, 3])])
@@ -313,7 +325,7 @@ def welch_family(comparisons: Sequence[Tuple[Dict[str, Any], Sequence[float], Se
   """
   tests = []
   for fields, a, b in comparisons:
-    if len(a) < 2 or len(b) < 2:
+    if len(a) < 2 or (not isinstance(b, numbers.Real) and len(b) < 2):
       continue
     result = welch_t_test(a, b)
     tests.append(dict(fields, difference=result['difference'], low=result['low'],

@@ -358,6 +358,17 @@ def test_run_level_tests_compare_recipes_over_pretraining_seeds():
   assert [t['p_holm'] for t in tests] == significance.holm_adjust([t['p'] for t in tests])
   table = downstream_eval.run_level_markdown(tests)
   assert '| mr | A | B | 3 / 3 | +5.67 |' in table
+  # With the task's bag-of-words baseline: each recipe against its score (one-sample).
+  report['tasks']['mr']['baselines'] = {'bag_of_words': dict(test=0.79)}
+  tests = downstream_eval.run_level_tests(report, {'A': ['a0', 'a1', 'a2'],
+                                                   'B': ['b0', 'b1', 'b2']})
+  against = [t for t in tests if t['b'] == 'bag_of_words (baseline)']
+  assert [(t['a'], t['runs_a'], t['runs_b']) for t in against] == [('A', 3, None), ('B', 3, None)]
+  one_sample = significance.welch_t_test([0.80, 0.82, 0.81], 0.79)
+  assert (against[0]['difference'], against[0]['low'], against[0]['p']) == pytest.approx(
+      (one_sample['difference'], one_sample['low'], one_sample['p']))
+  assert '| mr | A | bag_of_words (baseline) | 3 / deterministic | +2.00 |' in (
+      downstream_eval.run_level_markdown(tests))
 
 
 def test_random_init_controls_only_for_the_models_named(tmp_path, monkeypatch, tiny):

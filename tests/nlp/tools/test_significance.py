@@ -91,6 +91,24 @@ def test_welch_t_test_worked_example():
     significance.welch_t_test([1.0], [2.0, 3.0])
 
 
+def test_welch_against_a_number_is_the_one_sample_t_test():
+  # [1, 2, 3] against 4: mean 2, sd 1, se 1/sqrt(3), t = -2 sqrt(3) = -3.464 on 2 dof; the t
+  # distribution with 2 dof has F(t) = 1/2 + t / (2 sqrt(2 + t^2)): p = 1 - 3.464 / sqrt(14)
+  # = 0.0742; the interval -2 -+ 4.303 / sqrt(3) (t table, 97.5%, 2 dof).
+  result = significance.welch_t_test([1, 2, 3], 4)
+  t = -2 * 3 ** 0.5
+  assert (result['t'], result['dof']) == pytest.approx((t, 2.0))
+  assert result['p'] == pytest.approx(1 - abs(t) / (2 + t * t) ** 0.5)
+  assert (result['low'], result['high']) == pytest.approx((-2 - 4.303 / 3 ** 0.5,
+                                                           -2 + 4.303 / 3 ** 0.5), abs=1e-3)
+  assert significance.welch_t_test([5, 5], 4.0)['p'] == 0.0  # no spread, a difference
+  assert significance.welch_t_test([4, 4], 4)['dof'] == 1.0
+  with pytest.raises(ValueError, match='found 1 and 2'):
+    significance.welch_t_test([1.0], 4)
+  family = significance.welch_family([({'b': 'baseline'}, [1, 2, 3], 4.0)])
+  assert family[0]['p'] == pytest.approx(result['p']) == pytest.approx(family[0]['p_holm'])
+
+
 def test_clustered_permutation_flips_whole_sentences():
   # Sentence 1's three words all favour A; sentence 2's one word too. Over sentences: 2 of the 4
   # sign patterns reach |3 + 1| (p = 0.5); over words (4 independent items) only 2 of 16 do.
