@@ -207,10 +207,9 @@ def welch_t_test(a: Sequence[float], b: Union[Sequence[float], float],
     0.0742
   """
   exact = isinstance(b, numbers.Real)
-  b_size = 2 if exact else len(b)
-  if len(a) < 2 or b_size < 2:
+  if len(a) < 2 or (not exact and len(b) < 2):
     raise ValueError(f'Welch\'s t-test needs 2 or more values a sample, found {len(a)} and '
-                     f'{b_size}')
+                     f'{"a number" if exact else len(b)}')
   x = np.asarray(a, np.float64)
   y = np.asarray([b] if exact else b, np.float64)
   difference = float(x.mean() - y.mean())
