@@ -3,8 +3,8 @@
 Sentence tasks (examples `(text, label)`):
   * `majority`: the training split's most frequent label for every example.
   * `bag_of_words`: an L2-regularised logistic regression on binary word unigrams and bigrams
-    (lower-cased), its L2 strength picked on the dev split from `L2_GRID` (extended by tenfold
-    steps past an edge pick: `pick_on_dev`).
+    (lower-cased), its L2 strength picked on the dev split from `L2_GRID` (extended by a step
+    of its spacing past an edge pick: `pick_on_dev`).
   * `surface_cues`: the same classifier on surface features only (length, punctuation, digits,
     capitals): a shortcut check. A task on which it scores well above `majority` has cues that do
     not need the words' meaning.
@@ -27,14 +27,15 @@ Example:
 
 import collections
 import dataclasses
+import math
 import re
-from typing import Any, Callable, Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
 
 L2_GRID = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2)
-# Tenfold steps added at most past an edge pick of the L2 grid.
+# Steps added at most past an edge pick of the L2 grid (tenfold on `L2_GRID`).
 L2_EXTENSIONS = 2
 TRAIN_STEPS = 400
 _TOKEN = re.compile(r"\w+|[^\w\s]")
@@ -191,10 +192,35 @@ class _LogisticRegression:
     return tf.argmax(_logits(self.weights, self.bias, tf.constant(ids)), axis=-1).numpy()
 
 
+def _snap_1_3(rate: float) -> float:
+  """The nearest (in log scale) of 1, 3 and 10 times a power of ten: 3.3e-3 -> 3e-3."""
+  power = 10.0 ** math.floor(math.log10(rate))
+  return float(f'{min((power, 3 * power, 10 * power), key=lambda c: abs(math.log(c / rate))):.3g}')
+
+
+def extend_grid(rates: Sequence[float], best: float) -> Optional[float]:
+  """The value (a learning rate, an L2 strength) to add when `best` is at an edge of a grid of two
+  or more: one step (the grid's spacing at that edge, on the 1-3-10 ladder) beyond it; None when
+  `best` is inside.
+
+  Example:
+    >>> extend_grid([1e-4, 3e-4, 1e-3], 1e-3), extend_grid([1e-4, 3e-4, 1e-3], 1e-4)
+    (0.003, 3e-05)
+    >>> extend_grid([1e-4, 3e-4, 1e-3], 3e-4) is None
+    True
+  """
+  rates = sorted(rates)
+  if len(rates) < 2 or rates[0] < best < rates[-1]:
+    return None
+  if best == rates[-1]:
+    return _snap_1_3(rates[-1] * rates[-1] / rates[-2])
+  return _snap_1_3(rates[0] * rates[0] / rates[1])
+
+
 def pick_on_dev(grid: Sequence[float], dev_score: Callable[[float], float],
                 extensions: int = L2_EXTENSIONS) -> Tuple[float, float]:
   """The value of `grid` with the best `dev_score` (the first of a tie), the grid extended by a
-  tenfold step past an edge pick (up to `extensions` times) so that the pick is bracketed.
+  step past an edge pick (`extend_grid`; up to `extensions` times) so that the pick is bracketed.
 
   Returns:
     `(value, its dev score)`.
@@ -204,12 +230,10 @@ def pick_on_dev(grid: Sequence[float], dev_score: Callable[[float], float],
     (1e-05, 1.0)
   """
   scores = {value: dev_score(value) for value in grid}
-  for _ in range(extensions if len(scores) > 1 else 0):
-    best = max(scores, key=scores.get)
-    low, high = min(scores), max(scores)
-    if low < best < high:
+  for _ in range(extensions):
+    value = extend_grid(list(scores), max(scores, key=scores.get))
+    if value is None or value in scores:
       break
-    value = float(f'{(best / 10 if best == low else best * 10):.3g}')
     scores[value] = dev_score(value)
   best = max(scores, key=scores.get)
   return best, scores[best]

@@ -77,8 +77,8 @@ class FinetuneSettings:
   Attributes:
     learning_rates: the peak learning rates swept (seeds 0..pick_seeds-1 each); the one with the
       best mean dev score is used for all seeds. When it is the smallest or the largest of two or
-      more, the grid extends beyond it (`extend_grid`) up to `grid_extensions` times, so the
-      pick is bracketed.
+      more, the grid extends beyond it (`downstream_baselines.extend_grid`) up to
+      `grid_extensions` times, so the pick is bracketed.
     seeds: fine-tuning runs per row at the picked rate (seeds 0..seeds-1).
     pick_seeds: seeds each swept rate runs (their mean dev score picks the rate).
     grid_extensions: rates added at most beyond an edge pick.
@@ -506,30 +506,6 @@ def model_identity(source: ModelSource, pretrained: bool) -> str:
   return os.path.abspath(checkpoint)
 
 
-def _snap_1_3(rate: float) -> float:
-  """The nearest (in log scale) of 1, 3 and 10 times a power of ten: 3.3e-3 -> 3e-3."""
-  power = 10.0 ** math.floor(math.log10(rate))
-  return float(f'{min((power, 3 * power, 10 * power), key=lambda c: abs(math.log(c / rate))):.3g}')
-
-
-def extend_grid(rates: Sequence[float], best: float) -> Optional[float]:
-  """The rate to add when `best` is at an edge of a grid of two or more: one step (the grid's
-  spacing at that edge, on the 1-3-10 ladder) beyond it; None when `best` is inside.
-
-  Example:
-    >>> extend_grid([1e-4, 3e-4, 1e-3], 1e-3), extend_grid([1e-4, 3e-4, 1e-3], 1e-4)
-    (0.003, 3e-05)
-    >>> extend_grid([1e-4, 3e-4, 1e-3], 3e-4) is None
-    True
-  """
-  rates = sorted(rates)
-  if len(rates) < 2 or rates[0] < best < rates[-1]:
-    return None
-  if best == rates[-1]:
-    return _snap_1_3(rates[-1] * rates[-1] / rates[-2])
-  return _snap_1_3(rates[0] * rates[0] / rates[1])
-
-
 def _check_rate_from(rate_from: Mapping[str, str], names: Sequence[str]) -> None:
   """Raises `ValueError` unless each model of `rate_from` takes its rate from an earlier model
   of `names` that sweeps its own."""
@@ -574,7 +550,7 @@ def _row_runs(task: downstream_data.DownstreamTask, source: ModelSource, pretrai
 
   added = []
   for _ in range(settings.grid_extensions if fixed_rate is None else 0):
-    rate = extend_grid(list(sweep), best())
+    rate = downstream_baselines.extend_grid(list(sweep), best())
     if rate is None or rate in sweep:
       break
     progress.total += pick_seeds

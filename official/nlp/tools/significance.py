@@ -184,6 +184,11 @@ def paired_t_interval(a: Sequence[float], b: Sequence[float],
   return mean, mean - half, mean + half
 
 
+def _too_small(a: Sequence[float], b: Union[Sequence[float], float]) -> bool:
+  """Fewer than 2 values in `a`, or in `b` unless it is a number (`welch_t_test`)."""
+  return len(a) < 2 or (not isinstance(b, numbers.Real) and len(b) < 2)
+
+
 def welch_t_test(a: Sequence[float], b: Union[Sequence[float], float],
                  level: float = 0.95) -> Dict[str, float]:
   """Welch's two-sample t-test of `mean(a) - mean(b)`, with its confidence interval.
@@ -207,7 +212,7 @@ def welch_t_test(a: Sequence[float], b: Union[Sequence[float], float],
     0.0742
   """
   exact = isinstance(b, numbers.Real)
-  if len(a) < 2 or (not exact and len(b) < 2):
+  if _too_small(a, b):
     raise ValueError(f'Welch\'s t-test needs 2 or more values a sample, found {len(a)} and '
                      f'{"a number" if exact else len(b)}')
   x = np.asarray(a, np.float64)
@@ -324,7 +329,7 @@ def welch_family(comparisons: Sequence[Tuple[Dict[str, Any], Sequence[float],
   """
   tests = []
   for fields, a, b in comparisons:
-    if len(a) < 2 or (not isinstance(b, numbers.Real) and len(b) < 2):
+    if _too_small(a, b):
       continue
     result = welch_t_test(a, b)
     tests.append(dict(fields, difference=result['difference'], low=result['low'],

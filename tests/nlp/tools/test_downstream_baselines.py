@@ -106,6 +106,15 @@ def test_tagging_baselines():
     baselines.run_baselines('span', splits)
 
 
+def test_extend_grid_steps_on_the_1_3_ladder():
+  assert baselines.extend_grid([1e-4, 3e-4, 1e-3], 1e-3) == 3e-3
+  assert baselines.extend_grid([1e-4, 3e-4, 1e-3, 3e-3], 3e-3) == 1e-2
+  assert baselines.extend_grid([3e-5, 1e-4, 3e-4], 3e-5) == 1e-5
+  assert baselines.extend_grid([2e-5, 5e-5], 5e-5) == 1e-4  # x2.5 -> the ladder's 1e-4
+  assert baselines.extend_grid([1e-4, 3e-4, 1e-3], 3e-4) is None
+  assert baselines.extend_grid([1e-3], 1e-3) is None
+
+
 def test_pick_on_dev_extends_the_grid_past_an_edge_pick():
   tried = []
 

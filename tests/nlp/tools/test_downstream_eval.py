@@ -204,15 +204,6 @@ def test_an_edge_pick_extends_the_grid_until_it_is_bracketed(tmp_path, monkeypat
   assert one['grid_added'] == [] and not one['at_edge']
 
 
-def test_extend_grid_steps_on_the_1_3_ladder():
-  assert downstream_eval.extend_grid([1e-4, 3e-4, 1e-3], 1e-3) == 3e-3
-  assert downstream_eval.extend_grid([1e-4, 3e-4, 1e-3, 3e-3], 3e-3) == 1e-2
-  assert downstream_eval.extend_grid([3e-5, 1e-4, 3e-4], 3e-5) == 1e-5
-  assert downstream_eval.extend_grid([2e-5, 5e-5], 5e-5) == 1e-4  # x2.5 -> the ladder's 1e-4
-  assert downstream_eval.extend_grid([1e-4, 3e-4, 1e-3], 3e-4) is None
-  assert downstream_eval.extend_grid([1e-3], 1e-3) is None
-
-
 def test_stored_runs_of_other_settings_are_refused(tmp_path):
   run_dir = str(tmp_path / 'runs')
   downstream_eval.check_run_settings(run_dir, SETTINGS)
