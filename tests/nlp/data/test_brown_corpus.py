@@ -132,6 +132,20 @@ def test_tasks_read_only_held_out_documents(corpus):
     brown_corpus.load_task('brown_ner', corpus)
 
 
+def test_a_test_sentence_repeated_from_a_training_document_is_dropped(corpus):
+  parts = brown_corpus.split_documents(brown_corpus.read_categories(corpus))
+  before = brown_corpus.load_task('brown_pos', corpus)
+  train_doc, test_doc = parts['train'][0], parts['test'][0]
+  with open(os.path.join(corpus, train_doc), encoding='utf-8') as f:
+    repeated = f.read().split('\n\n')[0].strip()
+  with open(os.path.join(corpus, test_doc), 'a', encoding='utf-8') as f:
+    f.write('\n' + repeated.replace('The/at', 'THE/at') + '\n')  # differs in case only
+  appended = brown_corpus.read_document(os.path.join(corpus, test_doc))
+  assert len(appended) == 8 and appended[-1][0][0] == 'THE'  # the test document now has it
+  after = brown_corpus.load_task('brown_pos', corpus)
+  assert after == before  # dropped from test: its text is a training sentence's
+
+
 def test_pos_train_and_dev_are_a_seeded_sample_in_order(corpus, monkeypatch):
   every = brown_corpus.load_task('brown_pos', corpus)
   monkeypatch.setattr(brown_corpus, 'POS_SAMPLE', (('train', 5), ('dev', 4)))

@@ -113,6 +113,25 @@ def test_load_task_maps_labels_and_splits(tmp_path):
     downstream_data.load_task('pos', data_dir)
 
 
+def test_load_task_deduplicates_across_and_within_splits(tmp_path):
+  data_dir = make_data_dir(tmp_path / 'data')
+  path = os.path.join(data_dir, 'polarity-en-pang&lee2.csv')
+  rows = downstream_data.read_pattern_csv(path)
+  assert len(rows) == 40
+  # Every fourth sentence again, upper-cased with other punctuation: 10 normalised repeats.
+  rows += [(text.upper().replace(' .', ' !!'), label) for text, label in rows[::4]]
+  _write(path, ''.join(f'"{label}","{text}"\n' for text, label in rows))
+  mr = downstream_data.load_task('mr', data_dir)
+  keys = {name: [downstream_data.normalized_text(text) for text, _ in part]
+          for name, part in mr.items()}
+  assert sum(len(k) for k in keys.values()) == 40
+  every = [key for part in keys.values() for key in part]
+  assert len(set(every)) == len(every)  # no text twice, within or across splits
+  # The hedge file of make_data_dir repeats 10 sentences 4 times each.
+  hedge = downstream_data.load_task('hedge', data_dir)
+  assert sum(len(part) for part in hedge.values()) == 10
+
+
 def test_load_task_refuses_an_unknown_label(tmp_path):
   data_dir = make_data_dir(tmp_path / 'data')
   _write(os.path.join(data_dir, 'uncertainty-conll2010.csv'), '"1","a"\n"0","b"\n')
