@@ -11,6 +11,7 @@ Example:
 
 import ctypes
 import dataclasses
+import functools
 import glob
 import itertools
 import json
@@ -480,18 +481,21 @@ def cpu_model() -> str:
   return f'{cpu_info.read_cpu_info().line()} x {len(os.sched_getaffinity(0))}'
 
 
+def _architecture_yaml(arch: str) -> dict:
+  """The architecture's YAML (`ARCHITECTURES`), parsed afresh (the caller may change it)."""
+  import yaml  # Function-level: as above.
+  with open(os.path.join(REPO, ARCHITECTURES[arch])) as f:
+    return yaml.safe_load(f)
+
+
 def _yaml_model(cell: Cell) -> dict:
   """`task.model` of the cell's architecture YAML."""
-  import yaml  # Function-level: as above.
-  with open(os.path.join(REPO, ARCHITECTURES[cell.arch])) as f:
-    return yaml.safe_load(f)['task']['model']
+  return _architecture_yaml(cell.arch)['task']['model']
 
 
 def encoder_config(cell: Cell, vocab: str) -> dict:
   """The cell's encoder block: its architecture's YAML, our vocabulary, BERT packed if needed."""
-  import yaml  # Function-level: as above.
-  with open(os.path.join(REPO, ARCHITECTURES[cell.arch])) as f:
-    encoder = yaml.safe_load(f)['task']['model']['encoder']
+  encoder = _architecture_yaml(cell.arch)['task']['model']['encoder']
   encoder[encoder['type']]['vocab_size'] = _vocab_size(vocab)
   if cell.arch == 'bert' and DATA_RECIPES[cell.data].packed:
     encoder['bert']['packed_documents'] = True
@@ -803,6 +807,93 @@ def recipe_tests(runs: Mapping[str, Mapping[str, Any]], best: Mapping[str, str],
   return significance.welch_family(comparisons)
 
 
+@functools.lru_cache(maxsize=None)
+def own_variant(arch: str) -> Optional[OptimizerVariant]:
+  """The optimizer/regularisation an architecture's YAML brings, as an `OptimizerVariant`: its
+  AdamW beta_2 and epsilon (the optimizer config's defaults, 0.999 and 1e-7, where it is silent)
+  and its encoder dropout; None when the YAML's hidden and attention dropout differ.
+
+  Example:
+    >>> own_variant('modern'), own_variant('bert')
+    (OptimizerVariant(beta_2=0.98, dropout=0.0, epsilon=1e-06),
+     OptimizerVariant(beta_2=0.999, dropout=0.1, epsilon=1e-07))
+  """
+  config = _architecture_yaml(arch)
+  encoder = config['task']['model']['encoder']
+  fields = encoder[encoder['type']]
+  adamw = config['trainer']['optimizer_config']['optimizer'].get('adamw') or {}
+  dropout = float(fields.get('dropout_rate', 0.1))
+  if float(fields.get('attention_dropout_rate', 0.1)) != dropout:
+    return None
+  return OptimizerVariant(float(adamw.get('beta_2', 0.999)), dropout,
+                          float(adamw.get('epsilon', 1e-7)))
+
+
+def run_variant(result: Mapping[str, Any]) -> Optional[OptimizerVariant]:
+  """The optimizer setting a run trained with: its `variant`, else its architecture's own."""
+  variant = result.get('variant')
+  return OptimizerVariant(**variant) if variant else own_variant(result['arch'])
+
+
+def ablation_tests(runs: Mapping[str, Mapping[str, Any]],
+                   best: Mapping[str, str]) -> List[Dict[str, Any]]:
+  """The one-factor comparisons of the 2x2 ablation, at every optimizer setting (`run_variant`)
+  that all four cells have finished runs of, so that the YAMLs' own optimizers and dropout are not
+  counted as architecture or data: there each cell's best configuration (lowest mean in-domain
+  loss over its seeds) is taken, and compared per held-out set
+
+  - architecture: BERT's against the modern one, on each data recipe;
+  - data recipe: BERT's against the modern one, with each architecture;
+  - optimizer/regularisation: each cell's best configuration overall (`best`) against its best at
+    the shared setting, where they differ.
+
+  Welch's t-test of the seeds' losses with the 95% interval of the difference (A - B, negative: A
+  better), Holm-adjusted over every test returned; pairs with fewer than 2 seeds on a side are
+  left out.
+
+  Returns:
+    `[{'factor', 'setting', 'a', 'b', 'a_config', 'b_config', 'held_out', 'seeds_a', 'seeds_b',
+    'difference', 'low', 'high', 'p', 'p_holm'}]` (`a`, `b`: cell names; `*_config`: their
+    configurations' names; `setting`: 'beta2 / dropout / epsilon').
+
+  Example:
+    >>> [(t['factor'], t['a'], t['b']) for t in ablation_tests(runs, best_runs(runs))][:2]
+    [('architecture', 'bert-bert', 'modern-bert'), ('architecture', 'bert-modern', 'modern-modern')]
+  """
+  from official.nlp.tools import significance  # Function-level: numpy only, but in the package.
+  losses = {held_out: config_losses(runs, held_out) for held_out in HELD_OUT_SETS}
+  configs: Dict[OptimizerVariant, Dict[str, set]] = {}
+  for name, result in runs.items():
+    variant = run_variant(result)
+    if variant is not None:
+      configs.setdefault(variant, {}).setdefault(result['cell'], set()).add(
+          result.get('config', name))
+
+  def best_of(names: set) -> str:
+    return min(sorted(names), key=lambda c: _mean(losses['in_domain'].get(c) or [math.inf]))
+
+  comparisons = []
+  for variant, cells in sorted(configs.items(), key=lambda item: dataclasses.astuple(item[0])):
+    if set(cells) != {cell.name for cell in CELLS}:
+      continue
+    chosen = {cell: best_of(names) for cell, names in cells.items()}
+    setting = f'{variant.beta_2:g} / {variant.dropout:g} / {variant.epsilon:g}'
+    pairs = [('architecture', f'bert-{data}', f'modern-{data}') for data in DATA_RECIPES]
+    pairs += [('data recipe', f'{arch}-bert', f'{arch}-modern') for arch in ARCHITECTURES]
+    pairs = [(factor, a, chosen[a], b, chosen[b]) for factor, a, b in pairs]
+    for cell in (cell.name for cell in CELLS):
+      overall = runs[best[cell]].get('config', best[cell]) if cell in best else None
+      if overall is not None and overall != chosen[cell]:
+        pairs.append(('optimizer/regularisation', cell, overall, cell, chosen[cell]))
+    for held_out in HELD_OUT_SETS:
+      for factor, a, a_config, b, b_config in pairs:
+        la, lb = losses[held_out].get(a_config, []), losses[held_out].get(b_config, [])
+        comparisons.append((dict(factor=factor, setting=setting, a=a, b=b,
+                                 a_config=a_config, b_config=b_config, held_out=held_out,
+                                 seeds_a=len(la), seeds_b=len(lb)), la, lb))
+  return significance.welch_family(comparisons)
+
+
 def _number(value: Optional[float], fmt: str) -> str:
   if value is None or (isinstance(value, float) and math.isnan(value)):
     return 'n/a'
@@ -905,7 +996,8 @@ def markdown_report(results: Mapping[str, Any]) -> str:
       lines.append(f"| {_cell_label(test['a'])} | {_cell_label(test['b'])} | "
                    f"{_SET_LABELS[test['held_out']]} | {test['seeds_a']} / {test['seeds_b']} | "
                    f"{test['difference']:+.3f} | [{test['low']:+.3f}, {test['high']:+.3f}] | "
-                   f"{test['p_holm']:.4f} |")
+                   f"{_p_value(test['p_holm'])} |")
+  lines += _ablation_lines(results.get('ablation_tests') or [])
   downstream = results.get('downstream')
   if downstream and downstream.get('markdown'):
     lines += ['', '### Downstream (the best run of each cell named)', '', downstream['markdown']]
@@ -913,6 +1005,30 @@ def markdown_report(results: Mapping[str, Any]) -> str:
 
 
 _SET_LABELS = {'in_domain': 'in-domain', 'ood': 'out-of-domain'}
+
+
+def _p_value(p: float) -> str:
+  """'0.0120'; '< 0.0001' below that."""
+  return '< 0.0001' if p < 1e-4 else f'{p:.4f}'
+
+
+def _ablation_lines(tests: Sequence[Dict[str, Any]]) -> List[str]:
+  """The markdown table of `ablation_tests` (none without tests)."""
+  if not tests:
+    return []
+  lines = ['', '### The ablation, one factor at a time (at an optimizer setting all cells ran)',
+           '', 'Each cell\'s best configuration at the setting named (beta2 / dropout / AdamW '
+           'epsilon); optimizer/regularisation: the cell\'s best configuration overall against '
+           'that one. Welch\'s t-test over the seeds\' held-out losses, 95% interval of the '
+           'difference (A - B, negative: A better), p Holm-adjusted over this table.', '',
+           '| factor | setting | A | B | held-out set | seeds | A - B (loss) | 95% interval | '
+           'p (Holm) |', '|---|---|---|---|---|---|---|---|---|']
+  for test in tests:
+    lines.append(f"| {test['factor']} | {test['setting']} | {test['a_config']} | "
+                 f"{test['b_config']} | {_SET_LABELS[test['held_out']]} | "
+                 f"{test['seeds_a']} / {test['seeds_b']} | {test['difference']:+.3f} | "
+                 f"[{test['low']:+.3f}, {test['high']:+.3f}] | {_p_value(test['p_holm'])} |")
+  return lines
 
 
 def _cell_label(name: str) -> str:
@@ -1168,7 +1284,7 @@ def build_table(config: SweepConfig) -> Dict[str, Any]:
   cpu = read_json(os.path.join(config.work_dir, 'cpu.json'))
   if cpu is None:
     write_json(os.path.join(config.work_dir, 'cpu.json'), cpu_model())
-  elif cpu != cpu_model():
+  elif config.train and cpu != cpu_model():  # Fine-tuning alone is not timed.
     print(f'warning: {config.work_dir} was started on {cpu}, this is {cpu_model()}: the '
           'run times (the steps a budget bought) are that machine\'s; runs made here are '
           'not timed alike', file=sys.stderr)
@@ -1184,7 +1300,8 @@ def build_table(config: SweepConfig) -> Dict[str, Any]:
                   cpu=read_json(os.path.join(config.work_dir, 'cpu.json')))
   results = dict(settings=settings, context_free=free, runs=runs, best=best, failed=failed,
                  recipe_tests=recipe_tests(runs, best,
-                                           [cell.name for cell in config.downstream_cells]))
+                                           [cell.name for cell in config.downstream_cells]),
+                 ablation_tests=ablation_tests(runs, best))
   if config.train:
     ready = all(Run(cell, rate, seed, variant).name in runs for cell in config.downstream_cells
                 for rate in config.learning_rates for variant in config.optimizer_variants

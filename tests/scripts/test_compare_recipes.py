@@ -508,6 +508,80 @@ def test_best_configuration_by_the_mean_over_seeds_and_recipe_tests():
   assert sweep.recipe_tests(single, sweep.best_runs(single), ['bert-bert', 'modern-modern']) == []
 
 
+def test_own_variant_reads_each_architecture_yaml(tmp_path, monkeypatch):
+  assert sweep.own_variant('bert') == sweep.OptimizerVariant(0.999, 0.1, 1e-7)  # AdamW defaults
+  assert sweep.own_variant('modern') == sweep.OptimizerVariant(0.98, 0.0, 1e-6)
+  config = yaml.safe_load(open(os.path.join(ROOT, sweep.ARCHITECTURES['bert'])))
+  config['task']['model']['encoder']['bert']['attention_dropout_rate'] = 0.0
+  path = tmp_path / 'mixed_dropout.yaml'
+  path.write_text(yaml.safe_dump(config))
+  monkeypatch.setitem(sweep.ARCHITECTURES, 'bert', str(path))
+  sweep.own_variant.cache_clear()
+  try:
+    assert sweep.own_variant('bert') is None  # not one variant: 0.1 hidden, 0 attention
+  finally:
+    sweep.own_variant.cache_clear()
+
+
+def _variant_runs(losses_by_config):
+  """Runs of `{(cell, rate, variant or None): [in-domain loss of each seed]}`; OOD = loss + 1."""
+  runs = {}
+  for (cell, rate, variant), losses in losses_by_config.items():
+    for seed, loss in enumerate(losses):
+      run = sweep.Run(cell, rate, seed, variant)
+      result = _result(cell, rate, loss, ood=loss + 1)
+      result.update(name=run.name, config=run.config_name, seed=seed,
+                    variant=dataclasses.asdict(variant) if variant else None)
+      runs[run.name] = result
+  return runs
+
+
+def test_ablation_tests_compare_cells_at_the_optimizer_setting_they_share():
+  bb, bm, mb, mm = sweep.CELLS
+  common = sweep.OptimizerVariant(0.98, 0.0)  # the modern YAML's own setting
+  tuned = sweep.OptimizerVariant(0.98, 0.1)
+  losses = {(bb, 1e-3, tuned): [6.25, 6.24, 6.26],  # BERT's best overall
+            (bb, 1e-3, common): [6.27, 6.26, 6.29],
+            (bb, 3e-3, common): [6.35],
+            (bb, 1e-3, sweep.OptimizerVariant(0.999, 0.1)): [6.30],
+            (bm, 1e-3, common): [5.5, 5.6, 5.4],
+            (mb, 3e-3, common): [4.9, 5.0, 4.8],
+            (mm, 3e-3, None): [4.6, 4.7, 4.65]}  # its own optimizer: the common setting
+  runs = _variant_runs(losses)
+  best = sweep.best_runs(runs)
+  tests = sweep.ablation_tests(runs, best)
+
+  def name(cell, rate, variant=None):
+    return sweep.Run(cell, rate, 0, variant).config_name
+
+  expected = [('architecture', name(bb, 1e-3, common), name(mb, 3e-3, common)),
+              ('architecture', name(bm, 1e-3, common), name(mm, 3e-3)),
+              ('data recipe', name(bb, 1e-3, common), name(bm, 1e-3, common)),
+              ('data recipe', name(mb, 3e-3, common), name(mm, 3e-3)),
+              ('optimizer/regularisation', name(bb, 1e-3, tuned), name(bb, 1e-3, common))]
+  assert [(t['factor'], t['a_config'], t['b_config']) for t in tests] == expected * 2
+  assert [t['held_out'] for t in tests] == ['in_domain'] * 5 + ['ood'] * 5
+  assert {t['setting'] for t in tests} == {'0.98 / 0 / 1e-06'}
+  assert [(t['seeds_a'], t['seeds_b']) for t in tests[:5]] == [(3, 3)] * 5
+  for test, (a, b) in ((tests[0], ([6.27, 6.26, 6.29], [4.9, 5.0, 4.8])),
+                       (tests[8], ([5.9, 6.0, 5.8], [5.6, 5.7, 5.65]))):  # in-domain; OOD
+    welch = significance.welch_t_test(a, b)
+    assert (test['difference'], test['low'], test['high'], test['p']) == pytest.approx(
+        (welch['difference'], welch['low'], welch['high'], welch['p']))
+  assert [t['p_holm'] for t in tests] == significance.holm_adjust([t['p'] for t in tests])
+  report = sweep.markdown_report(dict(_results(), runs=runs, best=best, ablation_tests=tests))
+  assert '### The ablation, one factor at a time' in report
+  row = next(line for line in report.splitlines() if line.startswith('| data recipe | 0.98'))
+  assert row.startswith(f"| data recipe | 0.98 / 0 / 1e-06 | {name(bb, 1e-3, common)} | "
+                        f"{name(bm, 1e-3, common)} | in-domain | 3 / 3 | +0.773 |")
+  p_holm = tests[2]['p_holm']
+  assert row.endswith(' | < 0.0001 |' if p_holm < 1e-4 else f' | {p_holm:.4f} |')
+  # Without a finished run of every cell at one setting there is no ablation to test.
+  del losses[(mm, 3e-3, None)]
+  runs = _variant_runs(losses)
+  assert sweep.ablation_tests(runs, sweep.best_runs(runs)) == []
+
+
 def test_budget_plan_default_without_a_checkpoint(tmp_path):
   assert sweep.budget_plan(str(tmp_path / 'none'), default=0) == 0
   assert sweep.budget_plan(str(tmp_path), 'spent_seconds', default=0.0) == 0.0
