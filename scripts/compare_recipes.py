@@ -90,7 +90,11 @@ from typing import Any, Dict, List, Optional, Sequence
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from scripts import recipe_sweep as sweep  # pylint: disable=wrong-import-position
+# pylint: disable=wrong-import-position
+from official.common import quiet  # first: hides TensorFlow's start-up lines (--verbose keeps them)
+quiet.quiet_cli(__name__)  # and shows the progress of the fine-tuning step (its logging lines)
+from scripts import recipe_sweep as sweep
+# pylint: enable=wrong-import-position
 
 
 def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
