@@ -811,7 +811,8 @@ def recipe_tests(runs: Mapping[str, Mapping[str, Any]], best: Mapping[str, str],
 def own_variant(arch: str) -> Optional[OptimizerVariant]:
   """The optimizer/regularisation an architecture's YAML brings, as an `OptimizerVariant`: its
   AdamW beta_2 and epsilon (the optimizer config's defaults, 0.999 and 1e-7, where it is silent)
-  and its encoder dropout; None when the YAML's hidden and attention dropout differ.
+  and its encoder dropout; None when that is not one variant: another optimizer than AdamW, the
+  dropout rates not both given, or the hidden and attention dropout different.
 
   Example:
     >>> own_variant('modern'), own_variant('bert')
@@ -821,11 +822,12 @@ def own_variant(arch: str) -> Optional[OptimizerVariant]:
   config = _architecture_yaml(arch)
   encoder = config['task']['model']['encoder']
   fields = encoder[encoder['type']]
-  adamw = config['trainer']['optimizer_config']['optimizer'].get('adamw') or {}
-  dropout = float(fields.get('dropout_rate', 0.1))
-  if float(fields.get('attention_dropout_rate', 0.1)) != dropout:
+  optimizer = config['trainer']['optimizer_config']['optimizer']
+  rates = {fields.get('dropout_rate'), fields.get('attention_dropout_rate')}
+  if optimizer.get('type') != 'adamw' or len(rates) != 1 or None in rates:
     return None
-  return OptimizerVariant(float(adamw.get('beta_2', 0.999)), dropout,
+  adamw = optimizer.get('adamw') or {}
+  return OptimizerVariant(float(adamw.get('beta_2', 0.999)), float(rates.pop()),
                           float(adamw.get('epsilon', 1e-7)))
 
 

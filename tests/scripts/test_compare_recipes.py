@@ -519,6 +519,10 @@ def test_own_variant_reads_each_architecture_yaml(tmp_path, monkeypatch):
   sweep.own_variant.cache_clear()
   try:
     assert sweep.own_variant('bert') is None  # not one variant: 0.1 hidden, 0 attention
+    del config['task']['model']['encoder']['bert']['attention_dropout_rate']
+    path.write_text(yaml.safe_dump(config))
+    sweep.own_variant.cache_clear()
+    assert sweep.own_variant('bert') is None  # one rate left to the encoder's default
   finally:
     sweep.own_variant.cache_clear()
 
