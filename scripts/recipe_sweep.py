@@ -775,7 +775,7 @@ def best_runs(runs: Mapping[str, Mapping[str, Any]]) -> Dict[str, str]:
     if config not in losses:
       continue
     current = best.get(result['cell'])
-    current_config = runs[current].get('config', current) if current else None
+    current_config = _config_of(runs, current) if current else None
     if current is None or (current_config != config and
                            _mean(losses[config]) < _mean(losses[current_config])):
       best[result['cell']] = name
@@ -794,17 +794,28 @@ def recipe_tests(runs: Mapping[str, Mapping[str, Any]], best: Mapping[str, str],
     (difference: a's mean loss - b's; negative = a better).
   """
   from official.nlp.tools import significance  # Function-level: numpy only, but in the package.
+  pairs = [(dict(a=a, b=b), _config_of(runs, best[a]), _config_of(runs, best[b]))
+           for i, a in enumerate(cells) for b in cells[i + 1:] if a in best and b in best]
+  return significance.welch_family(_loss_comparisons(runs, pairs))
+
+
+def _config_of(runs: Mapping[str, Mapping[str, Any]], name: str) -> str:
+  """The configuration (the run without its seed) of the run called `name`."""
+  return runs[name].get('config', name)
+
+
+def _loss_comparisons(runs: Mapping[str, Mapping[str, Any]],
+                      pairs: Sequence[Tuple[Dict[str, Any], str, str]]) -> List[tuple]:
+  """`significance.welch_family`'s input: per held-out set, each `(fields, config a, config b)`
+  of `pairs` with the seeds' losses of either side (`fields` + `held_out`, `seeds_a`, `seeds_b`)."""
   comparisons = []
   for held_out in HELD_OUT_SETS:
     losses = config_losses(runs, held_out)
-    for i, a in enumerate(cells):
-      for b in cells[i + 1:]:
-        if a in best and b in best:
-          la = losses.get(runs[best[a]].get('config', best[a]), [])
-          lb = losses.get(runs[best[b]].get('config', best[b]), [])
-          comparisons.append((dict(a=a, b=b, held_out=held_out, seeds_a=len(la),
-                                   seeds_b=len(lb)), la, lb))
-  return significance.welch_family(comparisons)
+    for fields, a_config, b_config in pairs:
+      la, lb = losses.get(a_config, []), losses.get(b_config, [])
+      comparisons.append((dict(fields, held_out=held_out, seeds_a=len(la), seeds_b=len(lb)),
+                          la, lb))
+  return comparisons
 
 
 @functools.lru_cache(maxsize=None)
@@ -841,8 +852,8 @@ def ablation_tests(runs: Mapping[str, Mapping[str, Any]],
                    best: Mapping[str, str]) -> List[Dict[str, Any]]:
   """The one-factor comparisons of the 2x2 ablation, at every optimizer setting (`run_variant`)
   that all four cells have finished runs of, so that the YAMLs' own optimizers and dropout are not
-  counted as architecture or data: there each cell's best configuration (lowest mean in-domain
-  loss over its seeds) is taken, and compared per held-out set
+  counted as architecture or data: there each cell's best configuration (`best_runs` of its runs
+  at that setting) is taken, and compared per held-out set
 
   - architecture: BERT's against the modern one, on each data recipe;
   - data recipe: BERT's against the modern one, with each architecture;
@@ -863,37 +874,25 @@ def ablation_tests(runs: Mapping[str, Mapping[str, Any]],
     [('architecture', 'bert-bert', 'modern-bert'), ('architecture', 'bert-modern', 'modern-modern')]
   """
   from official.nlp.tools import significance  # Function-level: numpy only, but in the package.
-  losses = {held_out: config_losses(runs, held_out) for held_out in HELD_OUT_SETS}
-  configs: Dict[OptimizerVariant, Dict[str, set]] = {}
-  for name, result in runs.items():
-    variant = run_variant(result)
-    if variant is not None:
-      configs.setdefault(variant, {}).setdefault(result['cell'], set()).add(
-          result.get('config', name))
-
-  def best_of(names: set) -> str:
-    return min(sorted(names), key=lambda c: _mean(losses['in_domain'].get(c) or [math.inf]))
-
-  comparisons = []
-  for variant, cells in sorted(configs.items(), key=lambda item: dataclasses.astuple(item[0])):
-    if set(cells) != {cell.name for cell in CELLS}:
+  variants = {run_variant(result) for result in runs.values()} - {None}
+  pairs = []
+  for variant in sorted(variants, key=dataclasses.astuple):
+    at_variant = best_runs({name: result for name, result in runs.items()
+                            if run_variant(result) == variant})
+    if len(at_variant) != len(CELLS):
       continue
-    chosen = {cell: best_of(names) for cell, names in cells.items()}
+    chosen = {cell: _config_of(runs, name) for cell, name in at_variant.items()}
     setting = f'{variant.beta_2:g} / {variant.dropout:g} / {variant.epsilon:g}'
-    pairs = [('architecture', f'bert-{data}', f'modern-{data}') for data in DATA_RECIPES]
-    pairs += [('data recipe', f'{arch}-bert', f'{arch}-modern') for arch in ARCHITECTURES]
-    pairs = [(factor, a, chosen[a], b, chosen[b]) for factor, a, b in pairs]
-    for cell in (cell.name for cell in CELLS):
-      overall = runs[best[cell]].get('config', best[cell]) if cell in best else None
-      if overall is not None and overall != chosen[cell]:
-        pairs.append(('optimizer/regularisation', cell, overall, cell, chosen[cell]))
-    for held_out in HELD_OUT_SETS:
-      for factor, a, a_config, b, b_config in pairs:
-        la, lb = losses[held_out].get(a_config, []), losses[held_out].get(b_config, [])
-        comparisons.append((dict(factor=factor, setting=setting, a=a, b=b,
-                                 a_config=a_config, b_config=b_config, held_out=held_out,
-                                 seeds_a=len(la), seeds_b=len(lb)), la, lb))
-  return significance.welch_family(comparisons)
+    factors = [('architecture', f'bert-{data}', f'modern-{data}') for data in DATA_RECIPES]
+    factors += [('data recipe', f'{arch}-bert', f'{arch}-modern') for arch in ARCHITECTURES]
+    sides = [(factor, a, chosen[a], b, chosen[b]) for factor, a, b in factors]
+    sides += [('optimizer/regularisation', cell, _config_of(runs, best[cell]), cell, config)
+              for cell, config in chosen.items()
+              if cell in best and _config_of(runs, best[cell]) != config]
+    pairs += [(dict(factor=factor, setting=setting, a=a, b=b, a_config=a_config,
+                    b_config=b_config), a_config, b_config)
+              for factor, a, a_config, b, b_config in sides]
+  return significance.welch_family(_loss_comparisons(runs, pairs))
 
 
 def _number(value: Optional[float], fmt: str) -> str:
@@ -987,6 +986,7 @@ def markdown_report(results: Mapping[str, Any]) -> str:
     row('in-domain loss below the context-free predictor',
         ['yes' if (run['held_out']['in_domain']['lm_example_loss'] or math.inf)
          < free['in_domain']['lm_example_loss'] else '**no**' for run in chosen])
+  from official.nlp.tools import significance  # Function-level: as in `recipe_tests`.
   tests = results.get('recipe_tests') or []
   if tests:
     lines += ['', '### Recipes over pretraining seeds (best configuration of each)', '',
@@ -998,7 +998,7 @@ def markdown_report(results: Mapping[str, Any]) -> str:
       lines.append(f"| {_cell_label(test['a'])} | {_cell_label(test['b'])} | "
                    f"{_SET_LABELS[test['held_out']]} | {test['seeds_a']} / {test['seeds_b']} | "
                    f"{test['difference']:+.3f} | [{test['low']:+.3f}, {test['high']:+.3f}] | "
-                   f"{_p_value(test['p_holm'])} |")
+                   f"{significance.format_p(test['p_holm'])} |")
   lines += _ablation_lines(results.get('ablation_tests') or [])
   downstream = results.get('downstream')
   if downstream and downstream.get('markdown'):
@@ -1009,15 +1009,11 @@ def markdown_report(results: Mapping[str, Any]) -> str:
 _SET_LABELS = {'in_domain': 'in-domain', 'ood': 'out-of-domain'}
 
 
-def _p_value(p: float) -> str:
-  """'0.0120'; '< 0.0001' below that."""
-  return '< 0.0001' if p < 1e-4 else f'{p:.4f}'
-
-
 def _ablation_lines(tests: Sequence[Dict[str, Any]]) -> List[str]:
   """The markdown table of `ablation_tests` (none without tests)."""
   if not tests:
     return []
+  from official.nlp.tools import significance  # Function-level: as in `recipe_tests`.
   lines = ['', '### The ablation, one factor at a time (at an optimizer setting all cells ran)',
            '', 'Each cell\'s best configuration at the setting named (beta2 / dropout / AdamW '
            'epsilon); optimizer/regularisation: the cell\'s best configuration overall against '
@@ -1029,7 +1025,8 @@ def _ablation_lines(tests: Sequence[Dict[str, Any]]) -> List[str]:
     lines.append(f"| {test['factor']} | {test['setting']} | {test['a_config']} | "
                  f"{test['b_config']} | {_SET_LABELS[test['held_out']]} | "
                  f"{test['seeds_a']} / {test['seeds_b']} | {test['difference']:+.3f} | "
-                 f"[{test['low']:+.3f}, {test['high']:+.3f}] | {_p_value(test['p_holm'])} |")
+                 f"[{test['low']:+.3f}, {test['high']:+.3f}] | "
+                 f"{significance.format_p(test['p_holm'])} |")
   return lines
 
 
@@ -1229,7 +1226,7 @@ def downstream(work_dir: str, runs: Mapping[str, Any], best: Mapping[str, str],
   models, groups, controls, controlled, rate_from = {}, {}, {}, [], {}
   for cell_name, name in best.items():
     cell = _cell(cell_name)
-    config = runs[name].get('config', name)
+    config = _config_of(runs, name)
     group = []
     for result in sorted((r for r in runs.values() if r.get('config', r['name']) == config),
                          key=lambda r: r.get('seed', 0)):

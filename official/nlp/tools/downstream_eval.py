@@ -692,14 +692,8 @@ def run_level_markdown(tests: Sequence[Dict[str, Any]]) -> str:
     runs_b = 'deterministic' if t['runs_b'] is None else t['runs_b']
     lines.append(f"| {t['task']} | {t['a']} | {t['b']} | {t['runs_a']} / {runs_b} | "
                  f"{100 * t['difference']:+.2f} | {_interval(t['low'], t['high'])} | "
-                 f"{_format_p(t['p_holm'])} |")
+                 f"{significance.format_p(t['p_holm'])} |")
   return '\n'.join(lines) + '\n'
-
-
-def _format_p(p: Optional[float]) -> str:
-  if p is None:
-    return 'n/a'
-  return '< 0.0001' if p < 1e-4 else f'{p:.4f}'
 
 
 _TESTS_NOTE = ('Differences in points with 95% intervals: over seeds, Student\'s t of the paired '
@@ -714,9 +708,9 @@ def _test_lines(tests: Sequence[Dict[str, Any]]) -> List[str]:
   for test in tests:
     lines.append(f'| {test["a"]} | {test["b"]} | {100 * test["difference"]:+.2f} | '
                  f'{_interval(test["seeds_low"], test["seeds_high"])} | '
-                 f'{_format_p(test["p_seeds_holm"])} | '
+                 f'{significance.format_p(test["p_seeds_holm"])} | '
                  f'{_interval(test["examples_low"], test["examples_high"])} | '
-                 f'{_format_p(test["p_examples_holm"])} |')
+                 f'{significance.format_p(test["p_examples_holm"])} |')
   return lines
 
 

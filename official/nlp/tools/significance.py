@@ -28,7 +28,7 @@ Example:
 import itertools
 import math
 import numbers
-from typing import Any, Dict, Hashable, List, Sequence, Tuple, Union
+from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -337,3 +337,15 @@ def welch_family(comparisons: Sequence[Tuple[Dict[str, Any], Sequence[float],
   for test, p in zip(tests, holm_adjust([t['p'] for t in tests])):
     test['p_holm'] = p
   return tests
+
+
+def format_p(p: Optional[float]) -> str:
+  """A p-value for a table: four decimals, '< 0.0001' below that, 'n/a' for None.
+
+  Example:
+    >>> format_p(0.01202), format_p(3e-5), format_p(None)
+    ('0.0120', '< 0.0001', 'n/a')
+  """
+  if p is None:
+    return 'n/a'
+  return '< 0.0001' if p < 1e-4 else f'{p:.4f}'

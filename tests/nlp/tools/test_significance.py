@@ -159,3 +159,9 @@ def test_welch_family_skips_small_samples_and_holm_adjusts():
   assert (tests[0]['difference'], tests[0]['p']) == pytest.approx((single['difference'],
                                                                    single['p']))
   assert [t['p_holm'] for t in tests] == significance.holm_adjust([t['p'] for t in tests])
+
+
+@pytest.mark.parametrize('p, text', [(0.01202, '0.0120'), (1e-4, '0.0001'), (9.9e-5, '< 0.0001'),
+                                     (None, 'n/a')])
+def test_format_p_for_tables(p, text):
+  assert significance.format_p(p) == text
