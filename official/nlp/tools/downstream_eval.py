@@ -40,7 +40,7 @@ import logging
 import math
 import os
 import time
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -624,7 +624,8 @@ def subset_table(rows: Sequence[Dict[str, Any]], baselines: Mapping[str, Dict[st
   the title-like items, whose label the surface gives away), with their paired tests.
 
   Returns:
-    `size`, `rows` (`{row: {'mean', 'std'}}`, std over seeds; None for a baseline) and `tests`.
+    `size`, `rows` (`{row: {'mean', 'std', 'scores'}}`: std and the per-seed `scores` over
+    seeds; a baseline has std None and no scores) and `tests`.
   """
   index = [i for i, k in enumerate(keep) if k]
 
@@ -636,7 +637,8 @@ def subset_table(rows: Sequence[Dict[str, Any]], baselines: Mapping[str, Dict[st
     table[f'{name} (baseline)'] = dict(mean=accuracy(value['correct']), std=None)
   for row in rows:
     scores = [accuracy(correct) for correct in row['seed_correct']]
-    table[row['row']] = dict(mean=float(np.mean(scores)), std=float(np.std(scores, ddof=1)))
+    table[row['row']] = dict(mean=float(np.mean(scores)), std=float(np.std(scores, ddof=1)),
+                             scores=scores)
     scored.append(dict(row=row['row'], scores=scores, mean=float(np.mean(scores)),
                        correct=[row['correct'][i] for i in index]))
   bag = baselines['bag_of_words']
@@ -657,7 +659,9 @@ def run_level_tests(report: Mapping[str, Any], groups: Mapping[str, Sequence[str
       runs (its fine-tuning seeds as the sample).
 
   Each recipe is also compared with the task's bag-of-words baseline (deterministic: the
-  one-sample t-test of the recipe's runs against its score; `runs_b` None).
+  one-sample t-test of the recipe's runs against its score; `runs_b` None). A task's subsets
+  (`subset_table`'s, e.g. hedge without the title-like items) are compared the same way, as the
+  task `'<task>, <subset>'`.
 
   Returns:
     Per task and pair: `task`, `a`, `b`, `runs_a`, `runs_b`, `difference` (points of the task's
@@ -665,8 +669,7 @@ def run_level_tests(report: Mapping[str, Any], groups: Mapping[str, Sequence[str
     returned). Pairs with fewer than 2 values a side are left out.
   """
   comparisons = []
-  for task_name, task in report['tasks'].items():
-    rows = {row['row']: row for row in task['rows']}
+  for task_name, rows, bag_of_words in _scored_tables(report):
     samples = {recipe: [rows[name]['mean'] for name in names if name in rows]
                for recipe, names in groups.items()}
     pairs = [(a, b, samples[a], samples[b]) for i, a in enumerate(groups)
@@ -674,14 +677,28 @@ def run_level_tests(report: Mapping[str, Any], groups: Mapping[str, Sequence[str
     for recipe, control in (controls or {}).items():
       if control in rows:
         pairs.append((recipe, control, samples[recipe], rows[control]['scores']))
-    bag_of_words = task.get('baselines', {}).get('bag_of_words')
-    if bag_of_words:
-      pairs += [(recipe, 'bag_of_words (baseline)', samples[recipe], float(bag_of_words['test']))
+    if bag_of_words is not None:
+      pairs += [(recipe, 'bag_of_words (baseline)', samples[recipe], float(bag_of_words))
                 for recipe in groups]
     comparisons += [(dict(task=task_name, a=a, b=b, runs_a=len(xa),
                           runs_b=None if isinstance(xb, float) else len(xb)), xa, xb)
                     for a, b, xa, xb in pairs]
   return significance.welch_family(comparisons)
+
+
+def _scored_tables(report: Mapping[str, Any]
+                   ) -> Iterator[Tuple[str, Dict[str, Dict[str, Any]], Optional[float]]]:
+  """`(name, {row: {'mean', 'scores'}}, bag-of-words score or None)` of each task of `report`,
+  then of each of its subsets (named `'<task>, <subset>'`; rows from before subsets kept their
+  per-seed scores have none and are left out)."""
+  for task_name, task in report['tasks'].items():
+    bag_of_words = task.get('baselines', {}).get('bag_of_words')
+    yield (task_name, {row['row']: row for row in task['rows']},
+           None if bag_of_words is None else bag_of_words['test'])
+    for subset_name, subset in task.get('subsets', {}).items():
+      rows = {name: value for name, value in subset['rows'].items() if 'scores' in value}
+      bag = subset['rows'].get('bag_of_words (baseline)')
+      yield f'{task_name}, {subset_name}', rows, None if bag is None else bag['mean']
 
 
 def run_level_markdown(tests: Sequence[Dict[str, Any]]) -> str:

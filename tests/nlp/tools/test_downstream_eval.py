@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 
+import numpy as np
 import pytest
 
 from official.modeling import custom_gradient_release
@@ -263,7 +264,9 @@ def test_subset_table_scores_the_kept_items():
   baselines = {'majority': dict(correct=[1, 1, 0, 0]), 'bag_of_words': dict(correct=[0, 1, 1, 1])}
   table = downstream_eval.subset_table(rows, baselines, [False, True, True, True])
   assert table['size'] == 3
-  assert table['rows']['a'] == dict(mean=pytest.approx(2 / 3), std=pytest.approx(0.0))
+  assert table['rows']['a'] == dict(mean=pytest.approx(2 / 3), std=pytest.approx(0.0),
+                                    scores=pytest.approx([2 / 3, 2 / 3]))
+  assert table['rows']['b']['scores'] == pytest.approx([0.0, 1 / 3])
   assert table['rows']['b']['mean'] == pytest.approx(1 / 6)
   assert table['rows']['majority (baseline)'] == dict(mean=pytest.approx(1 / 3), std=None)
   assert [(t['a'], t['b']) for t in table['tests']] == [
@@ -360,6 +363,35 @@ def test_run_level_tests_compare_recipes_over_pretraining_seeds():
       (one_sample['difference'], one_sample['low'], one_sample['p']))
   assert '| mr | A | bag_of_words (baseline) | 3 / deterministic | +2.00 |' in (
       downstream_eval.run_level_markdown(tests))
+
+
+def test_run_level_tests_cover_a_tasks_subsets():
+  # hedge's table without the title-like items: each recipe's runs scored on the kept items.
+  seed_correct = {'a0': [[1, 1, 0, 1]] * 2, 'a1': [[1, 1, 1, 0]] * 2, 'a2': [[0, 1, 1, 1]] * 2,
+                  'b0': [[1, 0, 0, 0]] * 2, 'b1': [[1, 0, 1, 0]] * 2, 'b2': [[0, 0, 0, 1]] * 2,
+                  'a0 (random init)': [[1, 0, 0, 1], [1, 1, 0, 0]]}
+  rows = [dict(row=name, seed_correct=c, correct=list(np.mean(c, axis=0)))
+          for name, c in seed_correct.items()]
+  baselines = {'bag_of_words': dict(correct=[1, 1, 0, 0])}
+  keep = [False, True, True, True]
+  subset = downstream_eval.subset_table(rows, baselines, keep)
+  full_rows = [dict(row=r['row'], mean=float(np.mean(r['correct'])),
+                    scores=[float(np.mean(c)) for c in r['seed_correct']]) for r in rows]
+  report = {'tasks': {'hedge': dict(rows=full_rows, baselines={'bag_of_words': dict(test=0.5)},
+                                    subsets={'no titles': subset})}}
+  tests = downstream_eval.run_level_tests(
+      report, {'A': ['a0', 'a1', 'a2'], 'B': ['b0', 'b1', 'b2']}, {'A': 'a0 (random init)'})
+  kept = [t for t in tests if t['task'] == 'hedge, no titles']
+  assert [(t['a'], t['b'], t['runs_b']) for t in kept] == [
+      ('A', 'B', 3), ('A', 'a0 (random init)', 2), ('A', 'bag_of_words (baseline)', None),
+      ('B', 'bag_of_words (baseline)', None)]
+  # Kept items 1-3: A's runs 2/3, 2/3, 1; B's 0, 1/3, 1/3; the control 1/3 and 1/3; BoW 1/3.
+  welch = significance.welch_t_test([2 / 3, 2 / 3, 1], [0, 1 / 3, 1 / 3])
+  assert (kept[0]['difference'], kept[0]['low'], kept[0]['p']) == pytest.approx(
+      (welch['difference'], welch['low'], welch['p']))
+  assert kept[3]['difference'] == pytest.approx(2 / 9 - 1 / 3)
+  assert len(tests) == 8  # the full task's four and the subset's four, one Holm family
+  assert [t['p_holm'] for t in tests] == significance.holm_adjust([t['p'] for t in tests])
 
 
 def test_random_init_controls_only_for_the_models_named(tmp_path, monkeypatch, tiny):
