@@ -189,6 +189,39 @@ def load_task(name: str, data_dir: str) -> Dict[str, list]:
   return splits
 
 
+def test_documents(name: str, data_dir: str, test_examples: Sequence) -> List[str]:
+  """The Brown document each of a task's test examples (`load_task(name, ...)['test']`) comes
+  from: the unit of the item-level tests, since one document's passages share their genre and
+  its sentences their author.
+
+  Raises:
+    ValueError: an example that no test document contains.
+
+  Example:
+    >>> splits = load_task('brown_genre', data_dir)  # doctest: +SKIP
+    >>> len(set(test_documents('brown_genre', data_dir, splits['test'])))  # doctest: +SKIP
+    33
+  """
+  if name not in ('brown_genre', 'brown_pos'):
+    raise ValueError(f'unknown Brown task {name!r}; expected brown_genre or brown_pos')
+  data_dir = os.path.expanduser(data_dir)
+  document_of = {}
+  for doc in split_documents(read_categories(data_dir))['test']:
+    sentences = read_document(os.path.join(data_dir, doc))
+    keys = ([tuple(words) for words, _ in sentences] if name == 'brown_pos'
+            else passages(sentences))
+    for key in keys:
+      document_of.setdefault(key, doc)
+  documents = []
+  for example in test_examples:
+    key = tuple(example[0]) if name == 'brown_pos' else example[0]
+    if key not in document_of:
+      raise ValueError(f'{data_dir}: test example {str(example[0])[:60]!r} of {name} is in no '
+                       'test document')
+    documents.append(document_of[key])
+  return documents
+
+
 def sample_in_order(examples: Sequence, size: int, seed: str) -> list:
   """`size` of `examples` drawn by a seeded shuffle, in their original order (all when fewer).
 

