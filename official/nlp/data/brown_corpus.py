@@ -189,7 +189,7 @@ def load_task(name: str, data_dir: str) -> Dict[str, list]:
   return splits
 
 
-def test_documents(name: str, data_dir: str, test_examples: Sequence) -> List[str]:
+def documents_of_test(name: str, data_dir: str, test_examples: Sequence) -> List[str]:
   """The Brown document each of a task's test examples (`load_task(name, ...)['test']`) comes
   from: the unit of the item-level tests, since one document's passages share their genre and
   its sentences their author.
@@ -199,7 +199,7 @@ def test_documents(name: str, data_dir: str, test_examples: Sequence) -> List[st
 
   Example:
     >>> splits = load_task('brown_genre', data_dir)  # doctest: +SKIP
-    >>> len(set(test_documents('brown_genre', data_dir, splits['test'])))  # doctest: +SKIP
+    >>> len(set(documents_of_test('brown_genre', data_dir, splits['test'])))  # doctest: +SKIP
     33
   """
   if name not in ('brown_genre', 'brown_pos'):

@@ -612,7 +612,7 @@ def paired_tests(rows: Sequence[Dict[str, Any]], baseline: Optional[Dict[str, An
   return tests
 
 
-def test_clusters(task: downstream_data.DownstreamTask, test: Sequence[Any], corpus_dir: str
+def item_clusters(task: downstream_data.DownstreamTask, test: Sequence[Any], corpus_dir: str
                   ) -> Tuple[Optional[List[Any]], str]:
   """The unit the item-level tests resample (`paired_tests`' `clusters`: one id per scored
   item) and its name. Items of one unit are not independent: a tagged sentence's words; for the
@@ -621,11 +621,11 @@ def test_clusters(task: downstream_data.DownstreamTask, test: Sequence[Any], cor
 
   Example:
     >>> tagged = [(['a', 'b'], ['X', 'Y']), (['c'], ['Z'])]
-    >>> test_clusters(downstream_data.get_task('pos'), tagged, '')
+    >>> item_clusters(downstream_data.get_task('pos'), tagged, '')
     ([0, 0, 1], 'sentences')
   """
   if task.corpus == 'brown':
-    documents = brown_corpus.test_documents(task.name, corpus_dir, test)
+    documents = brown_corpus.documents_of_test(task.name, corpus_dir, test)
     if task.kind == 'tagging':
       return [doc for doc, (words, _) in zip(documents, test) for _ in words], 'documents'
     return documents, 'documents'
@@ -884,7 +884,7 @@ def evaluate(models: Mapping[str, str], output_dir: str, tasks: Sequence[str] = 
     unit = 'words' if task.kind == 'tagging' else 'examples'
     sizes = {name: (sum(len(words) for words, _ in part) if task.kind == 'tagging'
                     else len(part)) for name, part in splits.items()}
-    clusters, test_unit = test_clusters(task, splits['test'], corpus_dirs[task.corpus])
+    clusters, test_unit = item_clusters(task, splits['test'], corpus_dirs[task.corpus])
     results[task.name] = dict(
         description=task.description, unit=unit, sizes=sizes, test_unit=test_unit,
         baselines={name: {k: v for k, v in value.items() if k != 'correct'}

@@ -194,7 +194,7 @@ def test_each_test_example_is_traced_to_its_document(corpus):
   test_docs = brown_corpus.split_documents(brown_corpus.read_categories(corpus))['test']
   for name in ('brown_genre', 'brown_pos'):
     test = brown_corpus.load_task(name, corpus)['test']
-    documents = brown_corpus.test_documents(name, corpus, test)
+    documents = brown_corpus.documents_of_test(name, corpus, test)
     assert len(documents) == len(test) and set(documents) == set(test_docs)
     for doc, example in zip(documents, test):
       # _document() writes the genre into each sentence's second word, the document's number
@@ -203,4 +203,4 @@ def test_each_test_example_is_traced_to_its_document(corpus):
       assert (words[1], words[3].split('-')[0]) == (GENRES[doc[1]], str(int(doc[2:])))
   stray = [('The news story 99-0 was told .', 'news')]
   with pytest.raises(ValueError, match="'The news story 99-0 was told .' of brown_genre is in no"):
-    brown_corpus.test_documents('brown_genre', corpus, stray)
+    brown_corpus.documents_of_test('brown_genre', corpus, stray)

