@@ -647,7 +647,7 @@ def subset_table(rows: Sequence[Dict[str, Any]], baselines: Mapping[str, Dict[st
 
   Returns:
     `size`, `rows` (`{row: {'mean', 'std', 'scores'}}`: std and the per-seed `scores` over
-    seeds; a baseline has std None and no scores) and `tests`.
+    seeds; a baseline has std None and no scores), `tests` and `keep`.
   """
   index = [i for i, k in enumerate(keep) if k]
 
@@ -666,7 +666,8 @@ def subset_table(rows: Sequence[Dict[str, Any]], baselines: Mapping[str, Dict[st
   bag = baselines['bag_of_words']
   baseline = dict(row='bag_of_words (baseline)', test=accuracy(bag['correct']),
                   correct=[bag['correct'][i] for i in index])
-  return dict(size=len(index), rows=table, tests=paired_tests(scored, baseline))
+  return dict(size=len(index), rows=table, tests=paired_tests(scored, baseline),
+              keep=[bool(k) for k in keep])
 
 
 def run_level_tests(report: Mapping[str, Any], groups: Mapping[str, Sequence[str]],
@@ -683,55 +684,99 @@ def run_level_tests(report: Mapping[str, Any], groups: Mapping[str, Sequence[str
   Each recipe is also compared with the task's bag-of-words baseline (deterministic: the
   one-sample t-test of the recipe's runs against its score; `runs_b` None). A task's subsets
   (`subset_table`'s, e.g. hedge without the title-like items) are compared the same way, as the
-  task `'<task>, <subset>'`.
+  task `'<task>, <subset>'`. With `report['items']` (`evaluate` keeps each row's per-item
+  scores there, in memory), every comparison also gets `significance.two_level_test`: the runs'
+  spread and the test set's sampling (by `item_clusters`' unit) at once.
 
   Returns:
     Per task and pair: `task`, `a`, `b`, `runs_a`, `runs_b`, `difference` (points of the task's
     metric, a - b), `low`, `high` (95%), `p` (Welch) and `p_holm` (Holm over everything
-    returned). Pairs with fewer than 2 values a side are left out.
+    returned); with items also `two_level_low`, `two_level_high`, `two_level_p` and
+    `two_level_p_holm` (Holm over that column). Pairs with fewer than 2 values a side are left
+    out.
   """
   comparisons = []
-  for task_name, rows, bag_of_words in _scored_tables(report):
+  for task_name, rows, bag_of_words, items in _scored_tables(report):
     samples = {recipe: [rows[name]['mean'] for name in names if name in rows]
                for recipe, names in groups.items()}
+
+    def item_scores(side: str) -> Optional[np.ndarray]:
+      if items is None:
+        return None
+      if side in groups:
+        return np.mean([items['rows'][name] for name in groups[side] if name in rows], axis=0)
+      return np.asarray(items['bag_of_words'] if side == _BAG_OF_WORDS else items['rows'][side])
+
     pairs = [(a, b, samples[a], samples[b]) for i, a in enumerate(groups)
              for b in list(groups)[i + 1:]]
     for recipe, control in (controls or {}).items():
       if control in rows:
         pairs.append((recipe, control, samples[recipe], rows[control]['scores']))
     if bag_of_words is not None:
-      pairs += [(recipe, 'bag_of_words (baseline)', samples[recipe], float(bag_of_words))
+      pairs += [(recipe, _BAG_OF_WORDS, samples[recipe], float(bag_of_words))
                 for recipe in groups]
     comparisons += [(dict(task=task_name, a=a, b=b, runs_a=len(xa),
-                          runs_b=None if isinstance(xb, float) else len(xb)), xa, xb)
-                    for a, b, xa, xb in pairs]
-  return significance.welch_family(comparisons)
+                          runs_b=None if isinstance(xb, float) else len(xb)), xa, xb,
+                     None if items is None else (item_scores(a), item_scores(b),
+                                                 items['clusters']))
+                    for a, b, xa, xb in pairs if not significance.too_small(xa, xb)]
+  tests = significance.welch_family([(fields, xa, xb) for fields, xa, xb, _ in comparisons])
+  two_level = []
+  for test, (_, xa, xb, scored) in zip(tests, comparisons):
+    if scored is not None:
+      result = significance.two_level_test(xa, xb, *scored)
+      test.update(two_level_low=result['low'], two_level_high=result['high'],
+                  two_level_p=result['p'])
+      two_level.append(test)
+  for test, p in zip(two_level, significance.holm_adjust([t['two_level_p'] for t in two_level])):
+    test['two_level_p_holm'] = p
+  return tests
 
 
-def _scored_tables(report: Mapping[str, Any]
-                   ) -> Iterator[Tuple[str, Dict[str, Dict[str, Any]], Optional[float]]]:
-  """`(name, {row: {'mean', 'scores'}}, bag-of-words score or None)` of each task of `report`,
-  then of each of its subsets (named `'<task>, <subset>'`; rows from before subsets kept their
-  per-seed scores have none and are left out)."""
+_BAG_OF_WORDS = 'bag_of_words (baseline)'
+
+
+def _scored_tables(report: Mapping[str, Any]) -> Iterator[
+    Tuple[str, Dict[str, Dict[str, Any]], Optional[float], Optional[Dict[str, Any]]]]:
+  """`(name, {row: {'mean', 'scores'}}, bag-of-words score or None, items or None)` of each
+  task of `report`, then of each of its subsets (named `'<task>, <subset>'`; rows from before
+  subsets kept their per-seed scores have none and are left out). `items`: the task's
+  `report['items']` entry (`clusters`, per-item `rows` and `bag_of_words`), a subset's cut to
+  its items."""
+  every_item = report.get('items', {})
   for task_name, task in report['tasks'].items():
     bag_of_words = task.get('baselines', {}).get('bag_of_words')
+    items = every_item.get(task_name)
     yield (task_name, {row['row']: row for row in task['rows']},
-           None if bag_of_words is None else bag_of_words['test'])
+           None if bag_of_words is None else bag_of_words['test'], items)
     for subset_name, subset in task.get('subsets', {}).items():
       rows = {name: value for name, value in subset['rows'].items() if 'scores' in value}
-      bag = subset['rows'].get('bag_of_words (baseline)')
-      yield f'{task_name}, {subset_name}', rows, None if bag is None else bag['mean']
+      bag = subset['rows'].get(_BAG_OF_WORDS)
+      kept = None
+      if items is not None and 'keep' in subset:
+        index = [i for i, keep in enumerate(subset['keep']) if keep]
+        kept = dict(clusters=[items['clusters'][i] for i in index],
+                    bag_of_words=[items['bag_of_words'][i] for i in index],
+                    rows={name: [scores[i] for i in index]
+                          for name, scores in items['rows'].items()})
+      yield f'{task_name}, {subset_name}', rows, None if bag is None else bag['mean'], kept
 
 
 def run_level_markdown(tests: Sequence[Dict[str, Any]]) -> str:
-  """The table of `run_level_tests`."""
-  lines = ['| task | A | B | runs | A - B (points) | 95% interval | p (Welch, Holm) |',
-           '|---|---|---|---|---|---|---|']
+  """The table of `run_level_tests` (with the two-level columns when its tests have them)."""
+  two_level = any('two_level_p' in t for t in tests)
+  lines = ['| task | A | B | runs | A - B (points) | 95% interval, runs | p (Welch, Holm) |'
+           + (' 95% interval, runs and test set | p (two-level, Holm) |' if two_level else ''),
+           '|---|---|---|---|---|---|---|' + ('---|---|' if two_level else '')]
   for t in tests:
     runs_b = 'deterministic' if t['runs_b'] is None else t['runs_b']
-    lines.append(f"| {t['task']} | {t['a']} | {t['b']} | {t['runs_a']} / {runs_b} | "
-                 f"{100 * t['difference']:+.2f} | {_interval(t['low'], t['high'])} | "
-                 f"{significance.format_p(t['p_holm'])} |")
+    line = (f"| {t['task']} | {t['a']} | {t['b']} | {t['runs_a']} / {runs_b} | "
+            f"{100 * t['difference']:+.2f} | {_interval(t['low'], t['high'])} | "
+            f"{significance.format_p(t['p_holm'])} |")
+    if two_level:
+      line += (f" {_interval(t.get('two_level_low'), t.get('two_level_high'))} | "
+               f"{significance.format_p(t.get('two_level_p_holm'))} |")
+    lines.append(line)
   return '\n'.join(lines) + '\n'
 
 
@@ -824,7 +869,9 @@ def evaluate(models: Mapping[str, str], output_dir: str, tasks: Sequence[str] = 
 
   Returns:
     `{'tasks': {task: {baselines, rows, tests, sizes, ...}}, 'models': ..., 'settings': ...,
-    'markdown': the tables}`; also written to `results.json` / `results.md`.
+    'markdown': the tables}`; also written to `results.json` / `results.md`. And, not written,
+    `'items'`: `{task: {'clusters', 'rows': {row: per-item score}, 'bag_of_words'}}` for
+    `run_level_tests`.
 
   Raises:
     ValueError: an unknown task, bad settings, or a model path that is not a model.
@@ -857,6 +904,7 @@ def evaluate(models: Mapping[str, str], output_dir: str, tasks: Sequence[str] = 
       settings.seeds if pretrained and s.name in rate_from else swept
       for s in sources for pretrained in starts_of(s)))
   results: Dict[str, Any] = collections.OrderedDict()
+  items: Dict[str, Any] = {}
   for task in task_list:
     splits = downstream_data.load_task(task.name, corpus_dirs[task.corpus])
     baselines_path = os.path.join(output_dir, 'baselines', f'{task.name}.json')
@@ -880,11 +928,14 @@ def evaluate(models: Mapping[str, str], output_dir: str, tasks: Sequence[str] = 
           rows[-1]['rate_from'] = rate_from[source.name]
         if pretrained:
           picked[source.name] = rows[-1]['learning_rate']
-    bag_of_words = dict(baselines['bag_of_words'], row='bag_of_words (baseline)')
+    bag_of_words = dict(baselines['bag_of_words'], row=_BAG_OF_WORDS)
     unit = 'words' if task.kind == 'tagging' else 'examples'
     sizes = {name: (sum(len(words) for words, _ in part) if task.kind == 'tagging'
                     else len(part)) for name, part in splits.items()}
     clusters, test_unit = item_clusters(task, splits['test'], corpus_dirs[task.corpus])
+    items[task.name] = dict(
+        clusters=clusters if clusters is not None else list(range(len(bag_of_words['correct']))),
+        rows={row['row']: row['correct'] for row in rows}, bag_of_words=bag_of_words['correct'])
     results[task.name] = dict(
         description=task.description, unit=unit, sizes=sizes, test_unit=test_unit,
         baselines={name: {k: v for k, v in value.items() if k != 'correct'}
@@ -906,4 +957,5 @@ def evaluate(models: Mapping[str, str], output_dir: str, tasks: Sequence[str] = 
   _write_json(os.path.join(output_dir, 'results.json'), report)
   with open(os.path.join(output_dir, 'results.md'), 'w', encoding='utf-8') as f:
     f.write(report['markdown'])
+  report['items'] = items  # in memory only: too large for results.json on the tagging tasks
   return report

@@ -11,6 +11,9 @@
     matching interval of the mean difference.
   * `welch_t_test`: two independent samples, e.g. the per-run scores of pretraining runs of two
     recipes (each run its own seed), with the confidence interval of the difference of the means.
+  * `two_level_test`: the same recipes over their runs and over the test set's clusters at once
+    (`cluster_variance`: the test set's part), for a difference that should hold beyond the
+    runs and the test documents at hand.
   * `holm_adjust`: Holm's step-down correction of a family of p-values.
 
 The first sees the seed-to-seed spread, the second the test set's sampling spread; a difference
@@ -184,7 +187,7 @@ def paired_t_interval(a: Sequence[float], b: Sequence[float],
   return mean, mean - half, mean + half
 
 
-def _too_small(a: Sequence[float], b: Union[Sequence[float], float]) -> bool:
+def too_small(a: Sequence[float], b: Union[Sequence[float], float]) -> bool:
   """Fewer than 2 values in `a`, or in `b` unless it is a number (`welch_t_test`)."""
   return len(a) < 2 or (not isinstance(b, numbers.Real) and len(b) < 2)
 
@@ -212,7 +215,7 @@ def welch_t_test(a: Sequence[float], b: Union[Sequence[float], float],
     0.0742
   """
   exact = isinstance(b, numbers.Real)
-  if _too_small(a, b):
+  if too_small(a, b):
     raise ValueError(f'Welch\'s t-test needs 2 or more values a sample, found {len(a)} and '
                      f'{"a number" if exact else len(b)}')
   x = np.asarray(a, np.float64)
@@ -294,6 +297,80 @@ def clustered_bootstrap_interval(a: Sequence[float], b: Sequence[float],
   return mean, float(low), float(high)
 
 
+def cluster_variance(a: Sequence[float], b: Sequence[float],
+                     clusters: Sequence[Hashable]) -> Tuple[float, int]:
+  """The sampling variance of the mean of `a - b` over items when the test set is a sample of
+  whole clusters (e.g. documents), and the number of clusters.
+
+  The cluster-robust variance of a ratio mean: `C / (C - 1) * sum_g (T_g - D * n_g)^2 / n^2`,
+  with `T_g` the sum of a cluster's differences, `n_g` its size, `D` the mean difference over
+  all `n` items and `C` clusters; with equal sizes, the variance of the cluster means over `C`.
+  0 with one cluster.
+
+  Example:
+    >>> cluster_variance([1, 1, 0, 1], [0, 0, 0, 0], ['d1', 'd1', 'd2', 'd2'])  # means 1, 0.5
+    (0.0625, 2)
+  """
+  sums, counts = _cluster_sums(a, b, clusters)
+  if len(sums) < 2:
+    return 0.0, len(sums)
+  total = float(counts.sum())
+  mean = float(sums.sum()) / total
+  spread = float(((sums - mean * counts) ** 2).sum())
+  return len(sums) / (len(sums) - 1) * spread / total ** 2, len(sums)
+
+
+def two_level_test(runs_a: Sequence[float], runs_b: Union[Sequence[float], float],
+                   items_a: Sequence[float], items_b: Sequence[float],
+                   clusters: Sequence[Hashable], level: float = 0.95) -> Dict[str, float]:
+  """Two recipes compared over their pretraining runs and over the test set at once.
+
+  `welch_t_test` of the runs holds the test set fixed; `cluster_variance` holds the models
+  fixed. Here the variance of the difference is the sum of both parts, the runs' (each recipe's
+  variance of its run scores over its run count; none for a number `runs_b`, a deterministic
+  baseline) and the test set's (`cluster_variance` of the items' scores averaged over each
+  recipe's runs), with Welch-Satterthwaite degrees of freedom over the three (runs of A - 1,
+  runs of B - 1, clusters - 1).
+
+  Args:
+    runs_a, runs_b: a score per run (its mean over the test items), or a number for `runs_b`.
+    items_a, items_b: per test item, the score averaged over each side's runs.
+    clusters: per test item, the unit the test set samples (a document, a sentence; or the
+      item's own index).
+
+  Returns:
+    `difference` (of the run means), `t`, `dof`, `p` (two-sided), `low`, `high`, and the two
+    variances `var_runs` and `var_items`.
+
+  Example:
+    >>> r = two_level_test([0.7, 0.8], 0.0, [1, 1, 0, 1], [0, 0, 0, 0], ['d1', 'd1', 'd2', 'd2'])
+    >>> round(r['var_runs'], 4), r['var_items'], round(r['dof'], 2)  # 0.005 / 2; 0.0625
+    (0.0025, 0.0625, 1.08)
+  """
+  exact = isinstance(runs_b, numbers.Real)
+  if too_small(runs_a, runs_b):
+    raise ValueError(f'a two-level test needs 2 or more runs a side, found {len(runs_a)} and '
+                     f'{"a number" if exact else len(runs_b)}')
+  x = np.asarray(runs_a, np.float64)
+  y = np.asarray([runs_b] if exact else runs_b, np.float64)
+  difference = float(x.mean() - y.mean())
+  va = float(x.var(ddof=1)) / len(x)
+  vb = 0.0 if exact else float(y.var(ddof=1)) / len(y)
+  vi, count = cluster_variance(items_a, items_b, clusters)
+  parts = [(va, len(x) - 1), (vb, len(y) - 1), (vi, count - 1)]
+  total = va + vb + vi
+  result = dict(difference=difference, var_runs=va + vb, var_items=vi)
+  if total == 0.0:
+    same = difference == 0.0
+    return dict(result, t=0.0 if same else math.copysign(math.inf, difference),
+                dof=float(len(x) - 1), p=1.0 if same else 0.0, low=difference, high=difference)
+  dof = total ** 2 / sum(v ** 2 / d for v, d in parts if v > 0.0)
+  se = math.sqrt(total)
+  half = t_quantile(0.5 + level / 2.0, dof) * se
+  return dict(result, t=difference / se, dof=dof, p=_two_sided_p(difference / se, dof),
+              low=difference - half, high=difference + half)
+
+
 def holm_adjust(p_values: Sequence[float]) -> List[float]:
   """Holm's step-down adjusted p-values of a family of tests (in the order given): compare each
   with the level as it is (rejecting where adjusted p < level controls the family-wise error).
@@ -329,7 +406,7 @@ def welch_family(comparisons: Sequence[Tuple[Dict[str, Any], Sequence[float],
   """
   tests = []
   for fields, a, b in comparisons:
-    if _too_small(a, b):
+    if too_small(a, b):
       continue
     result = welch_t_test(a, b)
     tests.append(dict(fields, difference=result['difference'], low=result['low'],

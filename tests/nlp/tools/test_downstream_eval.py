@@ -296,6 +296,7 @@ def test_subset_table_scores_the_kept_items():
   assert table['rows']['majority (baseline)'] == dict(mean=pytest.approx(1 / 3), std=None)
   assert [(t['a'], t['b']) for t in table['tests']] == [
       ('a', 'b'), ('a', 'bag_of_words (baseline)'), ('b', 'bag_of_words (baseline)')]
+  assert table['keep'] == [False, True, True, True]
 
 
 @pytest.mark.slow
@@ -417,6 +418,32 @@ def test_run_level_tests_cover_a_tasks_subsets():
   assert kept[3]['difference'] == pytest.approx(2 / 9 - 1 / 3)
   assert len(tests) == 8  # the full task's four and the subset's four, one Holm family
   assert [t['p_holm'] for t in tests] == significance.holm_adjust([t['p'] for t in tests])
+  assert all('two_level_p' not in t for t in tests)  # no per-item scores in the report
+  # With them (evaluate's report['items']): the runs and the test set at once, each recipe's
+  # items averaged over its runs; the subset cut to its kept items.
+  report['items'] = {'hedge': dict(clusters=['d1', 'd1', 'd2', 'd2'],
+                                   rows={r['row']: r['correct'] for r in rows},
+                                   bag_of_words=[1, 1, 0, 0])}
+  tests = downstream_eval.run_level_tests(
+      report, {'A': ['a0', 'a1', 'a2'], 'B': ['b0', 'b1', 'b2']}, {'A': 'a0 (random init)'})
+  pooled = {name: np.mean([rows[i]['correct'] for i in index], axis=0)
+            for name, index in (('A', [0, 1, 2]), ('B', [3, 4, 5]))}
+  full_ab = significance.two_level_test(
+      [0.75, 0.75, 0.75], [0.25, 0.5, 0.25], pooled['A'], pooled['B'], ['d1', 'd1', 'd2', 'd2'])
+  assert (tests[0]['two_level_low'], tests[0]['two_level_p']) == pytest.approx(
+      (full_ab['low'], full_ab['p']))
+  control = [t for t in tests if t['task'] == 'hedge, no titles' and t['runs_b'] == 2][0]
+  cut = significance.two_level_test([2 / 3, 2 / 3, 1], [1 / 3, 1 / 3], pooled['A'][1:],
+                                    rows[6]['correct'][1:], ['d1', 'd2', 'd2'])
+  assert (control['two_level_high'], control['two_level_p']) == pytest.approx(
+      (cut['high'], cut['p']))
+  versus_bag = [t for t in tests if t['b'] == 'bag_of_words (baseline)'][0]
+  assert versus_bag['two_level_p'] == pytest.approx(significance.two_level_test(
+      [0.75, 0.75, 0.75], 0.5, pooled['A'], [1, 1, 0, 0], ['d1', 'd1', 'd2', 'd2'])['p'])
+  assert [t['two_level_p_holm'] for t in tests] == significance.holm_adjust(
+      [t['two_level_p'] for t in tests])
+  table = downstream_eval.run_level_markdown(tests)
+  assert '95% interval, runs and test set | p (two-level, Holm) |' in table
 
 
 def test_random_init_controls_only_for_the_models_named(tmp_path, monkeypatch, tiny):
@@ -434,6 +461,13 @@ def test_random_init_controls_only_for_the_models_named(tmp_path, monkeypatch, t
                                     random_init_models=['s0'])
   assert [row['row'] for row in report['tasks']['mr']['rows']] == [
       's0', 's0 (random init)', 's1']
+  # Each row's per-item scores (mean over seeds), for the two-level tests; not in results.json.
+  items = report['items']['mr']
+  assert items['rows'] == {name: [float(i % 2) for i in range(8)]
+                           for name in ('s0', 's0 (random init)', 's1')}
+  assert items['clusters'] == list(range(8)) and len(items['bag_of_words']) == 8
+  with open(tmp_path / 'results.json', encoding='utf-8') as f:
+    assert 'items' not in json.load(f)
 
 
 def test_rate_from_fine_tunes_later_seeds_at_the_first_ones_pick(tmp_path, monkeypatch, tiny):

@@ -109,6 +109,43 @@ def test_welch_against_a_number_is_the_one_sample_t_test():
   assert family[0]['p'] == pytest.approx(result['p']) == pytest.approx(family[0]['p_holm'])
 
 
+def test_cluster_variance_worked_example():
+  # Differences by cluster: d1 [1, 0, 1] (sum 2), d2 [1] (sum 1), d3 [0, 0] (sum 0); n = 6,
+  # D = 0.5; T_g - D n_g = 0.5, 0.5, -1; C / (C - 1) * 1.5 / 36 = 1.5 * 1.5 / 36 = 0.0625.
+  a = [1, 0, 1, 1, 0, 0]
+  clusters = ['d1', 'd1', 'd1', 'd2', 'd3', 'd3']
+  assert significance.cluster_variance(a, [0] * 6, clusters) == (pytest.approx(0.0625), 3)
+  # Equal sizes: the variance of the cluster means over the count of clusters.
+  means = np.array([1.0, 0.5, 0.0, 0.5])
+  items = np.repeat(means, 2)
+  assert significance.cluster_variance(items, np.zeros(8), np.repeat(np.arange(4), 2))[0] == (
+      pytest.approx(means.var(ddof=1) / 4))
+  assert significance.cluster_variance([1, 0], [0, 0], ['one', 'one']) == (0.0, 1)
+
+
+def test_two_level_test_adds_the_runs_and_the_test_sets_variance():
+  # Runs 0.7 and 0.8 against a deterministic 0: var_runs 0.005 / 2 = 0.0025; items as in the
+  # cluster example with two clusters: var_items 0.0625; dof = 0.065^2 / (0.0025^2 + 0.0625^2).
+  result = significance.two_level_test([0.7, 0.8], 0.0, [1, 1, 0, 1], [0, 0, 0, 0],
+                                       ['d1', 'd1', 'd2', 'd2'])
+  assert (result['var_runs'], result['var_items']) == pytest.approx((0.0025, 0.0625))
+  assert result['t'] == pytest.approx(0.75 / 0.065 ** 0.5)
+  assert result['dof'] == pytest.approx(0.065 ** 2 / (0.0025 ** 2 + 0.0625 ** 2))
+  half = significance.t_quantile(0.975, result['dof']) * 0.065 ** 0.5
+  assert (result['low'], result['high']) == pytest.approx((0.75 - half, 0.75 + half))
+  # The same difference on every item: no test-set part, Welch's test of the runs.
+  welch = significance.welch_t_test([1, 2, 3], [4, 5, 6])
+  same = significance.two_level_test([1, 2, 3], [4, 5, 6], [0.5, 0.5], [0.2, 0.2], [0, 1])
+  assert same['var_items'] == 0.0
+  for key in ('difference', 't', 'dof', 'p', 'low', 'high'):
+    assert same[key] == pytest.approx(welch[key])
+  # Runs without spread against a number: the test set's t on clusters - 1 dof.
+  items = significance.two_level_test([0.75, 0.75], 0.0, [1, 1, 0, 1], [0] * 4, [0, 0, 1, 1])
+  assert (items['dof'], items['t']) == pytest.approx((1.0, 0.75 / 0.25))
+  with pytest.raises(ValueError, match='2 or more runs a side, found 1 and a number'):
+    significance.two_level_test([0.7], 0.0, [1], [0], [0])
+
+
 def test_clustered_permutation_flips_whole_sentences():
   # Sentence 1's three words all favour A; sentence 2's one word too. Over sentences: 2 of the 4
   # sign patterns reach |3 + 1| (p = 0.5); over words (4 independent items) only 2 of 16 do.
