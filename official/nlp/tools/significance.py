@@ -214,27 +214,40 @@ def welch_t_test(a: Sequence[float], b: Union[Sequence[float], float],
     >>> round(welch_t_test([1, 2, 3], 4)['p'], 4)  # one-sample: t = -3.464, 2 dof
     0.0742
   """
-  exact = isinstance(b, numbers.Real)
-  if too_small(a, b):
-    raise ValueError(f'Welch\'s t-test needs 2 or more values a sample, found {len(a)} and '
-                     f'{"a number" if exact else len(b)}')
-  x = np.asarray(a, np.float64)
-  y = np.asarray([b] if exact else b, np.float64)
-  difference = float(x.mean() - y.mean())
+  x, y, exact = _samples(a, b, "Welch's t-test needs 2 or more values a sample")
   va = float(x.var(ddof=1)) / len(x)
   vb = 0.0 if exact else float(y.var(ddof=1)) / len(y)
-  if va + vb == 0.0:
-    p = 1.0 if difference == 0.0 else 0.0
-    t = 0.0 if difference == 0.0 else math.copysign(math.inf, difference)
-    return dict(difference=difference, t=t,
-                dof=float(len(x) - 1 if exact else len(x) + len(y) - 2), p=p,
-                low=difference, high=difference)
-  se = math.sqrt(va + vb)
-  dof = (va + vb) ** 2 / (va ** 2 / (len(x) - 1) + (0.0 if exact else vb ** 2 / (len(y) - 1)))
-  t = difference / se
+  return _t_result(float(x.mean() - y.mean()), [(va, len(x) - 1), (vb, len(y) - 1)],
+                   len(x) - 1 if exact else len(x) + len(y) - 2, level)
+
+
+def _samples(a: Sequence[float], b: Union[Sequence[float], float], error: str
+             ) -> Tuple[np.ndarray, np.ndarray, bool]:
+  """`a` and `b` as arrays (a number `b` as a one-value array) and whether `b` was a number;
+  `error` + the sizes when either is `too_small`."""
+  exact = isinstance(b, numbers.Real)
+  if too_small(a, b):
+    raise ValueError(f'{error}, found {len(a)} and {"a number" if exact else len(b)}')
+  return (np.asarray(a, np.float64), np.asarray([b] if exact else b, np.float64), exact)
+
+
+def _t_result(difference: float, parts: Sequence[Tuple[float, int]], dof_without_spread: float,
+              level: float) -> Dict[str, float]:
+  """The t-test of `difference` whose variance is the sum of independent `parts` (variance,
+  degrees of freedom), Welch-Satterthwaite degrees of freedom; without any variance, p is 1 for
+  no difference and 0 otherwise (with `dof_without_spread`)."""
+  total = sum(v for v, _ in parts)
+  if total == 0.0:
+    same = difference == 0.0
+    return dict(difference=difference, t=0.0 if same else math.copysign(math.inf, difference),
+                dof=float(dof_without_spread), p=1.0 if same else 0.0, low=difference,
+                high=difference)
+  dof = total ** 2 / sum(v ** 2 / d for v, d in parts if v > 0.0)
+  se = math.sqrt(total)
   half = t_quantile(0.5 + level / 2.0, dof) * se
-  return dict(difference=difference, t=t, dof=dof, p=_two_sided_p(t, dof),
-              low=difference - half, high=difference + half)
+  return dict(difference=difference, t=difference / se, dof=dof,
+              p=_two_sided_p(difference / se, dof), low=difference - half,
+              high=difference + half)
 
 
 def _cluster_sums(a: Sequence[float], b: Sequence[float],
@@ -347,28 +360,13 @@ def two_level_test(runs_a: Sequence[float], runs_b: Union[Sequence[float], float
     >>> round(r['var_runs'], 4), r['var_items'], round(r['dof'], 2)  # 0.005 / 2; 0.0625
     (0.0025, 0.0625, 1.08)
   """
-  exact = isinstance(runs_b, numbers.Real)
-  if too_small(runs_a, runs_b):
-    raise ValueError(f'a two-level test needs 2 or more runs a side, found {len(runs_a)} and '
-                     f'{"a number" if exact else len(runs_b)}')
-  x = np.asarray(runs_a, np.float64)
-  y = np.asarray([runs_b] if exact else runs_b, np.float64)
-  difference = float(x.mean() - y.mean())
+  x, y, exact = _samples(runs_a, runs_b, 'a two-level test needs 2 or more runs a side')
   va = float(x.var(ddof=1)) / len(x)
   vb = 0.0 if exact else float(y.var(ddof=1)) / len(y)
   vi, count = cluster_variance(items_a, items_b, clusters)
-  parts = [(va, len(x) - 1), (vb, len(y) - 1), (vi, count - 1)]
-  total = va + vb + vi
-  result = dict(difference=difference, var_runs=va + vb, var_items=vi)
-  if total == 0.0:
-    same = difference == 0.0
-    return dict(result, t=0.0 if same else math.copysign(math.inf, difference),
-                dof=float(len(x) - 1), p=1.0 if same else 0.0, low=difference, high=difference)
-  dof = total ** 2 / sum(v ** 2 / d for v, d in parts if v > 0.0)
-  se = math.sqrt(total)
-  half = t_quantile(0.5 + level / 2.0, dof) * se
-  return dict(result, t=difference / se, dof=dof, p=_two_sided_p(difference / se, dof),
-              low=difference - half, high=difference + half)
+  result = _t_result(float(x.mean() - y.mean()),
+                     [(va, len(x) - 1), (vb, len(y) - 1), (vi, count - 1)], len(x) - 1, level)
+  return dict(result, var_runs=va + vb, var_items=vi)
 
 
 def holm_adjust(p_values: Sequence[float]) -> List[float]:
