@@ -613,11 +613,11 @@ def paired_tests(rows: Sequence[Dict[str, Any]], baseline: Optional[Dict[str, An
 
 
 def item_clusters(task: downstream_data.DownstreamTask, test: Sequence[Any], corpus_dir: str
-                  ) -> Tuple[Optional[List[Any]], str]:
+                  ) -> Tuple[List[Any], str]:
   """The unit the item-level tests resample (`paired_tests`' `clusters`: one id per scored
   item) and its name. Items of one unit are not independent: a tagged sentence's words; for the
   Brown tasks, a document's passages (one genre) and sentences (one author), so these resample
-  whole documents. Otherwise each example is its own unit (`None`).
+  whole documents. Otherwise each example is its own unit (its index).
 
   Example:
     >>> tagged = [(['a', 'b'], ['X', 'Y']), (['c'], ['Z'])]
@@ -631,7 +631,7 @@ def item_clusters(task: downstream_data.DownstreamTask, test: Sequence[Any], cor
     return documents, 'documents'
   if task.kind == 'tagging':
     return [i for i, (words, _) in enumerate(test) for _ in words], 'sentences'
-  return None, 'examples'
+  return list(range(len(test))), 'examples'
 
 
 def _interval(low: Optional[float], high: Optional[float]) -> str:
@@ -933,9 +933,8 @@ def evaluate(models: Mapping[str, str], output_dir: str, tasks: Sequence[str] = 
     sizes = {name: (sum(len(words) for words, _ in part) if task.kind == 'tagging'
                     else len(part)) for name, part in splits.items()}
     clusters, test_unit = item_clusters(task, splits['test'], corpus_dirs[task.corpus])
-    items[task.name] = dict(
-        clusters=clusters if clusters is not None else list(range(len(bag_of_words['correct']))),
-        rows={row['row']: row['correct'] for row in rows}, bag_of_words=bag_of_words['correct'])
+    items[task.name] = dict(clusters=clusters, rows={row['row']: row['correct'] for row in rows},
+                            bag_of_words=bag_of_words['correct'])
     results[task.name] = dict(
         description=task.description, unit=unit, sizes=sizes, test_unit=test_unit,
         baselines={name: {k: v for k, v in value.items() if k != 'correct'}

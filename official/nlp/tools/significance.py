@@ -214,21 +214,23 @@ def welch_t_test(a: Sequence[float], b: Union[Sequence[float], float],
     >>> round(welch_t_test([1, 2, 3], 4)['p'], 4)  # one-sample: t = -3.464, 2 dof
     0.0742
   """
-  x, y, exact = _samples(a, b, "Welch's t-test needs 2 or more values a sample")
-  va = float(x.var(ddof=1)) / len(x)
-  vb = 0.0 if exact else float(y.var(ddof=1)) / len(y)
-  return _t_result(float(x.mean() - y.mean()), [(va, len(x) - 1), (vb, len(y) - 1)],
-                   len(x) - 1 if exact else len(x) + len(y) - 2, level)
+  difference, parts = _sample_parts(a, b, "Welch's t-test needs 2 or more values a sample")
+  # A number b has 0 degrees of freedom: len(a) - 1, the one-sample test's, either way.
+  return _t_result(difference, parts, parts[0][1] + parts[1][1], level)
 
 
-def _samples(a: Sequence[float], b: Union[Sequence[float], float], error: str
-             ) -> Tuple[np.ndarray, np.ndarray, bool]:
-  """`a` and `b` as arrays (a number `b` as a one-value array) and whether `b` was a number;
-  `error` + the sizes when either is `too_small`."""
+def _sample_parts(a: Sequence[float], b: Union[Sequence[float], float], error: str
+                  ) -> Tuple[float, List[Tuple[float, int]]]:
+  """`mean(a) - mean(b)` and each side's `(variance of its mean, degrees of freedom)`; a number
+  `b` is one value without variance. `error` + the sizes when either is `too_small`."""
   exact = isinstance(b, numbers.Real)
   if too_small(a, b):
     raise ValueError(f'{error}, found {len(a)} and {"a number" if exact else len(b)}')
-  return (np.asarray(a, np.float64), np.asarray([b] if exact else b, np.float64), exact)
+  x = np.asarray(a, np.float64)
+  y = np.asarray([b] if exact else b, np.float64)
+  vb = 0.0 if exact else float(y.var(ddof=1)) / len(y)
+  return float(x.mean() - y.mean()), [(float(x.var(ddof=1)) / len(x), len(x) - 1),
+                                      (vb, len(y) - 1)]
 
 
 def _t_result(difference: float, parts: Sequence[Tuple[float, int]], dof_without_spread: float,
@@ -360,13 +362,11 @@ def two_level_test(runs_a: Sequence[float], runs_b: Union[Sequence[float], float
     >>> round(r['var_runs'], 4), r['var_items'], round(r['dof'], 2)  # 0.005 / 2; 0.0625
     (0.0025, 0.0625, 1.08)
   """
-  x, y, exact = _samples(runs_a, runs_b, 'a two-level test needs 2 or more runs a side')
-  va = float(x.var(ddof=1)) / len(x)
-  vb = 0.0 if exact else float(y.var(ddof=1)) / len(y)
+  difference, parts = _sample_parts(runs_a, runs_b,
+                                    'a two-level test needs 2 or more runs a side')
   vi, count = cluster_variance(items_a, items_b, clusters)
-  result = _t_result(float(x.mean() - y.mean()),
-                     [(va, len(x) - 1), (vb, len(y) - 1), (vi, count - 1)], len(x) - 1, level)
-  return dict(result, var_runs=va + vb, var_items=vi)
+  result = _t_result(difference, parts + [(vi, count - 1)], parts[0][1], level)
+  return dict(result, var_runs=parts[0][0] + parts[1][0], var_items=vi)
 
 
 def holm_adjust(p_values: Sequence[float]) -> List[float]:

