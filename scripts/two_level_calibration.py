@@ -77,12 +77,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                       help='spreads of a recipe\'s per-document effect (logits), comma-separated')
   parser.add_argument('--seed', type=int, default=0)
   args = parser.parse_args(argv)
+  try:
+    interactions = [float(x) for x in args.interactions.split(',') if x]
+  except ValueError:
+    parser.error(f'--interactions: expected numbers separated by commas, found '
+                 f'{args.interactions!r}')
   if args.simulations < 1 or args.runs < 2 or args.documents < 2:
     parser.error('expected --simulations >= 1, --runs >= 2 and --documents >= 2, found '
                  f'{args.simulations}, {args.runs} and {args.documents}')
   print('| per-document interaction (logits) | Welch over runs | two-level |')
   print('|---|---|---|')
-  for interaction in (float(x) for x in args.interactions.split(',') if x):
+  for interaction in interactions:
     welch, two_level = rejection_rates(interaction, args.simulations, args.runs, args.documents,
                                        args.items_per_document, args.run_spread, args.seed)
     print(f'| {interaction:g} | {welch:.3f} | {two_level:.3f} |')

@@ -24,3 +24,7 @@ def test_the_cli_prints_a_row_per_interaction_and_checks_its_flags(capsys):
   with pytest.raises(SystemExit):
     calibration.main(['--runs=1'])
   assert 'expected --simulations >= 1, --runs >= 2' in capsys.readouterr().err
+  with pytest.raises(SystemExit):
+    calibration.main(['--interactions=0,abc'])
+  assert "--interactions: expected numbers separated by commas, found '0,abc'" in (
+      capsys.readouterr().err)
