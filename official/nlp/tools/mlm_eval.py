@@ -69,6 +69,10 @@ def _define_flags() -> flags.FlagValues:
   flags.DEFINE_enum('precision', defaults.precision, list(downstream_eval.PRECISIONS),
                     'Fine-tuning precision (auto: bfloat16 where the CPU computes it natively).',
                     **define)
+  flags.DEFINE_bool('trim_padding', defaults.trim_padding, 'Cut each batch to its longest '
+                    'row\'s real length (the same results at the real positions, less time on '
+                    'padding); --notrim_padding reuses runs stored by versions without it.',
+                    **define)
   flags.DEFINE_bool('random_init', True, 'Also fine-tune each architecture from random '
                     'initialisation (the control).', **define)
   flags.DEFINE_string('data_dir', downstream_eval.DEFAULT_DATA_DIR, 'Where the corpora are (or '
@@ -111,7 +115,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   settings = downstream_eval.FinetuneSettings(
       learning_rates=learning_rates, seeds=fv.seeds, pick_seeds=fv.pick_seeds,
       grid_extensions=fv.grid_extensions, max_epochs=fv.max_epochs,
-      patience=fv.patience, batch_size=fv.batch_size, precision=fv.precision)
+      patience=fv.patience, batch_size=fv.batch_size, precision=fv.precision,
+      trim_padding=fv.trim_padding)
   try:
     settings.validate()
   except ValueError as e:

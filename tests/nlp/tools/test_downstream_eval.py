@@ -221,6 +221,17 @@ def test_stored_runs_of_other_settings_are_refused(tmp_path):
     downstream_eval.check_run_settings(run_dir, other)
 
 
+def test_runs_stored_before_trim_padding_count_as_untrimmed(tmp_path):
+  run_dir = str(tmp_path / 'runs')
+  old = {k: v for k, v in SETTINGS.run_settings().items() if k != 'trim_padding'}
+  os.makedirs(run_dir)
+  with open(os.path.join(run_dir, downstream_eval.RUN_SETTINGS_FILE), 'w') as f:
+    json.dump(old, f)
+  with pytest.raises(ValueError, match=r"made with trim_padding=False \(now True\); use another"):
+    downstream_eval.check_run_settings(run_dir, SETTINGS)
+  downstream_eval.check_run_settings(run_dir, dataclasses.replace(SETTINGS, trim_padding=False))
+
+
 def test_auto_precision_follows_the_cpu(monkeypatch):
   monkeypatch.setattr(downstream_eval.cpu_info, 'default_precision', lambda: 'bfloat16')
   assert downstream_eval.FinetuneSettings().run_settings()['precision'] == 'bfloat16'
