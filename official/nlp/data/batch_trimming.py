@@ -14,9 +14,10 @@ sentences (23.7 wordpieces on average, 128-token records) is cut to 73 positions
 MR's sentences (64-token records) to 61.
 
 Example:
-  >>> dataset = dataset.map(functools.partial(trim_batch, seq_length=128))
-  >>> trim_batch({'input_word_ids': ids, 'input_mask': mask}, seq_length=8, multiple=4)
-  # a batch whose longest row has 3 real tokens comes back [batch, 4]
+  >>> dataset = trim_dataset(task.build_inputs(params.task.train_data), seq_length=128)
+  >>> batch = trim_batch({'input_word_ids': ids, 'input_mask': mask}, seq_length=8, multiple=4)
+  >>> batch['input_word_ids'].shape  # the longest row of `mask` has 3 real tokens
+  TensorShape([2, 4])
 """
 
 from typing import Any
