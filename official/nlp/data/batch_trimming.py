@@ -39,7 +39,8 @@ def _find_mask(batch: Any) -> tf.Tensor:
 
 def trimmed_length(mask: tf.Tensor, seq_length: int, multiple: int = 16) -> tf.Tensor:
   """The batch's longest real length (last nonzero mask position + 1), rounded up to
-  `multiple`, at least `multiple` and at most `seq_length`: int32 scalar.
+  `multiple`, then capped at `seq_length` (an all-padding batch counts as one real position):
+  int32 scalar.
 
   Args:
     mask: int [batch, seq_length], nonzero at real tokens.
