@@ -141,6 +141,11 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
                       'recipes), or all')
   parser.add_argument('--downstream_tasks', default='mr,hedge,pos')
   parser.add_argument('--downstream_seeds', type=int, default=5)
+  parser.add_argument('--downstream_max_epochs', type=int, default=20,
+                      help='longest fine-tuning run (its learning rate decays to 0 there)')
+  parser.add_argument('--downstream_patience', type=int, default=3,
+                      help='stop a fine-tuning run after this many epochs without a better dev '
+                      'score')
   parser.add_argument('--mixed_precision', default='auto', choices=('auto', 'float32', 'bfloat16'),
                       help='auto: bfloat16 where the CPU computes it (AVX512_BF16, AMX)')
   parser.add_argument('--fresh', action='store_true', help='delete --work_dir first')
@@ -165,7 +170,9 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         vocab_size=args.vocab_size, dupe_factor=args.dupe_factor, downstream=args.downstream,
         downstream_cells=sweep.parse_cells(args.downstream_cells),
         downstream_tasks=[task for task in args.downstream_tasks.split(',') if task],
-        downstream_seeds=args.downstream_seeds, mixed_precision=args.mixed_precision,
+        downstream_seeds=args.downstream_seeds,
+        downstream_max_epochs=args.downstream_max_epochs,
+        downstream_patience=args.downstream_patience, mixed_precision=args.mixed_precision,
         seeds=args.seeds,
         optimizer_variants=sweep.parse_optimizer_variants(args.optimizer_variants),
         train=not args.downstream_only)

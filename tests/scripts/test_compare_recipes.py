@@ -17,6 +17,7 @@ import yaml
 from official.nlp import api
 from official.nlp.data import downstream_data
 from official.nlp.tools import significance
+from official.nlp.tools.downstream_eval import FinetuneSettings
 from scripts import recipe_sweep as sweep
 from tests.paths import ROOT
 
@@ -314,14 +315,15 @@ def test_downstream_gets_the_best_model_dirs_and_is_cached(tmp_path, monkeypatch
   calls = []
 
   def evaluate(models, output_dir, tasks=('mr', 'hedge', 'pos'), seeds=5, data_dir=None,
-               random_init_models=None, rate_from=None):
+               random_init_models=None, rate_from=None, settings=None):
     calls.append(dict(models=models, output_dir=output_dir, tasks=tasks, seeds=seeds,
                       data_dir=data_dir, random_init_models=random_init_models,
-                      rate_from=rate_from))
+                      rate_from=rate_from, budget=(settings.max_epochs, settings.patience)))
     return {'markdown': '| task | a |', 'scores': {'mr': 0.7}}
 
   fake = types.ModuleType('official.nlp.tools.downstream_eval')
   fake.evaluate = evaluate
+  fake.FinetuneSettings = FinetuneSettings
   monkeypatch.setitem(sys.modules, 'official.nlp.tools.downstream_eval', fake)
   import official.nlp.tools  # pylint: disable=g-import-not-at-top
   monkeypatch.setattr(official.nlp.tools, 'downstream_eval', fake, raising=False)
@@ -335,12 +337,16 @@ def test_downstream_gets_the_best_model_dirs_and_is_cached(tmp_path, monkeypatch
               'modern_arch-modern_data-lr0.001': f'{work}/runs/modern-modern/lr0.001/model'},
       output_dir=f'{work}/downstream', tasks=('mr', 'pos'), seeds=3, data_dir='/p3',
       random_init_models=['bert_arch-bert_data-lr0.001', 'modern_arch-modern_data-lr0.001'],
-      rate_from={})]
+      rate_from={}, budget=(20, 3))]
   assert sweep.downstream(work, results['runs'], best, ['mr', 'pos'], 3, '/p3') == first
   assert len(calls) == 1  # cached while the best runs, tasks and seeds stay the same
   sweep.downstream(work, results['runs'], best, ['mr'], 3, '/p3')
   assert len(calls) == 2
   assert json.load(open(tmp_path / 'downstream.json'))['key']['tasks'] == ['mr']
+  # A shorter fine-tuning budget reaches every run's settings and is not the cached table.
+  sweep.downstream(work, results['runs'], best, ['mr'], 3, '/p3', max_epochs=10, patience=2)
+  assert len(calls) == 3 and calls[-1]['budget'] == (10, 2)
+  assert json.load(open(tmp_path / 'downstream.json'))['key']['max_epochs'] == 10
 
 
 def test_downstream_fine_tunes_every_seed_and_tests_the_recipes_over_them(tmp_path,
@@ -351,7 +357,8 @@ def test_downstream_fine_tunes_every_seed_and_tests_the_recipes_over_them(tmp_pa
   best = sweep.best_runs(runs)
   seen = {}
 
-  def evaluate(models, output_dir, tasks, seeds, data_dir, random_init_models, rate_from):
+  def evaluate(models, output_dir, tasks, seeds, data_dir, random_init_models, rate_from,
+               settings):
     seen.update(models=sorted(models), controls=random_init_models, rate_from=rate_from)
     rows = [dict(row=name, mean=0.7 + 0.01 * i, scores=[0.7, 0.71])
             for i, name in enumerate(sorted(models))]
@@ -589,3 +596,17 @@ def test_ablation_tests_compare_cells_at_the_optimizer_setting_they_share():
 def test_budget_plan_default_without_a_checkpoint(tmp_path):
   assert sweep.budget_plan(str(tmp_path / 'none'), default=0) == 0
   assert sweep.budget_plan(str(tmp_path), 'spent_seconds', default=0.0) == 0.0
+
+
+def test_cli_passes_the_fine_tuning_budget_to_the_sweep(tmp_path, monkeypatch):
+  configs = []
+  (tmp_path / 'results.md').write_text('| table |\n')  # what build_table writes
+  monkeypatch.setattr(compare.sweep, 'build_table',
+                      lambda config: configs.append(config) or {'failed': {}})
+  compare.main([f'--work_dir={tmp_path}', '--downstream_only', '--downstream_max_epochs=10',
+                '--downstream_patience=2'])
+  assert (configs[0].downstream_max_epochs, configs[0].downstream_patience) == (10, 2)
+  compare.main([f'--work_dir={tmp_path}', '--downstream_only'])
+  defaults = FinetuneSettings()
+  assert (configs[1].downstream_max_epochs, configs[1].downstream_patience) == (
+      defaults.max_epochs, defaults.patience)
