@@ -158,6 +158,9 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
   try:
     if args.seeds < 1:
       raise ValueError(f'--seeds: expected >= 1, found {args.seeds}')
+    for flag in ('downstream_max_epochs', 'downstream_patience'):
+      if getattr(args, flag) < 1:
+        raise ValueError(f'--{flag}: expected >= 1, found {getattr(args, flag)}')
     if args.downstream_only and not args.downstream:
       raise ValueError('--downstream_only and --no_downstream: expected one of them, found both')
     config = sweep.SweepConfig(
