@@ -158,9 +158,7 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
   """Builds (or completes) the table; prints results.md; returns results.json's content."""
   args = parse_args(argv)
   try:
-    if args.seeds < 1:
-      raise ValueError(f'--seeds: expected >= 1, found {args.seeds}')
-    for flag in ('downstream_max_epochs', 'downstream_patience'):
+    for flag in ('seeds', 'downstream_max_epochs', 'downstream_patience'):
       if getattr(args, flag) < 1:
         raise ValueError(f'--{flag}: expected >= 1, found {getattr(args, flag)}')
     if args.downstream_only and not args.downstream:

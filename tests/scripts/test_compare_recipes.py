@@ -390,6 +390,7 @@ def test_cli_errors_name_the_flag(tmp_path, capsys):
                         ('--learning_rates=x', '--learning_rates: expected'),
                         ('--downstream_patience=0', '--downstream_patience: expected >= 1, '
                          'found 0'),
+                        ('--seeds=0', '--seeds: expected >= 1, found 0'),
                         ('--cores=', '--cores: expected comma-separated core numbers')):
     with pytest.raises(SystemExit) as exit_info:
       compare.main([f'--work_dir={tmp_path}'] + flag.split())
