@@ -163,6 +163,11 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         raise ValueError(f'--{flag}: expected >= 1, found {getattr(args, flag)}')
     if args.downstream_only and not args.downstream:
       raise ValueError('--downstream_only and --no_downstream: expected one of them, found both')
+    for flag in ('corpus', 'ood_corpus'):
+      path = getattr(args, flag)
+      if path is not None and not os.path.isfile(path):
+        raise ValueError(f'--{flag}={path}: expected a text file (one sentence a line, blank '
+                         f'lines between documents), found {_what_is_at(path)}')
     config = sweep.SweepConfig(
         work_dir=args.work_dir, cells=sweep.parse_cells(args.cells),
         learning_rates=sweep.parse_learning_rates(args.learning_rates),
@@ -191,6 +196,11 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     print(f"failed runs (rerun to retry): {results['failed']}", file=sys.stderr)
     sys.exit(1)
   return results
+
+
+def _what_is_at(path: str) -> str:
+  """'a directory' or 'no such file', for the error of a path flag that names no file."""
+  return 'a directory' if os.path.isdir(path) else 'no such file'
 
 
 def _cores(text: str) -> List[int]:

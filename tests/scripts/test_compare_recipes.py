@@ -391,7 +391,13 @@ def test_cli_errors_name_the_flag(tmp_path, capsys):
                         ('--downstream_patience=0', '--downstream_patience: expected >= 1, '
                          'found 0'),
                         ('--seeds=0', '--seeds: expected >= 1, found 0'),
-                        ('--cores=', '--cores: expected comma-separated core numbers')):
+                        ('--cores=', '--cores: expected comma-separated core numbers'),
+                        (f'--corpus={tmp_path}/missing.txt',
+                         f'--corpus={tmp_path}/missing.txt: expected a text file (one sentence '
+                         'a line, blank lines between documents), found no such file'),
+                        (f'--ood_corpus={tmp_path}', f'--ood_corpus={tmp_path}: expected a '
+                         'text file (one sentence a line, blank lines between documents), found '
+                         'a directory')):
     with pytest.raises(SystemExit) as exit_info:
       compare.main([f'--work_dir={tmp_path}'] + flag.split())
     assert exit_info.value.code == 2
