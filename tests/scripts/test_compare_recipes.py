@@ -392,6 +392,8 @@ def test_cli_errors_name_the_flag(tmp_path, capsys):
                          'found 0'),
                         ('--seeds=0', '--seeds: expected >= 1, found 0'),
                         ('--cores=', '--cores: expected comma-separated core numbers'),
+                        ('--downstream_tasks=mr,sst', "--downstream_tasks: unknown ['sst']; "
+                         "expected some of ['brown_genre', 'brown_pos', 'hedge', 'mr', 'pos']"),
                         (f'--corpus={tmp_path}/missing.txt',
                          f'--corpus={tmp_path}/missing.txt: expected a text file (one sentence '
                          'a line, blank lines between documents), found no such file'),

@@ -232,6 +232,21 @@ def movie_review_text(data_dir: str) -> Tuple[str, Dict[str, int]]:
   return text, dict(reviews=len(kept), dropped=dropped, words=len(text.split()))
 
 
+def unknown_tasks_error(names: Sequence[str], flag: str) -> Optional[str]:
+  """The error of a task-list flag naming tasks not in `TASKS`, or None when all are known.
+
+  Args:
+    names: the task names the flag gave.
+    flag: the flag, as the message names it (e.g. '--tasks').
+
+  Example:
+    >>> unknown_tasks_error(['mr', 'sst'], '--tasks')
+    "--tasks: unknown ['sst']; expected some of ['brown_genre', 'brown_pos', 'hedge', 'mr', 'pos']"
+  """
+  unknown = [name for name in names if name not in TASKS]
+  return f'{flag}: unknown {unknown}; expected some of {sorted(TASKS)}' if unknown else None
+
+
 def get_task(name: str) -> DownstreamTask:
   """The task called `name`; a `ValueError` lists the known ones."""
   if name not in TASKS:

@@ -108,10 +108,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   except ValueError:
     return cli_utils.error(PROGRAM, f'--learning_rates={",".join(fv.learning_rates)}: expected '
                            'numbers, e.g. 1e-4,3e-4,1e-3', status=2)
-  unknown = [task for task in fv.tasks if task not in downstream_data.TASKS]
+  unknown = downstream_data.unknown_tasks_error(fv.tasks, '--tasks')
   if unknown:
-    return cli_utils.error(PROGRAM, f'--tasks: unknown {unknown}; expected some of '
-                           f'{sorted(downstream_data.TASKS)}', status=2)
+    return cli_utils.error(PROGRAM, unknown, status=2)
   settings = downstream_eval.FinetuneSettings(
       learning_rates=learning_rates, seeds=fv.seeds, pick_seeds=fv.pick_seeds,
       grid_extensions=fv.grid_extensions, max_epochs=fv.max_epochs,
