@@ -93,6 +93,7 @@ sys.path.insert(0, REPO)
 # pylint: disable=wrong-import-position
 from official.common import quiet  # first: hides TensorFlow's start-up lines (--verbose keeps them)
 quiet.quiet_cli(__name__)  # and shows the progress of the fine-tuning step (its logging lines)
+from official.nlp.data import downstream_data
 from scripts import recipe_sweep as sweep
 # pylint: enable=wrong-import-position
 
@@ -169,7 +170,7 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         raise ValueError(f'--{flag}={path}: expected a text file (one sentence a line, blank '
                          f'lines between documents), found {_what_is_at(path)}')
     downstream_tasks = [task for task in args.downstream_tasks.split(',') if task]
-    unknown = sweep.downstream_data.unknown_tasks_error(downstream_tasks, '--downstream_tasks')
+    unknown = downstream_data.unknown_tasks_error(downstream_tasks, '--downstream_tasks')
     if unknown:
       raise ValueError(unknown)
     config = sweep.SweepConfig(
