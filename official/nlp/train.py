@@ -1,9 +1,9 @@
-"""Trains and evaluates a registered experiment: `python -m official.nlp.train --experiment=...`.
+r"""Trains and evaluates a registered experiment: `python -m official.nlp.train --experiment=...`.
 
 Example:
   python -m official.nlp.train --experiment=bert/pretraining \
     --config_file=configs/pretraining/bert_mini.yaml --mode=train_and_eval --model_dir=runs/mini \
-    --params_override='task.train_data.input_path=data/train-*.tfrecord,trainer.train_steps=1000'
+    --params_override='task.train_data.input_path=data/train.tfrecord*,trainer.train_steps=1000'
 
 Precedence: the experiment's defaults < each --config_file in order < --params_override.
 """
@@ -145,11 +145,20 @@ def main(argv) -> None:
     _fail(line)
 
 
+def help_text() -> str:
+  """The usage (this module's docstring) and the flags `--help` lists.
+
+  absl's own `--help` lists the key flags of the main module; under the `mlm-train` console script
+  that module is the generated wrapper, which defines none, so the flags are listed from here.
+  """
+  return f'{__doc__.strip()}\n\nflags:\n{FLAGS.module_help(__name__)}'
+
+
 def run() -> None:
   """Console-script entry point (`mlm-train`)."""
   if any(arg in ('--help', '-h', '-help', '--helpshort', '-?') for arg in sys.argv[1:]):
-    # absl exits 1 after --help; asking for help is not an error.
-    app.usage(shorthelp=True, writeto_stdout=True, exitcode=0)
+    print(help_text())  # asking for help is not an error: exit 0 (absl's --help exits 1)
+    sys.exit(0)
   app.run(main)
 
 
