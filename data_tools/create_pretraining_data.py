@@ -7,6 +7,10 @@ Usage:
   python -m data_tools.create_pretraining_data --input_file=corpus.txt \\
       --output_file=out/train.tfrecord --vocab_file=vocab.txt --max_seq_length=128 \\
       --max_predictions_per_seq=20 --dupe_factor=5
+  # Hold out 5% of the documents as a validation set (out/validation.tfrecord + its metadata):
+  python -m data_tools.create_pretraining_data --input_file='text/*.txt' \\
+      --output_file=out/train.tfrecord --num_output_shards=4 --vocab_file=vocab.txt \\
+      --validation_fraction=0.05
   # Packed rows (the ModernBERT-class recipe: several documents a row, no NSP, 30% masked):
   python -m data_tools.create_pretraining_data --input_file=corpus.txt \\
       --output_file=out/packed.tfrecord --vocab_file=vocab.txt --pack --max_seq_length=512 \\
@@ -79,6 +83,14 @@ def _define_flags() -> flags.FlagValues:
   flags.DEFINE_bool(
       'dynamic', False, 'Write only token ids, mask and segments (+ NSP label) for masking '
       'while training (bert/pretraining_dynamic).', **define)
+  flags.DEFINE_float(
+      'validation_fraction', 0.0, 'Hold out this fraction of the documents (drawn by '
+      '--random_seed; none of their text reaches the training records) and write them once as a '
+      'validation set with metadata of its own, for task.validation_data.', lower_bound=0.0,
+      upper_bound=0.99, **define)
+  flags.DEFINE_string(
+      'validation_output_file', None, 'The held-out records (with --validation_fraction; '
+      'default: validation.tfrecord beside --output_file).', **define)
   flags.mark_flags_as_required(['input_file', 'output_file'], flag_values=fv)
   return fv
 
@@ -101,7 +113,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         short_seq_prob=fv.short_seq_prob, gzip_compress=fv.gzip_compress,
         use_v2_feature_names=fv.use_v2_feature_names, num_workers=fv.num_workers,
         num_output_shards=fv.num_output_shards, no_next_sentence=fv.no_next_sentence,
-        sentence_order=fv.sentence_order, dynamic=fv.dynamic, pack=fv.pack, show_progress=True)
+        sentence_order=fv.sentence_order, dynamic=fv.dynamic, pack=fv.pack, show_progress=True,
+        validation_fraction=fv.validation_fraction,
+        validation_output_file=fv.validation_output_file)
   except (ValueError, FileNotFoundError) as e:
     print(f'create_pretraining_data: error: {e}', file=sys.stderr)
     return 1

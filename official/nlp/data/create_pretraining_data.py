@@ -143,16 +143,19 @@ def _build_unit(unit: Tuple[int, int]) -> _UnitResult:
                      len(packed))
 
 
-def _chunk_documents(corpus: tokenized_corpus.TokenizedCorpus) -> List[np.ndarray]:
-  """The documents of each work chunk (about `_CHUNK_TOKENS` tokens each), grouped by length.
+def _chunk_documents(corpus: tokenized_corpus.TokenizedCorpus,
+                     chunk_tokens: Optional[int] = None) -> List[np.ndarray]:
+  """The documents of each work chunk (about `chunk_tokens`, default `_CHUNK_TOKENS`, tokens each),
+  grouped by length.
 
   Packing takes one vectorized round per instance of the chunk's longest document, so documents of
   similar length go together (a long document does not keep a chunk of short ones looping).
   """
+  chunk_tokens = chunk_tokens or _CHUNK_TOKENS
   tokens = corpus.document_tokens()
   by_length = np.argsort(tokens, kind='stable')
   tokens_before = np.cumsum(tokens[by_length]) - tokens[by_length]
-  _, starts = np.unique(tokens_before // _CHUNK_TOKENS, return_index=True)
+  _, starts = np.unique(tokens_before // chunk_tokens, return_index=True)
   return np.split(by_length, starts[1:])
 
 
@@ -193,6 +196,8 @@ class PretrainingDataOptions:
     pack: packed rows, several documents a row (implies `no_next_sentence`).
     processor_text_fn: optional function applied to each line before tokenizing.
     show_progress: progress bars and a summary on stderr.
+    validation_fraction: the fraction of documents held out (drawn by `random_seed`) and written
+      once (dupe factor 1) as a validation set of its own; 0 holds none out.
 
   Example:
     >>> options = PretrainingDataOptions(max_seq_length=64, pack=True)
@@ -217,6 +222,7 @@ class PretrainingDataOptions:
   pack: bool = False
   processor_text_fn: Optional[Callable[[str], str]] = None
   show_progress: bool = False
+  validation_fraction: float = 0.0
 
   @property
   def next_sentence(self) -> bool:
@@ -257,6 +263,8 @@ class PretrainingDataOptions:
          self.max_ngram_size is None or self.max_ngram_size >= 1, 'None or >= 1'),
         ('random_seed', self.random_seed, self.random_seed >= 0, '>= 0'),
         ('num_workers', self.num_workers, self.num_workers >= 1, '>= 1'),
+        ('validation_fraction', self.validation_fraction, 0.0 <= self.validation_fraction < 1.0,
+         'in [0, 1)'),
     ]
     for name, value, ok, expected in checks:
       if not ok:
@@ -304,7 +312,8 @@ def create_pretraining_data(input_file: Union[str, Sequence[str]],
                             dynamic: bool = False, sentence_order: bool = False,
                             pack: bool = False,
                             processor_text_fn: Optional[Callable[[str], str]] = None,
-                            show_progress: bool = False) -> Dict[str, Any]:
+                            show_progress: bool = False, validation_fraction: float = 0.0,
+                            validation_output_file: Optional[str] = None) -> Dict[str, Any]:
   """Writes pretraining TFRecords and their metadata file from text files (module docstring).
 
   Args:
@@ -325,7 +334,8 @@ def create_pretraining_data(input_file: Union[str, Sequence[str]],
       (`tf.data.TFRecordDataset(..., compression_type="GZIP")`).
     use_v2_feature_names: `input_word_ids`/`input_type_ids` instead of `input_ids`/`segment_ids`.
     num_workers: worker processes for tokenizing and for instances (default: all CPUs).
-    num_output_shards: split a single `output_file` into `<output_file>-0000i-of-0000n` shards.
+    num_output_shards: split a single `output_file` into `<output_file>-0000i-of-0000n` shards
+      (fewer, renumbered, where the text does not fill that many: no shard is written empty).
     no_next_sentence: single segments without NSP (RoBERTa style).
     dynamic: no masks stored (for on-the-fly masking with `MaskedLMMaskGenerator`).
     sentence_order: ALBERT's sentence-order prediction: `next_sentence_labels` is 1 where the two
@@ -337,9 +347,15 @@ def create_pretraining_data(input_file: Union[str, Sequence[str]],
       says so when it is lower).
     processor_text_fn: optional function applied to each line before tokenizing.
     show_progress: progress bars (documents/s, ETA) and a summary on stderr.
+    validation_fraction: hold out this fraction of the documents (drawn by `random_seed`; none of
+      their text is in the training records, not even as a random next segment) and write them
+      once (dupe factor 1) to `validation_output_file`, a record set with its own metadata.
+    validation_output_file: the held-out records (default: `validation.tfrecord` beside the first
+      output file).
 
   Returns:
-    The metadata written (see `data_metadata`), plus `elapsed_seconds`.
+    The metadata written (see `data_metadata`), plus `elapsed_seconds`; with a validation split,
+    also `validation` (the held-out set's metadata).
 
   Raises:
     FileNotFoundError: an input or vocabulary file is missing.
@@ -355,7 +371,8 @@ def create_pretraining_data(input_file: Union[str, Sequence[str]],
       use_v2_feature_names=use_v2_feature_names,
       num_workers=cpus if num_workers is None else num_workers,
       no_next_sentence=no_next_sentence, dynamic=dynamic, sentence_order=sentence_order,
-      pack=pack, processor_text_fn=processor_text_fn, show_progress=show_progress)
+      pack=pack, processor_text_fn=processor_text_fn, show_progress=show_progress,
+      validation_fraction=validation_fraction)
   options.check()
   if options.num_workers > cpus:
     logger.warning(
@@ -364,17 +381,40 @@ def create_pretraining_data(input_file: Union[str, Sequence[str]],
     options = dataclasses.replace(options, num_workers=cpus)
   input_files = tokenized_corpus.expand_input_files(input_file)
   output_paths = _output_paths(output_file, num_output_shards)
+  renumber = num_output_shards is not None and len(_output_paths(output_file, None)) == 1
+  validation_path = _validation_path(validation_output_file, output_paths, validation_fraction)
   if tokenizer is None:
     tokenizer = vocab_assets.load_tokenizer_from_flags(vocab_file, tokenizer_json, do_lower_case)
   # An unwritable output directory fails here, before any work.
-  with _Staging(output_paths) as staging:
-    return _create(input_files, output_paths, staging, tokenizer, options, started)
+  with _Staging(output_paths + ([validation_path] if validation_path else [])) as staging:
+    return _create(input_files, output_paths, staging, tokenizer, options, started, renumber,
+                   validation_path)
+
+
+def _validation_path(validation_output_file: Optional[str], output_paths: List[str],
+                     validation_fraction: float) -> Optional[str]:
+  """The held-out set's record file, or None without a split; refuses one that clashes."""
+  if not validation_fraction:
+    if validation_output_file:
+      raise ValueError(f'validation_output_file={validation_output_file!r} needs '
+                       f'validation_fraction > 0 (the fraction of documents to hold out)')
+    return None
+  path = validation_output_file or os.path.join(os.path.dirname(output_paths[0]),
+                                                'validation.tfrecord')
+  train_metadata = {data_metadata.metadata_path(p) for p in output_paths}
+  if data_metadata.metadata_path(path) in train_metadata:
+    raise ValueError(
+        f'validation_output_file: {path!r} would share the metadata file '
+        f'{data_metadata.metadata_path(path)!r} with output_file; expected another name '
+        f'(e.g. validation.tfrecord)')
+  return path
 
 
 def _create(input_files: List[str], output_paths: List[str], staging: '_Staging',
-            tokenizer: WordPieceTokenizer, options: PretrainingDataOptions,
-            started: float) -> Dict[str, Any]:
-  """The body of `create_pretraining_data`: writes into `staging`, then commits the set.
+            tokenizer: WordPieceTokenizer, options: PretrainingDataOptions, started: float,
+            renumber_shards: bool = False,
+            validation_path: Optional[str] = None) -> Dict[str, Any]:
+  """The body of `create_pretraining_data`: writes into `staging`, then commits the set(s).
 
   Args:
     input_files: the text files (globs expanded).
@@ -383,9 +423,11 @@ def _create(input_files: List[str], output_paths: List[str], staging: '_Staging'
     tokenizer: the WordPiece tokenizer.
     options: the run's options (checked; `num_workers` capped to the CPUs).
     started: `time.perf_counter()` when the run started (for the summary).
+    renumber_shards: the shard names were made from one name (`-0000i-of-0000n`): shards left
+      empty are dropped and the others renumbered; else an empty shard is an error.
+    validation_path: the record file of the held-out documents (with `validation_fraction`).
   """
-  num_workers, dupe_factor = options.num_workers, options.dupe_factor
-  random_seed, show_progress = options.random_seed, options.show_progress
+  num_workers, show_progress = options.num_workers, options.show_progress
   total_bytes = sum(os.path.getsize(f) for f in input_files)
   with tqdm.tqdm(total=total_bytes, unit='B', unit_scale=True, desc='tokenizing',
                  disable=not show_progress) as bar:
@@ -394,7 +436,8 @@ def _create(input_files: List[str], output_paths: List[str], staging: '_Staging'
                                                            num_workers)
   if corpus.num_documents == 0:
     raise _no_text_error(input_files, stats)
-  if corpus.num_documents == 1 and options.next_sentence and not options.sentence_order:
+  train_corpus, validation_corpus = _split_documents(corpus, options)
+  if train_corpus.num_documents == 1 and options.next_sentence and not options.sentence_order:
     logger.warning(
         'the input has a single document (no blank line between documents): random next segments '
         'come from the same document')
@@ -405,7 +448,108 @@ def _create(input_files: List[str], output_paths: List[str], staging: '_Staging'
       cls_id=tokenizer.token_to_id[CLS_TOKEN], sep_id=tokenizer.token_to_id[SEP_TOKEN],
       mask_id=tokenizer.token_to_id[MASK_TOKEN], vocab_size=len(vocab),
       is_continuation=np.array([t.startswith(CONTINUATION_PREFIX) for t in vocab], bool))
-  chunk_documents = _chunk_documents(corpus)
+  common = {
+      'format': data_metadata.FORMAT,
+      'format_version': data_metadata.FORMAT_VERSION,
+      'tool': _TOOL,
+      'tool_version': _tool_version(),
+      'max_seq_length': options.max_seq_length,
+      'max_predictions_per_seq': 0 if options.dynamic else options.max_predictions_per_seq,
+      'feature_names': feature_names(options.use_v2_feature_names, options.dynamic, options.pack),
+      'use_v2_feature_names': options.use_v2_feature_names,
+      'dynamic': options.dynamic,
+      'next_sentence': options.next_sentence,
+      'sentence_order': options.sentence_order,
+      'packed': options.pack,
+      **tokenizer.metadata_fields(),
+      'special_token_ids': {t: tokenizer.token_to_id[t] for t in SPECIAL_TOKENS},
+      'do_whole_word_mask': options.do_whole_word_mask,
+      'max_ngram_size': options.max_ngram_size,
+      'masked_lm_prob': options.masked_lm_prob,
+      'short_seq_prob': options.short_seq_prob,
+      'random_seed': options.random_seed,
+      'compression': 'GZIP' if options.gzip_compress else '',
+      'validation_fraction': options.validation_fraction,
+  }
+  written = _write_set(train_corpus, output_paths, staging, options, special, options.dupe_factor,
+                       renumber_shards, 'training')
+  if written['totals']['instances'] == 0:
+    raise _no_text_error(input_files, stats)
+  metadata = _set_metadata(common, written, train_corpus, options.dupe_factor, 'train',
+                           input_files, stats)
+  validation = None
+  if validation_corpus is not None:
+    # One pass (dupe_factor 1): evaluation needs each held-out document once, not new masks.
+    validation_written = _write_set(validation_corpus, [validation_path], staging, options,
+                                    special, 1, False, 'validation')
+    validation = _set_metadata(common, validation_written, validation_corpus, 1, 'validation',
+                               input_files, None)
+    metadata['validation_files'] = [
+        os.path.relpath(os.path.abspath(validation_path),
+                        os.path.dirname(os.path.abspath(output_paths[0])))]
+  paths = written['paths']
+  data_metadata.commit_record_set({path: staging.path(path) for path in paths}, metadata,
+                                  written['shards'])
+  metadata['shards'] = data_metadata.shard_entries(data_metadata.metadata_path(paths[0]),
+                                                   written['shards'])
+  if validation is not None:
+    data_metadata.commit_record_set({validation_path: staging.path(validation_path)}, validation,
+                                    validation_written['shards'])
+  elapsed = time.perf_counter() - started
+  summary = _summary(metadata, stats, elapsed, read_seconds, num_workers)
+  if validation is not None:
+    summary += (f"\n  validation: {validation['num_documents']} held-out documents "
+                f"({options.validation_fraction:g}), {validation['num_instances']} instances in "
+                f'{validation_path} (metadata {data_metadata.metadata_path(validation_path)})')
+  logger.info(summary)
+  if show_progress:
+    print(summary, file=sys.stderr)
+  result = dict(metadata, elapsed_seconds=elapsed)
+  if validation is not None:
+    result['validation'] = validation
+  return result
+
+
+def _split_documents(
+    corpus: tokenized_corpus.TokenizedCorpus, options: PretrainingDataOptions
+) -> Tuple[tokenized_corpus.TokenizedCorpus, Optional[tokenized_corpus.TokenizedCorpus]]:
+  """The training and held-out corpora: `validation_fraction` of the documents, drawn by the seed.
+
+  Raises:
+    ValueError: the split would leave either side without a document.
+  """
+  fraction = options.validation_fraction
+  if not fraction:
+    return corpus, None
+  count = corpus.num_documents
+  held_out = int(round(fraction * count))
+  if held_out < 1 or held_out >= count:
+    raise ValueError(
+        f'validation_fraction={fraction:g} of {count} document(s) holds out {held_out}; expected '
+        f'at least 1 held-out and 1 training document (more documents: a blank line between '
+        f'them; or a larger/smaller fraction)')
+  rng = np.random.default_rng(np.random.SeedSequence([options.random_seed, 1 << 22]))
+  picked = np.zeros(count, bool)
+  picked[rng.choice(count, held_out, replace=False)] = True
+  return (tokenized_corpus.corpus_subset(corpus, np.flatnonzero(~picked)),
+          tokenized_corpus.corpus_subset(corpus, np.flatnonzero(picked)))
+
+
+def _write_set(corpus: tokenized_corpus.TokenizedCorpus, output_paths: List[str],
+               staging: '_Staging', options: PretrainingDataOptions, special: pi.SpecialIds,
+               dupe_factor: int, renumber_shards: bool, description: str) -> Dict[str, Any]:
+  """Writes the records of `corpus` into the staged `output_paths`; none is left empty.
+
+  Returns:
+    `paths` (the final record paths: fewer than `output_paths` where empty shards were dropped and
+    the rest renumbered), `shards` (path -> records, bytes, crc32), `instances_per_file` and
+    `totals` (a Counter of documents, instances, tokens, masked, random_next, pieces).
+
+  Raises:
+    ValueError: an explicitly named output file would be empty (too little text for that many).
+  """
+  random_seed = options.random_seed
+  chunk_documents = _chunk_documents(corpus, _chunk_tokens(corpus, dupe_factor, len(output_paths)))
   units = [(d, c) for d in range(dupe_factor) for c in range(len(chunk_documents))]
   unit_rng = np.random.default_rng(np.random.SeedSequence([random_seed, 1 << 20]))
   permutation = unit_rng.permutation(len(units))
@@ -414,11 +558,11 @@ def _create(input_files: List[str], output_paths: List[str], staging: '_Staging'
                 random_seed=random_seed, chunk_documents=chunk_documents,
                 use_v2_feature_names=options.use_v2_feature_names)
   totals = collections.Counter()
-  instances_per_file = {}
   shards = {}
-  with tqdm.tqdm(total=corpus.num_documents * dupe_factor, unit='doc', desc='creating instances',
-                 disable=not show_progress) as bar, \
-      parallel.worker_pool(num_workers, shared) as pool:
+  with tqdm.tqdm(total=corpus.num_documents * dupe_factor, unit='doc',
+                 desc=f'creating {description} instances',
+                 disable=not options.show_progress) as bar, \
+      parallel.worker_pool(options.num_workers, shared) as pool:
     results = parallel.ordered_map(pool, _build_unit,
                                    [units[u] for part in shard_units for u in part])
     for shard, (path, part) in enumerate(zip(output_paths, shard_units)):
@@ -439,57 +583,77 @@ def _create(input_files: List[str], output_paths: List[str], staging: '_Staging'
       with tfrecord_writer.AtomicRecordFile(staging.path(path), options.gzip_compress) as out:
         _write_shuffled(out, spill, lengths, order)
       os.remove(spill)
-      instances_per_file[os.path.basename(path)] = int(order.size)
       shards[path] = {'records': int(order.size), 'bytes': out.size, 'crc32': out.crc32}
-  if totals['instances'] == 0:
-    raise _no_text_error(input_files, stats)
+  paths = _drop_empty_shards(output_paths, shards, staging, renumber_shards, totals['instances'])
+  return dict(paths=paths, shards={p: shards[p] for p in paths}, totals=totals,
+              instances_per_file={os.path.basename(p): shards[p]['records'] for p in paths})
 
-  metadata = {
-      'format': data_metadata.FORMAT,
-      'format_version': data_metadata.FORMAT_VERSION,
-      'tool': _TOOL,
-      'tool_version': _tool_version(),
-      'max_seq_length': options.max_seq_length,
-      'max_predictions_per_seq': 0 if options.dynamic else options.max_predictions_per_seq,
-      'feature_names': feature_names(options.use_v2_feature_names, options.dynamic, options.pack),
-      'use_v2_feature_names': options.use_v2_feature_names,
-      'dynamic': options.dynamic,
-      'next_sentence': options.next_sentence,
-      'sentence_order': options.sentence_order,
-      'packed': options.pack,
-      **tokenizer.metadata_fields(),
-      'special_token_ids': {t: tokenizer.token_to_id[t] for t in SPECIAL_TOKENS},
-      'do_whole_word_mask': options.do_whole_word_mask,
-      'max_ngram_size': options.max_ngram_size,
-      'masked_lm_prob': options.masked_lm_prob,
-      'short_seq_prob': options.short_seq_prob,
+
+def _chunk_tokens(corpus: tokenized_corpus.TokenizedCorpus, dupe_factor: int,
+                  num_shards: int) -> int:
+  """Tokens per work chunk: `_CHUNK_TOKENS`, or fewer where that leaves fewer (dupe, chunk) work
+  units than shards (a small corpus into many shards), so that every shard gets a unit."""
+  chunks_needed = -(-num_shards // dupe_factor)
+  if corpus.num_tokens // _CHUNK_TOKENS + 1 >= chunks_needed:
+    return _CHUNK_TOKENS
+  return max(1, corpus.num_tokens // chunks_needed)
+
+
+def _drop_empty_shards(output_paths: List[str], shards: Dict[str, Dict[str, int]],
+                       staging: '_Staging', renumber: bool, instances: int) -> List[str]:
+  """The output paths with records: empty shards' files removed, the rest renumbered (staged).
+
+  Raises:
+    ValueError: `renumber` is False and a named output file got no record.
+  """
+  empty = [p for p in output_paths if shards[p]['records'] == 0]
+  if not empty or not instances:
+    return output_paths
+  if not renumber:
+    raise ValueError(
+        f'output_file: {len(empty)} of the {len(output_paths)} files named would be empty '
+        f'({", ".join(os.path.basename(p) for p in empty)}): the text makes only {instances} '
+        f'instance(s) in {len(output_paths) - len(empty)} work unit(s); name fewer files')
+  kept = [p for p in output_paths if shards[p]['records']]
+  base = data_metadata.SHARD_SUFFIX.sub('', output_paths[0])
+  renamed = [f'{base}-{i:05d}-of-{len(kept):05d}' for i in range(len(kept))]
+  for path in empty:
+    os.remove(staging.path(path))
+  for old, new in zip(kept, renamed):
+    os.rename(staging.path(old), staging.path(new))
+    shards[new] = shards.pop(old)
+  logger.warning(
+      'num_output_shards=%d: the text fills only %d shard(s) (%d instances); wrote %s-*-of-%05d',
+      len(output_paths), len(kept), instances, os.path.basename(base), len(kept))
+  return renamed
+
+
+def _set_metadata(common: Dict[str, Any], written: Dict[str, Any],
+                  corpus: tokenized_corpus.TokenizedCorpus, dupe_factor: int, split: str,
+                  input_files: List[str],
+                  stats: Optional[tokenized_corpus.CorpusStats]) -> Dict[str, Any]:
+  """The metadata of one record set (see `data_metadata`); `stats` of the whole input, or None
+  for a held-out split (its sentence and token counts come from `corpus`)."""
+  totals, paths = written['totals'], written['paths']
+  max_seq_length = common['max_seq_length']
+  return {
+      **common,
+      'split': split,
       'dupe_factor': dupe_factor,
-      'random_seed': random_seed,
-      'compression': 'GZIP' if options.gzip_compress else '',
-      'files': [os.path.basename(p) for p in output_paths],
-      'instances_per_file': instances_per_file,
+      'files': [os.path.basename(p) for p in paths],
+      'instances_per_file': written['instances_per_file'],
       'num_instances': totals['instances'],
       'num_tokens': totals['tokens'],
-      'num_padding_tokens': totals['instances'] * options.max_seq_length - totals['tokens'],
+      'num_padding_tokens': totals['instances'] * max_seq_length - totals['tokens'],
       'num_pieces': totals['pieces'],
       'num_masked_tokens': totals['masked'],
       'num_random_next': totals['random_next'],
       'num_documents': corpus.num_documents,
-      'num_sentences': stats.sentences,
-      'num_corpus_tokens': stats.tokens,
-      'num_invalid_lines': stats.invalid_lines,
+      'num_sentences': len(corpus.sentence_starts) - 1,
+      'num_corpus_tokens': corpus.num_tokens,
+      'num_invalid_lines': stats.invalid_lines if stats is not None else 0,
       'input_files': input_files,
   }
-  data_metadata.commit_record_set({path: staging.path(path) for path in output_paths}, metadata,
-                                  shards)
-  metadata['shards'] = data_metadata.shard_entries(data_metadata.metadata_path(output_paths[0]),
-                                                   shards)
-  elapsed = time.perf_counter() - started
-  summary = _summary(metadata, stats, elapsed, read_seconds, num_workers)
-  logger.info(summary)
-  if show_progress:
-    print(summary, file=sys.stderr)
-  return dict(metadata, elapsed_seconds=elapsed)
 
 
 def _summary(metadata, stats, elapsed, read_seconds, num_workers) -> str:

@@ -19,7 +19,9 @@ Keys (all JSON scalars or lists/dicts of them):
   (non-padding tokens written), num_padding_tokens (`num_instances * max_seq_length -
   num_tokens`, see `padding_fraction`), num_pieces (packed: pieces of documents; else the
   instances), num_masked_tokens, num_random_next, num_documents, num_sentences, num_corpus_tokens
-  (tokens read), num_invalid_lines, input_files,
+  (tokens read), num_invalid_lines, input_files, split ("train", or "validation" for the documents
+  held out by `validation_fraction`), validation_fraction, validation_files (train sets with a
+  split: the held-out set's record files, relative to this file's directory),
   shards: one entry per record file of the set, `{"file": path relative to the metadata file's
   directory, "records": count, "bytes": file size, "crc32": zlib CRC-32 of the file's bytes}`
   (computed while writing).
@@ -48,7 +50,7 @@ logger = logging.getLogger(__name__)
 FORMAT = 'mlm_garden.pretraining_data'
 FORMAT_VERSION = 1
 METADATA_SUFFIX = '.metadata.json'
-_SHARD_SUFFIX = re.compile(r'-\d{5}-of-\d{5}$')
+SHARD_SUFFIX = re.compile(r'-\d{5}-of-\d{5}$')
 _RECORD_EXTENSIONS = ('.gz', '.tfrecords', '.tfrecord', '.tfr', '.record')
 # Fields that must agree between the metadata of files read together.
 CONSISTENT_KEYS = ('max_seq_length', 'max_predictions_per_seq', 'feature_names', 'vocab_size',
@@ -60,7 +62,7 @@ _DEFAULTS = {'packed': False}
 def metadata_path(record_path: str) -> str:
   """The metadata file describing `record_path` (see the module docstring)."""
   directory, name = os.path.split(record_path)
-  name = _SHARD_SUFFIX.sub('', name)
+  name = SHARD_SUFFIX.sub('', name)
   for extension in _RECORD_EXTENSIONS:
     if name.endswith(extension) and len(name) > len(extension):
       name = name[:-len(extension)]

@@ -288,3 +288,43 @@ def read_tokenized_corpus(input_files: Sequence[str], tokenizer: WordPieceTokeni
   stats.sentences = len(sentence_lengths)
   stats.tokens = corpus.num_tokens
   return corpus, stats
+
+
+def concatenated_ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+  """`np.concatenate([np.arange(s, e) for s, e in zip(starts, ends)])`, vectorized (int64).
+
+  Example:
+    >>> concatenated_ranges(np.array([0, 5]), np.array([2, 8])).tolist()
+    [0, 1, 5, 6, 7]
+  """
+  starts, ends = np.asarray(starts, np.int64), np.asarray(ends, np.int64)
+  lengths = ends - starts
+  offsets = np.cumsum(lengths) - lengths
+  return np.repeat(starts - offsets, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
+
+
+def corpus_subset(corpus: TokenizedCorpus, documents: np.ndarray) -> TokenizedCorpus:
+  """A corpus of the given documents of `corpus`, in the order given (token ids copied).
+
+  Args:
+    corpus: the whole corpus.
+    documents: `[k]` document indices.
+
+  Returns:
+    A `TokenizedCorpus` of `k` documents.
+
+  Example:
+    >>> whole = TokenizedCorpus(np.arange(6, dtype=np.uint16), np.array([0, 2, 3, 6]),
+    ...                         np.array([0, 2, 3]))
+    >>> corpus_subset(whole, np.array([1])).token_ids.tolist()
+    [3, 4, 5]
+  """
+  documents = np.asarray(documents, np.int64)
+  first, end = corpus.document_starts[documents], corpus.document_starts[documents + 1]
+  sentences = concatenated_ranges(first, end)
+  sentence_lengths = np.diff(corpus.sentence_starts)[sentences]
+  token_ids = corpus.token_ids[concatenated_ranges(corpus.sentence_starts[sentences],
+                                                   corpus.sentence_starts[sentences + 1])]
+  sentence_starts = np.concatenate([[0], np.cumsum(sentence_lengths)]).astype(np.int64)
+  document_starts = np.concatenate([[0], np.cumsum(end - first)]).astype(np.int64)
+  return TokenizedCorpus(token_ids, sentence_starts, document_starts)

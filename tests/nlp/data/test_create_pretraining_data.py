@@ -659,3 +659,103 @@ def test_options_are_one_frozen_dataclass_checked_before_any_work(tmp_path):
     cpd.create_pretraining_data(str(tmp_path / "missing.txt"), str(tmp_path / "out" / "o"),
                                 masked_lm_prob=1.5)
   assert not (tmp_path / "out").exists()
+
+
+# ------------------------------------------------------------------ validation split, shards
+
+
+def _documents_of(records):
+  """The `docN` numbers whose tokens appear in `records` (masked positions restored)."""
+  found = set()
+  for record in records:
+    found.update(DOC_TOKEN[t] for t in _originals(record).tolist() if t in DOC_TOKEN)
+  return found
+
+
+def test_validation_split_holds_out_whole_documents(data_dir, tmp_path):
+  output = str(tmp_path / "train.tfrecord")
+  metadata = cpd.create_pretraining_data(
+      str(data_dir / "corpus.txt"), output, str(data_dir / "vocab.txt"), dupe_factor=2,
+      max_seq_length=SEQ, max_predictions_per_seq=MAX_PRED, num_workers=1,
+      num_output_shards=2, validation_fraction=0.1)
+  validation_path = str(tmp_path / "validation.tfrecord")
+  held_out = _documents_of(_read(validation_path))
+  trained = _documents_of(
+      [r for p in data_metadata.record_paths(output + "-*") for r in _read(p)])
+  # 10% of the 60 documents, every one of them only in the validation records (random next
+  # segments of NSP pairs included), the others only in training.
+  assert len(held_out) == round(0.1 * NUM_DOCS)
+  assert not held_out & trained and held_out | trained == set(range(NUM_DOCS))
+  validation = data_metadata.load_metadata(validation_path)
+  assert validation["metadata_path"] == str(tmp_path / "validation.metadata.json")
+  assert (validation["split"], validation["dupe_factor"], validation["num_documents"]) == (
+      "validation", 1, len(held_out))
+  assert validation["num_instances"] == len(_read(validation_path)) > 0
+  assert metadata["split"] == "train" and metadata["num_documents"] == NUM_DOCS - len(held_out)
+  assert metadata["validation_files"] == ["validation.tfrecord"]
+  assert metadata["validation"]["files"] == ["validation.tfrecord"]
+  for key in ("max_seq_length", "max_predictions_per_seq", "vocab_sha256", "feature_names"):
+    assert validation[key] == metadata[key], key
+  # The same seed holds out the same documents.
+  again = tmp_path / "again"
+  cpd.create_pretraining_data(
+      str(data_dir / "corpus.txt"), str(again / "t.tfrecord"), str(data_dir / "vocab.txt"),
+      dupe_factor=1, num_workers=1, validation_fraction=0.1,
+      validation_output_file=str(again / "heldout.tfrecord"))
+  assert _documents_of(_read(str(again / "heldout.tfrecord"))) == held_out
+
+
+def test_validation_split_refuses_what_cannot_be_split(data_dir, tmp_path):
+  one_document = tmp_path / "one.txt"
+  one_document.write_text("Doc1 w1 w2 w3.\nDoc1 w4 w5.\n", encoding="utf-8")
+  with pytest.raises(ValueError, match=r"validation_fraction=0.5 of 1 document\(s\) holds out"):
+    cpd.create_pretraining_data(str(one_document), str(tmp_path / "t.tfrecord"),
+                                str(data_dir / "vocab.txt"), num_workers=1,
+                                validation_fraction=0.5)
+  with pytest.raises(ValueError, match="validation_fraction must be in"):
+    cpd.create_pretraining_data(str(one_document), str(tmp_path / "t.tfrecord"),
+                                str(data_dir / "vocab.txt"), validation_fraction=1.0)
+  with pytest.raises(ValueError, match="needs validation_fraction > 0"):
+    cpd.create_pretraining_data(str(one_document), str(tmp_path / "t.tfrecord"),
+                                str(data_dir / "vocab.txt"),
+                                validation_output_file=str(tmp_path / "v.tfrecord"))
+  with pytest.raises(ValueError, match="would share the metadata file"):
+    cpd.create_pretraining_data(str(one_document), str(tmp_path / "t.tfrecord"),
+                                str(data_dir / "vocab.txt"), validation_fraction=0.1,
+                                validation_output_file=str(tmp_path / "t.tfrecord.gz"))
+  assert not list(tmp_path.glob("t*"))  # refused before any file was written
+
+
+def test_no_shard_is_written_empty(data_dir, tmp_path, caplog):
+  # A small text into more shards than its single work unit: smaller work units fill them all.
+  output = str(tmp_path / "small.tfrecord")
+  metadata = cpd.create_pretraining_data(
+      str(data_dir / "corpus.txt"), output, str(data_dir / "vocab.txt"), dupe_factor=1,
+      num_workers=1, num_output_shards=4)
+  assert [metadata["instances_per_file"][f] > 0 for f in metadata["files"]] == [True] * 4
+  # One short document cannot fill two shards: one shard, renumbered, and a warning saying so.
+  tiny = tmp_path / "tiny.txt"
+  tiny.write_text("Doc1 w1 w2 w3.\n", encoding="utf-8")
+  with caplog.at_level(logging.WARNING):
+    metadata = cpd.create_pretraining_data(str(tiny), str(tmp_path / "tiny.tfrecord"),
+                                           str(data_dir / "vocab.txt"), dupe_factor=1,
+                                           num_workers=1, num_output_shards=2)
+  assert metadata["files"] == ["tiny.tfrecord-00000-of-00001"]
+  assert sorted(p.name for p in tmp_path.glob("tiny.tfrecord*")) == metadata["files"]
+  assert "fills only 1 shard(s)" in caplog.text
+  assert len(_read(str(tmp_path / metadata["files"][0]))) == metadata["num_instances"] == 1
+  # Files named one by one are not renamed: too many of them is an error naming them.
+  with pytest.raises(ValueError, match=r"1 of the 2 files named would be empty \(b.tfrecord\)"):
+    cpd.create_pretraining_data(str(tiny), f"{tmp_path / 'a.tfrecord'},{tmp_path / 'b.tfrecord'}",
+                                str(data_dir / "vocab.txt"), dupe_factor=1, num_workers=1)
+  assert not list(tmp_path.glob("[ab].*"))
+
+
+def test_cli_validation_fraction(data_dir, tmp_path, capsys):
+  code = cli.main(["prog", f"--input_file={data_dir / 'corpus.txt'}",
+                   f"--output_file={tmp_path / 'train.tfrecord'}",
+                   f"--vocab_file={data_dir / 'vocab.txt'}", "--dupe_factor=1",
+                   "--num_workers=1", "--validation_fraction=0.05"])
+  assert code == 0
+  assert "validation: 3 held-out documents" in capsys.readouterr().err
+  assert data_metadata.load_metadata(str(tmp_path / "validation.tfrecord"))["num_documents"] == 3
