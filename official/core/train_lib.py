@@ -29,6 +29,7 @@ from official.core import base_task
 from official.core import best_checkpoint
 from official.core import config_definitions as cfg
 from official.core import model_dir_lock
+from official.core import model_dir_snapshot
 from official.core import progress
 from official.core import time_budget
 from official.core import train_utils
@@ -135,7 +136,10 @@ class OrbitExperimentRunner:
     # One writer per model_dir: training takes its lock (the chief only: other workers write
     # into private directories) before writing anything; `run` releases it.
     self._lock: Optional[model_dir_lock.ModelDirLock] = None
+    # A start that fails before the first step leaves model_dir as it found it.
+    self._snapshot: Optional[model_dir_snapshot.ModelDirSnapshot] = None
     if self._training and train_utils.is_chief(self.strategy):
+      self._snapshot = model_dir_snapshot.ModelDirSnapshot.take(model_dir)
       train_utils.check_model_dir(model_dir)
       self._lock = model_dir_lock.ModelDirLock(model_dir).acquire()
     try:
@@ -149,8 +153,15 @@ class OrbitExperimentRunner:
                                                      train=self._training)
     except BaseException:
       self.release_lock()
+      self._put_back_untrained()
       raise
     self._controller = None
+
+  def _put_back_untrained(self) -> None:
+    """After a failure: model_dir as it was, if no step ran (and no checkpoint is there)."""
+    trainer = getattr(self, '_trainer', None)
+    if self._snapshot is not None and (trainer is None or not trainer.train_steps_run):
+      self._snapshot.put_back()
 
   def release_lock(self) -> None:
     """Releases the model_dir lock (`run` does at its end; also released at exit)."""
@@ -250,17 +261,21 @@ class OrbitExperimentRunner:
     Garden; `official.nlp.train` refuses it earlier).
     """
     trainer = self._trainer
+    failed = True
     try:
       if self._training and not train_utils.is_multi_worker(self.strategy):
         with trainer.stop:  # multi-worker runs use TensorFlow's preemption handler instead
           logs = self._run_mode()
       else:
         logs = self._run_mode()
+      failed = False
       return trainer.model, logs
     finally:
       if trainer.write_dir != self.model_dir:  # a non-chief worker's private copy
         tf.io.gfile.rmtree(trainer.write_dir)
       self.release_lock()
+      if failed:
+        self._put_back_untrained()
 
   def _run_mode(self) -> Dict[str, float]:
     """Runs the mode; the last evaluation's logs with `run_post_eval` (or in
