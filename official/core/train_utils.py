@@ -11,7 +11,7 @@ import json
 import logging
 import os
 import tempfile
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 import orbit
@@ -37,8 +37,17 @@ remove_ckpts = checkpointing.remove_ckpts
 
 
 def build_params(experiment: str, config_files: Sequence[str] = (),
-                 params_override: Optional[str] = None) -> cfg.ExperimentConfig:
+                 params_override: Optional[str] = None,
+                 complete: Optional[Callable[[cfg.ExperimentConfig], Any]] = None
+                 ) -> cfg.ExperimentConfig:
   """Experiment defaults < each config file in order < `params_override`; then validated.
+
+  Args:
+    experiment: a registered experiment.
+    config_files: YAML files, applied in order.
+    params_override: `--params_override` text.
+    complete: called with the parsed config before it is validated, to fill in fields from
+      elsewhere (e.g. the records' metadata: `official.nlp.configs.record_fields`).
 
   Raises:
     KeyError: an unknown experiment (listing the registered ones).
@@ -47,7 +56,12 @@ def build_params(experiment: str, config_files: Sequence[str] = (),
   """
   options = ParseConfigOptions(experiment=experiment, config_file=list(config_files or ()),
                                params_override=params_override)
-  return parse_configuration(options, lock_return=False, print_return=False)
+  if complete is None:
+    return parse_configuration(options, lock_return=False, print_return=False)
+  params = ExperimentParser(options).parse()
+  complete(params)
+  params.validate()
+  return params
 
 
 def serialize_config(params: cfg.ExperimentConfig, model_dir: str) -> str:

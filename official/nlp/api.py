@@ -37,6 +37,7 @@ from official.core import task_factory
 from official.core import train_lib
 from official.core import train_utils
 from official.modeling import hyperparams
+from official.nlp.configs import record_fields
 from official.nlp.serving import inference
 from official.nlp.tools import embed as embed_lib
 from official.nlp.tools import fill_mask as fill_mask_lib
@@ -79,7 +80,8 @@ def _nested(overrides: Mapping[str, Any]) -> Dict[str, Any]:
 def load_config(config_files: Union[str, Sequence[str], None] = None,
                 experiment: str = DEFAULT_EXPERIMENT,
                 overrides: Union[str, Mapping[str, Any], None] = None) -> cfg.ExperimentConfig:
-  """The validated experiment config: the experiment's defaults < YAML files < overrides.
+  """The validated experiment config: the experiment's defaults < YAML files < the pretraining
+  records' metadata (`record_fields.fill_from_records`) < overrides.
 
   Args:
     config_files: a YAML file or several (Model Garden's YAML structure), applied in order.
@@ -90,7 +92,8 @@ def load_config(config_files: Union[str, Sequence[str], None] = None,
   Raises:
     KeyError: an unknown experiment (listing the registered ones).
     FileNotFoundError: a missing config file.
-    official.modeling.hyperparams.ConfigError: a bad key or value, naming its full path.
+    official.modeling.hyperparams.ConfigError: a bad key or value, naming its full path, or an
+      override that disagrees with the records' metadata.
 
   Example:
     >>> params = load_config('configs/pretraining/bert_tiny.yaml',
@@ -100,15 +103,21 @@ def load_config(config_files: Union[str, Sequence[str], None] = None,
   """
   files = [config_files] if isinstance(config_files, str) else list(config_files or ())
   text = overrides if isinstance(overrides, str) else None
-  params = train_utils.build_params(experiment, files, text)
-  if isinstance(overrides, Mapping) and overrides:
-    params.override(_nested(overrides), is_strict=True)
-    try:
-      params.validate()
-    except hyperparams.ConfigError:
-      raise
-    except (ValueError, KeyError, TypeError) as e:
-      raise hyperparams.ConfigError('', str(e)) from None
+  taken = []
+
+  def complete(params: cfg.ExperimentConfig) -> None:
+    if isinstance(overrides, Mapping) and overrides:
+      params.override(_nested(overrides), is_strict=True)
+    taken.extend(record_fields.fill_from_records(params, record_fields.override_keys(overrides)))
+
+  try:
+    params = train_utils.build_params(experiment, files, text, complete=complete)
+  except (hyperparams.ConfigError, KeyError, FileNotFoundError):
+    raise
+  except (ValueError, TypeError) as e:
+    raise hyperparams.ConfigError('', str(e)) from None
+  for line in taken:
+    logging.info("from the records' metadata: %s", line)
   return params
 
 

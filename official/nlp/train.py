@@ -5,7 +5,9 @@ Example:
     --config_file=configs/pretraining/bert_mini.yaml --mode=train_and_eval --model_dir=runs/mini \
     --params_override='task.train_data.input_path=data/train.tfrecord*,trainer.train_steps=1000'
 
-Precedence: the experiment's defaults < each --config_file in order < --params_override.
+Precedence: the experiment's defaults < each --config_file in order < the pretraining records'
+metadata (sequence length, predictions per sequence, packing, vocabulary size and the held-out
+set, `official/nlp/configs/record_fields.py`) < --params_override.
 """
 
 from official.common import quiet  # first: hides TensorFlow's start-up lines (--verbose keeps them)
@@ -22,7 +24,6 @@ from absl import flags
 from official.common import flags as tfm_flags
 from official.common import gin_utils
 from official.core import model_dir_lock
-from official.modeling import hyperparams
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
@@ -67,14 +68,25 @@ def _build_params():
           f'{", ".join(exp_factory.registered_experiments())}')
   if FLAGS.tf_data_service:
     _fail('--tf_data_service: tf.data service is not supported by mlm-garden')
+  # Function-level: keeps TensorFlow out of mlm-train's start-up.
+  from official.nlp.configs import record_fields  # pylint: disable=g-import-not-at-top
+  taken = []
+
+  def complete(params) -> None:
+    taken.extend(record_fields.fill_from_records(
+        params, protected=record_fields.override_keys(FLAGS.params_override)))
+
   try:
-    params = train_utils.build_params(FLAGS.experiment, FLAGS.config_file, FLAGS.params_override)
+    params = train_utils.build_params(FLAGS.experiment, FLAGS.config_file, FLAGS.params_override,
+                                      complete=complete)
     if FLAGS.tpu:
       params.override({'runtime': {'tpu': FLAGS.tpu}})
   except KeyError as e:
     _fail(str(e.args[0]) if e.args else str(e))
-  except (hyperparams.ConfigError, FileNotFoundError) as e:
+  except (ValueError, FileNotFoundError) as e:  # hyperparams.ConfigError is a ValueError
     _fail(str(e))
+  for line in taken:
+    logging.info("from the records' metadata: %s", line)
   return params
 
 
