@@ -53,6 +53,7 @@ setuptools.setup(
             'mlm-embed=official.nlp.tools.embed:main',
             'mlm-benchmark=official.nlp.tools.benchmark:main',
             'mlm-eval=official.nlp.tools.mlm_eval:main',
+            'mlm-pretrain=official.nlp.tools.pretrain:main',
         ],
     },
 )

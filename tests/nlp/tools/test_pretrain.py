@@ -1,0 +1,114 @@
+"""Tests of official/nlp/tools/pretrain.py (`mlm-pretrain`): text to a trained encoder, held-out
+evaluation against the context-free predictor, a Hugging Face folder transformers loads, resume."""
+
+import json
+import random
+
+import pytest
+
+from official.nlp.tools import pretrain
+from tests import cli
+
+WORDS = [f'w{i}' for i in range(30)]
+TINY = dict(size='tiny', vocab_size=60, seq_length=32, batch_size=16, dupe_factor=3,
+            validation_fraction=0.1, num_workers=1)
+
+
+def _walking_text(seed: int) -> str:
+  """Documents whose sentences walk the word list in order (`w7 w8 w9 w10.`): a masked word is
+  given by its neighbours, while its frequency alone says little (one word in 30)."""
+  rng = random.Random(seed)
+  documents = []
+  for _ in range(120):
+    sentences = []
+    for _ in range(rng.randint(2, 4)):
+      start = rng.randrange(len(WORDS))
+      sentences.append(' '.join(WORDS[(start + i) % len(WORDS)] for i in range(rng.randint(5, 9)))
+                       + '.')
+    documents.append('\n'.join(sentences))
+  return '\n\n'.join(documents) + '\n'
+
+
+@pytest.fixture(name='run', scope='module')
+def fixture_run(tmp_path_factory):
+  root = tmp_path_factory.mktemp('pretrain')
+  (root / 'corpus').mkdir()
+  (root / 'corpus' / 'a.txt').write_text(_walking_text(0), encoding='utf-8')
+  (root / 'corpus' / 'b.txt').write_text(_walking_text(1), encoding='utf-8')
+  (root / 'corpus' / '.hidden').write_text('not text', encoding='utf-8')
+  summary = pretrain.pretrain([str(root / 'corpus')], str(root / 'out'), steps=120, **TINY)
+  return root, summary
+
+
+@pytest.mark.slow
+def test_text_to_an_encoder_that_beats_the_context_free_predictor(run):
+  root, summary = run
+  out = root / 'out'
+  assert summary['step'] == 120
+  validation, context_free = summary['validation'], summary['context_free']
+  # Walking sentences: the neighbours give the word; alone, the context-free predictor gets the
+  # kept tokens it copies (10% of the masked) and the period where it guesses it (about one token
+  # in eight, the likeliest): about 0.1 + 0.9 / 8 = 0.21, well under 0.35.
+  assert context_free['masked_lm_accuracy'] < 0.35
+  assert validation['masked_lm_accuracy'] > context_free['masked_lm_accuracy'] + 0.2
+  assert validation['lm_example_loss'] < context_free['lm_example_loss']
+  assert json.loads((out / 'summary.json').read_text()) == summary
+  for name in ('vocab/vocab.txt', 'data/train.metadata.json', 'data/validation.metadata.json',
+               'model/params.yaml', 'hf/config.json', 'hf/model.safetensors',
+               'hf/tokenizer.json', 'hf/tokenizer_config.json', 'pretrain.json'):
+    assert (out / name).exists(), name
+  stamp = json.loads((out / 'pretrain.json').read_text())
+  assert [p.rsplit('/', 1)[-1] for p, _ in stamp['inputs']] == ['a.txt', 'b.txt']  # no .hidden
+
+
+@pytest.mark.slow
+def test_the_hugging_face_folder_loads_in_transformers_and_fills_masks(run):
+  transformers = pytest.importorskip('transformers')
+  root, _ = run
+  hf = str(root / 'out' / 'hf')
+  tokenizer = transformers.AutoTokenizer.from_pretrained(hf)
+  model = transformers.AutoModelForMaskedLM.from_pretrained(hf)
+  ids = tokenizer('w3 w4 w5')['input_ids']
+  assert tokenizer.convert_ids_to_tokens(ids) == ['[CLS]', 'w3', 'w4', 'w5', '[SEP]']
+  fill = transformers.pipeline('fill-mask', model=model, tokenizer=tokenizer)
+  best = [fill(f'w{i} w{i + 1} [MASK] w{i + 3} w{i + 4}.')[0]['token_str'] for i in range(5, 10)]
+  assert sum(word == f'w{i + 2}' for i, word in zip(range(5, 10), best)) >= 3, best
+
+
+@pytest.mark.slow
+def test_rerun_resumes_and_other_inputs_are_refused(run):
+  root, summary = run
+  out = str(root / 'out')
+  again = pretrain.pretrain([str(root / 'corpus')], out, steps=120, **TINY)
+  assert again['step'] == 120 and again['seconds']['training'] < summary['seconds']['training']
+  with pytest.raises(ValueError, match=r'holds a run made from other inputs'):
+    pretrain.pretrain([str(root / 'corpus' / 'a.txt')], out, steps=120, **TINY)
+
+
+def test_options_and_cli_errors(tmp_path):
+  with pytest.raises(ValueError, match=r'give one of minutes and steps'):
+    pretrain.pretrain(['x'], str(tmp_path), minutes=1, steps=5)
+  with pytest.raises(ValueError, match=r"recipe must be one of \['modern', 'bert'\], found 'x'"):
+    pretrain.pretrain(['x'], str(tmp_path), recipe='x')
+  with pytest.raises(FileNotFoundError, match=r"the modern recipe has no config .*modernbert_small"):
+    pretrain.pretrain(['x'], str(tmp_path), size='small')
+  result = cli.call_main(pretrain.main, ['mlm-pretrain', f'--output_dir={tmp_path}'])
+  assert result.returncode == 2 and 'no input: give text files or folders' in result.stderr
+  result = cli.call_main(pretrain.main, ['mlm-pretrain', str(tmp_path / 'missing.txt'),
+                                         f'--output_dir={tmp_path / "out"}', '--steps=3'])
+  assert result.returncode == 1, result.stderr
+  assert "mlm-pretrain: error: input_file: '" in result.stderr and 'matches no file' in result.stderr
+  empty = tmp_path / 'empty'
+  empty.mkdir()
+  with pytest.raises(FileNotFoundError, match='holds no file'):
+    pretrain.text_files([str(empty)])
+
+
+def test_plain_paragraphs_become_documents(tmp_path):
+  paragraphs = tmp_path / 'p.txt'
+  paragraphs.write_text('First paragraph here.\nSecond one.\n', encoding='utf-8')
+  sentences = tmp_path / 's.txt'
+  sentences.write_text('A.\nB.\n\nC.\n', encoding='utf-8')
+  converted = pretrain._as_documents([str(paragraphs), str(sentences)], str(tmp_path / 'work'))
+  assert converted[1] == str(sentences)
+  assert open(converted[0], encoding='utf-8').read() == 'First paragraph here.\n\nSecond one.\n\n'
