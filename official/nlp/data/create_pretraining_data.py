@@ -5,7 +5,9 @@ Output: TFRecords of `tf.train.Example` with the Google BERT schema:
   `input_ids` (v2: `input_word_ids`), `input_mask`, `segment_ids` (v2: `input_type_ids`):
   int64[max_seq_length]; `masked_lm_positions`, `masked_lm_ids`: int64[max_predictions_per_seq];
   `masked_lm_weights`: float[max_predictions_per_seq]; `next_sentence_labels`: int64[1] (1 = B is a
-  random segment). Layout `[CLS] A [SEP] B [SEP]`, zero padding. `dynamic=True` writes only the
+  random segment). Layout `[CLS] A [SEP] B [SEP]`, zero padding (`[CLS]`, `[SEP]` and `[MASK]`
+  stand for the tokenizer's tokens of those roles: a vocab.txt's by name, a `tokenizer.json`'s as
+  `tokenization` finds them, e.g. `<s>`, `</s>`, `<mask>`). `dynamic=True` writes only the
   first three and `next_sentence_labels` (masks are drawn while training). `no_next_sentence=True`
   writes single segments `[CLS] tokens [SEP]` with segment ids 0 and `next_sentence_labels` 0 (the
   feature is kept so the schema does not change; metadata says `next_sentence: false`).
@@ -26,16 +28,16 @@ sizes come from the seeded generator, and whole-word masking decides [MASK]/rand
 word.
 
 Pipeline (`create_pretraining_data`): blocks of input lines are tokenized by worker processes (Rust
-WordPiece through an exact word cache) into compact numpy arrays (a few bytes per token: the whole
-corpus stays in memory, instances do not); documents are grouped by length into chunks of about
-`_CHUNK_TOKENS` tokens, and each (dupe, chunk) unit is packed (`pack_documents`), masked on its real
-tokens (`build_instance_arrays`) and serialized with TFRecord framing and CRC32C
-(`tfrecord_writer.encode_pretraining_records`, no TensorFlow import) by a worker (forked: the token
-arrays are shared copy-on-write) with a random generator seeded from `(random_seed, dupe, chunk)`.
-Units are assigned to output shards by a seeded permutation; a shard's records are spilled to a file
-as they come, then written in a seeded random order from that file (read a chunk at a time). Memory
-is the token arrays plus a few work units, whatever the output layout; the output bytes do not
-depend on `num_workers` (capped to the CPUs available).
+`tokenizers`; ASCII text of WordPiece and byte-level BPE through an exact word cache) into compact
+numpy arrays (a few bytes per token: the whole corpus stays in memory, instances do not); documents
+are grouped by length into chunks of about `_CHUNK_TOKENS` tokens, and each (dupe, chunk) unit is
+packed (`pack_documents`), masked on its real tokens (`build_instance_arrays`) and serialized with
+TFRecord framing and CRC32C (`tfrecord_writer.encode_pretraining_records`, no TensorFlow import) by
+a worker (forked: the token arrays are shared copy-on-write) with a random generator seeded from
+`(random_seed, dupe, chunk)`. Units are assigned to output shards by a seeded permutation; a shard's
+records are spilled to a file as they come, then written in a seeded random order from that file
+(read a chunk at a time). Memory is the token arrays plus a few work units, whatever the output
+layout; the output bytes do not depend on `num_workers` (capped to the CPUs available).
 
 Files are written as one set: into a hidden staging directory next to the outputs (created first, so
 an unwritable output directory fails before any work), then moved into place by
@@ -83,8 +85,7 @@ from official.nlp.data.string_token_instances import (TrainingInstance, _tokens_
                                                       create_training_instances,
                                                       write_instance_to_example_files)
 from official.nlp.data.tfrecord_writer import pretraining_feature_names as feature_names
-from official.nlp.data.tokenization import (CLS_TOKEN, CONTINUATION_PREFIX, MASK_TOKEN, SEP_TOKEN,
-                                            SPECIAL_TOKENS, WordPieceTokenizer)
+from official.nlp.data.tokenization import SubwordTokenizer
 
 __all__ = [
     'TrainingInstance', 'create_masked_lm_predictions', 'create_instances_from_document',
@@ -301,7 +302,7 @@ def create_pretraining_data(input_file: Union[str, Sequence[str]],
                             output_file: Union[str, Sequence[str]],
                             vocab_file: Optional[str] = None, *,
                             tokenizer_json: Optional[str] = None,
-                            tokenizer: Optional[WordPieceTokenizer] = None,
+                            tokenizer: Optional[SubwordTokenizer] = None,
                             do_lower_case: bool = True, do_whole_word_mask: bool = False,
                             max_ngram_size: Optional[int] = None, max_seq_length: int = 128,
                             max_predictions_per_seq: int = 20, random_seed: int = 12345,
@@ -321,9 +322,12 @@ def create_pretraining_data(input_file: Union[str, Sequence[str]],
     output_file: comma-separated list (or list) of output files; each gets a random share of the
       instances.
     vocab_file: BERT `vocab.txt` (or give `tokenizer_json` or a ready `tokenizer`).
-    tokenizer_json: Hugging Face `tokenizer.json` with a WordPiece model (its normalizer decides
-      lower-casing).
-    tokenizer: a ready `WordPieceTokenizer`.
+    tokenizer_json: Hugging Face `tokenizer.json` of any model `tokenizers` loads (WordPiece, BPE,
+      Unigram, WordLevel; its normalizer decides lower-casing): the tokens of the roles cls, sep,
+      mask come from it (`tokenization` module docstring), whole-word masking follows its word
+      boundaries, and the metadata stores the file's text (`tokenizer_json`) for training to write
+      into the model_dir.
+    tokenizer: a ready `tokenization.SubwordTokenizer` (or `WordPieceTokenizer`).
     do_lower_case: lower-case and strip accents (with `vocab_file`).
     do_whole_word_mask, max_ngram_size, max_seq_length, max_predictions_per_seq, masked_lm_prob,
       short_seq_prob: packing and masking, see `pretraining_instances`.
@@ -359,7 +363,8 @@ def create_pretraining_data(input_file: Union[str, Sequence[str]],
 
   Raises:
     FileNotFoundError: an input or vocabulary file is missing.
-    ValueError: bad options, a vocabulary without BERT's special tokens, or input without text.
+    ValueError: bad options, a vocabulary without BERT's special tokens (a tokenizer.json without
+      a cls, sep or mask token), or input without text.
   """
   started = time.perf_counter()
   cpus = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
@@ -411,7 +416,7 @@ def _validation_path(validation_output_file: Optional[str], output_paths: List[s
 
 
 def _create(input_files: List[str], output_paths: List[str], staging: '_Staging',
-            tokenizer: WordPieceTokenizer, options: PretrainingDataOptions, started: float,
+            tokenizer: SubwordTokenizer, options: PretrainingDataOptions, started: float,
             renumber_shards: bool = False,
             validation_path: Optional[str] = None) -> Dict[str, Any]:
   """The body of `create_pretraining_data`: writes into `staging`, then commits the set(s).
@@ -420,7 +425,7 @@ def _create(input_files: List[str], output_paths: List[str], staging: '_Staging'
     input_files: the text files (globs expanded).
     output_paths: one record file per shard.
     staging: where the files are written before the commit.
-    tokenizer: the WordPiece tokenizer.
+    tokenizer: the tokenizer (WordPiece, BPE, Unigram, ...).
     options: the run's options (checked; `num_workers` capped to the CPUs).
     started: `time.perf_counter()` when the run started (for the summary).
     renumber_shards: the shard names were made from one name (`-0000i-of-0000n`): shards left
@@ -433,7 +438,7 @@ def _create(input_files: List[str], output_paths: List[str], staging: '_Staging'
                  disable=not show_progress) as bar:
     corpus, stats = tokenized_corpus.read_tokenized_corpus(input_files, tokenizer,
                                                            options.processor_text_fn, bar.update,
-                                                           num_workers)
+                                                           num_workers, options.do_whole_word_mask)
   if corpus.num_documents == 0:
     raise _no_text_error(input_files, stats)
   train_corpus, validation_corpus = _split_documents(corpus, options)
@@ -443,11 +448,11 @@ def _create(input_files: List[str], output_paths: List[str], staging: '_Staging'
         'come from the same document')
   read_seconds = time.perf_counter() - started
 
-  vocab = tokenizer.vocab
+  # The tokenizer's tokens of the roles cls, sep and mask; word boundaries from its vocabulary
+  # (WordPiece's `##`), or else carried per token by the corpus (`read_tokenized_corpus`).
   special = pi.SpecialIds(
-      cls_id=tokenizer.token_to_id[CLS_TOKEN], sep_id=tokenizer.token_to_id[SEP_TOKEN],
-      mask_id=tokenizer.token_to_id[MASK_TOKEN], vocab_size=len(vocab),
-      is_continuation=np.array([t.startswith(CONTINUATION_PREFIX) for t in vocab], bool))
+      cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id, mask_id=tokenizer.mask_id,
+      vocab_size=tokenizer.vocab_size, is_continuation=tokenizer.continuation_table())
   common = {
       'format': data_metadata.FORMAT,
       'format_version': data_metadata.FORMAT_VERSION,
@@ -462,7 +467,7 @@ def _create(input_files: List[str], output_paths: List[str], staging: '_Staging'
       'sentence_order': options.sentence_order,
       'packed': options.pack,
       **tokenizer.metadata_fields(),
-      'special_token_ids': {t: tokenizer.token_to_id[t] for t in SPECIAL_TOKENS},
+      'special_token_ids': tokenizer.special_token_ids(),
       'do_whole_word_mask': options.do_whole_word_mask,
       'max_ngram_size': options.max_ngram_size,
       'masked_lm_prob': options.masked_lm_prob,

@@ -34,19 +34,21 @@ Semantics (Google BERT `create_pretraining_data.py`, with its known flaws fixed)
     next one as a new piece. A row is closed early (padding) only when fewer than `MIN_PIECE_ROOM`
     (8) slots are left, so padding is nearly zero. `position_ids` restart at 0 on every piece's
     `[CLS]`: the encoder derives the document boundaries from them. Segment ids and labels are 0.
-  * Masking: a budget of `min(max_predictions, max(1, round(len(tokens) * masked_lm_prob)))` tokens
-    (`len` counts `[CLS]`/`[SEP]`) is filled greedily with units taken in random order, skipping
-    units that do not fit. A unit is a token, or with whole-word masking a word with its `##`
-    continuations. With `max_ngram_size` a unit is extended to a span of n consecutive units of one
-    segment (or piece), n drawn with probability proportional to 1/n from the seeded generator
-    (shrunk while it exceeds the budget; skipped if it overlaps a masked unit). `[CLS]`/`[SEP]` (of
-    every piece of a packed row) are never masked, no position twice, positions are sorted. Each
-    unit then becomes `[MASK]` (80%), a random vocabulary id (10%) or stays (10%): the decision is
-    made once per unit, so all sub-words of a word share it.
+  * Masking: a budget of `min(max_predictions, max(1, round(len(tokens) * masked_lm_prob)))`
+    tokens (`len` counts `[CLS]`/`[SEP]`) is filled greedily with units taken in random order,
+    skipping units that do not fit. A unit is a token, or with whole-word masking a word with its
+    continuations (WordPiece's `##` pieces; for other tokenizers the tokenizer's word boundaries,
+    `SpecialIds.is_continuation` or per-token word starts: `WORD_START_FIELDS`). With
+    `max_ngram_size` a unit is extended to a span of n consecutive units of one segment (or piece),
+    n drawn with probability proportional to 1/n from the seeded generator (shrunk while it exceeds
+    the budget; skipped if it overlaps a masked unit). `[CLS]`/`[SEP]` (of every piece of a packed
+    row) are never masked, no position twice, positions are sorted. Each unit then becomes `[MASK]`
+    (80%), a random vocabulary id (10%) or stays (10%): the decision is made once per unit, so all
+    sub-words of a word share it.
 """
 
 import dataclasses
-from typing import Optional
+from typing import Optional, Tuple
 
 import numpy as np
 
@@ -363,7 +365,8 @@ def unit_starts_for(candidates: np.ndarray, is_continuation: Optional[np.ndarray
 
   Args:
     candidates: `[batch, seq]` bool.
-    is_continuation: `[batch, seq]` bool, token starts with `##`; None disables whole-word grouping.
+    is_continuation: `[batch, seq]` bool, the token continues a word (starts with `##`); None
+      disables whole-word grouping.
   """
   if is_continuation is None:
     return candidates.copy()
@@ -438,12 +441,59 @@ class InstanceBatch:
 
 @dataclasses.dataclass(frozen=True)
 class SpecialIds:
-  """Ids the pipeline needs from the vocabulary."""
+  """Ids the pipeline needs from the vocabulary (the tokenizer's tokens of the roles cls, sep and
+  mask, whatever their names).
+
+  Attributes:
+    is_continuation: `[vocab_size]` bool, the token continues the word of the token before it
+      (WordPiece's `##`; `tokenization.SubwordTokenizer.continuation_table`), or None when only the
+      text tells: whole-word masking then needs token arrays with word starts
+      (`WORD_START_FIELDS`).
+  """
   cls_id: int
   sep_id: int
   mask_id: int
   vocab_size: int
-  is_continuation: np.ndarray  # [vocab_size] bool, token starts with "##"
+  is_continuation: Optional[np.ndarray]
+
+
+# The fields of a corpus token array that carries per-token word starts (a numpy record array,
+# `tokenized_corpus.read_tokenized_corpus(..., whole_words=True)`): the id, and whether the token
+# starts a word. The builders below take either kind of array.
+WORD_START_FIELDS = ('id', 'word_start')
+
+
+def word_start_dtype(id_dtype: 'np.typing.DTypeLike') -> np.dtype:
+  """The record dtype of token ids with word starts (`WORD_START_FIELDS`).
+
+  Example:
+    >>> word_start_dtype(np.uint16).names
+    ('id', 'word_start')
+  """
+  return np.dtype([(WORD_START_FIELDS[0], id_dtype), (WORD_START_FIELDS[1], bool)])
+
+
+def _gather_tokens(token_ids: np.ndarray, source: np.ndarray, options: 'InstanceOptions'
+                   ) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+  """`(int32 ids, continuation flags or None)` of `token_ids[source]` (plain ids, or a record
+  array with word starts: see `WORD_START_FIELDS`)."""
+  values = token_ids[source]
+  if values.dtype.names is None:
+    return values.astype(np.int32), None
+  continuation = ~values[WORD_START_FIELDS[1]] if options.do_whole_word_mask else None
+  return values[WORD_START_FIELDS[0]].astype(np.int32), continuation
+
+
+def _continuation_of(ids: np.ndarray, continuation: Optional[np.ndarray],
+                     special: SpecialIds) -> np.ndarray:
+  """Per-token continuation flags: given with the tokens, else from the vocabulary's table."""
+  if continuation is not None:
+    return continuation
+  if special.is_continuation is None:
+    raise ValueError('whole-word masking needs word boundaries: this tokenizer has no per-id '
+                     'continuation table (SpecialIds.is_continuation is None), so the token array '
+                     f'must carry word starts (fields {WORD_START_FIELDS})')
+  return special.is_continuation[ids]
 
 
 @dataclasses.dataclass
@@ -578,7 +628,7 @@ def build_instance_arrays(token_ids: np.ndarray, instances: PackedInstances,
     steps[offsets + len_a + 2] += instances.b_start - instances.a_end - 1
   source = np.cumsum(steps)
   np.clip(source, 0, max(token_ids.size - 1, 0), out=source)
-  ids = token_ids[source].astype(np.int32)
+  ids, continuation = _gather_tokens(token_ids, source, options)
   del steps, source
   ids[offsets] = special.cls_id
   sep_positions = np.concatenate([offsets + len_a + 1, offsets + totals - 1] if has_b
@@ -587,7 +637,7 @@ def build_instance_arrays(token_ids: np.ndarray, instances: PackedInstances,
   arrays = InstanceArrays(None, totals, segment_starts,
                           instances.is_random_next.astype(np.int64))
   return mask_flat_rows(arrays, ids, np.concatenate([offsets, sep_positions]), options, special,
-                        rng)
+                        rng, continuation)
 
 
 def pack_rows(documents: np.ndarray, sentence_starts: np.ndarray, document_starts: np.ndarray,
@@ -678,7 +728,7 @@ def build_packed_arrays(token_ids: np.ndarray, packed: PackedRows, options: Inst
   within = np.arange(int(sizes.sum()), dtype=np.int64) - np.repeat(piece_offsets, sizes)
   source = np.repeat(packed.start - 1, sizes) + within
   np.clip(source, 0, max(token_ids.size - 1, 0), out=source)
-  ids = token_ids[source].astype(np.int32)
+  ids, continuation = _gather_tokens(token_ids, source, options)
   del source
   piece_ends = piece_offsets + sizes - 1
   ids[piece_offsets] = special.cls_id
@@ -688,12 +738,12 @@ def build_packed_arrays(token_ids: np.ndarray, packed: PackedRows, options: Inst
   arrays = InstanceArrays(None, totals, totals.copy(), np.zeros(count, np.int64),
                           position_ids=position_ids)
   return mask_flat_rows(arrays, ids, np.concatenate([piece_offsets, piece_ends]), options,
-                        special, rng)
+                        special, rng, continuation)
 
 
 def mask_flat_rows(arrays: InstanceArrays, ids: np.ndarray, special_positions: np.ndarray,
-                   options: InstanceOptions, special: SpecialIds,
-                   rng: np.random.Generator) -> InstanceArrays:
+                   options: InstanceOptions, special: SpecialIds, rng: np.random.Generator,
+                   continuation: Optional[np.ndarray] = None) -> InstanceArrays:
   """Masks rows laid out flat and pads them: the masking of both layouts (module docstring).
 
   Args:
@@ -705,6 +755,8 @@ def mask_flat_rows(arrays: InstanceArrays, ids: np.ndarray, special_positions: n
     options: sequence length, masking options (`dynamic`: no masking).
     special: special-token ids and the `##` table.
     rng: random source for masking.
+    continuation: `[sum(lengths)]` bool, the token continues a word (whole-word masking with
+      per-token word starts); None: `special.is_continuation` of the ids.
 
   Returns:
     `arrays`, completed.
@@ -725,11 +777,11 @@ def mask_flat_rows(arrays: InstanceArrays, ids: np.ndarray, special_positions: n
     candidates[size] = False
     budgets = num_predictions(totals, options.masked_lm_prob, options.max_predictions_per_seq)
     if options.max_ngram_size is not None and options.max_ngram_size > 1:
-      selected, selected_rows, action, random_ids = _select_ngrams(ids, offsets, real, candidates,
-                                                                   budgets, options, special, rng)
+      selected, selected_rows, action, random_ids = _select_ngrams(
+          ids, offsets, real, candidates, budgets, options, special, rng, continuation)
     else:
-      selected, selected_rows, action, random_ids = _select_units(ids, totals, candidates, budgets,
-                                                                  options, special, rng)
+      selected, selected_rows, action, random_ids = _select_units(
+          ids, totals, candidates, budgets, options, special, rng, continuation)
     counts = np.bincount(selected_rows, minlength=count)
     if counts.max(initial=0) > options.max_predictions_per_seq:
       raise ValueError(f'budgets exceed max_predictions_per_seq={options.max_predictions_per_seq}')
@@ -749,14 +801,15 @@ def mask_flat_rows(arrays: InstanceArrays, ids: np.ndarray, special_positions: n
 
 
 def _select_units(ids, totals, candidates, budgets, options: InstanceOptions, special: SpecialIds,
-                  rng: np.random.Generator):
+                  rng: np.random.Generator, continuation: Optional[np.ndarray] = None):
   """Masked tokens of the flat layout (single units: tokens or whole words), their actions and
   random ids: `(selected [n] flat indices by row then position, their rows, actions, random ids)`.
   """
   count, size = totals.size, ids.size
   unit_start = candidates.copy()
   if options.do_whole_word_mask:
-    unit_start[1:size] &= ~(special.is_continuation[ids[1:]] & candidates[:size - 1])
+    unit_start[1:size] &= ~(_continuation_of(ids, continuation, special)[1:]
+                            & candidates[:size - 1])
   # A unit runs from its start to the next start or non-candidate (the next "break").
   breaks = np.flatnonzero(unit_start | ~candidates)
   is_start = unit_start[breaks]
@@ -796,16 +849,18 @@ def _select_units(ids, totals, candidates, budgets, options: InstanceOptions, sp
 
 
 def _select_ngrams(ids, offsets, real, candidates, budgets, options: InstanceOptions,
-                   special: SpecialIds, rng: np.random.Generator):
+                   special: SpecialIds, rng: np.random.Generator,
+                   continuation: Optional[np.ndarray] = None):
   """`_select_units` for n-gram masking, through `select_masked_positions` on padded rows."""
   count, seq = real.shape
-  padded_ids = np.zeros((count, seq), np.int64)
-  padded_ids[real] = ids
   padded_candidates = np.zeros((count, seq), bool)
   padded_candidates[real] = candidates[:ids.size]
-  continuation = special.is_continuation[padded_ids] if options.do_whole_word_mask else None
+  padded_continuation = None
+  if options.do_whole_word_mask:
+    padded_continuation = np.zeros((count, seq), bool)
+    padded_continuation[real] = _continuation_of(ids, continuation, special)
   selection = select_masked_positions(
-      padded_candidates, unit_starts_for(padded_candidates, continuation), budgets,
+      padded_candidates, unit_starts_for(padded_candidates, padded_continuation), budgets,
       options.max_predictions_per_seq, special.vocab_size, rng, options.max_ngram_size)
   rows, slots = np.nonzero(np.arange(selection.positions.shape[1]) < selection.counts[:, None])
   selected = offsets[rows] + selection.positions[rows, slots]

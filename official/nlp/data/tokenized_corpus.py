@@ -24,7 +24,8 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 
 from official.nlp.data import parallel
-from official.nlp.data.tokenization import WordPieceTokenizer
+from official.nlp.data import pretraining_instances as pi
+from official.nlp.data.tokenization import SubwordTokenizer
 
 _BLOCK_BYTES = 1 << 18  # small enough to spread a few MB evenly over the workers
 _MAX_LINE_PIECE = 1 << 20  # longer lines are read (and tokenized) in pieces of about this size
@@ -37,7 +38,10 @@ class TokenizedCorpus:
   """Token ids of a corpus with sentence and document boundaries.
 
   Attributes:
-    token_ids: `[num_tokens]` uint16 (vocab <= 65536) or int32 ids of all sentences, concatenated.
+    token_ids: `[num_tokens]` uint16 (vocab <= 65536) or int32 ids of all sentences, concatenated;
+      read with `whole_words=True` from a tokenizer whose vocabulary does not tell word boundaries
+      (byte-level BPE), a record array of the ids and per-token word starts
+      (`pretraining_instances.WORD_START_FIELDS`), which the instance builders take as well.
     sentence_starts: `[num_sentences + 1]` int64 offsets into `token_ids`.
     document_starts: `[num_documents + 1]` int64 offsets into `sentence_starts` (sentence indices).
   """
@@ -215,29 +219,47 @@ def _tokenize_block(task: Tuple[int, bytes, int, bool]) -> _TokenizedBlock:
       continue
     kinds.append(1)
     texts.append(processor_text_fn(line) if processor_text_fn else line)
-  ids, lengths = (tokenizer.encode_to_arrays(texts) if texts
-                  else (np.zeros(0, np.int64), np.zeros(0, np.int64)))
-  return _TokenizedBlock(file_index, len(block), bytes(kinds), lengths.tolist(),
-                         ids.astype(shared['dtype']), invalid, cut)
+  dtype = shared['dtype']
+  if not texts:
+    return _TokenizedBlock(file_index, len(block), bytes(kinds), [], np.zeros(0, dtype), invalid,
+                           cut)
+  if dtype.names is None:
+    ids, lengths = tokenizer.encode_to_arrays(texts)
+    tokens = ids.astype(dtype)
+  else:
+    ids, lengths, starts = tokenizer.encode_with_word_starts(texts)
+    tokens = np.empty(ids.size, dtype)
+    tokens[pi.WORD_START_FIELDS[0]] = ids
+    tokens[pi.WORD_START_FIELDS[1]] = starts
+  return _TokenizedBlock(file_index, len(block), bytes(kinds), lengths.tolist(), tokens, invalid,
+                         cut)
 
 
-def read_tokenized_corpus(input_files: Sequence[str], tokenizer: WordPieceTokenizer,
+def read_tokenized_corpus(input_files: Sequence[str], tokenizer: SubwordTokenizer,
                           processor_text_fn: Optional[Callable[[str], str]] = None,
-                          progress: Optional[Callable[[int], None]] = None, num_workers: int = 1
-                          ) -> Tuple[TokenizedCorpus, CorpusStats]:
+                          progress: Optional[Callable[[int], None]] = None, num_workers: int = 1,
+                          whole_words: bool = False) -> Tuple[TokenizedCorpus, CorpusStats]:
   """Reads and tokenizes text files into a `TokenizedCorpus`, blocks of lines in parallel.
 
   Args:
     input_files: text files, one sentence a line, blank line between documents.
-    tokenizer: the WordPiece tokenizer.
+    tokenizer: the tokenizer (`tokenization.SubwordTokenizer`: WordPiece, BPE, Unigram, ...).
     processor_text_fn: optional function applied to each stripped non-blank line before tokenizing.
     progress: called with the number of bytes of each block read.
     num_workers: processes tokenizing blocks (the result does not depend on it).
+    whole_words: whole-word masking will follow: where the tokenizer's vocabulary does not tell
+      word boundaries (`continuation_table()` is None), `token_ids` also records each token's word
+      start (a record array, see `TokenizedCorpus`).
 
   Returns:
     `(corpus, stats)`.
+
+  Example:
+    corpus, stats = read_tokenized_corpus(['corpus.txt'], tokenizer, num_workers=2)
   """
-  dtype = np.uint16 if tokenizer.vocab_size <= 1 << 16 else np.int32
+  dtype = np.dtype(np.uint16 if tokenizer.vocab_size <= 1 << 16 else np.int32)
+  if whole_words and tokenizer.continuation_table() is None:
+    dtype = pi.word_start_dtype(dtype)
   stats = CorpusStats(files=len(input_files))
   id_chunks: List[np.ndarray] = []
   sentence_lengths: List[int] = []
