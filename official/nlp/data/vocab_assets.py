@@ -8,11 +8,20 @@ starts training, `write_model_dir_vocab` writes them into the model_dir as
   tokenizer_config.json   {"do_lower_case", "vocab_size", "vocab_sha256", "source"}
 
 so that fill-mask, embed, export and fine-tuning find the tokenizer from the model_dir alone.
-Records written before the vocabulary was stored (no `"vocab"` key) fall back to the
-`vocab.txt` of the task's `init_checkpoint` model_dir, when there is one.
+Records of another tokenizer than BERT's WordPiece (BPE, Unigram: their metadata holds the
+`tokenizer.json` text, `"tokenizer_json"`) give the model_dir instead
+
+  tokenizer.json          the text the records were made with, byte for byte;
+  tokenizer_config.json   the same fields plus "tokenizer_type", "tokenizer_json_sha256" and
+                          Hugging Face's "cls_token", "sep_token", "mask_token", "pad_token",
+                          "unk_token" (the special-token roles, which loading it reads back)
+
+and no vocab.txt. Records written before the vocabulary was stored (no `"vocab"` key) fall back to
+the `vocab.txt` (or `tokenizer.json`) of the task's `init_checkpoint` model_dir, when there is one.
 
 `load_tokenizer` accepts a `vocab.txt`, a `tokenizer.json`, or a directory that carries one (a
-training model_dir or a SavedModel export), so `--vocab_file=runs/pretrain` works everywhere.
+training model_dir, a SavedModel export, a Hugging Face folder), so `--vocab_file=runs/pretrain`
+works everywhere.
 
 Example:
   >>> write_model_dir_vocab('runs/tiny', params.task)   # done by train_lib at the start
@@ -20,10 +29,11 @@ Example:
   >>> tokenizer = load_tokenizer('runs/tiny')
 """
 
+import hashlib
 import json
 import logging
 import os
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 from official.common import file_utils
 from official.nlp.data import data_metadata
@@ -115,7 +125,95 @@ def _init_checkpoint_dir(task_config: Any) -> Optional[str]:
   if not init:
     return None
   directory = init if file_utils.isdir(init) else os.path.dirname(init)
-  return directory if file_utils.exists(os.path.join(directory, VOCAB_FILE)) else None
+  if any(file_utils.exists(os.path.join(directory, name)) for name in (VOCAB_FILE, TOKENIZER_JSON)):
+    return directory
+  return None
+
+
+def _sha256_text(text: str) -> str:
+  return hashlib.sha256(text.encode('utf-8')).hexdigest()
+
+
+def _directory_vocab(directory: str) -> Tuple[str, Sequence[str]]:
+  """(the vocabulary file, its tokens) of a directory with a vocab.txt or a tokenizer.json."""
+  vocab_path = os.path.join(directory, VOCAB_FILE)
+  if file_utils.exists(vocab_path):
+    return vocab_path, tokenization.read_vocab(vocab_path)
+  json_path = os.path.join(directory, TOKENIZER_JSON)
+  return json_path, tokenization.tokenizer_json_vocab(json_path)
+
+
+def _check_init_vocab(init_dir: str, metadata: Dict[str, Any]) -> Tuple[str, Sequence[str]]:
+  """The init_checkpoint's vocabulary, refused when it differs from the records'."""
+  init_path, init_tokens = _directory_vocab(init_dir)
+  init_sha = tokenization.vocab_sha256(init_tokens)
+  if metadata.get('vocab_sha256') and metadata['vocab_sha256'] != init_sha:
+    raise ValueError(
+        f'task.init_checkpoint: the pretrained model {init_dir!r} was trained with another '
+        f'vocabulary (sha256 {init_sha[:12]}...) than the records of task.train_data '
+        f'({metadata.get("metadata_path")}: {metadata["vocab_sha256"][:12]}...); expected records '
+        f'tokenized with {init_path}')
+  return init_path, init_tokens
+
+
+def role_tokens_config(special_tokens: Dict[str, Optional[str]]) -> Dict[str, Optional[str]]:
+  """Hugging Face's `<role>_token` keys of special-token roles (`tokenization.ROLES`).
+
+  Example:
+    >>> role_tokens_config({'cls': '<s>', 'mask': '<mask>'})
+    {'cls_token': '<s>', 'mask_token': '<mask>'}
+  """
+  return {f'{role}_token': token for role, token in special_tokens.items()}
+
+
+def _write_model_dir_tokenizer_json(model_dir: str, metadata: Dict[str, Any],
+                                    init_dir: Optional[str]) -> str:
+  """`write_model_dir_vocab` for records of a tokenizer.json (BPE, Unigram, ...)."""
+  source = metadata.get('metadata_path')
+  text = metadata['tokenizer_json']
+  sha = _sha256_text(text)
+  if metadata.get('tokenizer_json_sha256') not in (None, sha):
+    raise ValueError(f'{source}: its "tokenizer_json" text does not match its '
+                     'tokenizer_json_sha256; expected metadata written by create_pretraining_data '
+                     '(recreate the records)')
+  if init_dir:
+    _check_init_vocab(init_dir, metadata)
+  vocab_path = os.path.join(model_dir, VOCAB_FILE)
+  if file_utils.exists(vocab_path):
+    raise ValueError(f'model_dir {model_dir!r} holds a vocab.txt (a WordPiece vocabulary) but the '
+                     f'records ({source}) were made with a {metadata.get("tokenizer_type")} '
+                     'tokenizer.json; expected the records this model was trained on (or a new '
+                     '--model_dir)')
+  path = os.path.join(model_dir, TOKENIZER_JSON)
+  if file_utils.exists(path):
+    existing = _sha256_text(file_utils.read_text(path))
+    if existing != sha:
+      raise ValueError(f'model_dir {model_dir!r} holds a tokenizer.json (sha256 '
+                       f'{existing[:12]}...) other than the one of the records ({source}: '
+                       f'{sha[:12]}...); expected the records this model was trained on (or a new '
+                       '--model_dir)')
+  else:
+    file_utils.makedirs(model_dir)
+    file_utils.atomic_write_text(path, text)
+  config = {'do_lower_case': metadata.get('do_lower_case'),
+            'vocab_size': metadata.get('vocab_size'), 'vocab_sha256': metadata.get('vocab_sha256'),
+            'source': source, 'tokenizer_type': metadata.get('tokenizer_type'),
+            'tokenizer_json_sha256': sha,
+            **role_tokens_config(metadata.get('special_tokens') or {})}
+  file_utils.atomic_write_text(os.path.join(model_dir, TOKENIZER_CONFIG),
+                               json.dumps(config, indent=2) + '\n')
+  return path
+
+
+def _copy_init_tokenizer_json(model_dir: str, init_dir: str) -> str:
+  """Gives `model_dir` the tokenizer.json (and its roles) of the init_checkpoint's directory."""
+  source = os.path.join(init_dir, TOKENIZER_JSON)
+  tokenizer = tokenization.SubwordTokenizer.from_tokenizer_json(source)
+  metadata = dict(tokenizer.metadata_fields(), metadata_path=source)
+  if metadata.get('tokenizer_json') is None:  # BERT's WordPiece: its vocab.txt
+    metadata['tokenizer_json'] = file_utils.read_text(source)
+    metadata.update(tokenizer_type=tokenizer.kind, special_tokens=tokenizer.special_tokens)
+  return _write_model_dir_tokenizer_json(model_dir, metadata, None)
 
 
 def write_model_dir_vocab(model_dir: str, task_config: Any) -> Optional[str]:
@@ -123,35 +221,35 @@ def write_model_dir_vocab(model_dir: str, task_config: Any) -> Optional[str]:
 
   Sources, in order: the tokens stored in the records' metadata; the `vocab.txt` of the
   `init_checkpoint`'s model_dir. A model_dir that already has the same vocabulary is left as it
-  is.
+  is. Records of a tokenizer.json other than BERT's WordPiece (their metadata holds
+  `tokenizer_json`) give `tokenizer.json` instead of `vocab.txt` (module docstring), as does an
+  `init_checkpoint` directory that has only a tokenizer.json.
 
   Args:
     model_dir: the training run's directory.
     task_config: the task config (its `train_data` / `validation_data` and `init_checkpoint`).
 
   Returns:
-    The path of `model_dir/vocab.txt`, or None when no vocabulary is known.
+    The path of `model_dir/vocab.txt` (or `model_dir/tokenizer.json`), or None when no vocabulary
+    is known.
 
   Raises:
     ValueError: the model_dir already holds another vocabulary (a run resumed on records made
       with another vocabulary), or the `init_checkpoint`'s vocabulary differs from the records'.
   """
   metadata = records_tokenizer_info(task_config) or {}
+  init_dir = _init_checkpoint_dir(task_config)
+  if metadata.get('tokenizer_json'):
+    return _write_model_dir_tokenizer_json(model_dir, metadata, init_dir)
   tokens: Optional[Sequence[str]] = metadata.get(METADATA_KEY)
   do_lower_case = metadata.get('do_lower_case')
   source = metadata.get('metadata_path')
-  init_dir = _init_checkpoint_dir(task_config)
   if init_dir:
-    init_tokens = tokenization.read_vocab(os.path.join(init_dir, VOCAB_FILE))
-    init_sha = tokenization.vocab_sha256(init_tokens)
-    if metadata.get('vocab_sha256') and metadata['vocab_sha256'] != init_sha:
-      raise ValueError(
-          f'task.init_checkpoint: the pretrained model {init_dir!r} was trained with another '
-          f'vocabulary (sha256 {init_sha[:12]}...) than the records of task.train_data '
-          f'({source}: {metadata["vocab_sha256"][:12]}...); expected records tokenized with '
-          f'{os.path.join(init_dir, VOCAB_FILE)}')
+    init_path, init_tokens = _check_init_vocab(init_dir, metadata)
+    if tokens is None and init_path.endswith(TOKENIZER_JSON):
+      return _copy_init_tokenizer_json(model_dir, init_dir)
     if tokens is None:
-      tokens, source = init_tokens, os.path.join(init_dir, VOCAB_FILE)
+      tokens, source = init_tokens, init_path
       if do_lower_case is None:
         do_lower_case = read_tokenizer_config(init_dir).get('do_lower_case')
   if tokens is None:
@@ -165,6 +263,15 @@ def write_model_dir_vocab(model_dir: str, task_config: Any) -> Optional[str]:
     raise ValueError(f'{source}: its "vocab" tokens do not match its vocab_sha256; expected '
                      'metadata written by create_pretraining_data (recreate the records)')
   vocab_path = os.path.join(model_dir, VOCAB_FILE)
+  if file_utils.exists(os.path.join(model_dir, TOKENIZER_JSON)) and \
+      not file_utils.exists(vocab_path):
+    existing = tokenization.vocab_sha256(
+        tokenization.tokenizer_json_vocab(os.path.join(model_dir, TOKENIZER_JSON)))
+    if existing != sha:
+      raise ValueError(f'model_dir {model_dir!r} holds a tokenizer.json (sha256 '
+                       f'{existing[:12]}...) other than the vocabulary of the records ({source}: '
+                       f'{sha[:12]}...); expected the records this model was trained on (or a new '
+                       '--model_dir)')
   if file_utils.exists(vocab_path):
     existing = tokenization.vocab_sha256(tokenization.read_vocab(vocab_path))
     if existing != sha:
@@ -183,7 +290,12 @@ def write_model_dir_vocab(model_dir: str, task_config: Any) -> Optional[str]:
 
 def find_vocab_file(path: str) -> str:
   """A vocabulary file for `path`: the file itself, or the `vocab.txt` / `tokenizer.json` that a
-  directory (a training model_dir, a SavedModel export, a vocab_dir) carries.
+  directory (a training model_dir, a SavedModel export, a vocab_dir, a Hugging Face folder)
+  carries, in that order.
+
+  Example:
+    >>> find_vocab_file('runs/modernbert_dapt')     # a model_dir of BPE records
+    'runs/modernbert_dapt/tokenizer.json'
 
   Raises:
     ValueError: no such path, or a directory without a vocabulary (naming where it looked).
@@ -213,21 +325,27 @@ def recorded_do_lower_case(directory: str) -> Optional[bool]:
 
 
 def load_tokenizer(path: str, do_lower_case: Optional[bool] = None
-                   ) -> tokenization.WordPieceTokenizer:
-  """The WordPiece tokenizer of a `vocab.txt`, a `tokenizer.json`, or a directory carrying one.
+                   ) -> tokenization.SubwordTokenizer:
+  """The tokenizer of a `vocab.txt`, a `tokenizer.json`, or a directory carrying one.
+
+  A vocab.txt gives a `WordPieceTokenizer`; a tokenizer.json of any model a
+  `tokenization.SubwordTokenizer`, whose special tokens the `tokenizer_config.json` beside it
+  may name (a training model_dir's and a Hugging Face folder's do).
 
   Args:
-    path: the vocabulary file, or a model_dir / export / vocabulary directory.
+    path: the vocabulary file, or a model_dir / export / vocabulary / Hugging Face directory.
     do_lower_case: lower-case the input (a vocab.txt only); None: what the directory records
       (`recorded_do_lower_case`), else True.
 
   Example:
     >>> load_tokenizer('runs/tiny').tokenize('Hello world')
     ['hello', 'world']
+    >>> load_tokenizer('runs/modernbert_dapt').special_tokens['mask']   # its tokenizer.json's
+    '[MASK]'
   """
   vocab_file = find_vocab_file(path)
   if vocab_file.endswith('.json'):
-    return tokenization.WordPieceTokenizer.from_tokenizer_json(vocab_file)
+    return tokenization.SubwordTokenizer.from_tokenizer_json(vocab_file)
   if do_lower_case is None and file_utils.isdir(path):
     do_lower_case = recorded_do_lower_case(path)
   return tokenization.WordPieceTokenizer.from_vocab_file(
@@ -236,7 +354,7 @@ def load_tokenizer(path: str, do_lower_case: Optional[bool] = None
 
 def load_tokenizer_from_flags(vocab_file: Optional[str] = None,
                               tokenizer_json: Optional[str] = None,
-                              do_lower_case: bool = True) -> tokenization.WordPieceTokenizer:
+                              do_lower_case: bool = True) -> tokenization.SubwordTokenizer:
   """The tokenizer that `--vocab_file` / `--tokenizer_json` / `--do_lower_case` name.
 
   As `tokenization.load_tokenizer` (exactly one of `vocab_file` and `tokenizer_json`), except that
