@@ -1,11 +1,16 @@
-"""The Python API: an experiment from YAML, training for N steps, fill-mask and embeddings.
+"""The Python API: text to an encoder in one call, an experiment from YAML, training for N steps,
+fill-mask and embeddings.
 
 Everything the command-line programs do, callable from a notebook or a script; importing it
 registers the built-in experiments (no registry import needed). A training model_dir carries
 its vocabulary (written from the records' metadata when training starts), so `fill_mask` and
 `embed` need only the model_dir.
 
-Example (the whole of it runs in `examples/pretrain_fill_mask_embed.py`):
+Example, your own text to an encoder (`mlm-pretrain`; see `official.nlp.tools.pretrain`):
+  >>> summary = api.pretrain(['my_corpus/'], 'runs/mine', minutes=30)
+  >>> api.fill_mask(summary['paths']['model_dir'], ['Return the [MASK] of the list.'])
+
+Example, step by step (the whole of it runs in `examples/pretrain_fill_mask_embed.py`):
   >>> from official.nlp import api
   >>> params = api.load_config('configs/pretraining/bert_tiny.yaml', overrides={
   ...     'task.train_data.input_path': 'data/train.tfrecord',
@@ -41,6 +46,7 @@ from official.nlp.configs import record_fields
 from official.nlp.serving import inference
 from official.nlp.tools import embed as embed_lib
 from official.nlp.tools import fill_mask as fill_mask_lib
+from official.nlp.tools import pretrain as pretrain_lib
 
 DEFAULT_EXPERIMENT = 'bert/pretraining'
 Predictions = List[List[List[Tuple[str, float]]]]
@@ -75,6 +81,29 @@ def _nested(overrides: Mapping[str, Any]) -> Dict[str, Any]:
     else:
       node[parts[-1]] = value
   return nested
+
+
+def pretrain(inputs: Union[str, Sequence[str]], output_dir: str, **options: Any) -> Dict[str, Any]:
+  """Your own text to an encoder: vocabulary, records, training, evaluation, Hugging Face export.
+
+  `mlm-pretrain` in Python; see `official.nlp.tools.pretrain` for the stages and what
+  `output_dir` holds.
+
+  Args:
+    inputs: text files, folders or globs (one sentence a line, a blank line between documents).
+    output_dir: rerunning with the same inputs and options resumes.
+    **options: `pretrain_lib.PretrainOptions` fields: `recipe` ('modern' or 'bert'), `size`,
+      `minutes` or `steps`, `vocab_size`, `seq_length`, `batch_size`, `seed`, ...
+
+  Returns:
+    The run's summary (also `output_dir/summary.json`): `step`, held-out `validation` and
+    `context_free` metrics, the seconds of each stage, the paths made.
+
+  Example:
+    >>> api.pretrain(['my_corpus/'], 'runs/mine', steps=2000)['validation']
+    {'lm_example_loss': 3.1, 'masked_lm_accuracy': 0.45}
+  """
+  return pretrain_lib.pretrain(inputs, output_dir, **options)
 
 
 def load_config(config_files: Union[str, Sequence[str], None] = None,
