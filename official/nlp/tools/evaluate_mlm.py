@@ -45,7 +45,8 @@ def evaluate_checkpoint(model_dir: str, input_paths: Mapping[str, str], batch_si
 
   Returns:
     `{name: {'lm_example_loss', 'masked_lm_accuracy', 'masked_targets', 'records'}}`, plus
-    `'checkpoint'` and `'step'` (the checkpoint's global step) under each name.
+    `'checkpoint'` and `'step'` (the checkpoint's global step; None for a converted checkpoint,
+    which has none) under each name.
 
   Raises:
     FileNotFoundError: no params.yaml, checkpoint or records.
@@ -58,7 +59,10 @@ def evaluate_checkpoint(model_dir: str, input_paths: Mapping[str, str], batch_si
   params = inference.load_experiment_params(model_dir)
   performance.set_mixed_precision_policy(params.runtime.mixed_precision_dtype)
   params, model, path = inference.restore_model(model_dir, checkpoint)
-  step = checkpointing.read_global_step_from_checkpoint(path)
+  try:
+    step = checkpointing.read_global_step_from_checkpoint(path)
+  except ValueError:  # a converted checkpoint (Hugging Face, Google BERT) has no training step
+    step = None
   task = task_factory.get_task(params.task)
   results = {}
   for name, input_path in input_paths.items():

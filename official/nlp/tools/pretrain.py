@@ -41,6 +41,7 @@ import time
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 from absl import flags
+import tensorflow as tf
 import tokenizers
 
 from official.common import cli_utils
@@ -52,6 +53,8 @@ from official.core import task_factory
 from official.core import train_lib
 from official.core import train_utils
 from official.nlp.configs import record_fields
+from official.modeling import hyperparams
+from official.nlp.configs import bert
 from official.nlp.data import create_pretraining_data as cpd
 from official.nlp.data import data_metadata
 from official.nlp.data import tokenization
@@ -66,6 +69,7 @@ SIZES = ('tiny', 'mini', 'small', 'medium', 'base', 'large')
 _YAML_PREFIX = {'modern': 'modernbert', 'bert': 'bert'}
 _MASKED_LM_PROB = {'modern': 0.3, 'bert': 0.15}
 DEFAULT_MINUTES = 30.0
+INIT_LEARNING_RATE = 1e-4  # the peak with init_from: continued pretraining
 STAMP_NAME = 'pretrain.json'
 SUMMARY_NAME = 'summary.json'
 CURVES_NAME = 'training_curves.png'
@@ -91,6 +95,14 @@ class PretrainOptions:
     precision: `runtime.mixed_precision_dtype` ('auto': bfloat16 where the CPU has bfloat16
       units, else float32; 'float32', 'bfloat16', 'float16').
     num_workers: processes for the records (default: the CPUs).
+    init_from: a checkpoint to continue pretraining from (domain-adaptive pretraining): one of
+      ours (a model_dir, or a `convert_checkpoint --target=ours` folder: params.yaml and a
+      checkpoint), a Google BERT folder (bert_config.json, bert_model.ckpt, vocab.txt) or a
+      Hugging Face BERT or ModernBERT folder (config.json, model.safetensors, and vocab.txt or
+      tokenizer.json). Its model and tokenizer are used (no vocabulary is trained), the recipe's
+      optimizer and schedule with `learning_rate`.
+    learning_rate: the peak learning rate (default: the recipe's from scratch, 1e-4 with
+      `init_from`, as continued pretraining keeps most of what the checkpoint learned).
   """
   recipe: str = 'modern'
   size: str = 'mini'
@@ -104,6 +116,8 @@ class PretrainOptions:
   seed: int = 12345
   precision: str = 'auto'
   num_workers: Optional[int] = None
+  init_from: Optional[str] = None
+  learning_rate: Optional[float] = None
 
   def check(self) -> None:
     """Refuses bad values, naming the option, what was expected and what was found."""
@@ -118,6 +132,9 @@ class PretrainOptions:
         ('dupe_factor', self.dupe_factor >= 1, '>= 1'),
         ('validation_fraction', 0 < self.validation_fraction < 1, 'in (0, 1)'),
         ('seed', self.seed >= 0, '>= 0'),
+        ('learning_rate', self.learning_rate is None or self.learning_rate > 0, '> 0'),
+        ('init_from', self.init_from is None or os.path.isdir(self.init_from),
+         'an existing folder'),
     ]
     for name, ok, expected in checks:
       if not ok:
@@ -209,6 +226,7 @@ def _stamp(files: List[str], options: PretrainOptions) -> Dict[str, Any]:
       'recipe': options.recipe, 'vocab_size': options.vocab_size,
       'seq_length': options.seq_length, 'dupe_factor': options.dupe_factor,
       'validation_fraction': options.validation_fraction, 'seed': options.seed,
+      'init_from': os.path.abspath(options.init_from) if options.init_from else None,
   }
 
 
@@ -245,10 +263,15 @@ def _training_overrides(options: PretrainOptions, data_dir: str,
       'task.train_data.input_path': os.path.join(data_dir, 'train.tfrecord*'),
       'task.train_data.global_batch_size': options.batch_size,
       'task.validation_data.global_batch_size': options.batch_size,
+      'task.validation_data.drop_remainder': False,  # a small held-out set still evaluates
       'runtime.mixed_precision_dtype': options.precision,
       'runtime.seed': options.seed,
-      'trainer.validation_steps': max(1, validation_records // options.batch_size),
+      'trainer.validation_steps': max(1, -(-validation_records // options.batch_size)),
   }
+  learning_rate = options.learning_rate or (INIT_LEARNING_RATE if options.init_from else None)
+  if learning_rate:
+    overrides['trainer.optimizer_config.learning_rate.polynomial.initial_learning_rate'] = (
+        learning_rate)
   if options.minutes is not None:
     overrides['trainer.time_budget_minutes'] = float(options.minutes)
     return overrides
@@ -297,17 +320,23 @@ def pretrain(inputs: Union[str, Sequence[str]], output_dir: str,
                                json.dumps(stamp, indent=2) + '\n')
   seconds: Dict[str, float] = {}
 
-  # 1. The vocabulary.
+  # 1. The vocabulary: the starting checkpoint's, or one trained on the text.
   clock = time.perf_counter()
-  vocab_dir = os.path.join(output_dir, 'vocab')
-  vocab_file = os.path.join(vocab_dir, 'vocab.txt')
   documents = _as_documents(files, os.path.join(output_dir, 'text'))
-  if not os.path.isfile(vocab_file):
-    logging.info('[1/5] vocabulary: training %d WordPiece tokens on %d file(s)',
-                 options.vocab_size, len(files))
-    vocab_builder.build_vocab(documents, vocab_dir, options.vocab_size)
+  start = None
+  if options.init_from:
+    start = starting_checkpoint(options.init_from, os.path.join(output_dir, 'init'))
+    vocab_file, tokenizer_json = start.vocab_file, start.tokenizer_json
+    logging.info('[1/5] vocabulary: the starting checkpoint\'s (%s)', vocab_file or tokenizer_json)
   else:
-    logging.info('[1/5] vocabulary: reusing %s', vocab_file)
+    vocab_dir = os.path.join(output_dir, 'vocab')
+    vocab_file, tokenizer_json = os.path.join(vocab_dir, 'vocab.txt'), None
+    if not os.path.isfile(vocab_file):
+      logging.info('[1/5] vocabulary: training %d WordPiece tokens on %d file(s)',
+                   options.vocab_size, len(files))
+      vocab_builder.build_vocab(documents, vocab_dir, options.vocab_size)
+    else:
+      logging.info('[1/5] vocabulary: reusing %s', vocab_file)
   seconds['vocabulary'] = time.perf_counter() - clock
 
   # 2. The records, with the held-out documents.
@@ -321,7 +350,7 @@ def pretrain(inputs: Union[str, Sequence[str]], output_dir: str,
     modern = options.recipe == 'modern'
     cpd.create_pretraining_data(
         documents, os.path.join(data_dir, 'train.tfrecord'), vocab_file,
-        max_seq_length=options.seq_length,
+        tokenizer_json=None if vocab_file else tokenizer_json, max_seq_length=options.seq_length,
         max_predictions_per_seq=options.max_predictions_per_seq,
         masked_lm_prob=_MASKED_LM_PROB[options.recipe], pack=modern,
         do_whole_word_mask=not modern, random_seed=options.seed,
@@ -339,10 +368,15 @@ def pretrain(inputs: Union[str, Sequence[str]], output_dir: str,
   model_dir = os.path.join(output_dir, 'model')
   overrides = _training_overrides(options, data_dir, validation_metadata['num_instances'])
   taken = []
-  params = train_utils.build_params(
-      'bert/pretraining', [yaml_path], None,
-      complete=lambda p: (p.override(_nested(overrides), is_strict=True), taken.extend(
-          record_fields.fill_from_records(p, record_fields.override_keys(overrides)))))
+
+  def complete(params) -> None:
+    if start is not None:  # the checkpoint's model in place of the recipe's
+      params.override({'task': {'model': start.model_config.as_dict(),
+                                'init_checkpoint': start.checkpoint}}, is_strict=True)
+    params.override(_nested(overrides), is_strict=True)
+    taken.extend(record_fields.fill_from_records(params, record_fields.override_keys(overrides)))
+
+  params = train_utils.build_params('bert/pretraining', [yaml_path], None, complete=complete)
   for line in taken:
     logging.info("from the records' metadata: %s", line)
   budget = (f'{options.minutes:g} minutes' if options.minutes is not None
@@ -363,6 +397,11 @@ def pretrain(inputs: Union[str, Sequence[str]], output_dir: str,
                validation_metadata['num_documents'])
   validation = evaluate_mlm.evaluate_checkpoint(model_dir, {'validation': validation_path},
                                                 options.batch_size)['validation']
+  initial = None
+  if start is not None:  # what continued pretraining changed
+    initial = evaluate_mlm.evaluate_checkpoint(start.directory, {'validation': validation_path},
+                                               options.batch_size,
+                                               checkpoint=start.checkpoint)['validation']
   context_free = context_free_mlm.context_free_baseline(
       os.path.join(data_dir, 'train.tfrecord*'), {'validation': validation_path}, vocab_file,
       options.batch_size)['validation']
@@ -374,7 +413,11 @@ def pretrain(inputs: Union[str, Sequence[str]], output_dir: str,
   shutil.rmtree(hf_dir, ignore_errors=True)
   logging.info('[5/5] export: a Hugging Face folder in %s', hf_dir)
   convert_checkpoint.convert('ours', 'hf', model_dir, hf_dir, vocab_file=vocab_file)
-  write_hf_tokenizer(os.path.join(vocab_dir, 'tokenizer.json'), hf_dir, options.seq_length)
+  if start is None:
+    write_hf_tokenizer(os.path.join(output_dir, 'vocab', 'tokenizer.json'), hf_dir,
+                       options.seq_length)
+  else:
+    _copy_tokenizer_files(options.init_from, hf_dir)
   curves = _plot_curves(model_dir, os.path.join(output_dir, CURVES_NAME))
   seconds['export'] = time.perf_counter() - clock
   seconds['total'] = time.perf_counter() - started
@@ -382,9 +425,11 @@ def pretrain(inputs: Union[str, Sequence[str]], output_dir: str,
       'recipe': options.recipe, 'config_file': yaml_path, 'step': step,
       'train_tokens_per_step': options.batch_size * options.seq_length,
       'validation': _metrics(validation), 'context_free': _metrics(context_free),
+      'initial_validation': _metrics(initial) if initial else None,
       'seconds': {k: round(v, 1) for k, v in seconds.items()},
-      'paths': {'model_dir': model_dir, 'hf': hf_dir, 'vocab': vocab_file, 'data': data_dir,
-                'curves': curves},
+      'paths': {'model_dir': model_dir, 'hf': hf_dir, 'vocab': vocab_file or tokenizer_json,
+                'data': data_dir, 'curves': curves},
+      'init_from': options.init_from,
   }
   file_utils.atomic_write_text(os.path.join(output_dir, SUMMARY_NAME),
                                json.dumps(summary, indent=2) + '\n')
@@ -415,6 +460,86 @@ def write_hf_tokenizer(tokenizer_json: str, hf_dir: str, max_length: int) -> str
   return path
 
 
+# The files of a Hugging Face folder that make its tokenizer (copied to the export).
+HF_TOKENIZER_FILES = ('tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json',
+                      'vocab.txt')
+
+
+@dataclasses.dataclass(frozen=True)
+class StartingCheckpoint:
+  """A checkpoint to continue pretraining from, in our format (`starting_checkpoint`).
+
+  Attributes:
+    directory: our folder of it (params.yaml + checkpoint).
+    checkpoint: our checkpoint prefix (`task.init_checkpoint`).
+    model_config: its `task.model` (a `PretrainerConfig`).
+    vocab_file: its WordPiece vocab.txt, or None.
+    tokenizer_json: its tokenizer.json (used where it has no vocab.txt), or None.
+  """
+  directory: str
+  checkpoint: str
+  model_config: Any
+  vocab_file: Optional[str]
+  tokenizer_json: Optional[str]
+
+
+def checkpoint_source(path: str) -> str:
+  """The format of the checkpoint folder `path`: 'ours', 'google' or 'hf'.
+
+  Raises:
+    ValueError: none of them (naming the files each expects).
+  """
+  if os.path.isfile(os.path.join(path, 'params.yaml')):
+    return 'ours'
+  if os.path.isfile(os.path.join(path, 'bert_config.json')):
+    return 'google'
+  if os.path.isfile(os.path.join(path, 'config.json')):
+    return 'hf'
+  raise ValueError(f'init_from={path}: expected our checkpoint (params.yaml + ckpt-N), Google '
+                   f'BERT (bert_config.json + bert_model.ckpt) or Hugging Face (config.json + '
+                   f'model.safetensors); found {sorted(os.listdir(path))[:8]}')
+
+
+def starting_checkpoint(path: str, work_dir: str) -> StartingCheckpoint:
+  """`path` as our checkpoint (Google BERT and Hugging Face folders converted into `work_dir`)
+  with its model config and tokenizer files.
+
+  Raises:
+    ValueError: an unknown folder, or one without a tokenizer (vocab.txt or tokenizer.json).
+  """
+  source = checkpoint_source(path)
+  ours = path
+  if source != 'ours':
+    if not os.path.isfile(os.path.join(work_dir, 'params.yaml')):
+      logging.info('converting the %s checkpoint %s to ours in %s', source, path, work_dir)
+      shutil.rmtree(work_dir, ignore_errors=True)
+      convert_checkpoint.convert(source, 'ours', path, work_dir)
+    ours = work_dir
+  params = hyperparams.read_yaml(os.path.join(ours, 'params.yaml'))
+  checkpoint = tf.train.latest_checkpoint(ours) or params.get('task', {}).get('init_checkpoint')
+  if not checkpoint:
+    raise ValueError(f'init_from={path}: no checkpoint in {ours}')
+  model_config = bert.PretrainerConfig()
+  model_config.override(params['task']['model'], is_strict=False)
+  vocab_file = tokenizer_json = None
+  for directory in (path, ours):
+    if vocab_file is None and os.path.isfile(os.path.join(directory, 'vocab.txt')):
+      vocab_file = os.path.join(directory, 'vocab.txt')
+    if tokenizer_json is None and os.path.isfile(os.path.join(directory, 'tokenizer.json')):
+      tokenizer_json = os.path.join(directory, 'tokenizer.json')
+  if vocab_file is None and tokenizer_json is None:
+    raise ValueError(f'init_from={path}: no tokenizer: expected vocab.txt or tokenizer.json '
+                     'beside the checkpoint')
+  return StartingCheckpoint(ours, checkpoint, model_config, vocab_file, tokenizer_json)
+
+
+def _copy_tokenizer_files(source_dir: str, hf_dir: str) -> None:
+  for name in HF_TOKENIZER_FILES:
+    path = os.path.join(source_dir, name)
+    if os.path.isfile(path):
+      shutil.copyfile(path, os.path.join(hf_dir, name))
+
+
 def _metrics(metrics: Dict[str, Any]) -> Dict[str, float]:
   return {key: round(float(metrics[key]), 4) for key in ('lm_example_loss', 'masked_lm_accuracy')}
 
@@ -439,12 +564,16 @@ def summary_text(summary: Dict[str, Any]) -> str:
   validation, context_free, seconds = (summary['validation'], summary['context_free'],
                                        summary['seconds'])
   outside = seconds['total'] - seconds['training']
+  model = (f"from {summary['init_from']} with the {summary['recipe']} recipe's optimizer"
+           if summary.get('init_from') else os.path.basename(summary['config_file']))
   return '\n'.join([
-      f"trained {summary['step']} steps ({os.path.basename(summary['config_file'])}, "
-      f"{summary['train_tokens_per_step']} tokens a step)",
+      f"trained {summary['step']} steps ({model}, {summary['train_tokens_per_step']} tokens a "
+      'step)',
       f"held-out masked-LM loss {validation['lm_example_loss']:.3f}, accuracy "
       f"{validation['masked_lm_accuracy']:.3f}; the context-free predictor: "
-      f"{context_free['lm_example_loss']:.3f}, {context_free['masked_lm_accuracy']:.3f}",
+      f"{context_free['lm_example_loss']:.3f}, {context_free['masked_lm_accuracy']:.3f}" + (
+          '; the starting checkpoint: {lm_example_loss:.3f}, {masked_lm_accuracy:.3f}'.format(
+              **summary['initial_validation']) if summary.get('initial_validation') else ''),
       f"time: {seconds['total']:.0f} s, training {seconds['training']:.0f} s, outside training "
       f"{outside:.0f} s ({outside / max(seconds['total'], 1e-9):.0%}: vocabulary "
       f"{seconds['vocabulary']:.0f}, records {seconds['records']:.0f}, evaluation "
@@ -493,6 +622,10 @@ def _define_flags() -> flags.FlagValues:
                       **define)
   flags.DEFINE_integer('num_workers', None, 'Processes writing the records (default: the CPUs).',
                        **define)
+  flags.DEFINE_string('init_from', None, 'Continue pretraining from this checkpoint folder (ours, '
+                      'Google BERT or Hugging Face BERT/ModernBERT) with its tokenizer.', **define)
+  flags.DEFINE_float('learning_rate', None, 'Peak learning rate (default: the recipe\'s; 1e-4 '
+                     'with --init_from).', **define)
   flags.mark_flags_as_required(['output_dir'], flag_values=fv)
   return fv
 
@@ -516,7 +649,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                        steps=fv.steps, vocab_size=fv.vocab_size, seq_length=fv.seq_length,
                        batch_size=fv.batch_size, dupe_factor=fv.dupe_factor,
                        validation_fraction=fv.validation_fraction, seed=fv.seed,
-                       precision=fv.precision, num_workers=fv.num_workers)
+                       precision=fv.precision, num_workers=fv.num_workers,
+                       init_from=fv.init_from, learning_rate=fv.learning_rate)
   except (ValueError, FileNotFoundError) as e:
     return cli_utils.error(PROGRAM, str(e), status=1)
   print(summary_text(summary), flush=True)

@@ -112,3 +112,49 @@ def test_plain_paragraphs_become_documents(tmp_path):
   converted = pretrain._as_documents([str(paragraphs), str(sentences)], str(tmp_path / 'work'))
   assert converted[1] == str(sentences)
   assert open(converted[0], encoding='utf-8').read() == 'First paragraph here.\n\nSecond one.\n\n'
+
+
+@pytest.fixture(name='hf_bert', scope='module')
+def fixture_hf_bert(tmp_path_factory):
+  """A tiny Hugging Face BERT folder (random weights) with a WordPiece vocab.txt."""
+  transformers = pytest.importorskip('transformers')
+  folder = tmp_path_factory.mktemp('hf_bert')
+  vocab = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', '.'] + WORDS
+  (folder / 'vocab.txt').write_text(''.join(t + '\n' for t in vocab), encoding='utf-8')
+  config = transformers.BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2,
+                                   num_attention_heads=2, intermediate_size=64,
+                                   max_position_embeddings=64)
+  transformers.BertForMaskedLM(config).save_pretrained(str(folder))
+  return folder
+
+
+@pytest.mark.slow
+def test_continued_pretraining_from_a_hugging_face_bert(hf_bert, tmp_path):
+  transformers = pytest.importorskip('transformers')
+  corpus = tmp_path / 'corpus.txt'
+  corpus.write_text(_walking_text(2), encoding='utf-8')
+  summary = pretrain.pretrain([str(corpus)], str(tmp_path / 'out'), init_from=str(hf_bert),
+                              steps=40, learning_rate=1e-3, **dict(TINY, vocab_size=8000))
+  # The checkpoint's own vocabulary and model: no vocabulary trained, its weights the start.
+  assert not (tmp_path / 'out' / 'vocab').exists()
+  assert summary['paths']['vocab'] == str(hf_bert / 'vocab.txt')
+  assert summary['initial_validation']['lm_example_loss'] > (
+      summary['validation']['lm_example_loss'])
+  text = pretrain.summary_text(summary)
+  assert f'from {hf_bert} with the modern recipe' in text and 'the starting checkpoint: ' in text
+  hf = tmp_path / 'out' / 'hf'
+  model = transformers.AutoModelForMaskedLM.from_pretrained(str(hf))
+  assert type(model).__name__ == 'BertForMaskedLM' and model.config.hidden_size == 32
+  assert (hf / 'vocab.txt').read_text() == (hf_bert / 'vocab.txt').read_text()
+
+
+def test_checkpoint_source_names_what_it_expects(tmp_path):
+  (tmp_path / 'config.json').write_text('{}')
+  assert pretrain.checkpoint_source(str(tmp_path)) == 'hf'
+  empty = tmp_path / 'empty'
+  empty.mkdir()
+  with pytest.raises(ValueError, match=r'expected our checkpoint \(params.yaml \+ ckpt-N\), '
+                     r'Google BERT .* or Hugging Face'):
+    pretrain.checkpoint_source(str(empty))
+  with pytest.raises(ValueError, match=r"init_from must be an existing folder, found '/nowhere'"):
+    pretrain.pretrain(['x'], str(tmp_path / 'o'), init_from='/nowhere', steps=1)
