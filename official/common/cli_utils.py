@@ -16,7 +16,7 @@ catches them and prints them with `error`:
 import errno
 import os
 import sys
-from typing import Callable, Optional, Sequence
+from typing import Callable, List, Mapping, Optional, Sequence
 
 from absl import flags
 
@@ -65,6 +65,41 @@ def parse_flags(flag_values: flags.FlagValues, argv: Optional[Sequence[str]], pr
   except flags.Error as e:
     return error(program, f'{e} (--help lists the flags)', status=2)
   return None
+
+
+def renamed_flags(argv: Sequence[str], renamed: Mapping[str, str], program: str) -> List[str]:
+  """`argv` with the old names of renamed flags replaced by the new, one notice per old name.
+
+  The tools share one name per concept (`--output_dir` for an output directory, `--precision`,
+  `--minutes`, `--seed`); an old spelling still works and says so on stderr in one line.
+
+  Args:
+    argv: the command line (the program name first, or not: every item is looked at).
+    renamed: old name -> new name, without dashes (`{'train_minutes': 'minutes'}`).
+    program: the name printed first.
+
+  Returns:
+    The command line with `--old`, `--old=value` (and absl's `--noold`) spelt the new way.
+
+  Example:
+    >>> renamed_flags(['demo', '--train_minutes=2'], {'train_minutes': 'minutes'}, 'demo')
+    ['demo', '--minutes=2']   # and on stderr: demo: note: --train_minutes is now --minutes
+  """
+  result, noted = [], set()
+  for arg in argv:
+    new_arg = arg
+    if arg.startswith('--') and arg != '--':
+      name, sep, value = arg[2:].partition('=')
+      negated = name.startswith('no') and name[2:] in renamed
+      old = name[2:] if negated else name
+      if old in renamed:
+        new_arg = f"--{'no' if negated else ''}{renamed[old]}{sep}{value}"
+        if old not in noted:
+          noted.add(old)
+          print(f'{program}: note: --{old} is now --{renamed[old]} (the old name still works)',
+                file=sys.stderr)
+    result.append(new_arg)
+  return result
 
 
 def define_model_flags(flag_values: flags.FlagValues) -> None:
