@@ -205,15 +205,45 @@ def _write_model_dir_tokenizer_json(model_dir: str, metadata: Dict[str, Any],
   return path
 
 
+def write_tokenizer_json(directory: str, tokenizer_json: str) -> str:
+  """Copies a `tokenizer.json` into `directory` with the `tokenizer_config.json` of a model_dir
+  (its special-token roles, as found beside the source: see `tokenization`).
+
+  Args:
+    directory: the destination (created; a tokenizer.json of other content there is refused).
+    tokenizer_json: the source file (a Hugging Face folder's, a model_dir's).
+
+  Returns:
+    `directory/tokenizer.json`.
+
+  Example:
+    >>> write_tokenizer_json('/tmp/ours', 'ModernBERT-base/tokenizer.json')
+    '/tmp/ours/tokenizer.json'
+  """
+  tokenizer = tokenization.SubwordTokenizer.from_tokenizer_json(tokenizer_json)
+  metadata = dict(tokenizer.metadata_fields(), metadata_path=tokenizer_json)
+  if metadata.get('tokenizer_json') is None:  # BERT's WordPiece: its vocab.txt
+    metadata['tokenizer_json'] = file_utils.read_text(tokenizer_json)
+    metadata.update(tokenizer_type=tokenizer.kind, special_tokens=tokenizer.special_tokens)
+  return _write_model_dir_tokenizer_json(directory, metadata, None)
+
+
+def write_records_tokenizer(directory: str, metadata: Dict[str, Any]) -> Optional[str]:
+  """Writes the tokenizer.json stored in records metadata (and its roles' `tokenizer_config.json`)
+  into `directory`; None when the metadata holds none (WordPiece records).
+
+  Example:
+    >>> write_records_tokenizer('/tmp/t', data_metadata.load_metadata('data/train.tfrecord'))
+    '/tmp/t/tokenizer.json'
+  """
+  if not metadata.get('tokenizer_json'):
+    return None
+  return _write_model_dir_tokenizer_json(directory, metadata, None)
+
+
 def _copy_init_tokenizer_json(model_dir: str, init_dir: str) -> str:
   """Gives `model_dir` the tokenizer.json (and its roles) of the init_checkpoint's directory."""
-  source = os.path.join(init_dir, TOKENIZER_JSON)
-  tokenizer = tokenization.SubwordTokenizer.from_tokenizer_json(source)
-  metadata = dict(tokenizer.metadata_fields(), metadata_path=source)
-  if metadata.get('tokenizer_json') is None:  # BERT's WordPiece: its vocab.txt
-    metadata['tokenizer_json'] = file_utils.read_text(source)
-    metadata.update(tokenizer_type=tokenizer.kind, special_tokens=tokenizer.special_tokens)
-  return _write_model_dir_tokenizer_json(model_dir, metadata, None)
+  return write_tokenizer_json(model_dir, os.path.join(init_dir, TOKENIZER_JSON))
 
 
 def write_model_dir_vocab(model_dir: str, task_config: Any) -> Optional[str]:

@@ -14,7 +14,16 @@ each family's record names its own, and a model is written by the family of its 
 family without one refuses that format, naming it. A checkpoint with a masked-LM head converts as
 a `BertPretrainerV2`, one without as the family's encoder (a `BertEncoder`; a `ModernBertEncoder`
 for ModernBERT, which converts between hf and ours only).
-`vocab.txt` is copied from `--vocab_file`, or else from the input directory when it has one.
+The tokenizer goes along: `--vocab_file` (a `vocab.txt` or a `tokenizer.json`), or else the input
+directory's `vocab.txt`, or else its `tokenizer.json` (a Hugging Face folder of a BPE model such as
+ModernBERT, a model_dir trained on BPE records), or else, for `--source=ours`, the tokenizer.json
+stored with the records of its `params.yaml` (`task.train_data`). A vocab.txt is copied as it is; a
+tokenizer.json is written as `tokenizer.json` with its special tokens named: in our directories by
+the `tokenizer_config.json` of a model_dir (`vocab_assets.write_tokenizer_json`), in Hugging Face's
+by the `tokenizer_config.json` / `special_tokens_map.json` transformers reads
+(`hf_bert.write_tokenizer_files`), whose config.json then takes its token ids (`pad_token_id`,
+`mask_token_id`, ...) from it. Google's layout has no place for a tokenizer.json: it is copied
+beside.
 
 Usage:
   python -m official.nlp.tools.convert_checkpoint --source=hf --target=ours \\
@@ -32,7 +41,9 @@ import logging
 import os
 import shutil
 import sys
+import tempfile
 import time
+import types
 from typing import Optional, Sequence, Union
 
 from absl import flags
@@ -45,15 +56,18 @@ from official.modeling import checkpoint_compat
 from official.modeling import hyperparams
 from official.nlp.configs import bert
 from official.nlp.configs import encoders
+from official.nlp.data import vocab_assets
 from official.nlp.modeling import models
 from official.nlp.modeling import networks
 from official.nlp.modeling.networks import encoder_family
 from official.nlp.tools import bert_weight_map
+from official.nlp.tools import hf_bert
 
 SOURCES = ('hf', 'google', 'ours')
 TARGETS = ('ours', 'hf', 'google')
 PARAMS_NAME = 'params.yaml'
 VOCAB_NAME = 'vocab.txt'
+TOKENIZER_NAME = 'tokenizer.json'
 
 Model = Union[models.BertPretrainerV2, networks.BertEncoder, networks.ModernBertEncoder]
 
@@ -217,14 +231,29 @@ def write(model: tf_keras.Model, target: str, out_dir: str,
           vocab_file: Optional[str] = None) -> str:
   """Writes `model` in format `target` ('ours', 'hf' or 'google') to `out_dir`.
 
+  Args:
+    model: the model.
+    target: the format.
+    out_dir: the output directory.
+    vocab_file: a `vocab.txt`, or a `tokenizer.json` (module docstring), written with the model.
+
   Raises:
     ValueError: a model whose encoder family has no `target` layout (ModernBERT to 'google':
       Google's BERT checkpoints have no such layout).
     TypeError: an encoder of no registered family (for 'hf' and 'google').
+
+  Example:
+    >>> write(model, 'hf', '/tmp/hf_out', 'runs/dapt/tokenizer.json')
   """
   if target == 'ours':
     write_ours(model, out_dir)
-    if vocab_file:
+    if hf_bert.is_tokenizer_json(vocab_file):
+      for name in (VOCAB_NAME, TOKENIZER_NAME):  # what --overwrite replaces
+        if os.path.abspath(os.path.join(out_dir, name)) != os.path.abspath(vocab_file) and \
+            os.path.isfile(os.path.join(out_dir, name)):
+          os.remove(os.path.join(out_dir, name))
+      vocab_assets.write_tokenizer_json(out_dir, vocab_file)
+    elif vocab_file:
       shutil.copyfile(vocab_file, os.path.join(out_dir, VOCAB_NAME))
     return out_dir
   if target not in encoder_family.FORMATS:
@@ -237,7 +266,44 @@ def write(model: tf_keras.Model, target: str, out_dir: str,
     raise ValueError(f'--target={target}: {family.display_name} ({type(model).__name__}) has '
                      f'no {encoder_family.FORMAT_NAMES[target]} checkpoint layout; expected '
                      f'{" or ".join(others)}')
+  if target == 'google' and hf_bert.is_tokenizer_json(vocab_file):
+    written = encoder_family.resolve(fmt.write)(model, out_dir, None)
+    shutil.copyfile(vocab_file, os.path.join(out_dir, TOKENIZER_NAME))
+    logging.info('Google checkpoints have no tokenizer.json: copied %s beside (no vocab.txt)',
+                 vocab_file)
+    return written
   return encoder_family.resolve(fmt.write)(model, out_dir, vocab_file)
+
+
+def _input_vocab_file(input_path: str) -> Optional[str]:
+  """The input directory's `vocab.txt`, else its `tokenizer.json`, else None."""
+  directory = input_path if os.path.isdir(input_path) else os.path.dirname(input_path)
+  for name in (VOCAB_NAME, TOKENIZER_NAME):
+    candidate = os.path.join(directory, name)
+    if os.path.isfile(candidate):
+      return candidate
+  return None
+
+
+def _records_tokenizer_json(input_path: str, directory: str) -> Optional[str]:
+  """For a directory of ours: the tokenizer.json stored with the records of its `params.yaml`
+  (`task.train_data`, else `task.validation_data`), written into `directory`; else None."""
+  model_dir = input_path if os.path.isdir(input_path) else os.path.dirname(input_path)
+  params_path = os.path.join(model_dir, PARAMS_NAME)
+  if not os.path.isfile(params_path):
+    return None
+  try:
+    params = hyperparams.read_yaml(params_path)
+  except Exception:  # pylint: disable=broad-except  (read_ours reports a bad params.yaml)
+    return None
+  task = params.get('task') if isinstance(params, dict) else None
+  if not isinstance(task, dict):
+    return None
+  task_config = types.SimpleNamespace(**{
+      name: types.SimpleNamespace(input_path=(task.get(name) or {}).get('input_path', ''))
+      for name in ('train_data', 'validation_data')})
+  metadata = vocab_assets.records_tokenizer_info(task_config)
+  return vocab_assets.write_records_tokenizer(directory, metadata) if metadata else None
 
 
 def convert(source: str, target: str, input_path: str, output: str,
@@ -249,7 +315,8 @@ def convert(source: str, target: str, input_path: str, output: str,
     target: 'ours', 'hf' or 'google'.
     input_path: the input directory (or checkpoint prefix for google / ours).
     output: the output directory.
-    vocab_file: copied as `vocab.txt`; default: `vocab.txt` of the input directory if present.
+    vocab_file: a `vocab.txt` or a `tokenizer.json`, written with the model; default: the input
+      directory's (module docstring).
     allow_unused: unknown input variables warn instead of raising.
 
   Raises:
@@ -264,18 +331,19 @@ def convert(source: str, target: str, input_path: str, output: str,
   model = read(source, input_path, allow_unused)
   logging.info('read %s (%d variables, %s parameters) in %.1f s', type(model).__name__,
                len(model.weights), f'{model.count_params():,}', time.monotonic() - start)
-  if vocab_file is None:
-    directory = input_path if os.path.isdir(input_path) else os.path.dirname(input_path)
-    candidate = os.path.join(directory, VOCAB_NAME)
-    vocab_file = candidate if os.path.isfile(candidate) else None
-  elif not os.path.isfile(vocab_file):
+  if vocab_file is not None and not os.path.isfile(vocab_file):
     raise FileNotFoundError(f'--vocab_file {vocab_file!r} does not exist')
   logging.info('writing the %s checkpoint to %s', target, output)  # main prints the result
-  try:
-    write(model, target, output, vocab_file)
-  except tf.errors.OpError as e:  # SaveV2 / Checkpoint.save: permissions, a full disk, ...
-    raise ValueError(f'{output}: could not write the {target} checkpoint ({_first_line(e)}); '
-                     'expected a writable directory with free space') from None
+  with tempfile.TemporaryDirectory() as scratch:
+    if vocab_file is None:
+      vocab_file = _input_vocab_file(input_path)
+    if vocab_file is None and source == 'ours':
+      vocab_file = _records_tokenizer_json(input_path, scratch)
+    try:
+      write(model, target, output, vocab_file)
+    except tf.errors.OpError as e:  # SaveV2 / Checkpoint.save: permissions, a full disk, ...
+      raise ValueError(f'{output}: could not write the {target} checkpoint ({_first_line(e)}); '
+                       'expected a writable directory with free space') from None
   return model
 
 
@@ -290,8 +358,8 @@ def _define_flags() -> flags.FlagValues:
   flags.DEFINE_string('input', None, 'Input directory (or checkpoint prefix).', flag_values=fv)
   flags.DEFINE_string('output', None, 'Output directory: new or empty (see --overwrite).',
                       flag_values=fv)
-  flags.DEFINE_string('vocab_file', None, 'vocab.txt to copy (default: the input directory\'s).',
-                      flag_values=fv)
+  flags.DEFINE_string('vocab_file', None, 'vocab.txt or tokenizer.json to write with the model '
+                      '(default: the input directory\'s).', flag_values=fv)
   flags.DEFINE_bool('allow_unused', False, 'Warn about unknown input variables instead of '
                     'failing.', flag_values=fv)
   flags.DEFINE_bool('overwrite', False, 'Write into a non-empty --output (files of the same name '

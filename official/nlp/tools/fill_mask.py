@@ -1,10 +1,16 @@
 r"""Fill-mask predictions: the most likely tokens for each `[MASK]` in a text.
 
 The model is a Keras `BertPretrainerV2` or an `InferenceModel` (a training model_dir or a SavedModel
-loaded by `official.nlp.serving.inference`). The command line takes either kind of directory:
+loaded by `official.nlp.serving.inference`). The command line takes either kind of directory, or a
+Hugging Face folder with a masked-LM head (config.json + model.safetensors, BERT or ModernBERT):
 
   python -m official.nlp.tools.fill_mask --model_dir=runs/tiny \
     --text='Paris is the [MASK] of France.'
+
+Any tokenizer: a vocab.txt (WordPiece), or a tokenizer.json (BPE, Unigram, ...) found with the model
+(a model_dir trained on BPE records holds one) or given by --vocab_file. With a tokenizer.json the
+text is encoded by the tokenizer itself (`[MASK]` stands for its mask token, e.g. `<mask>`) and the
+predicted tokens are decoded (`Ġcapital` is shown as `capital`).
 
 Errors print one line and exit 1; bad flags (including a --seq_length above the model's
 position embeddings) exit 2.
@@ -19,6 +25,7 @@ Example:
 from official.common import quiet  # first: hides TensorFlow's start-up lines (--verbose keeps them)
 quiet.quiet_cli(__name__)
 
+import os
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
@@ -29,16 +36,53 @@ from absl import flags
 
 from official.common import cli_utils
 from official.nlp.data import tokenization
+from official.nlp.data import vocab_assets
 from official.nlp.serving import inference
 from official.nlp.serving import serving_signatures
+from official.nlp.tools import convert_checkpoint
+from official.nlp.tools import hf_bert
 
 MASK = '[MASK]'
 PROGRAM = 'fill_mask'
+# Mask tokens a --text may be written with before the tokenizer is loaded (its own is checked then).
+_MASK_SPELLINGS = (MASK, '<mask>')
 
 
-def encode_masked_texts(tokenizer: tokenization.WordPieceTokenizer, texts: Sequence[str],
+def _wordpiece_rows(tokenizer: tokenization.WordPieceTokenizer, text: str
+                    ) -> Tuple[List[int], List[int]]:
+  """BERT: each piece between literal `[MASK]`s tokenized alone, the masks kept as `[MASK]`."""
+  pieces = text.split(MASK)
+  if len(pieces) < 2:
+    raise ValueError(f'text {text!r} has no {MASK}')
+  tokens = ['[CLS]']
+  mask_positions = []
+  for i, piece in enumerate(pieces):
+    if i:
+      mask_positions.append(len(tokens))
+      tokens.append(MASK)
+    tokens.extend(tokenizer.tokenize(piece))
+  tokens.append('[SEP]')
+  return [tokenizer.token_to_id[t] for t in tokens], mask_positions
+
+
+def _subword_rows(tokenizer: tokenization.SubwordTokenizer, text: str
+                  ) -> Tuple[List[int], List[int]]:
+  """Any tokenizer.json: the whole text encoded by the tokenizer (`[MASK]` as its mask token, which
+  its own rules match, e.g. absorbing the space before `<mask>`), between its cls and sep tokens."""
+  mask = tokenizer.special_tokens['mask']
+  ids = [tokenizer.cls_id] + tokenizer.encode(text.replace(MASK, mask)) + [tokenizer.sep_id]
+  mask_positions = [i for i, token in enumerate(ids) if token == tokenizer.mask_id]
+  if not mask_positions:
+    raise ValueError(f'text {text!r} has no {MASK}' + (f' (nor {mask})' if mask != MASK else ''))
+  return ids, mask_positions
+
+
+def encode_masked_texts(tokenizer: tokenization.SubwordTokenizer, texts: Sequence[str],
                         seq_length: int) -> Tuple[Dict[str, np.ndarray], List[int]]:
   """Token ids of `[CLS] text [SEP]` with each literal `[MASK]` kept as the mask token.
+
+  A `WordPieceTokenizer` tokenizes the text between the masks; another tokenizer (BPE, ...)
+  encodes the whole text, `[MASK]` written as its mask token, between its cls and sep tokens.
 
   Returns:
     The model inputs (int32 [len(texts), seq_length], `masked_lm_positions` padded with 0 to the
@@ -46,24 +90,19 @@ def encode_masked_texts(tokenizer: tokenization.WordPieceTokenizer, texts: Seque
 
   Raises:
     ValueError: a text without `[MASK]`, or longer than `seq_length` tokens.
+
+  Example:
+    >>> inputs, counts = encode_masked_texts(tokenizer, ['Paris is the [MASK] of France.'], 16)
   """
-  ids = tokenizer.token_to_id
   rows, positions = [], []
   for text in texts:
-    pieces = text.split(MASK)
-    if len(pieces) < 2:
-      raise ValueError(f'text {text!r} has no {MASK}')
-    tokens = ['[CLS]']
-    mask_positions = []
-    for i, piece in enumerate(pieces):
-      if i:
-        mask_positions.append(len(tokens))
-        tokens.append(MASK)
-      tokens.extend(tokenizer.tokenize(piece))
-    tokens.append('[SEP]')
-    if len(tokens) > seq_length:
-      raise ValueError(f'text {text!r} has {len(tokens)} tokens; seq_length is {seq_length}')
-    rows.append([ids[t] for t in tokens])
+    if isinstance(tokenizer, tokenization.WordPieceTokenizer):
+      row, mask_positions = _wordpiece_rows(tokenizer, text)
+    else:
+      row, mask_positions = _subword_rows(tokenizer, text)
+    if len(row) > seq_length:
+      raise ValueError(f'text {text!r} has {len(row)} tokens; seq_length is {seq_length}')
+    rows.append(row)
     positions.append(mask_positions)
   num_predictions = max(len(p) for p in positions)
   word_ids = np.zeros([len(texts), seq_length], np.int32)
@@ -78,21 +117,37 @@ def encode_masked_texts(tokenizer: tokenization.WordPieceTokenizer, texts: Seque
   return inputs, [len(p) for p in positions]
 
 
+def token_text(tokenizer: tokenization.SubwordTokenizer, token_id: int) -> str:
+  """How a predicted token is shown: a WordPiece token as it is (`##ing`); another tokenizer's
+  through its decoder, without surrounding spaces (`Ġcapital` -> `capital`), or as it is when that
+  leaves nothing.
+
+  Example:
+    >>> token_text(bpe, bpe.token_to_id['\u0120capital'])
+    'capital'
+  """
+  token = tokenizer.vocab[token_id]
+  if isinstance(tokenizer, tokenization.WordPieceTokenizer):
+    return token
+  return tokenizer.decode([token_id]).strip() or token
+
+
 def fill_mask(pretrainer: Union[tf_keras.Model, inference.InferenceModel],
-              tokenizer: tokenization.WordPieceTokenizer, texts: Sequence[str], top_k: int = 5,
+              tokenizer: tokenization.SubwordTokenizer, texts: Sequence[str], top_k: int = 5,
               seq_length: int = 128) -> List[List[List[Tuple[str, float]]]]:
   """Top-k tokens with probabilities for every `[MASK]` of every text.
 
   Args:
     pretrainer: a `BertPretrainerV2` (outputs `mlm_logits`), or an `InferenceModel` with a
       `fill_mask` function (e.g. a SavedModel from `export_savedmodel`).
-    tokenizer: the tokenizer of the model's vocabulary.
+    tokenizer: the tokenizer of the model's vocabulary (WordPiece, or any tokenizer.json's).
     texts: texts with one or more `[MASK]`.
     top_k: predictions per mask.
     seq_length: padded length of the model inputs.
 
   Returns:
-    `result[text][mask] = [(token, probability), ...]`, best first.
+    `result[text][mask] = [(token, probability), ...]`, best first (tokens as `token_text`
+    shows them).
 
   Raises:
     ValueError: `seq_length` above the model's position embeddings; a text without `[MASK]` or
@@ -113,7 +168,8 @@ def fill_mask(pretrainer: Union[tf_keras.Model, inference.InferenceModel],
                         training=False)['mlm_logits']
     indices, probabilities = serving_signatures.top_k_probabilities(logits, top_k)
     indices, probabilities = indices.numpy(), probabilities.numpy()
-  return [[[(tokenizer.vocab[int(j)], float(p)) for j, p in zip(indices[t, m], probabilities[t, m])]
+  return [[[(token_text(tokenizer, int(j)), float(p))
+            for j, p in zip(indices[t, m], probabilities[t, m])]
            for m in range(count)] for t, count in enumerate(counts)]
 
 
@@ -126,6 +182,57 @@ def format_predictions(texts: Sequence[str], predictions: List[List[List[Tuple[s
     for number, guesses in enumerate(masks, start=1):
       lines.append(f'  {MASK} {number}: ' + ', '.join(f'{t} ({p:.4f})' for t, p in guesses))
   return '\n'.join(lines)
+
+
+def is_hf_folder(path: str) -> bool:
+  """A Hugging Face model folder (config.json and safetensors weights, no params.yaml)."""
+  return (os.path.isfile(os.path.join(path, hf_bert.CONFIG_NAME))
+          and not os.path.isfile(os.path.join(path, convert_checkpoint.PARAMS_NAME))
+          and any(os.path.isfile(os.path.join(path, name))
+                  for name in (hf_bert.WEIGHTS_NAME, hf_bert.INDEX_NAME)))
+
+
+def load_tokenizer(model: inference.InferenceModel, vocab_file: Optional[str] = None,
+                   do_lower_case: Optional[bool] = None) -> tokenization.SubwordTokenizer:
+  """The tokenizer of `model`: `vocab_file` (a vocab.txt, a tokenizer.json or a directory carrying
+  one), else the vocab.txt found with the model, else the model_dir's tokenizer.json.
+
+  Raises:
+    ValueError: no vocabulary given or found; one whose size or hash differs from the model's.
+
+  Example:
+    >>> load_tokenizer(inference.load_inference_model('runs/dapt')).kind
+    'bpe'
+  """
+  path = vocab_file
+  if not path and not model.vocab_file and os.path.isfile(
+      os.path.join(model.model_dir, vocab_assets.TOKENIZER_JSON)):
+    path = model.model_dir
+  if not path or not (os.path.isdir(path) or hf_bert.is_tokenizer_json(path)):
+    return model.load_tokenizer(vocab_file, do_lower_case)
+  tokenizer = vocab_assets.load_tokenizer(path, do_lower_case)
+  if model.vocab_size is not None and tokenizer.vocab_size != model.vocab_size:
+    raise ValueError(f'{tokenizer.source!r} has {tokenizer.vocab_size} tokens but the model '
+                     f'{model.source!r} has {model.vocab_size} word embeddings; expected the '
+                     'vocabulary the model was trained with')
+  if model.vocab_sha256 and tokenizer.vocab_sha256() != model.vocab_sha256:
+    raise ValueError(f'{tokenizer.source!r} differs from the vocabulary the model '
+                     f'{model.source!r} was trained with (sha256 {tokenizer.vocab_sha256()} vs '
+                     f'{model.vocab_sha256})')
+  return tokenizer
+
+
+def _hf_model(folder: str, vocab_file: Optional[str], do_lower_case: Optional[bool],
+              seq_length: Optional[int]) -> Tuple[tf_keras.Model, tokenization.SubwordTokenizer,
+                                                  int]:
+  """(the pretrainer, its tokenizer, the input length) of a Hugging Face folder."""
+  pretrainer = convert_checkpoint.read('hf', folder)
+  if not isinstance(pretrainer, tf_keras.Model) or not hasattr(pretrainer, 'masked_lm'):
+    raise ValueError(f'{folder}: a Hugging Face model without a masked-LM head; expected a '
+                     '*ForMaskedLM (or *ForPreTraining) folder')
+  tokenizer = vocab_assets.load_tokenizer(vocab_file or folder, do_lower_case)
+  limit = serving_signatures.max_sequence_length(serving_signatures.find_encoder(pretrainer))
+  return pretrainer, tokenizer, seq_length or min(128, limit or 128)
 
 
 def _define_flags() -> flags.FlagValues:
@@ -150,16 +257,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return cli_utils.error(PROGRAM, "--text is required, e.g. --text='Paris is the [MASK] of "
                            "France.'")
   for text in fv.text:  # before loading the model: a typo should not cost a model load
-    if MASK not in text:
+    if not any(mask in text for mask in _MASK_SPELLINGS):
       return cli_utils.error(PROGRAM, f'--text={text!r} has no {MASK}; expected at least one')
   try:
+    if os.path.isdir(fv.model_dir) and is_hf_folder(fv.model_dir):
+      pretrainer, tokenizer, seq_length = _hf_model(fv.model_dir, fv.vocab_file, fv.do_lower_case,
+                                                    fv.seq_length)
+      predictions = fill_mask(pretrainer, tokenizer, fv.text, top_k=fv.top_k,
+                              seq_length=seq_length)
+      print(format_predictions(fv.text, predictions))
+      return 0
     model = inference.load_inference_model(fv.model_dir, fv.checkpoint_path)
     if fv.seq_length:
       try:
         model.check_seq_length(fv.seq_length, '--seq_length')
       except ValueError as e:
         return cli_utils.error(PROGRAM, str(e), status=2)
-    tokenizer = model.load_tokenizer(fv.vocab_file, fv.do_lower_case)
+    tokenizer = load_tokenizer(model, fv.vocab_file, fv.do_lower_case)
     predictions = fill_mask(model, tokenizer, fv.text, top_k=fv.top_k,
                             seq_length=fv.seq_length or model.seq_length)
   except cli_utils.USER_ERRORS as e:

@@ -10,6 +10,11 @@ Semantics: Hugging Face's `hidden_act: gelu` is the exact erf GELU, our `exact_g
 1e-12 (our LayerNorms). A `next_sentence` head maps to BERT's pooler + `cls.seq_relationship`, so
 the loaded pretrainer's encoder pooler and head `pooler_dense` hold the same weights.
 
+The tokenizer goes with the weights: a `vocab.txt` is copied as it is; a `tokenizer.json` (BPE,
+Unigram, WordPiece) is copied with a `tokenizer_config.json` and `special_tokens_map.json` naming
+its special tokens (`write_tokenizer_files`), so that transformers' `AutoTokenizer` loads the
+folder, and the config's token ids (`pad_token_id`, ...) come from it.
+
 Example:
   >>> encoder = load_encoder('all-MiniLM-L6-v2/')              # a BertEncoder with dict outputs
   >>> pretrainer = load_pretrainer('bert-base-uncased/')       # a BertPretrainerV2
@@ -20,12 +25,13 @@ import json
 import logging
 import os
 import shutil
-from typing import Dict, Optional, Tuple, Union
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from safetensors import numpy as safetensors_numpy
 import tf_keras
 
+from official.nlp.data import tokenization
 from official.nlp.modeling import models
 from official.nlp.modeling import networks
 from official.nlp.tools import bert_weight_map
@@ -35,6 +41,12 @@ CONFIG_NAME = hf_bert_config.CONFIG_NAME
 WEIGHTS_NAME = hf_bert_config.WEIGHTS_NAME
 INDEX_NAME = 'model.safetensors.index.json'
 VOCAB_NAME = 'vocab.txt'
+TOKENIZER_NAME = 'tokenizer.json'
+TOKENIZER_CONFIG_NAME = 'tokenizer_config.json'
+SPECIAL_TOKENS_MAP_NAME = 'special_tokens_map.json'
+# config.json token-id fields -> the special-token role whose id fills them.
+TOKEN_ID_ROLES = {'pad_token_id': 'pad', 'bos_token_id': 'cls', 'eos_token_id': 'sep',
+                  'cls_token_id': 'cls', 'sep_token_id': 'sep', 'mask_token_id': 'mask'}
 _OTHER_WEIGHTS = ('pytorch_model.bin', 'tf_model.h5', 'flax_model.msgpack')
 # Buffers, not weights: consumed without a variable.
 _BUFFERS = ('embeddings.position_ids',)
@@ -167,6 +179,65 @@ def load(model_dir: str, allow_unused: bool = False) -> Union[models.BertPretrai
   return load_encoder(model_dir, allow_unused)
 
 
+def is_tokenizer_json(path: Optional[str]) -> bool:
+  """Whether a vocabulary file is a Hugging Face `tokenizer.json` (else a `vocab.txt`)."""
+  return bool(path) and path.endswith('.json')
+
+
+def load_tokenizer_json(tokenizer_json: str) -> tokenization.SubwordTokenizer:
+  """The tokenizer of a `tokenizer.json`, its special tokens as the files beside it name them."""
+  return tokenization.SubwordTokenizer.from_tokenizer_json(tokenizer_json)
+
+
+def tokenizer_token_ids(tokenizer_json: str,
+                        fields: Sequence[str] = tuple(TOKEN_ID_ROLES)) -> Dict[str, Optional[int]]:
+  """The config.json token-id `fields` of a `tokenizer.json`'s special-token roles
+  (`TOKEN_ID_ROLES`: bos is the cls token, eos the sep token, as in ModernBERT's configs).
+
+  Example:
+    >>> tokenizer_token_ids('roberta/tokenizer.json', ['pad_token_id', 'mask_token_id'])
+    {'pad_token_id': 1, 'mask_token_id': 50264}
+  """
+  tokenizer = load_tokenizer_json(tokenizer_json)
+  ids = {'pad': tokenizer.pad_id, 'cls': tokenizer.cls_id, 'sep': tokenizer.sep_id,
+         'mask': tokenizer.mask_id}
+  return {field: ids[TOKEN_ID_ROLES[field]] for field in fields}
+
+
+def write_tokenizer_files(out_dir: str, tokenizer_json: str,
+                          options: Optional[Mapping[str, Any]] = None) -> str:
+  """Copies a `tokenizer.json` into a Hugging Face folder with the `tokenizer_config.json` and
+  `special_tokens_map.json` that make `transformers.AutoTokenizer` load it with its special tokens.
+
+  Args:
+    out_dir: the folder (created if needed).
+    tokenizer_json: the tokenizer (its special tokens as `tokenization` finds them).
+    options: more `tokenizer_config.json` fields (e.g. ModernBERT's `model_input_names`).
+
+  Returns:
+    `out_dir/tokenizer.json`.
+
+  Example:
+    >>> write_tokenizer_files('/tmp/hf_out', 'runs/dapt/tokenizer.json')
+    '/tmp/hf_out/tokenizer.json'
+  """
+  tokenizer = load_tokenizer_json(tokenizer_json)
+  os.makedirs(out_dir, exist_ok=True)
+  target = os.path.join(out_dir, TOKENIZER_NAME)
+  if os.path.abspath(tokenizer_json) != os.path.abspath(target):
+    shutil.copyfile(tokenizer_json, target)
+  roles = {f'{role}_token': token for role, token in tokenizer.special_tokens.items()
+           if token is not None}
+  config = dict(tokenizer_class='PreTrainedTokenizerFast', clean_up_tokenization_spaces=False,
+                **roles, **dict(options or {}))
+  if tokenizer.do_lower_case is not None:
+    config['do_lower_case'] = tokenizer.do_lower_case
+  for name, content in ((TOKENIZER_CONFIG_NAME, config), (SPECIAL_TOKENS_MAP_NAME, roles)):
+    with open(os.path.join(out_dir, name), 'w', encoding='utf-8') as f:
+      json.dump(content, f, indent=2, sort_keys=True)
+  return target
+
+
 def export(model: tf_keras.Model, out_dir: str, vocab_file: Optional[str] = None) -> str:
   """Writes `config.json`, `model.safetensors` (and `vocab.txt`) that transformers loads.
 
@@ -178,7 +249,8 @@ def export(model: tf_keras.Model, out_dir: str, vocab_file: Optional[str] = None
   Args:
     model: a built `BertEncoder` or `BertPretrainerV2`.
     out_dir: created if needed.
-    vocab_file: copied to `out_dir/vocab.txt` when given.
+    vocab_file: copied to `out_dir/vocab.txt` when given; a `tokenizer.json` is written with
+      `write_tokenizer_files` and gives the config's `pad_token_id`.
 
   Returns:
     `out_dir`.
@@ -192,18 +264,24 @@ def export(model: tf_keras.Model, out_dir: str, vocab_file: Optional[str] = None
   if pretrainer is not None:
     tensors = {name if name.startswith('cls.') else f'bert.{name}': value
                for name, value in tensors.items()}
-  return write_directory(out_dir, hf_bert_config.hf_config(model), tensors, vocab_file)
+  config = hf_bert_config.hf_config(model)
+  if is_tokenizer_json(vocab_file):
+    config.update(tokenizer_token_ids(vocab_file, ['pad_token_id']))
+  return write_directory(out_dir, config, tensors, vocab_file)
 
 
 def write_directory(out_dir: str, config: Dict, tensors: Dict[str, np.ndarray],
-                    vocab_file: Optional[str] = None) -> str:
-  """Writes a Hugging Face model directory: `config.json`, `model.safetensors` (+ `vocab.txt`).
+                    vocab_file: Optional[str] = None,
+                    tokenizer_options: Optional[Mapping[str, Any]] = None) -> str:
+  """Writes a Hugging Face model directory: `config.json`, `model.safetensors` (+ the tokenizer).
 
   Args:
     out_dir: created if needed.
     config: the `config.json` dict (its `architectures[0]` is logged).
     tensors: name -> numpy array, in Hugging Face's names and layouts.
-    vocab_file: copied in as `vocab.txt` when given.
+    vocab_file: copied in as `vocab.txt` when given; a `tokenizer.json` as `tokenizer.json` with
+      its `tokenizer_config.json` and `special_tokens_map.json` (`write_tokenizer_files`).
+    tokenizer_options: more `tokenizer_config.json` fields of a `tokenizer.json`.
 
   Returns:
     `out_dir`.
@@ -217,7 +295,9 @@ def write_directory(out_dir: str, config: Dict, tensors: Dict[str, np.ndarray],
     json.dump(config, f, indent=2, sort_keys=True)
   safetensors_numpy.save_file(tensors, os.path.join(out_dir, WEIGHTS_NAME),
                               metadata={'format': 'pt'})
-  if vocab_file:
+  if is_tokenizer_json(vocab_file):
+    write_tokenizer_files(out_dir, vocab_file, tokenizer_options)
+  elif vocab_file:
     shutil.copyfile(vocab_file, os.path.join(out_dir, VOCAB_NAME))
   logging.info('Wrote %s (%d tensors) to %s', (config.get('architectures') or ['?'])[0],
                len(tensors), out_dir)

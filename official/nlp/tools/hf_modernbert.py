@@ -37,6 +37,7 @@ Example:
   >>> pretrainer = load_pretrainer('ModernBERT-base/')         # a BertPretrainerV2
   >>> encoder = load_encoder('ModernBERT-base/')               # a ModernBertEncoder
   >>> export(pretrainer, '/tmp/hf_out', vocab_file='vocab.txt')
+  >>> export(pretrainer, '/tmp/hf_out', vocab_file='runs/dapt/tokenizer.json')   # BPE
 """
 
 import json
@@ -312,9 +313,12 @@ def pretrainer_config_of(pretrainer: models.BertPretrainerV2) -> bert.Pretrainer
 
 def _token_ids(vocab_file: Optional[str], token_ids: Optional[Mapping[str, Optional[int]]],
                vocab_size: int) -> Dict[str, Optional[int]]:
-  """The special-token fields of an exported config: `token_ids`, else the vocab's, else null."""
+  """The special-token fields of an exported config: `token_ids`, else the vocab's (a
+  tokenizer.json's roles), else null."""
   result: Dict[str, Optional[int]] = {field: None for field in TOKEN_ID_FIELDS}
-  if vocab_file:
+  if hf_bert.is_tokenizer_json(vocab_file):
+    result.update(hf_bert.tokenizer_token_ids(vocab_file, TOKEN_ID_FIELDS))
+  elif vocab_file:
     with open(vocab_file, encoding='utf-8') as f:
       for i, line in enumerate(f):
         for field in _VOCAB_TOKENS.get(line.strip(), ()):
@@ -340,7 +344,8 @@ def hf_config(model: Model, vocab_file: Optional[str] = None,
 
   Args:
     model: a `ModernBertEncoder` or a `BertPretrainerV2` on one.
-    vocab_file: a WordPiece vocab whose [PAD], [CLS], [SEP], [MASK] give the token ids.
+    vocab_file: a WordPiece vocab whose [PAD], [CLS], [SEP], [MASK] give the token ids, or a
+      `tokenizer.json` whose tokens of those roles give them.
     token_ids: `pad_token_id`, `cls_token_id`, ... overriding the vocab's (null when unknown).
 
   Raises:
@@ -661,7 +666,9 @@ def export(model: Model, out_dir: str, vocab_file: Optional[str] = None,
     out_dir: created if needed.
     vocab_file: copied to `out_dir/vocab.txt` when given; its [PAD], [CLS], [SEP], [MASK] ids
       fill `pad_token_id`, `cls_token_id` / `bos_token_id`, `sep_token_id` / `eos_token_id`,
-      `mask_token_id`.
+      `mask_token_id`. A `tokenizer.json` (BPE, ...) is written as `tokenizer.json` with the
+      `tokenizer_config.json` AutoTokenizer reads (inputs `input_ids` and `attention_mask`), and
+      its tokens of those roles fill the fields.
     token_ids: those fields given directly (they win over the vocab's; unknown ones are null).
 
   Returns:
@@ -676,5 +683,8 @@ def export(model: Model, out_dir: str, vocab_file: Optional[str] = None,
     >>> export(load_pretrainer('ModernBERT-base/'), '/tmp/out')
     >>> transformers.ModernBertForMaskedLM.from_pretrained('/tmp/out')
   """
-  return hf_bert.write_directory(out_dir, hf_config(model, vocab_file, token_ids),
-                                 export_tensors(model), vocab_file)
+  config = hf_config(model, vocab_file, token_ids)
+  tokenizer_options = {'model_input_names': ['input_ids', 'attention_mask'],
+                       'model_max_length': config['max_position_embeddings']}
+  return hf_bert.write_directory(out_dir, config, export_tensors(model), vocab_file,
+                                 tokenizer_options)
