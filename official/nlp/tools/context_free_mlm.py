@@ -184,14 +184,16 @@ def context_free_metrics(probabilities: np.ndarray, batches: Iterable[Mapping[st
               masked_targets=int(targets), kept=int(kept), records=records)
 
 
-def context_free_baseline(train_path: str, held_out_paths: Mapping[str, str], vocab_file: str,
+def context_free_baseline(train_path: str, held_out_paths: Mapping[str, str],
+                          vocab_file: Optional[str] = None,
                           batch_size: int = 32) -> Dict[str, Dict[str, float]]:
   """The predictor's figures on each held-out record set, with and without copying.
 
   Args:
     train_path: the training records whose token frequencies make the unigram.
     held_out_paths: name -> held-out records (e.g. `{'in_domain': ..., 'ood': ...}`).
-    vocab_file: the records' vocab.txt (its size and special tokens).
+    vocab_file: the records' vocab.txt (its size and special tokens); None: both from the training
+      records' metadata (`vocab_size`, `special_token_ids`), as for a BPE or Unigram tokenizer.
     batch_size: the models' evaluation batch size (the loss is a mean over batches).
 
   Returns:
@@ -202,9 +204,17 @@ def context_free_baseline(train_path: str, held_out_paths: Mapping[str, str], vo
     >>> context_free_baseline('train.tfrecord', {'ood': 'ood.tfrecord'}, 'vocab.txt')['ood']
     {'lm_example_loss': 6.3, 'masked_lm_accuracy': 0.14, ...}
   """
-  with open(vocab_file, encoding='utf-8') as f:
-    vocab_size = sum(1 for _ in f)
-  excluded = special_token_ids(vocab_file)
+  if vocab_file is not None:
+    with open(vocab_file, encoding='utf-8') as f:
+      vocab_size = sum(1 for _ in f)
+    excluded = special_token_ids(vocab_file)
+  else:
+    metadata = data_metadata.load_metadata(train_path)
+    if metadata is None:
+      raise ValueError(f'{train_path}: no metadata file, so no vocabulary size; give vocab_file')
+    vocab_size = metadata['vocab_size']
+    excluded = sorted(i for token, i in metadata['special_token_ids'].items()
+                      if token in SPECIAL_TOKENS)
   probabilities = unigram_probabilities(token_counts(train_path, vocab_size, excluded), excluded)
   results = {}
   for name, path in held_out_paths.items():

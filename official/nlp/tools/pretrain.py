@@ -403,8 +403,8 @@ def pretrain(inputs: Union[str, Sequence[str]], output_dir: str,
                                                options.batch_size,
                                                checkpoint=start.checkpoint)['validation']
   context_free = context_free_mlm.context_free_baseline(
-      os.path.join(data_dir, 'train.tfrecord*'), {'validation': validation_path}, vocab_file,
-      options.batch_size)['validation']
+      os.path.join(data_dir, 'train.tfrecord*'), {'validation': validation_path},
+      batch_size=options.batch_size)['validation']  # the vocabulary from the records' metadata
   seconds['evaluation'] = time.perf_counter() - clock
 
   # 5. Hugging Face folder, curves, summary.

@@ -112,6 +112,10 @@ def test_baseline_on_records_of_our_tool(tmp_path):
   assert result['lm_example_loss'] <= result['unigram_lm_example_loss']
   assert result['masked_lm_accuracy'] >= result['unigram_masked_lm_accuracy']
   assert 0 < result['unigram_lm_example_loss'] < math.log(len(vocab))  # w0 dominates (Zipf)
+  # Without vocab.txt (a BPE or Unigram tokenizer has none) the records' metadata says the same.
+  from_metadata = context_free_mlm.context_free_baseline(
+      paths['train'], {'held': paths['held']}, batch_size=4)['held']
+  assert from_metadata == result
 
 
 def test_sizes_are_needed_without_metadata(records):
