@@ -1,5 +1,6 @@
-"""Tests for official/common/cli_utils.py: one-line errors and output-path checks."""
+"""Tests for official/common/cli_utils.py: one-line errors, output-path checks, renamed flags."""
 
+import argparse
 import errno
 import os
 
@@ -23,6 +24,47 @@ def test_bad_flag_is_one_line_with_status_2(capsys):
   assert err.count('\n') == 1
   assert err.startswith('prog: error: flag --top_k=0: ') and err.endswith(
       '(--help lists the flags)\n')
+
+
+RENAMED = {'train_minutes': 'minutes', 'export_dir': 'output_dir', 'pin': 'pin_cores'}
+
+
+def test_renamed_flags_spells_old_names_the_new_way_with_one_note_each(capsys):
+  argv = ['prog', '--train_minutes=2', '--export_dir', 'out', '--nopin', '--train_minutes', '3',
+          '--train_steps=5', '--export_dirs=x', '-v', 'train_minutes', '--pin', '--minutes=4']
+  assert cli_utils.renamed_flags(argv, RENAMED, 'prog') == [
+      'prog', '--minutes=2', '--output_dir', 'out', '--nopin_cores', '--minutes', '3',
+      '--train_steps=5', '--export_dirs=x', '-v', 'train_minutes', '--pin_cores', '--minutes=4']
+  assert capsys.readouterr().err == (
+      'prog: note: --train_minutes is now --minutes (the old name still works)\n'
+      'prog: note: --export_dir is now --output_dir (the old name still works)\n'
+      'prog: note: --pin is now --pin_cores (the old name still works)\n')
+
+
+def test_renamed_flags_leaves_a_command_line_of_new_names_alone(capsys):
+  argv = ['--minutes=2', '--output_dir=out', '--nopin_cores', '--', 'x']
+  assert cli_utils.renamed_flags(argv, RENAMED, 'prog') == argv
+  assert cli_utils.renamed_flags([], RENAMED, 'prog') == []
+  assert capsys.readouterr().err == ''
+
+
+def test_renamed_flags_feed_absl_and_argparse(capsys):
+  fv = flags.FlagValues()
+  flags.DEFINE_float('minutes', 1.0, 'budget', flag_values=fv)
+  flags.DEFINE_boolean('pin_cores', True, 'pin', flag_values=fv)
+  flags.DEFINE_string('output_dir', None, 'out', flag_values=fv)
+  argv = cli_utils.renamed_flags(['prog', '--train_minutes', '0.5', '--nopin',
+                                  '--export_dir=runs/x'], RENAMED, 'prog')
+  assert cli_utils.parse_flags(fv, argv, 'prog') is None
+  assert (fv.minutes, fv.pin_cores, fv.output_dir) == (0.5, False, 'runs/x')
+  assert capsys.readouterr().err.count('note:') == 3
+
+  parser = argparse.ArgumentParser()
+  parser.add_argument('--minutes', type=float, default=1.0)
+  args = parser.parse_args(cli_utils.renamed_flags(['--train_minutes=0.25'], RENAMED, 'prog'))
+  assert args.minutes == 0.25
+  assert capsys.readouterr().err == (
+      'prog: note: --train_minutes is now --minutes (the old name still works)\n')
 
 
 def test_message_of_os_errors_names_the_path():

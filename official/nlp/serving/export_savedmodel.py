@@ -7,13 +7,14 @@ what a client needs in `assets.extra/`: `vocab.txt` and `serving_config.json` (`
 `special_token_ids`, `do_lower_case`, `vocab_size`, `vocab_sha256`, `top_k`, `signatures`, ...).
 
 Usage:
-  python -m official.nlp.serving.export_savedmodel --model_dir=runs/tiny --export_dir=exports/tiny \
+  python -m official.nlp.serving.export_savedmodel --model_dir=runs/tiny --output_dir=exports/tiny \
     [--checkpoint_path=runs/tiny/ckpt-1000] [--vocab_file=vocab.txt] [--top_k=5] [--overwrite]
 
---export_dir must be new or empty; `--overwrite` replaces an earlier export there (a directory
-holding anything else is refused). The export is written beside --export_dir and renamed into
+--output_dir must be new or empty; `--overwrite` replaces an earlier export there (a directory
+holding anything else is refused). The export is written beside --output_dir and renamed into
 place when complete. Errors (bad paths, no checkpoint, corrupt files) print one line and exit 1;
-bad flags exit 2.
+bad flags exit 2. `--export_dir`, the old name of `--output_dir`, still works (with a note on
+stderr).
 
 Example:
   >>> export_pretrainer(pretrainer, '/tmp/export', seq_length=128, vocab_file='vocab.txt')
@@ -53,6 +54,8 @@ from official.nlp.tasks import tagging
 
 FORMAT_VERSION = 1
 PROGRAM = 'export_savedmodel'
+# Old flag names -> the names shared by the tools (`cli_utils.renamed_flags`).
+RENAMED_FLAGS = {'export_dir': 'output_dir'}
 
 
 def _vocab_info(vocab_file: Optional[str], do_lower_case: bool, vocab_size: Optional[int],
@@ -146,7 +149,7 @@ def _save(module: tf.Module, export_dir: str, config: Dict[str, Any],
       else:
         os.rename(staging, export_dir)
   except tf.errors.OpError as e:
-    raise ValueError(f'export_dir={export_dir}: could not write the SavedModel: '
+    raise ValueError(f'{export_dir}: could not write the SavedModel: '
                      f'{cli_utils.one_line(e.message)}') from None
   logging.info('saved the SavedModel in %.1f s', time.monotonic() - start)
   return export_dir
@@ -320,7 +323,8 @@ def _define_flags() -> flags.FlagValues:
   fv = flags.FlagValues()
   flags.DEFINE_string('model_dir', None, 'Training model_dir (params.yaml + ckpt-N).',
                       flag_values=fv)
-  flags.DEFINE_string('export_dir', None, 'Where the SavedModel is written.', flag_values=fv)
+  flags.DEFINE_string('output_dir', None, 'Where the SavedModel is written (a new or empty '
+                      'directory).', flag_values=fv)
   flags.DEFINE_string('checkpoint_path', None, 'Checkpoint prefix or directory to export '
                       '(default: the latest in --model_dir).', flag_values=fv)
   flags.DEFINE_string('vocab_file', None, 'vocab.txt saved with the model (default: '
@@ -329,25 +333,26 @@ def _define_flags() -> flags.FlagValues:
                        lower_bound=1, flag_values=fv)
   flags.DEFINE_string('experiment', None, 'The registered experiment of params.yaml (default: '
                       'the first one whose schema accepts it).', flag_values=fv)
-  flags.DEFINE_boolean('overwrite', False, 'Replace an earlier export in --export_dir (without '
-                       'it, a non-empty --export_dir is refused; a directory that is not a '
+  flags.DEFINE_boolean('overwrite', False, 'Replace an earlier export in --output_dir (without '
+                       'it, a non-empty --output_dir is refused; a directory that is not a '
                        'SavedModel export is never replaced).', flag_values=fv)
-  flags.mark_flags_as_required(['model_dir', 'export_dir'], flag_values=fv)
+  flags.mark_flags_as_required(['model_dir', 'output_dir'], flag_values=fv)
   return fv
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
   """Console entry point (`official.nlp.serving.export_savedmodel:main`)."""
   fv = _define_flags()
+  argv = cli_utils.renamed_flags(sys.argv if argv is None else argv, RENAMED_FLAGS, PROGRAM)
   status = cli_utils.parse_flags(fv, argv, PROGRAM, __doc__)
   if status is not None:
     return status
   try:
-    check_export_dir(fv.export_dir, fv.overwrite, flag='--export_dir')
+    check_export_dir(fv.output_dir, fv.overwrite, flag='--output_dir')
     if inference.model_dir_kind(fv.model_dir) != inference.TRAINING:
       return cli_utils.error(PROGRAM, f'--model_dir={fv.model_dir} is already a SavedModel; '
                              'expected a training model_dir (params.yaml + ckpt-N)')
-    export_dir = export_from_model_dir(fv.model_dir, fv.export_dir, fv.checkpoint_path,
+    export_dir = export_from_model_dir(fv.model_dir, fv.output_dir, fv.checkpoint_path,
                                        fv.vocab_file, fv.top_k, fv.experiment, fv.overwrite)
   except cli_utils.USER_ERRORS as e:
     return cli_utils.error(PROGRAM, cli_utils.message_of(e))

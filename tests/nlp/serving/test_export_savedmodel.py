@@ -225,7 +225,7 @@ def test_cli_exports_a_given_checkpoint(run, tmp_path, capsys, caplog):
   caplog.set_level(logging.INFO)
   export_dir = tmp_path / 'export'
   code = export_savedmodel.main(['export', f'--model_dir={run["model_dir"]}',
-                                 f'--export_dir={export_dir}',
+                                 f'--output_dir={export_dir}',
                                  f'--checkpoint_path={run["checkpoint"]}', '--top_k=2'])
   assert code == 0
   assert capsys.readouterr().out.strip() == (
@@ -242,23 +242,23 @@ def test_cli_exports_a_given_checkpoint(run, tmp_path, capsys, caplog):
 def test_cli_errors(run, tmp_path, capsys):
   assert export_savedmodel.main(['export', f'--model_dir={run["model_dir"]}']) == 2
   assert capsys.readouterr().err == (
-      'export_savedmodel: error: flag --export_dir=None: Flag --export_dir must have a value '
+      'export_savedmodel: error: flag --output_dir=None: Flag --output_dir must have a value '
       'other than None. (--help lists the flags)\n')
 
   assert export_savedmodel.main(['export', f'--model_dir={run["export_dir"]}',
-                                 f'--export_dir={tmp_path / "e"}']) == 1
+                                 f'--output_dir={tmp_path / "e"}']) == 1
   assert 'is already a SavedModel; expected a training model_dir' in capsys.readouterr().err
 
   missing = os.path.join(run['model_dir'], 'ckpt-7')
   assert export_savedmodel.main(['export', f'--model_dir={run["model_dir"]}',
-                                 f'--export_dir={tmp_path / "e"}',
+                                 f'--output_dir={tmp_path / "e"}',
                                  f'--checkpoint_path={missing}']) == 1
   assert (f"export_savedmodel: error: checkpoint {missing!r}: no such checkpoint (expected "
           f'{missing}.index') in capsys.readouterr().err
 
   assert export_savedmodel.main(['export', f'--model_dir={run["model_dir"]}',
-                                 f'--export_dir={run["model_dir"]}']) == 1
-  assert (f"--export_dir={run['model_dir']}: holds a training run (params.yaml); expected a new "
+                                 f'--output_dir={run["model_dir"]}']) == 1
+  assert (f"--output_dir={run['model_dir']}: holds a training run (params.yaml); expected a new "
           'or empty directory, or an earlier SavedModel export') in capsys.readouterr().err
   assert not os.path.exists(os.path.join(run['model_dir'], 'saved_model.pb'))
 
@@ -266,18 +266,34 @@ def test_cli_errors(run, tmp_path, capsys):
   no_ckpt.mkdir()
   shutil.copy(os.path.join(run['model_dir'], 'params.yaml'), no_ckpt)
   assert export_savedmodel.main(['export', f'--model_dir={no_ckpt}',
-                                 f'--export_dir={tmp_path / "e"}']) == 1
+                                 f'--output_dir={tmp_path / "e"}']) == 1
   assert f"model_dir '{no_ckpt}' has params.yaml but no checkpoint" in capsys.readouterr().err
 
   empty = tmp_path / 'empty'
   empty.mkdir()
   (empty / 'notes.txt').write_text('x')
   assert export_savedmodel.main(['export', f'--model_dir={empty}',
-                                 f'--export_dir={tmp_path / "e"}']) == 1
+                                 f'--output_dir={tmp_path / "e"}']) == 1
   err = capsys.readouterr().err
   assert (f"model_dir '{empty}' is neither a training model_dir (params.yaml + ckpt-N files, as "
           'written by official.nlp.train) nor a SavedModel directory (saved_model.pb') in err
   assert 'found: notes.txt' in err
+
+
+def test_cli_takes_the_old_output_flag_with_a_note(tmp_path, capsys):
+  a_file = tmp_path / 'a_file'
+  a_file.write_text('x')
+  note = ('export_savedmodel: note: --export_dir is now --output_dir (the old name still '
+          'works)\n')
+  for old in ([f'--export_dir={a_file}'], ['--export_dir', str(a_file)]):
+    # Refused before any model is read: the error names the new flag.
+    assert export_savedmodel.main(['export', f'--model_dir={tmp_path}', *old]) == 1
+    assert capsys.readouterr().err == note + (
+        f'export_savedmodel: error: --output_dir={a_file}: a file; expected a directory (new or '
+        'empty)\n')
+  assert export_savedmodel.main(['export', '--help']) == 0
+  help_text = capsys.readouterr().out
+  assert '--output_dir' in help_text and '--export_dir:' not in help_text
 
 
 def test_checkpoint_of_another_model_is_refused(run, tmp_path):
@@ -331,21 +347,21 @@ def _siblings(directory):
 
 
 @pytest.mark.slow
-def test_cli_refuses_a_non_empty_export_dir_unless_overwrite(run, tmp_path, capsys):
+def test_cli_refuses_a_non_empty_output_dir_unless_overwrite(run, tmp_path, capsys):
   base = ['export', f'--model_dir={run["model_dir"]}']
   notes = tmp_path / 'notes'
   notes.mkdir()
   (notes / 'notes.txt').write_text('mine')
   for extra in ([], ['--overwrite']):
-    assert export_savedmodel.main(base + [f'--export_dir={notes}'] + extra) == 1
+    assert export_savedmodel.main(base + [f'--output_dir={notes}'] + extra) == 1
     err = capsys.readouterr().err
     assert err.count('\n') == 1
     if extra:
-      assert err == (f'export_savedmodel: error: --export_dir={notes}: holds notes.txt, which '
+      assert err == (f'export_savedmodel: error: --output_dir={notes}: holds notes.txt, which '
                      '--overwrite does not replace (not an earlier output of this program); '
                      'expected a new or empty directory\n')
     else:
-      assert err == (f'export_savedmodel: error: --export_dir={notes}: not empty (holds '
+      assert err == (f'export_savedmodel: error: --output_dir={notes}: not empty (holds '
                      'notes.txt); expected a new or empty directory, or pass --overwrite to '
                      'replace it\n')
   assert os.listdir(notes) == ['notes.txt']
@@ -353,9 +369,9 @@ def test_cli_refuses_a_non_empty_export_dir_unless_overwrite(run, tmp_path, caps
   earlier = tmp_path / 'earlier'
   shutil.copytree(run['export_dir'], earlier)
   (earlier / 'stale.txt').write_text('from before')
-  assert export_savedmodel.main(base + [f'--export_dir={earlier}']) == 1
-  assert f'--export_dir={earlier}: not empty (holds assets' in capsys.readouterr().err
-  assert export_savedmodel.main(base + [f'--export_dir={earlier}', '--overwrite']) == 0
+  assert export_savedmodel.main(base + [f'--output_dir={earlier}']) == 1
+  assert f'--output_dir={earlier}: not empty (holds assets' in capsys.readouterr().err
+  assert export_savedmodel.main(base + [f'--output_dir={earlier}', '--overwrite']) == 0
   assert not (earlier / 'stale.txt').exists()  # replaced, not written over
   config = inference.read_serving_config(str(earlier))
   assert config['max_sequence_length'] == 32 and config['seq_length'] == tiny_run.SEQ_LENGTH
@@ -363,12 +379,12 @@ def test_cli_refuses_a_non_empty_export_dir_unless_overwrite(run, tmp_path, caps
 
   a_file = tmp_path / 'a_file'
   a_file.write_text('x')
-  assert export_savedmodel.main(base + [f'--export_dir={a_file}']) == 1
-  assert capsys.readouterr().err == (f'export_savedmodel: error: --export_dir={a_file}: a file; '
+  assert export_savedmodel.main(base + [f'--output_dir={a_file}']) == 1
+  assert capsys.readouterr().err == (f'export_savedmodel: error: --output_dir={a_file}: a file; '
                                      'expected a directory (new or empty)\n')
-  assert export_savedmodel.main(base + [f'--export_dir={a_file / "export"}']) == 1
+  assert export_savedmodel.main(base + [f'--output_dir={a_file / "export"}']) == 1
   assert capsys.readouterr().err == (
-      f'export_savedmodel: error: --export_dir={a_file / "export"}: {a_file} is a file; '
+      f'export_savedmodel: error: --output_dir={a_file / "export"}: {a_file} is a file; '
       'expected a directory there\n')
 
 
@@ -383,16 +399,16 @@ def test_failed_write_leaves_no_partial_export(run, tmp_path, monkeypatch, capsy
   monkeypatch.setattr(tf.saved_model, 'save', save_then_fill_the_disk)
   new = tmp_path / 'new'
   base = ['export', f'--model_dir={run["model_dir"]}']
-  assert export_savedmodel.main(base + [f'--export_dir={new}']) == 1
+  assert export_savedmodel.main(base + [f'--output_dir={new}']) == 1
   err = capsys.readouterr().err
-  assert err.startswith(f'export_savedmodel: error: export_dir={new}: could not write the '
+  assert err.startswith(f'export_savedmodel: error: {new}: could not write the '
                         'SavedModel: ') and err.count('\n') == 1
   assert not new.exists() and not _siblings(str(new))
 
   earlier = tmp_path / 'earlier'
   shutil.copytree(run['export_dir'], earlier)
   before = sorted(os.listdir(earlier))
-  assert export_savedmodel.main(base + [f'--export_dir={earlier}', '--overwrite']) == 1
+  assert export_savedmodel.main(base + [f'--output_dir={earlier}', '--overwrite']) == 1
   assert sorted(os.listdir(earlier)) == before  # the earlier export is kept whole
   assert not _siblings(str(earlier))
 
@@ -404,7 +420,7 @@ def test_corrupt_checkpoint_is_one_line(run, tmp_path, capsys):
   data.write_bytes(data.read_bytes()[:1000])
   export_dir = tmp_path / 'export'
   assert export_savedmodel.main(['export', f'--model_dir={model_dir}',
-                                 f'--export_dir={export_dir}']) == 1
+                                 f'--output_dir={export_dir}']) == 1
   err = capsys.readouterr().err
   assert err.count('\n') == 1
   assert err.startswith(f"export_savedmodel: error: checkpoint '{model_dir}/ckpt-2': cannot be "
