@@ -12,7 +12,8 @@ steps; an idle process with the model built is reported too, to read the part th
 ModernBERT's local layers attend within a 128-token window computed block by block
 (`blocked_local_attention`), so their cost grows linearly with the length; its global layers
 (every third) and all of BERT's layers attend over the whole row (quadratic). BERT's learned
-position table is sized to the longest length here.
+position table is sized to the longest length here. `--precision`: float32 (default) or bfloat16
+(`--dtype`, its old name, still works with a note on stderr).
 
 Usage:
   .venv/bin/python scripts/benchmark_long_context.py --json=/tmp/long_context.json
@@ -31,7 +32,11 @@ from typing import Dict, List, Optional, Sequence
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
+from official.common import cli_utils  # pylint: disable=wrong-import-position
+
 DEFAULT_CONFIGS = ('configs/pretraining/bert_mini.yaml', 'configs/pretraining/modernbert_mini.yaml')
+# Old flag names -> the names shared by the tools (`cli_utils.renamed_flags`).
+RENAMED_FLAGS = {'dtype': 'precision'}
 
 
 def _peak_rss_mb() -> float:
@@ -112,7 +117,7 @@ def measure(config_file: str, seq_length: int, tokens_per_batch: int, steps: int
 def _child(config_file: str, seq_length: int, args) -> Optional[Dict[str, float]]:
   command = [sys.executable, os.path.abspath(__file__), '--worker', f'--config={config_file}',
              f'--seq_length={seq_length}', f'--tokens_per_batch={args.tokens_per_batch}',
-             f'--steps={args.steps}', f'--dtype={args.dtype}']
+             f'--steps={args.steps}', f'--precision={args.precision}']
   done = subprocess.run(command, cwd=REPO, capture_output=True, text=True,
                         env=dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL='2'))
   lines = [line for line in done.stdout.splitlines() if line.startswith('{')]
@@ -139,15 +144,16 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, float]]:
   parser.add_argument('--seq_lengths', default='512,2048,8192')
   parser.add_argument('--tokens_per_batch', type=int, default=8192)
   parser.add_argument('--steps', type=int, default=5)
-  parser.add_argument('--dtype', default='float32', choices=('float32', 'bfloat16'))
+  parser.add_argument('--precision', default='float32', choices=('float32', 'bfloat16'))
   parser.add_argument('--json', default='')
   parser.add_argument('--worker', action='store_true', help=argparse.SUPPRESS)
   parser.add_argument('--config', default='', help=argparse.SUPPRESS)
   parser.add_argument('--seq_length', type=int, default=0, help=argparse.SUPPRESS)
-  args = parser.parse_args(argv)
+  args = parser.parse_args(cli_utils.renamed_flags(sys.argv[1:] if argv is None else argv,
+                                                   RENAMED_FLAGS, 'benchmark_long_context'))
   if args.worker:
     print(json.dumps(measure(args.config, args.seq_length, args.tokens_per_batch, args.steps,
-                             args.dtype)))
+                             args.precision)))
     return []
   rows = []
   for seq_length in [int(s) for s in args.seq_lengths.split(',')]:

@@ -1,7 +1,7 @@
 """Training speed of mlm-garden and of Hugging Face `transformers` (PyTorch) in one run (issue 30).
 
 For each model (`--models`: bert_mini with its next-sentence head, modernbert_mini; any name of
-`configs/pretraining/` or a YAML path) and dtype (`--dtypes`: float32, bfloat16) one training
+`configs/pretraining/` or a YAML path) and dtype (`--precisions`: float32, bfloat16) one training
 step is timed in each framework on the same shapes: forward, loss (masked LM, plus next sentence
 when the config has that head), backward, gradient clipping at the config's norm and an AdamW
 update, on a synthetic batch of `--batch_size` rows of `--seq_length` tokens with the config's
@@ -46,8 +46,10 @@ Usage (torch and transformers come with the test extra):
   # short runs at the real sizes, one model and mode at a time on a 2-core machine:
   .venv/bin/python scripts/compare_hf.py --models=modernbert_mini --modes=eager --rounds=2 \
       --steps_per_round=3 --warmup_steps=1
-  .venv/bin/python scripts/compare_hf.py --models=modernbert_mini --dtypes=bfloat16 \
+  .venv/bin/python scripts/compare_hf.py --models=modernbert_mini --precisions=bfloat16 \
       --modes=compile --rounds=2 --steps_per_round=3 --warmup_steps=1 --threads=1
+`--dtypes`, the old name of `--precisions`, still works (with a note on stderr). The report keeps
+the key `dtypes` in its settings.
 """
 
 import argparse
@@ -63,11 +65,14 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
   sys.path.insert(0, REPO)
 
+from official.common import cli_utils  # pylint: disable=wrong-import-position
 from official.utils.misc import cpu_info  # pylint: disable=wrong-import-position
 
 CONFIG_DIR = os.path.join(REPO, 'configs', 'pretraining')
 DTYPES = ('float32', 'bfloat16')
 MODES = ('eager', 'compile')
+# Old flag names -> the names shared by the tools (`cli_utils.renamed_flags`).
+RENAMED_FLAGS = {'dtypes': 'precisions'}
 OURS, HF = 'ours', 'hf'
 # What the masked-LM head decodes: the masked positions only, or every position.
 MASKED, ALL = 'masked', 'all'
@@ -625,13 +630,13 @@ def run_comparison(args: argparse.Namespace) -> Dict[str, Any]:
   """Starts both children, times them in turn for `args.rounds` rounds; returns the report."""
   cores = parse_cores(args.cores)
   threads = args.threads or len(cores)
-  common = dict(dtypes=args.dtypes, warmup_steps=args.warmup_steps,
+  common = dict(dtypes=args.precisions, warmup_steps=args.warmup_steps,
                 matmul_size=args.matmul_size, threads=threads, cores=cores)
   load_before = _load_average()
   models = [dict(label=model_label(m), config_file=config_path(m)) for m in args.models]
   children: List[_Child] = []
   try:
-    _log(f'building ours ({len(models) * len(args.dtypes)} variants) on cores {cores}')
+    _log(f'building ours ({len(models) * len(args.precisions)} variants) on cores {cores}')
     ours = _Child(OURS, dict(common, models=models, batch_size=args.batch_size,
                              seq_length=args.seq_length))
     children.append(ours)
@@ -652,7 +657,7 @@ def run_comparison(args: argparse.Namespace) -> Dict[str, Any]:
   finally:
     for child in children:
       child.close()
-  settings = dict(models=[m['label'] for m in models], dtypes=args.dtypes, modes=args.modes,
+  settings = dict(models=[m['label'] for m in models], dtypes=args.precisions, modes=args.modes,
                   batch_size=args.batch_size, seq_length=args.seq_length, rounds=args.rounds,
                   steps_per_round=args.steps_per_round, warmup_steps=args.warmup_steps,
                   matmul_size=args.matmul_size, cores=cores, threads=threads)
@@ -820,11 +825,15 @@ def _list_flag(parser: argparse.ArgumentParser, name: str, text: str,
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
-  """The flags (lists split and checked; errors name the flag)."""
+  """The flags (lists split and checked; errors name the flag; the old names of
+  `RENAMED_FLAGS` are taken with a note)."""
+  argv = cli_utils.renamed_flags(sys.argv[1:] if argv is None else argv, RENAMED_FLAGS,
+                                 'compare_hf')
   parser = argparse.ArgumentParser(description=__doc__.split('\n', maxsplit=1)[0])
   parser.add_argument('--models', default='bert_mini,modernbert_mini',
                       help='names in configs/pretraining/ or YAML paths')
-  parser.add_argument('--dtypes', default=','.join(DTYPES))
+  parser.add_argument('--precisions', default=','.join(DTYPES),
+                      help='comma-separated of float32, bfloat16')
   parser.add_argument('--modes', default=','.join(MODES),
                       help="Hugging Face's: eager and/or compile (torch.compile)")
   parser.add_argument('--batch_size', type=int, default=32)
@@ -846,7 +855,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
   if args.worker:
     return args
   args.models = _list_flag(parser, 'models', args.models)
-  args.dtypes = _list_flag(parser, 'dtypes', args.dtypes, DTYPES)
+  args.precisions = _list_flag(parser, 'precisions', args.precisions, DTYPES)
   args.modes = _list_flag(parser, 'modes', args.modes, MODES)
   for name in ('batch_size', 'seq_length', 'rounds', 'steps_per_round', 'matmul_size'):
     if getattr(args, name) < 1:

@@ -77,7 +77,7 @@ def _write_config(args: argparse.Namespace) -> None:
           'distribution_strategy': 'one_device',
           'num_gpus': 0,
           'enable_xla': args.xla,
-          'mixed_precision_dtype': args.dtype,
+          'mixed_precision_dtype': args.precision,
       },
   }
   with open(args.out, 'w', encoding='utf-8') as f:
@@ -316,7 +316,24 @@ def _summarize(run_dirs: List[str], json_path: str, settings: Optional[str] = No
   print(f'wrote {json_path}')
 
 
+# Old flag names -> the names shared by the tools (`official.common.cli_utils.renamed_flags`).
+RENAMED_FLAGS = {'dtype': 'precision'}
+
+
+def _renamed_flags(argv: Optional[List[str]]) -> List[str]:
+  """`argv` (default: the command line) with the old flag names of `RENAMED_FLAGS` spelt the new
+  way, with a note on stderr. `cli_utils` is imported only when an old name is there: under Model
+  Garden's python (check-config) `official` is Model Garden's package."""
+  argv = list(sys.argv[1:] if argv is None else argv)
+  names = [arg[2:].partition('=')[0] for arg in argv if arg.startswith('--')]
+  if not any(name in RENAMED_FLAGS for name in names):
+    return argv
+  from official.common import cli_utils  # pylint: disable=g-import-not-at-top
+  return cli_utils.renamed_flags(argv, RENAMED_FLAGS, 'compare_model_garden')
+
+
 def main(argv: Optional[List[str]] = None) -> int:
+  argv = _renamed_flags(argv)
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   sub = parser.add_subparsers(dest='command', required=True)
   p = sub.add_parser('split')
@@ -336,7 +353,8 @@ def main(argv: Optional[List[str]] = None) -> int:
   p.add_argument('--learning_rate', type=float, default=5e-4)
   p.add_argument('--steps_per_loop', type=int, default=50)
   p.add_argument('--validation_steps', type=int, default=50)
-  p.add_argument('--dtype', choices=('float32', 'bfloat16', 'float16'), default='float32')
+  p.add_argument('--precision', choices=('float32', 'bfloat16', 'float16'), default='float32',
+                 help='runtime.mixed_precision_dtype')
   p.add_argument('--xla', type=lambda s: s.lower() in ('1', 'true', 'yes', 'on'), default=False)
   p = sub.add_parser('check-config')
   p.add_argument('base')

@@ -181,7 +181,7 @@ write_run_config() {  # out_file train_steps dtype xla
   "${HELPER[@]}" write-config --out="$1" --train_path="$DATA_DIR/train.tfrecord" \
     --eval_path="$DATA_DIR/eval.tfrecord" --vocab_size="$VOCAB_SIZE" --train_steps="$2" \
     --schedule_steps="$STEPS" --steps_per_loop="$STEPS_PER_LOOP" --validation_steps="$VALIDATION_STEPS" \
-    --dtype="$3" --xla="$4"
+    --precision="$3" --xla="$4"
 }
 write_run_config "$WORK/check_override.yaml" "$STEPS" float32 false
 check_config() {  # framework out_var python...: strict load of BASE_CONFIG + overrides in that framework

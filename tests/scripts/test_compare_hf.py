@@ -169,9 +169,9 @@ def test_masked_positions_scale_with_the_length():
 
 
 def test_flags_are_checked_naming_the_flag(capsys):
-  args = compare.parse_args(['--models=bert_tiny', '--dtypes=bfloat16', '--modes=eager'])
-  assert (args.models, args.dtypes, args.modes) == (['bert_tiny'], ['bfloat16'], ['eager'])
-  for argv, message in ((['--dtypes=float16'], "--dtypes: unknown ['float16']"),
+  args = compare.parse_args(['--models=bert_tiny', '--precisions=bfloat16', '--modes=eager'])
+  assert (args.models, args.precisions, args.modes) == (['bert_tiny'], ['bfloat16'], ['eager'])
+  for argv, message in ((['--precisions=float16'], "--precisions: unknown ['float16']"),
                         (['--modes=jit'], "--modes: unknown ['jit']"),
                         (['--models=nope'], "--models: no config"),
                         (['--cores=99999'], '--cores: '),
@@ -179,6 +179,18 @@ def test_flags_are_checked_naming_the_flag(capsys):
     with pytest.raises(SystemExit):
       compare.parse_args(argv)
     assert message in capsys.readouterr().err
+
+
+def test_the_old_precision_flag_still_works_with_a_note(capsys):
+  assert compare.parse_args(['--models=bert_tiny', '--dtypes=bfloat16']).precisions == ['bfloat16']
+  assert compare.parse_args(['--models=bert_tiny', '--dtypes', 'float32']).precisions == [
+      'float32']
+  note = 'compare_hf: note: --dtypes is now --precisions (the old name still works)\n'
+  assert capsys.readouterr().err == note * 2
+  with pytest.raises(SystemExit):
+    compare.parse_args(['--dtypes=float16'])
+  err = capsys.readouterr().err
+  assert err.startswith(note) and "--precisions: unknown ['float16']" in err
 
 
 def test_describe_model_refuses_an_encoder_without_a_counterpart():

@@ -41,7 +41,7 @@ def _write_config(tmp_path, **overrides) -> str:
   out = str(tmp_path / 'run.yaml')
   argv = ['write-config', f'--out={out}', '--train_path=/data/train.tfrecord',
           '--eval_path=/data/eval.tfrecord', '--vocab_size=1234', '--train_steps=200',
-          '--schedule_steps=1000', '--dtype=bfloat16', '--xla=true']
+          '--schedule_steps=1000', '--precision=bfloat16', '--xla=true']
   argv += [f'--{k}={v}' for k, v in overrides.items()]
   assert compare.main(argv) == 0
   return out
@@ -64,6 +64,20 @@ def test_write_config_loads_after_bert_mini_in_our_framework(tmp_path):
   assert params.trainer.optimizer_config.warmup.polynomial.warmup_steps == 100
   assert params.runtime.mixed_precision_dtype == 'bfloat16' and params.runtime.enable_xla is True
   assert params.runtime.distribution_strategy == 'one_device'
+
+
+def test_write_config_takes_the_old_precision_flag_with_a_note(tmp_path, capsys):
+  with open(_write_config(tmp_path), encoding='utf-8') as f:
+    assert yaml.safe_load(f)['runtime']['mixed_precision_dtype'] == 'bfloat16'
+  assert capsys.readouterr().err == ''
+  out = str(tmp_path / 'old.yaml')
+  assert compare.main(['write-config', f'--out={out}', '--train_path=t', '--eval_path=e',
+                       '--vocab_size=10', '--train_steps=2', '--schedule_steps=2',
+                       '--dtype', 'float16']) == 0
+  with open(out, encoding='utf-8') as f:
+    assert yaml.safe_load(f)['runtime']['mixed_precision_dtype'] == 'float16'
+  assert capsys.readouterr().err == ('compare_model_garden: note: --dtype is now --precision (the '
+                                     'old name still works)\n')
 
 
 def test_check_config_keeps_a_known_yaml_and_prunes_unknown_keys(tmp_path, capsys):
