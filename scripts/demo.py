@@ -7,7 +7,7 @@ documents, pick the model size for this CPU (`choose_model_size`: BERT-tiny's 2 
 GFLOP/s, else 1 layer, 3,000 tokens and 32-token sequences, which learn more in the budget there),
 build a WordPiece vocabulary, write masked-LM TFRecords (docstring sentences are short: 12.5 words
 on average), pretrain `configs/pretraining/bert_tiny.yaml` with `train.py --mode=train_and_eval` for
-a time budget (`--train_minutes`, 3 by default: `trainer.time_budget_minutes`, the schedule of
+a time budget (`--minutes`, 3 by default: `trainer.time_budget_minutes`, the schedule of
 `--train_steps` steps mapped onto the steps the budget buys on this CPU; batch 64, no dropout,
 bfloat16 where the CPU has bfloat16 instructions), plot `training_curves.png`, and show what the
 model learned: fill-mask predictions (top-5 with probabilities) for new sentences in docstring
@@ -22,11 +22,13 @@ predictions are content words and 6 of them fit, e.g.
   This [MASK] is called when the socket is closed.  -> method (0.63), function (0.09), ...
 and the held-out masked-LM accuracy is 0.37 (0.00 before training); on one core capped to AVX2
 (float32, 1 layer, 3,000 tokens, 32-token sequences) about 8,200 steps: 7-8 of 8 fitting,
-accuracy 0.36-0.37. The README has the table. `--train_minutes=0 --train_steps=5000` trains a
+accuracy 0.36-0.37. The README has the table. `--minutes=0 --train_steps=5000` trains a
 fixed 5,000 steps instead.
 
 Usage:
-  python scripts/demo.py [--output_dir=demo_output] [--train_minutes=3] [--batch_size=64]
+  python scripts/demo.py [--output_dir=demo_output] [--minutes=3] [--batch_size=64]
+
+`--train_minutes`, the old name of `--minutes`, still works (with a note on stderr).
 """
 
 import argparse
@@ -43,6 +45,7 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
 from official.common import quiet  # pylint: disable=g-import-not-at-top,wrong-import-position
 quiet.quiet_cli(__name__)  # hides TensorFlow's start-up lines here too (--verbose keeps them)
+from official.common import cli_utils  # pylint: disable=g-import-not-at-top,wrong-import-position
 from official.utils.misc import cpu_info  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 # New sentences in the style of the standard library's docstrings (none occurs in the corpus); each
@@ -167,18 +170,24 @@ def _step(message: str):
   return time.time()
 
 
+# Old flag names -> the names shared by the tools (`cli_utils.renamed_flags`).
+RENAMED_FLAGS = {'train_minutes': 'minutes'}
+
+
 def _parse_args(argv=None) -> argparse.Namespace:
-  """The demo's flags; a bad value exits 2 with one line naming the flag."""
+  """The demo's flags (old names of `RENAMED_FLAGS` too, with a note); a bad value exits 2
+  with one line naming the flag."""
+  argv = cli_utils.renamed_flags(sys.argv[1:] if argv is None else argv, RENAMED_FLAGS, 'demo')
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   parser.add_argument('--output_dir', default=os.path.join(ROOT, 'demo_output'))
-  parser.add_argument('--train_minutes', type=float, default=3.0,
+  parser.add_argument('--minutes', type=float, default=3.0,
                       help='training time budget (trainer.time_budget_minutes): training ends '
                       'after it, its learning-rate schedule with it, whatever the CPU; 0: train '
                       'exactly --train_steps steps')
   parser.add_argument('--train_steps', type=int, default=5000,
                       help='the length the learning-rate schedule is written for (with '
-                      '--train_minutes its warmup and decay become shares of the steps the '
-                      'budget buys); with --train_minutes=0, the steps trained')
+                      '--minutes its warmup and decay become shares of the steps the '
+                      'budget buys); with --minutes=0, the steps trained')
   parser.add_argument('--batch_size', type=int, default=64)
   parser.add_argument('--vocab_size', type=int, default=None,
                       help='WordPiece vocabulary size (default: by the CPU, `model_size_for`)')
@@ -199,8 +208,8 @@ def _parse_args(argv=None) -> argparse.Namespace:
                       help='compute dtype of the training run; auto: bfloat16 where the CPU has '
                       'bfloat16 instructions (AMX or AVX-512 BF16), else float32')
   args = parser.parse_args(argv)
-  if args.train_minutes < 0:
-    parser.error(f'--train_minutes must be >= 0; got {args.train_minutes}')
+  if args.minutes < 0:
+    parser.error(f'--minutes must be >= 0; got {args.minutes}')
   if not 0.0 <= args.dropout_rate < 1.0:
     parser.error(f'--dropout_rate must be in [0, 1); got {args.dropout_rate}')
   for name in ('train_steps', 'batch_size', 'vocab_size', 'num_layers', 'seq_length',
@@ -247,7 +256,7 @@ def choose_model_size(args: argparse.Namespace) -> str:
   fields = DemoSize._fields
   if all(getattr(args, name) is not None for name in fields):
     why = 'flags'
-  elif not args.train_minutes:
+  elif not args.minutes:
     chosen, why = FULL_SIZE, 'a fixed number of steps'
   else:
     from official.nlp.tools import benchmark  # Function-level: TensorFlow only when measuring.
@@ -310,8 +319,8 @@ def main(argv=None) -> int:
       eval_text, os.path.join(data_dir, 'eval.tfrecord'), dupe_factor=1, **common)
   print(f'({time.time() - start:.1f} s)')
 
-  length = (f'{args.train_minutes:g} minutes (the steps they buy on this CPU)'
-            if args.train_minutes else f'{args.train_steps} steps')
+  length = (f'{args.minutes:g} minutes (the steps they buy on this CPU)'
+            if args.minutes else f'{args.train_steps} steps')
   start = _step(f'Pretraining BERT-tiny for {length} of batch {args.batch_size} '
                 f'({args.precision})')
   model_dir = os.path.join(out, 'bert_tiny')
@@ -350,7 +359,7 @@ def main(argv=None) -> int:
 
 def _overrides(args: argparse.Namespace, vocab_size: int, data_dir: str) -> List[str]:
   """`--params_override` entries that fit bert_tiny.yaml to the demo's data and schedule (with
-  `--train_minutes`, the schedule and intervals are written for `--train_steps` steps and
+  `--minutes`, the schedule and intervals are written for `--train_steps` steps and
   mapped onto the steps the budget buys: one checkpoint at the end, an evaluation half way and
   one at the end)."""
   return [
@@ -376,7 +385,7 @@ def _overrides(args: argparse.Namespace, vocab_size: int, data_dir: str) -> List
       f'task.model.encoder.bert.dropout_rate={args.dropout_rate}',
       f'task.model.encoder.bert.attention_dropout_rate={args.dropout_rate}',
       f'runtime.mixed_precision_dtype={args.precision}',
-      f'trainer.time_budget_minutes={args.train_minutes}',
+      f'trainer.time_budget_minutes={args.minutes}',
   ]
 
 

@@ -224,8 +224,15 @@ def make_once(path: str, build: Callable[[str], None]) -> str:
   return path
 
 
+# The flag of a setting whose key (in settings.json) is not the flag's name.
+_FLAG_OF_SETTING = {'budget_minutes': 'minutes'}
+
+
 def check_settings(work_dir: str, settings: Mapping[str, Any]) -> Dict[str, Any]:
   """Records the settings that make runs comparable; refuses a rerun that changes them.
+
+  The keys are `SweepConfig.fixed_settings`'s (settings.json keeps `budget_minutes`, the flag is
+  `--minutes`).
 
   Raises:
     ValueError: naming the flag, the work dir's value and the value given.
@@ -237,8 +244,9 @@ def check_settings(work_dir: str, settings: Mapping[str, Any]) -> Dict[str, Any]
     return dict(settings)
   for key, value in settings.items():
     if key in recorded and recorded[key] != value:
-      raise ValueError(f'--{key}={value} but {work_dir} was made with {recorded[key]} '
-                       f'({path}); use another --work_dir, or --fresh to start over')
+      raise ValueError(f'--{_FLAG_OF_SETTING.get(key, key)}={value} but {work_dir} was made '
+                       f'with {recorded[key]} ({path}); use another --work_dir, or --fresh to '
+                       'start over')
   if set(settings) - set(recorded):  # settings newer than the work dir: recorded from now on
     recorded = dict(settings, **recorded)
     write_json(path, recorded)
@@ -1104,7 +1112,7 @@ class SweepConfig:
     work_dir: everything goes here; a rerun completes what is missing.
     cells: the ablation's cells to run.
     learning_rates: the peak learning rates of every cell.
-    budget_minutes: wall-clock of every run.
+    budget_minutes: wall-clock of every run (`--minutes`).
     evals: in-domain held-out evaluations during each run.
     batch_size: rows a step (also the evaluation batch).
     warmup_fraction: the warmup's share of a run's steps.

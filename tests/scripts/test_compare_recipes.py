@@ -94,7 +94,7 @@ def test_check_settings_refuses_a_rerun_with_another_budget(tmp_path):
   settings = dict(budget_minutes=30.0, batch_size=32, evals=6)
   assert sweep.check_settings(str(tmp_path), settings) == settings
   assert sweep.check_settings(str(tmp_path), settings) == settings
-  with pytest.raises(ValueError, match=r'--budget_minutes=60.0 but .* was made with 30.0'):
+  with pytest.raises(ValueError, match=r'--minutes=60.0 but .* was made with 30.0'):
     sweep.check_settings(str(tmp_path), dict(settings, budget_minutes=60.0))
   newer = dict(settings, mixed_precision='float32')  # a setting the work dir predates
   assert sweep.check_settings(str(tmp_path), newer) == newer
@@ -621,3 +621,16 @@ def test_cli_passes_the_fine_tuning_budget_to_the_sweep(tmp_path, monkeypatch):
   defaults = FinetuneSettings()
   assert (configs[1].downstream_max_epochs, configs[1].downstream_patience) == (
       defaults.max_epochs, defaults.patience)
+
+
+def test_cli_takes_the_old_budget_flag_with_a_note(tmp_path, monkeypatch, capsys):
+  configs = []
+  (tmp_path / 'results.md').write_text('| table |\n')  # what build_table writes
+  monkeypatch.setattr(compare.sweep, 'build_table',
+                      lambda config: configs.append(config) or {'failed': {}})
+  compare.main([f'--work_dir={tmp_path}', '--downstream_only', '--minutes=2'])
+  assert configs[0].budget_minutes == 2.0 and 'note' not in capsys.readouterr().err
+  compare.main([f'--work_dir={tmp_path}', '--downstream_only', '--budget_minutes', '0.5'])
+  assert configs[1].budget_minutes == 0.5
+  assert capsys.readouterr().err == ('compare_recipes: note: --budget_minutes is now --minutes '
+                                     '(the old name still works)\n')

@@ -101,7 +101,7 @@ def test_overrides_follow_flags():
   assert 'runtime.mixed_precision_dtype=float32' in overrides
   assert 'task.model.encoder.bert.dropout_rate=0.0' in overrides
   assert 'trainer.time_budget_minutes=3.0' in overrides  # the default budget
-  long_args = demo._parse_args(['--train_steps=5000', '--train_minutes=0'])
+  long_args = demo._parse_args(['--train_steps=5000', '--minutes=0'])
   demo.choose_model_size(long_args)
   long_run = demo._overrides(long_args, 1234, '/data')
   assert 'task.train_data.seq_length=64' in long_run
@@ -137,7 +137,7 @@ def test_the_model_size_follows_the_cpu(monkeypatch):
   flagged = demo._parse_args(['--num_layers=2', '--vocab_size=500', '--seq_length=16'])
   assert demo.choose_model_size(flagged).endswith('(flags)') and flagged.num_layers == 2
   assert flagged.max_predictions_per_seq == 2
-  fixed = demo._parse_args(['--train_minutes=0'])
+  fixed = demo._parse_args(['--minutes=0'])
   demo.choose_model_size(fixed)
   assert (fixed.num_layers, fixed.vocab_size, fixed.seq_length) == (2, 8000, 64)
 
@@ -160,14 +160,28 @@ def test_bad_flag_exits_2_with_one_line(capsys):
   assert raised.value.code == 2
   assert '--train_steps must be at least 1; got 0' in capsys.readouterr().err
   with pytest.raises(SystemExit):
-    demo._parse_args(['--train_minutes=-1'])
-  assert '--train_minutes must be >= 0; got -1.0' in capsys.readouterr().err
+    demo._parse_args(['--minutes=-1'])
+  assert '--minutes must be >= 0; got -1.0' in capsys.readouterr().err
+
+
+def test_the_old_flag_name_still_works_with_a_note(capsys):
+  assert demo._parse_args(['--train_minutes=0.5']).minutes == 0.5
+  assert demo._parse_args(['--train_minutes', '0']).minutes == 0.0
+  assert capsys.readouterr().err == (
+      'demo: note: --train_minutes is now --minutes (the old name still works)\n' * 2)
+  result = cli.call_main(demo.main, ['--train_minutes=-1'])  # exits before any work
+  assert result.returncode == 2
+  assert result.stderr.startswith('demo: note: --train_minutes is now --minutes (the old name '
+                                  'still works)\n')
+  assert '--minutes must be >= 0; got -1.0' in result.stderr
+  help_text = cli.call_main(demo.main, ['--help']).stdout
+  assert '--minutes' in help_text and '--train_minutes' not in help_text
 
 
 @pytest.mark.slow
 def test_smoke_run_prints_before_and_after(tmp_path):
   out = str(tmp_path / 'demo')
-  result = cli.call_main(demo.main, [f'--output_dir={out}', '--train_minutes=0', '--train_steps=20',
+  result = cli.call_main(demo.main, [f'--output_dir={out}', '--minutes=0', '--train_steps=20',
                                       '--vocab_size=1000', '--batch_size=8', '--dupe_factor=1',
                                       '--precision=float32'])
   assert result.returncode == 0, result.stderr[-3000:]
