@@ -7,7 +7,7 @@ code, with the offending path or flag, what was expected and what was found; a p
 catches them and prints them with `error`:
 
   try:
-    cli_utils.check_output_dir(fv.export_dir, '--export_dir', overwrite=fv.overwrite)
+    cli_utils.check_output_dir(fv.output_dir, '--output_dir', overwrite=fv.overwrite)
     ...
   except cli_utils.USER_ERRORS as e:
     return cli_utils.error(PROGRAM, cli_utils.message_of(e))
@@ -86,9 +86,11 @@ def renamed_flags(argv: Sequence[str], renamed: Mapping[str, str], program: str)
     ['demo', '--minutes=2']   # and on stderr: demo: note: --train_minutes is now --minutes
   """
   result, noted = [], set()
-  for arg in argv:
+  for position, arg in enumerate(argv):
+    if arg == '--':  # what follows is arguments, not flags
+      return result + list(argv[position:])
     new_arg = arg
-    if arg.startswith('--') and arg != '--':
+    if arg.startswith('--'):
       name, sep, value = arg[2:].partition('=')
       negated = name.startswith('no') and name[2:] in renamed
       old = name[2:] if negated else name
@@ -186,7 +188,7 @@ def check_output_dir(path: str, flag: str, overwrite: bool = False,
 
   Args:
     path: the output directory (local or a `tf.io.gfile` URL).
-    flag: the flag that named it (e.g. `--export_dir`), for the message.
+    flag: the flag that named it (e.g. `--output_dir`), for the message.
     overwrite: whether the user passed `--overwrite`.
     replaceable: with `overwrite`, which non-empty directories may be replaced (default: any);
       e.g. only an earlier export.
@@ -200,7 +202,7 @@ def check_output_dir(path: str, flag: str, overwrite: bool = False,
       found.
 
   Example:
-    >>> check_output_dir('exports/tiny', '--export_dir', overwrite=False)
+    >>> check_output_dir('exports/tiny', '--output_dir', overwrite=False)
     False
   """
   if not path:

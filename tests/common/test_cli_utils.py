@@ -46,6 +46,9 @@ def test_renamed_flags_leaves_a_command_line_of_new_names_alone(capsys):
   assert cli_utils.renamed_flags(argv, RENAMED, 'prog') == argv
   assert cli_utils.renamed_flags([], RENAMED, 'prog') == []
   assert capsys.readouterr().err == ''
+  # After a bare `--` come arguments, not flags: an old name there stays as written.
+  assert cli_utils.renamed_flags(['--train_minutes=1', '--', '--train_minutes=2'], RENAMED,
+                                 'prog') == ['--minutes=1', '--', '--train_minutes=2']
 
 
 def test_renamed_flags_feed_absl_and_argparse(capsys):
