@@ -158,3 +158,43 @@ def test_checkpoint_source_names_what_it_expects(tmp_path):
     pretrain.checkpoint_source(str(empty))
   with pytest.raises(ValueError, match=r"init_from must be an existing folder, found '/nowhere'"):
     pretrain.pretrain(['x'], str(tmp_path / 'o'), init_from='/nowhere', steps=1)
+
+
+@pytest.mark.slow
+def test_continued_pretraining_of_a_hugging_face_modernbert_with_a_bpe_tokenizer(tmp_path):
+  """A converted Hugging Face ModernBERT with a byte-level BPE tokenizer.json (no vocab.txt)
+  pretrains further on new text (held-out loss lower than the checkpoint's) and exports back to a
+  folder that transformers loads with the same tokenizer."""
+  transformers = pytest.importorskip('transformers')
+  torch = pytest.importorskip('torch')
+  from tests.nlp.data import bpe_tokenizers  # pylint: disable=g-import-not-at-top
+  lines = bpe_tokenizers.corpus_lines(200)
+  tokenizer_json = bpe_tokenizers.byte_level_bpe(tmp_path / 'tok' / 'tokenizer.json', lines,
+                                                 vocab_size=300)
+  source = tmp_path / 'hf_modernbert'
+  torch.manual_seed(0)
+  transformers.ModernBertForMaskedLM(transformers.ModernBertConfig(
+      vocab_size=300, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+      num_attention_heads=4, local_attention=8, global_attn_every_n_layers=2,
+      max_position_embeddings=64, cls_token_id=0, bos_token_id=0, sep_token_id=1,
+      eos_token_id=1, pad_token_id=3)).save_pretrained(source)
+  transformers.PreTrainedTokenizerFast(
+      tokenizer_file=tokenizer_json, cls_token='[CLS]', sep_token='[SEP]', mask_token='[MASK]',
+      pad_token='[PAD]', unk_token='[UNK]').save_pretrained(source)
+  corpus = tmp_path / 'new_text.txt'  # other sentences than the tokenizer was trained on
+  corpus.write_text(bpe_tokenizers.documents_text(bpe_tokenizers.corpus_lines(400, seed=1)),
+                    encoding='utf-8')
+  summary = pretrain.pretrain([str(corpus)], str(tmp_path / 'out'), init_from=str(source),
+                              steps=40, learning_rate=1e-3, **TINY)
+  assert summary['paths']['vocab'] == str(source / 'tokenizer.json')
+  assert summary['validation']['lm_example_loss'] < (
+      summary['initial_validation']['lm_example_loss'])
+  hf = tmp_path / 'out' / 'hf'
+  tokenizer = transformers.AutoTokenizer.from_pretrained(str(hf))
+  original = transformers.AutoTokenizer.from_pretrained(str(source))
+  text = 'Kalo mi ne pa, sati vore.'
+  assert tokenizer(text)['input_ids'] == original(text)['input_ids']
+  model = transformers.AutoModelForMaskedLM.from_pretrained(str(hf))
+  assert type(model).__name__ == 'ModernBertForMaskedLM'
+  fill = transformers.pipeline('fill-mask', model=model, tokenizer=tokenizer)
+  assert len(fill('Kalo mi [MASK] ne pa.', top_k=3)) == 3
