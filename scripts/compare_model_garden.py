@@ -328,6 +328,7 @@ def _renamed_flags(argv: Optional[List[str]]) -> List[str]:
   names = [arg[2:].partition('=')[0] for arg in argv if arg.startswith('--')]
   if not any(name in RENAMED_FLAGS for name in names):
     return argv
+  # Function-level: under Model Garden's python (check-config) `official` is Model Garden's.
   from official.common import cli_utils  # pylint: disable=g-import-not-at-top
   return cli_utils.renamed_flags(argv, RENAMED_FLAGS, 'compare_model_garden')
 
