@@ -13,7 +13,11 @@ Keys (all JSON scalars or lists/dicts of them):
   next_sentence_labels are all 0), sentence_order, packed (rows of several documents with
   position_ids; absent in older files: False), vocab_size, vocab_sha256 (see
   tokenization.vocab_sha256), vocab_source, vocab (the tokens, index = id: training writes them to
-  model_dir/vocab.txt, see vocab_assets), do_lower_case, special_token_ids ({"[PAD]": id, ...}),
+  model_dir/vocab.txt, see vocab_assets), do_lower_case, special_token_ids ({"[PAD]": id, ...}:
+  BERT's token names as the keys of the roles, whatever a BPE or Unigram tokenizer calls them),
+  and for a tokenizer other than WordPiece: tokenizer_type, special_tokens (role -> the tokenizer's
+  token), tokenizer_json (the tokenizer.json text: training writes it to model_dir) and
+  tokenizer_json_sha256,
   do_whole_word_mask, max_ngram_size, masked_lm_prob, short_seq_prob, dupe_factor, random_seed,
   compression ("" or "GZIP"), files (base names), instances_per_file, num_instances, num_tokens
   (non-padding tokens written), num_padding_tokens (`num_instances * max_seq_length -
