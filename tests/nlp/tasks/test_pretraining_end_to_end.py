@@ -88,13 +88,15 @@ def test_train_and_eval_from_our_records(tmp_path):
       f'--params_override={overrides},task.train_data.seq_length=32,'
       'task.model.encoder.bert.max_position_embeddings=32'])
   assert bad.returncode != 0
-  assert 'seq_length is 32 in the config but the records were written with max_seq_length=16' in (
-      bad.stderr)
+  assert ('task.train_data.seq_length is 32 in params_override but the records were written with '
+          'max_seq_length=16') in bad.stderr
+  assert not (tmp_path / 'bad').exists()  # refused before the model_dir was made
   assert 'Traceback' not in bad.stderr
   too_long = run_app(train_py.main, [
       'train', '--experiment=bert/pretraining', f'--config_file={TINY_YAML}', '--mode=train',
       f'--model_dir={tmp_path / "bad"}',
-      f'--params_override={overrides},task.train_data.seq_length=32'])
+      f'--params_override={overrides},task.model.encoder.bert.max_position_embeddings=8'])
   assert too_long.returncode == 1
-  assert ('task.train_data.seq_length: 32 exceeds model.encoder.bert.max_position_embeddings=16'
+  # The records' sequence length (16, from their metadata) against the model's positions.
+  assert ('task.train_data.seq_length: 16 exceeds model.encoder.bert.max_position_embeddings=8'
           in too_long.stderr)
