@@ -7,15 +7,19 @@ order, each stage's output feeding the next without restating what it knows:
    when it is there.
 2. `data/`: masked-LM records of the recipe (`create_pretraining_data`), with
    `validation_fraction` of the documents held out as `data/validation.tfrecord`.
-3. `model/`: training (`official.nlp.api.train`) of `configs/pretraining/<recipe>_<size>.yaml`
-   for `minutes` (`trainer.time_budget_minutes`) or `steps`; the sequence length, predictions per
-   sequence, packing, vocabulary size and the held-out set come from the records' metadata.
-   Rerunning the same command resumes from the latest checkpoint (a time budget resumes with what
-   it had left).
+3. `model/`: training with evaluations (mode `train_and_eval`) of
+   `configs/pretraining/<recipe>_<size>.yaml` for `minutes` (`trainer.time_budget_minutes`) or
+   `steps`; the sequence length, predictions per sequence, packing, vocabulary size and the
+   held-out set come from the records' metadata. Rerunning the same command resumes from the
+   latest checkpoint (a time budget resumes with what it had left). With `init_from`, a published
+   encoder's model, weights and tokenizer take the place of the recipe's model and stage 1.
 4. Evaluation on the held-out documents: masked-LM loss and accuracy beside the context-free
    predictor's (unigram frequencies of the training records, copying kept tokens).
-5. `hf/`: a Hugging Face folder (`config.json`, `model.safetensors`, `vocab.txt`) that
-   `transformers` loads; `training_curves.png` (with matplotlib); `summary.json`.
+5. `hf/`: a Hugging Face folder (`config.json`, `model.safetensors` and the tokenizer's files)
+   that `transformers` loads; `training_curves.png` (with matplotlib); `summary.json`.
+
+Stages 1 and 2 run without TensorFlow (`pretrain_stages` holds the rest), so the records' worker
+processes are forked, not spawned.
 
 Input: text files or folders (every file in them, recursively; hidden ones skipped), one sentence a
 line with a blank line between documents. A file without any blank line is read as plain
@@ -35,34 +39,20 @@ import dataclasses
 import json
 import logging
 import os
-import shutil
 import sys
 import time
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from absl import flags
-import tensorflow as tf
-import tokenizers
 
 from official.common import cli_utils
-from official.common import distribute_utils
 from official.common import file_utils
 from official.common import quiet
-from official.common import registry_imports  # pylint: disable=unused-import  # noqa: F401
-from official.core import task_factory
-from official.core import train_lib
-from official.core import train_utils
-from official.nlp.configs import record_fields
 from official.modeling import hyperparams
-from official.nlp.configs import bert
 from official.nlp.data import create_pretraining_data as cpd
 from official.nlp.data import data_metadata
-from official.nlp.data import tokenization
 from official.nlp.data import tokenized_corpus
 from official.nlp.data import vocab_builder
-from official.nlp.tools import context_free_mlm
-from official.nlp.tools import convert_checkpoint
-from official.nlp.tools import evaluate_mlm
 
 RECIPES = ('modern', 'bert')
 SIZES = ('tiny', 'mini', 'small', 'medium', 'base', 'large')
@@ -70,6 +60,8 @@ _YAML_PREFIX = {'modern': 'modernbert', 'bert': 'bert'}
 _MASKED_LM_PROB = {'modern': 0.3, 'bert': 0.15}
 DEFAULT_MINUTES = 30.0
 INIT_LEARNING_RATE = 1e-4  # the peak with init_from: continued pretraining
+EVALUATIONS = 4  # while training, for the curve
+EVALUATION_BATCHES = 10  # at most, each
 STAMP_NAME = 'pretrain.json'
 SUMMARY_NAME = 'summary.json'
 CURVES_NAME = 'training_curves.png'
@@ -245,20 +237,16 @@ def _check_stamp(output_dir: str, stamp: Dict[str, Any]) -> None:
         'choose another output_dir')
 
 
-def _nested(dotted: Dict[str, Any]) -> Dict[str, Any]:
-  """`{'a.b': 1}` -> `{'a': {'b': 1}}`."""
-  tree: Dict[str, Any] = {}
-  for key, value in dotted.items():
-    node = tree
-    *parents, last = key.split('.')
-    for part in parents:
-      node = node.setdefault(part, {})
-    node[last] = value
-  return tree
+def _training_overrides(options: PretrainOptions, data_dir: str, validation_records: int,
+                        yaml_train_steps: int) -> Dict[str, Any]:
+  """The config keys `pretrain` sets (dotted) over the recipe's YAML.
 
-
-def _training_overrides(options: PretrainOptions, data_dir: str,
-                        validation_records: int) -> Dict[str, Any]:
+  Evaluations while training draw the curve: `EVALUATIONS` of them, at most `EVALUATION_BATCHES`
+  batches each (the whole held-out set is evaluated once at the end). With `minutes`, the YAML's
+  `trainer.train_steps` is the length its schedule is written for, mapped onto the budget.
+  """
+  length = yaml_train_steps if options.minutes is not None else int(options.steps)
+  batches = max(1, -(-validation_records // options.batch_size))
   overrides = {
       'task.train_data.input_path': os.path.join(data_dir, 'train.tfrecord*'),
       'task.train_data.global_batch_size': options.batch_size,
@@ -266,7 +254,8 @@ def _training_overrides(options: PretrainOptions, data_dir: str,
       'task.validation_data.drop_remainder': False,  # a small held-out set still evaluates
       'runtime.mixed_precision_dtype': options.precision,
       'runtime.seed': options.seed,
-      'trainer.validation_steps': max(1, -(-validation_records // options.batch_size)),
+      'trainer.validation_steps': min(batches, EVALUATION_BATCHES),
+      'trainer.validation_interval': max(1, length // EVALUATIONS),
   }
   learning_rate = options.learning_rate or (INIT_LEARNING_RATE if options.init_from else None)
   if learning_rate:
@@ -281,11 +270,50 @@ def _training_overrides(options: PretrainOptions, data_dir: str,
       'trainer.steps_per_loop': min(100, steps),
       'trainer.summary_interval': min(100, steps),
       'trainer.checkpoint_interval': max(1, steps // 5),
-      'trainer.validation_interval': max(1, steps // 5),
       'trainer.optimizer_config.learning_rate.polynomial.decay_steps': steps,
       'trainer.optimizer_config.warmup.polynomial.warmup_steps': max(1, steps // 10),
   })
   return overrides
+
+
+def tokenizer_files(path: str) -> Tuple[Optional[str], Optional[str]]:
+  """`(vocab.txt, tokenizer.json)` of a checkpoint folder (either may be None, not both).
+
+  Raises:
+    ValueError: the folder has neither.
+  """
+  checkpoint_source(path)  # a folder of a known kind
+  vocab_file = os.path.join(path, 'vocab.txt')
+  tokenizer_json = os.path.join(path, 'tokenizer.json')
+  found = (vocab_file if os.path.isfile(vocab_file) else None,
+           tokenizer_json if os.path.isfile(tokenizer_json) else None)
+  if found == (None, None):
+    raise ValueError(f'init_from={path}: no tokenizer: expected vocab.txt or tokenizer.json '
+                     'beside the checkpoint')
+  return found
+
+
+def _write_records(options: PretrainOptions, documents: List[str], data_dir: str,
+                   validation_path: str, vocab_file: Optional[str],
+                   tokenizer_json: Optional[str]) -> None:
+  """The recipe's training records and the held-out set, unless both are there already."""
+  train_metadata = data_metadata.load_metadata(os.path.join(data_dir, 'train.tfrecord*'))
+  if train_metadata is not None and data_metadata.load_metadata(validation_path) is not None:
+    logging.info('[2/5] records: reusing %s', train_metadata['metadata_path'])
+    return
+  logging.info('[2/5] records: the %s recipe, %d tokens a row, %d%% of the documents held out',
+               options.recipe, options.seq_length, round(100 * options.validation_fraction))
+  modern = options.recipe == 'modern'
+  cpd.create_pretraining_data(
+      documents, os.path.join(data_dir, 'train.tfrecord'), vocab_file,
+      tokenizer_json=None if vocab_file else tokenizer_json, max_seq_length=options.seq_length,
+      max_predictions_per_seq=options.max_predictions_per_seq,
+      masked_lm_prob=_MASKED_LM_PROB[options.recipe], pack=modern,
+      do_whole_word_mask=not modern, random_seed=options.seed,
+      dupe_factor=options.dupe_factor, num_workers=options.num_workers,
+      num_output_shards=max(1, min(16, options.num_workers or os.cpu_count() or 1)),
+      validation_fraction=options.validation_fraction, validation_output_file=validation_path,
+      show_progress=True)
 
 
 def pretrain(inputs: Union[str, Sequence[str]], output_dir: str,
@@ -323,11 +351,9 @@ def pretrain(inputs: Union[str, Sequence[str]], output_dir: str,
   # 1. The vocabulary: the starting checkpoint's, or one trained on the text.
   clock = time.perf_counter()
   documents = _as_documents(files, os.path.join(output_dir, 'text'))
-  start = None
   if options.init_from:
-    start = starting_checkpoint(options.init_from, os.path.join(output_dir, 'init'))
-    vocab_file, tokenizer_json = start.vocab_file, start.tokenizer_json
-    logging.info('[1/5] vocabulary: the starting checkpoint\'s (%s)', vocab_file or tokenizer_json)
+    vocab_file, tokenizer_json = tokenizer_files(options.init_from)
+    logging.info("[1/5] vocabulary: the starting checkpoint's (%s)", vocab_file or tokenizer_json)
   else:
     vocab_dir = os.path.join(output_dir, 'vocab')
     vocab_file, tokenizer_json = os.path.join(vocab_dir, 'vocab.txt'), None
@@ -342,90 +368,53 @@ def pretrain(inputs: Union[str, Sequence[str]], output_dir: str,
   # 2. The records, with the held-out documents.
   clock = time.perf_counter()
   data_dir = os.path.join(output_dir, 'data')
-  train_metadata = data_metadata.load_metadata(os.path.join(data_dir, 'train.tfrecord*'))
   validation_path = os.path.join(data_dir, 'validation.tfrecord')
-  if train_metadata is None or data_metadata.load_metadata(validation_path) is None:
-    logging.info('[2/5] records: the %s recipe, %d tokens a row, %d%% of the documents held out',
-                 options.recipe, options.seq_length, round(100 * options.validation_fraction))
-    modern = options.recipe == 'modern'
-    cpd.create_pretraining_data(
-        documents, os.path.join(data_dir, 'train.tfrecord'), vocab_file,
-        tokenizer_json=None if vocab_file else tokenizer_json, max_seq_length=options.seq_length,
-        max_predictions_per_seq=options.max_predictions_per_seq,
-        masked_lm_prob=_MASKED_LM_PROB[options.recipe], pack=modern,
-        do_whole_word_mask=not modern, random_seed=options.seed,
-        dupe_factor=options.dupe_factor, num_workers=options.num_workers,
-        num_output_shards=max(1, min(16, options.num_workers or os.cpu_count() or 1)),
-        validation_fraction=options.validation_fraction, validation_output_file=validation_path,
-        show_progress=True)
-  else:
-    logging.info('[2/5] records: reusing %s', train_metadata['metadata_path'])
+  _write_records(options, documents, data_dir, validation_path, vocab_file, tokenizer_json)
   validation_metadata = data_metadata.load_metadata(validation_path)
   seconds['records'] = time.perf_counter() - clock
 
   # 3. Training (resumes from model/'s latest checkpoint).
+  # Function-level: TensorFlow is imported after the records, whose workers are then forked.
+  from official.nlp.tools import pretrain_stages  # pylint: disable=g-import-not-at-top
   clock = time.perf_counter()
+  start = None
+  if options.init_from:
+    start = pretrain_stages.starting_checkpoint(
+        options.init_from, checkpoint_source(options.init_from), os.path.join(output_dir, 'init'))
   model_dir = os.path.join(output_dir, 'model')
-  overrides = _training_overrides(options, data_dir, validation_metadata['num_instances'])
-  taken = []
-
-  def complete(params) -> None:
-    if start is not None:  # the checkpoint's model in place of the recipe's
-      params.override({'task': {'model': start.model_config.as_dict(),
-                                'init_checkpoint': start.checkpoint}}, is_strict=True)
-    params.override(_nested(overrides), is_strict=True)
-    taken.extend(record_fields.fill_from_records(params, record_fields.override_keys(overrides)))
-
-  params = train_utils.build_params('bert/pretraining', [yaml_path], None, complete=complete)
-  for line in taken:
-    logging.info("from the records' metadata: %s", line)
+  params = pretrain_stages.training_params(
+      yaml_path, _training_overrides(
+          options, data_dir, validation_metadata['num_instances'],
+          hyperparams.read_yaml(yaml_path)['trainer']['train_steps']), start)
   budget = (f'{options.minutes:g} minutes' if options.minutes is not None
             else f'{options.steps} steps')
-  logging.info('[3/5] training %s for %s into %s', os.path.basename(yaml_path), budget,
-               model_dir)
-  strategy = distribute_utils.strategy_from_runtime(params.runtime)
-  with strategy.scope():
-    task = task_factory.get_task(params.task, logging_dir=model_dir)
-  trained = train_lib.run_experiment_with_trainer(strategy, task, 'train_and_eval', params,
-                                                  model_dir)
-  step = int(trained.trainer.global_step.numpy())
+  logging.info('[3/5] training %s for %s into %s',
+               options.init_from or os.path.basename(yaml_path), budget, model_dir)
+  step = pretrain_stages.train(params, model_dir)
   seconds['training'] = time.perf_counter() - clock
 
-  # 4. Held-out evaluation beside the context-free predictor.
+  # 4. Held-out evaluation beside the context-free predictor (and the starting checkpoint).
   clock = time.perf_counter()
   logging.info('[4/5] evaluation on the %d held-out documents',
                validation_metadata['num_documents'])
-  validation = evaluate_mlm.evaluate_checkpoint(model_dir, {'validation': validation_path},
-                                                options.batch_size)['validation']
-  initial = None
-  if start is not None:  # what continued pretraining changed
-    initial = evaluate_mlm.evaluate_checkpoint(start.directory, {'validation': validation_path},
-                                               options.batch_size,
-                                               checkpoint=start.checkpoint)['validation']
-  context_free = context_free_mlm.context_free_baseline(
-      os.path.join(data_dir, 'train.tfrecord*'), {'validation': validation_path},
-      batch_size=options.batch_size)['validation']  # the vocabulary from the records' metadata
+  metrics = pretrain_stages.evaluate(model_dir, data_dir, validation_path, options.batch_size,
+                                     start)
   seconds['evaluation'] = time.perf_counter() - clock
 
   # 5. Hugging Face folder, curves, summary.
   clock = time.perf_counter()
   hf_dir = os.path.join(output_dir, 'hf')
-  shutil.rmtree(hf_dir, ignore_errors=True)
   logging.info('[5/5] export: a Hugging Face folder in %s', hf_dir)
-  convert_checkpoint.convert('ours', 'hf', model_dir, hf_dir, vocab_file=vocab_file)
-  if start is None:
-    write_hf_tokenizer(os.path.join(output_dir, 'vocab', 'tokenizer.json'), hf_dir,
-                       options.seq_length)
-  else:
-    _copy_tokenizer_files(options.init_from, hf_dir)
-  curves = _plot_curves(model_dir, os.path.join(output_dir, CURVES_NAME))
+  pretrain_stages.export(model_dir, hf_dir, vocab_file,
+                         options.init_from or os.path.join(output_dir, 'vocab'),
+                         trained_tokenizer=not options.init_from, max_length=options.seq_length)
+  curves = pretrain_stages.plot_curves(model_dir, os.path.join(output_dir, CURVES_NAME))
   seconds['export'] = time.perf_counter() - clock
   seconds['total'] = time.perf_counter() - started
   summary = {
       'recipe': options.recipe, 'config_file': yaml_path, 'step': step,
       'train_tokens_per_step': options.batch_size * options.seq_length,
-      'validation': _metrics(validation), 'context_free': _metrics(context_free),
-      'initial_validation': _metrics(initial) if initial else None,
+      **metrics,
       'seconds': {k: round(v, 1) for k, v in seconds.items()},
       'paths': {'model_dir': model_dir, 'hf': hf_dir, 'vocab': vocab_file or tokenizer_json,
                 'data': data_dir, 'curves': curves},
@@ -434,53 +423,6 @@ def pretrain(inputs: Union[str, Sequence[str]], output_dir: str,
   file_utils.atomic_write_text(os.path.join(output_dir, SUMMARY_NAME),
                                json.dumps(summary, indent=2) + '\n')
   return summary
-
-
-def write_hf_tokenizer(tokenizer_json: str, hf_dir: str, max_length: int) -> str:
-  """Writes `tokenizer.json` (with BERT's `[CLS] A [SEP] B [SEP]` template) and
-  `tokenizer_config.json` into `hf_dir`, so that `transformers.AutoTokenizer` loads the vocabulary
-  with its special tokens; returns the tokenizer.json path.
-
-  Example:
-    >>> write_hf_tokenizer('runs/mine/vocab/tokenizer.json', 'runs/mine/hf', 128)
-  """
-  tokenizer = tokenizers.Tokenizer.from_file(tokenizer_json)
-  ids = {token: tokenizer.token_to_id(token) for token in tokenization.SPECIAL_TOKENS}
-  cls, sep = tokenization.CLS_TOKEN, tokenization.SEP_TOKEN
-  tokenizer.post_processor = tokenizers.processors.TemplateProcessing(
-      single=f'{cls} $A {sep}', pair=f'{cls} $A {sep} $B:1 {sep}:1',
-      special_tokens=[(cls, ids[cls]), (sep, ids[sep])])
-  path = os.path.join(hf_dir, 'tokenizer.json')
-  tokenizer.save(path)
-  config = {'tokenizer_class': 'PreTrainedTokenizerFast', 'model_max_length': max_length,
-            'cls_token': cls, 'sep_token': sep, 'mask_token': tokenization.MASK_TOKEN,
-            'pad_token': tokenization.PAD_TOKEN, 'unk_token': tokenization.UNK_TOKEN}
-  file_utils.atomic_write_text(os.path.join(hf_dir, 'tokenizer_config.json'),
-                               json.dumps(config, indent=2) + '\n')
-  return path
-
-
-# The files of a Hugging Face folder that make its tokenizer (copied to the export).
-HF_TOKENIZER_FILES = ('tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json',
-                      'vocab.txt')
-
-
-@dataclasses.dataclass(frozen=True)
-class StartingCheckpoint:
-  """A checkpoint to continue pretraining from, in our format (`starting_checkpoint`).
-
-  Attributes:
-    directory: our folder of it (params.yaml + checkpoint).
-    checkpoint: our checkpoint prefix (`task.init_checkpoint`).
-    model_config: its `task.model` (a `PretrainerConfig`).
-    vocab_file: its WordPiece vocab.txt, or None.
-    tokenizer_json: its tokenizer.json (used where it has no vocab.txt), or None.
-  """
-  directory: str
-  checkpoint: str
-  model_config: Any
-  vocab_file: Optional[str]
-  tokenizer_json: Optional[str]
 
 
 def checkpoint_source(path: str) -> str:
@@ -498,61 +440,6 @@ def checkpoint_source(path: str) -> str:
   raise ValueError(f'init_from={path}: expected our checkpoint (params.yaml + ckpt-N), Google '
                    f'BERT (bert_config.json + bert_model.ckpt) or Hugging Face (config.json + '
                    f'model.safetensors); found {sorted(os.listdir(path))[:8]}')
-
-
-def starting_checkpoint(path: str, work_dir: str) -> StartingCheckpoint:
-  """`path` as our checkpoint (Google BERT and Hugging Face folders converted into `work_dir`)
-  with its model config and tokenizer files.
-
-  Raises:
-    ValueError: an unknown folder, or one without a tokenizer (vocab.txt or tokenizer.json).
-  """
-  source = checkpoint_source(path)
-  ours = path
-  if source != 'ours':
-    if not os.path.isfile(os.path.join(work_dir, 'params.yaml')):
-      logging.info('converting the %s checkpoint %s to ours in %s', source, path, work_dir)
-      shutil.rmtree(work_dir, ignore_errors=True)
-      convert_checkpoint.convert(source, 'ours', path, work_dir)
-    ours = work_dir
-  params = hyperparams.read_yaml(os.path.join(ours, 'params.yaml'))
-  checkpoint = tf.train.latest_checkpoint(ours) or params.get('task', {}).get('init_checkpoint')
-  if not checkpoint:
-    raise ValueError(f'init_from={path}: no checkpoint in {ours}')
-  model_config = bert.PretrainerConfig()
-  model_config.override(params['task']['model'], is_strict=False)
-  vocab_file = tokenizer_json = None
-  for directory in (path, ours):
-    if vocab_file is None and os.path.isfile(os.path.join(directory, 'vocab.txt')):
-      vocab_file = os.path.join(directory, 'vocab.txt')
-    if tokenizer_json is None and os.path.isfile(os.path.join(directory, 'tokenizer.json')):
-      tokenizer_json = os.path.join(directory, 'tokenizer.json')
-  if vocab_file is None and tokenizer_json is None:
-    raise ValueError(f'init_from={path}: no tokenizer: expected vocab.txt or tokenizer.json '
-                     'beside the checkpoint')
-  return StartingCheckpoint(ours, checkpoint, model_config, vocab_file, tokenizer_json)
-
-
-def _copy_tokenizer_files(source_dir: str, hf_dir: str) -> None:
-  for name in HF_TOKENIZER_FILES:
-    path = os.path.join(source_dir, name)
-    if os.path.isfile(path):
-      shutil.copyfile(path, os.path.join(hf_dir, name))
-
-
-def _metrics(metrics: Dict[str, Any]) -> Dict[str, float]:
-  return {key: round(float(metrics[key]), 4) for key in ('lm_example_loss', 'masked_lm_accuracy')}
-
-
-def _plot_curves(model_dir: str, path: str) -> Optional[str]:
-  try:
-    # Function-level: matplotlib is an optional dependency (the `plot` extra).
-    from official.nlp.tools import training_curves  # pylint: disable=g-import-not-at-top
-    return training_curves.plot_training_curves(model_dir, path)
-  except ImportError:
-    logging.info('no training_curves.png: matplotlib is not installed '
-                 "(pip install 'mlm-garden[plot]')")
-    return None
 
 
 def summary_text(summary: Dict[str, Any]) -> str:

@@ -3,11 +3,14 @@ evaluation against the context-free predictor, a Hugging Face folder transformer
 
 import json
 import random
+import subprocess
+import sys
 
 import pytest
 
 from official.nlp.tools import pretrain
 from tests import cli
+from tests import paths
 
 WORDS = [f'w{i}' for i in range(30)]
 TINY = dict(size='tiny', vocab_size=60, seq_length=32, batch_size=16, dupe_factor=3,
@@ -90,14 +93,16 @@ def test_options_and_cli_errors(tmp_path):
     pretrain.pretrain(['x'], str(tmp_path), minutes=1, steps=5)
   with pytest.raises(ValueError, match=r"recipe must be one of \['modern', 'bert'\], found 'x'"):
     pretrain.pretrain(['x'], str(tmp_path), recipe='x')
-  with pytest.raises(FileNotFoundError, match=r"the modern recipe has no config .*modernbert_small"):
+  with pytest.raises(FileNotFoundError,
+                     match=r'the modern recipe has no config .*modernbert_small'):
     pretrain.pretrain(['x'], str(tmp_path), size='small')
   result = cli.call_main(pretrain.main, ['mlm-pretrain', f'--output_dir={tmp_path}'])
   assert result.returncode == 2 and 'no input: give text files or folders' in result.stderr
   result = cli.call_main(pretrain.main, ['mlm-pretrain', str(tmp_path / 'missing.txt'),
                                          f'--output_dir={tmp_path / "out"}', '--steps=3'])
   assert result.returncode == 1, result.stderr
-  assert "mlm-pretrain: error: input_file: '" in result.stderr and 'matches no file' in result.stderr
+  assert "mlm-pretrain: error: input_file: '" in result.stderr
+  assert 'matches no file' in result.stderr
   empty = tmp_path / 'empty'
   empty.mkdir()
   with pytest.raises(FileNotFoundError, match='holds no file'):
@@ -198,3 +203,14 @@ def test_continued_pretraining_of_a_hugging_face_modernbert_with_a_bpe_tokenizer
   assert type(model).__name__ == 'ModernBertForMaskedLM'
   fill = transformers.pipeline('fill-mask', model=model, tokenizer=tokenizer)
   assert len(fill('Kalo mi [MASK] ne pa.', top_k=3)) == 3
+
+
+def test_the_records_stage_runs_without_tensorflow():
+  """`mlm-pretrain` imports TensorFlow only after the records are written: their worker processes
+  are then forked (with TensorFlow loaded they are spawned, each importing it anew: about 10 s a
+  pool on 2 cores). A child process, since this one has TensorFlow already."""
+  code = ('import sys; import official.nlp.tools.pretrain; '
+          "print(sorted(m for m in ('tensorflow', 'tf_keras') if m in sys.modules))")
+  result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                          cwd=paths.ROOT, check=True)
+  assert result.stdout.strip() == '[]', result.stderr[-2000:]
