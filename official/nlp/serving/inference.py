@@ -285,15 +285,28 @@ class InferenceModel:
     if do_lower_case is None:
       do_lower_case = True if self.do_lower_case is None else self.do_lower_case
     tokenizer = tokenization.WordPieceTokenizer.from_vocab_file(vocab_file, do_lower_case)
+    self.check_tokenizer(tokenizer, f'vocab_file {vocab_file!r}')
+    return tokenizer
+
+  def check_tokenizer(self, tokenizer: Any, named: str) -> None:
+    """Refuses a tokenizer other than the one the model was trained with.
+
+    Args:
+      tokenizer: a loaded tokenizer (`vocab_size`, `vocab_sha256()`).
+      named: how the message names it, e.g. "vocab_file 'v.txt'".
+
+    Raises:
+      ValueError: its size differs from the model's word embeddings, or its vocabulary's
+        sha256 from the one recorded at training.
+    """
     if self.vocab_size is not None and tokenizer.vocab_size != self.vocab_size:
-      raise ValueError(f'vocab_file {vocab_file!r} has {tokenizer.vocab_size} tokens but the model '
+      raise ValueError(f'{named} has {tokenizer.vocab_size} tokens but the model '
                        f'{self.source!r} has {self.vocab_size} word embeddings; expected the '
                        'vocabulary the model was trained with')
     if self.vocab_sha256 and tokenizer.vocab_sha256() != self.vocab_sha256:
-      raise ValueError(f'vocab_file {vocab_file!r} differs from the vocabulary the model '
+      raise ValueError(f'{named} differs from the vocabulary the model '
                        f'{self.source!r} was trained with (sha256 {tokenizer.vocab_sha256()} vs '
                        f'{self.vocab_sha256})')
-    return tokenizer
 
 
 def _from_training_dir(model_dir: str, checkpoint: Optional[str], experiment: Optional[str]

@@ -211,14 +211,7 @@ def load_tokenizer(model: inference.InferenceModel, vocab_file: Optional[str] = 
   if not path or not (os.path.isdir(path) or hf_bert.is_tokenizer_json(path)):
     return model.load_tokenizer(vocab_file, do_lower_case)
   tokenizer = vocab_assets.load_tokenizer(path, do_lower_case)
-  if model.vocab_size is not None and tokenizer.vocab_size != model.vocab_size:
-    raise ValueError(f'{tokenizer.source!r} has {tokenizer.vocab_size} tokens but the model '
-                     f'{model.source!r} has {model.vocab_size} word embeddings; expected the '
-                     'vocabulary the model was trained with')
-  if model.vocab_sha256 and tokenizer.vocab_sha256() != model.vocab_sha256:
-    raise ValueError(f'{tokenizer.source!r} differs from the vocabulary the model '
-                     f'{model.source!r} was trained with (sha256 {tokenizer.vocab_sha256()} vs '
-                     f'{model.vocab_sha256})')
+  model.check_tokenizer(tokenizer, repr(tokenizer.source))
   return tokenizer
 
 
