@@ -27,9 +27,9 @@ beside.
 
 Usage:
   python -m official.nlp.tools.convert_checkpoint --source=hf --target=ours \\
-      --input=all-MiniLM-L6-v2/ --output=/tmp/minilm_ours
+      --input=all-MiniLM-L6-v2/ --output_dir=/tmp/minilm_ours
 
---output must be new or empty unless --overwrite (then files of the same name are replaced).
+--output_dir must be new or empty unless --overwrite (then files of the same name are replaced).
 Errors (missing or corrupt files, unwritable outputs) print one line naming the file and exit 1;
 bad or missing flags exit 2.
 """
@@ -356,42 +356,44 @@ def _define_flags() -> flags.FlagValues:
   flags.DEFINE_enum('source', None, SOURCES, 'Input format.', flag_values=fv)
   flags.DEFINE_enum('target', None, TARGETS, 'Output format.', flag_values=fv)
   flags.DEFINE_string('input', None, 'Input directory (or checkpoint prefix).', flag_values=fv)
-  flags.DEFINE_string('output', None, 'Output directory: new or empty (see --overwrite).',
+  flags.DEFINE_string('output_dir', None, 'Output directory: new or empty (see --overwrite).',
                       flag_values=fv)
   flags.DEFINE_string('vocab_file', None, 'vocab.txt or tokenizer.json to write with the model '
                       '(default: the input directory\'s).', flag_values=fv)
   flags.DEFINE_bool('allow_unused', False, 'Warn about unknown input variables instead of '
                     'failing.', flag_values=fv)
-  flags.DEFINE_bool('overwrite', False, 'Write into a non-empty --output (files of the same name '
-                    'are replaced); without it a non-empty --output is refused before any work.',
-                    flag_values=fv)
+  flags.DEFINE_bool('overwrite', False, 'Write into a non-empty --output_dir (files of the same '
+                    'name are replaced); without it a non-empty --output_dir is refused before any '
+                    'work.', flag_values=fv)
   return fv
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-  """Console entry point: converts --input (--source format) to --output (--target format).
+  """Console entry point: converts --input (--source format) to --output_dir (--target format).
 
   Returns:
-    0 on success; 1 after a one-line error (bad paths, corrupt files, a non-empty --output
+    0 on success; 1 after a one-line error (bad paths, corrupt files, a non-empty --output_dir
     without --overwrite); 2 for bad or missing flags.
   """
   fv = _define_flags()
+  argv = cli_utils.renamed_flags(list(sys.argv if argv is None else argv), {'output': 'output_dir'},
+                                 PROGRAM)
   status = cli_utils.parse_flags(fv, argv, PROGRAM, __doc__)
   if status is not None:
     return status
-  missing = [name for name in ('source', 'target', 'input', 'output') if not fv[name].value]
+  missing = [name for name in ('source', 'target', 'input', 'output_dir') if not fv[name].value]
   if missing:
     return cli_utils.error(PROGRAM, f'missing --{", --".join(missing)}; expected all of '
-                           '--source, --target, --input and --output', status=2)
+                           '--source, --target, --input and --output_dir', status=2)
   try:
-    if os.path.abspath(fv.output) == os.path.abspath(fv.input):
-      raise ValueError(f'--output={fv.output} is the --input directory; expected another '
+    if os.path.abspath(fv.output_dir) == os.path.abspath(fv.input):
+      raise ValueError(f'--output_dir={fv.output_dir} is the --input directory; expected another '
                        'directory')
-    cli_utils.check_output_dir(fv.output, '--output', fv.overwrite)
-    model = convert(fv.source, fv.target, fv.input, fv.output, fv.vocab_file, fv.allow_unused)
+    cli_utils.check_output_dir(fv.output_dir, '--output_dir', fv.overwrite)
+    model = convert(fv.source, fv.target, fv.input, fv.output_dir, fv.vocab_file, fv.allow_unused)
   except cli_utils.USER_ERRORS + (TypeError,) as e:
     return cli_utils.error(PROGRAM, cli_utils.message_of(e))
-  print(f'{PROGRAM}: wrote {type(model).__name__} ({fv.source} -> {fv.target}) to {fv.output}')
+  print(f'{PROGRAM}: wrote {type(model).__name__} ({fv.source} -> {fv.target}) to {fv.output_dir}')
   return 0
 
 

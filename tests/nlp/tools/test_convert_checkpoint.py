@@ -146,7 +146,7 @@ def test_cli_converts_and_reports(tmp_path, capsys, caplog):
   caplog.set_level(logging.INFO)
   source, _, _ = _hf_dir(tmp_path / 'hf')
   code = convert_checkpoint.main(['convert_checkpoint', '--source=hf', '--target=google',
-                                  f'--input={source}', f'--output={tmp_path / "google"}'])
+                                  f'--input={source}', f'--output_dir={tmp_path / "google"}'])
   assert code == 0
   assert capsys.readouterr().out.strip() == (
       f'convert_checkpoint: wrote BertPretrainerV2 (hf -> google) to {tmp_path / "google"}')
@@ -159,7 +159,7 @@ def test_cli_converts_and_reports(tmp_path, capsys, caplog):
   assert stages[2] == f'writing the google checkpoint to {tmp_path / "google"}'
   assert len(stages) == 3
   code = convert_checkpoint.main(['convert_checkpoint', '--source=google', '--target=hf',
-                                  f'--input={source}', f'--output={tmp_path / "x"}'])
+                                  f'--input={source}', f'--output_dir={tmp_path / "x"}'])
   assert code == 1
   assert capsys.readouterr().err == (
       f'convert_checkpoint: error: {source}: no checkpoint (expected bert_model.ckpt.index or a '
@@ -171,7 +171,7 @@ def test_cli_module_exits_1_with_one_error_line(tmp_path):
   # As `python -m official.nlp.tools.convert_checkpoint` runs it (`sys.exit(main())`), in-process.
   result = call_main(convert_checkpoint.main, [
       'convert_checkpoint', '--source=hf', '--target=ours', f'--input={tmp_path / "missing"}',
-      f'--output={tmp_path / "out"}'])
+      f'--output_dir={tmp_path / "out"}'])
   assert result.returncode == 1 and 'Traceback' not in result.stderr
   errors = [line for line in result.stderr.splitlines() if 'convert_checkpoint: ' in line]
   assert errors == [f'convert_checkpoint: error: {tmp_path / "missing"}: no config.json (a Hugging '
@@ -231,7 +231,8 @@ def test_corrupt_hugging_face_files_are_one_line(tmp_path, capsys, fault, messag
         json.dumps({'weight_map': {'embeddings.word_embeddings.weight':
                                    'model-00001.safetensors'}}))
   out = tmp_path / 'out'
-  code, err = _cli(capsys, '--source=hf', '--target=ours', f'--input={source}', f'--output={out}')
+  code, err = _cli(capsys, '--source=hf', '--target=ours', f'--input={source}',
+                   f'--output_dir={out}')
   assert code == 1
   assert err == 'convert_checkpoint: error: ' + message.format(d=directory) + '\n'
   assert not out.exists()
@@ -257,7 +258,7 @@ def test_corrupt_google_checkpoint_is_one_line(tmp_path, capsys, fault):
     expected = (f'{google}/bert_config.json: not valid JSON (Expecting value: line 1 column 17); '
                 'expected a BERT config object (truncated or corrupt file?)')
   code, err = _cli(capsys, '--source=google', '--target=hf', f'--input={google}',
-                   f'--output={tmp_path / "out"}')
+                   f'--output_dir={tmp_path / "out"}')
   assert (code, err) == (1, f'convert_checkpoint: error: {expected}\n')
 
 
@@ -268,13 +269,13 @@ def test_corrupt_checkpoint_of_ours_is_one_line(tmp_path, capsys):
   params = (ours / 'params.yaml').read_text()
   (ours / 'params.yaml').write_text('task: {model: [\n')
   code, err = _cli(capsys, '--source=ours', '--target=hf', f'--input={ours}',
-                   f'--output={tmp_path / "out"}')
+                   f'--output_dir={tmp_path / "out"}')
   assert code == 1 and err.count('\n') == 1
   assert err.startswith(f'convert_checkpoint: error: {ours}/params.yaml: not readable YAML (')
   (ours / 'params.yaml').write_text(params)
   _truncate(ours / 'ckpt-1.data-00000-of-00001', 3000)
   code, err = _cli(capsys, '--source=ours', '--target=hf', f'--input={ours}',
-                   f'--output={tmp_path / "out"}')
+                   f'--output_dir={tmp_path / "out"}')
   assert (code, err) == (1, f'convert_checkpoint: error: {ours}/ckpt-1: the checkpoint data '
                          'cannot be read (Read less bytes than requested); expected the complete '
                          '.data files of this checkpoint (truncated or corrupt?)\n')
@@ -284,27 +285,27 @@ def test_cli_output_dir_and_flags(tmp_path, capsys):
   source, _, _ = _hf_dir(tmp_path / 'hf')
   out = tmp_path / 'out'
   args = ['--source=hf', '--target=hf', f'--input={source}']
-  assert _cli(capsys, *args, f'--output={out}')[0] == 0
+  assert _cli(capsys, *args, f'--output_dir={out}')[0] == 0
   before = (out / 'model.safetensors').stat().st_mtime_ns
-  code, err = _cli(capsys, *args, f'--output={out}')
-  assert (code, err) == (1, f'convert_checkpoint: error: --output={out}: not empty (holds '
+  code, err = _cli(capsys, *args, f'--output_dir={out}')
+  assert (code, err) == (1, f'convert_checkpoint: error: --output_dir={out}: not empty (holds '
                          'config.json, model.safetensors, vocab.txt); expected a new or empty '
                          'directory, or pass --overwrite to replace it\n')
   assert (out / 'model.safetensors').stat().st_mtime_ns == before
-  assert _cli(capsys, *args, f'--output={out}', '--overwrite')[0] == 0
+  assert _cli(capsys, *args, f'--output_dir={out}', '--overwrite')[0] == 0
 
-  code, err = _cli(capsys, *args, f'--output={source}', '--overwrite')
-  assert (code, err) == (1, f'convert_checkpoint: error: --output={source} is the --input '
+  code, err = _cli(capsys, *args, f'--output_dir={source}', '--overwrite')
+  assert (code, err) == (1, f'convert_checkpoint: error: --output_dir={source} is the --input '
                          'directory; expected another directory\n')
   a_file = tmp_path / 'a_file'
   a_file.write_text('x')
-  code, err = _cli(capsys, *args, f'--output={a_file / "out"}')
-  assert (code, err) == (1, f'convert_checkpoint: error: --output={a_file / "out"}: {a_file} is '
-                         'a file; expected a directory there\n')
+  code, err = _cli(capsys, *args, f'--output_dir={a_file / "out"}')
+  assert (code, err) == (1, f'convert_checkpoint: error: --output_dir={a_file / "out"}: '
+                         f'{a_file} is a file; expected a directory there\n')
 
   code, err = _cli(capsys, '--source=hf', f'--input={source}')
-  assert (code, err) == (2, 'convert_checkpoint: error: missing --target, --output; expected all '
-                         'of --source, --target, --input and --output\n')
+  assert (code, err) == (2, 'convert_checkpoint: error: missing --target, --output_dir; expected '
+                         'all of --source, --target, --input and --output_dir\n')
   code, err = _cli(capsys, '--source=onnx')
   assert (code, err) == (2, 'convert_checkpoint: error: flag --source=onnx: value should be one '
                          'of <hf|google|ours> (--help lists the flags)\n')
@@ -315,7 +316,7 @@ def test_module_corrupt_safetensors_has_no_traceback(tmp_path):
   (tmp_path / 'hf' / 'model.safetensors').write_bytes(b'\x00' * 16)
   result = call_main(convert_checkpoint.main, [
       'convert_checkpoint', '--source=hf', '--target=ours', f'--input={source}',
-      f'--output={tmp_path / "out"}'])
+      f'--output_dir={tmp_path / "out"}'])
   assert result.returncode == 1
   assert 'Traceback' not in result.stderr
   errors = [line for line in result.stderr.splitlines() if 'convert_checkpoint: ' in line]
@@ -333,7 +334,7 @@ def test_unwritable_output_is_one_line(tmp_path, capsys, monkeypatch):
     raise PermissionError(13, 'Permission denied', path)
 
   monkeypatch.setattr(safetensors_numpy, 'save_file', denied)
-  code, err = _cli(capsys, '--source=hf', '--target=hf', f'--input={source}', f'--output={out}')
+  code, err = _cli(capsys, '--source=hf', '--target=hf', f'--input={source}', f'--output_dir={out}')
   assert (code, err) == (1, f'convert_checkpoint: error: {out}/model.safetensors: permission '
                          'denied; expected a path this user may read or write (errno 13)\n')
 
@@ -342,7 +343,14 @@ def test_unwritable_output_is_one_line(tmp_path, capsys, monkeypatch):
 
   monkeypatch.setattr(google_bert, 'write_checkpoint', disk_full)
   code, err = _cli(capsys, '--source=hf', '--target=google', f'--input={source}',
-                   f'--output={tmp_path / "google"}')
+                   f'--output_dir={tmp_path / "google"}')
   assert (code, err) == (1, f'convert_checkpoint: error: {tmp_path / "google"}: could not write '
                          f'the google checkpoint ({tmp_path / "google"}/bert_model.ckpt.data-00000-'
                          'of-00001: No space); expected a writable directory with free space\n')
+
+
+def test_the_old_output_flag_still_works_with_a_note(capsys, tmp_path):
+  code, err = _cli(capsys, '--source=hf', '--target=ours', f'--input={tmp_path / "missing"}',
+                   f'--output={tmp_path / "out"}')
+  assert 'convert_checkpoint: note: --output is now --output_dir' in err
+  assert code == 1 and 'missing' in err  # parsed as --output_dir: the run got to the input

@@ -376,7 +376,8 @@ def test_convert_checkpoint_hf_to_ours_to_hf(tmp_path, capsys):
   hf = _hf_model(transformers.ModernBertForMaskedLM, seed=9)
   hf.save_pretrained(tmp_path / 'hf')
   code = convert_checkpoint.main(['convert_checkpoint', '--source=hf', '--target=ours',
-                                  f'--input={tmp_path / "hf"}', f'--output={tmp_path / "ours"}'])
+                                  f'--input={tmp_path / "hf"}',
+                                  f'--output_dir={tmp_path / "ours"}'])
   assert code == 0, capsys.readouterr().err
   assert capsys.readouterr().out.strip() == (
       f'convert_checkpoint: wrote BertPretrainerV2 (hf -> ours) to {tmp_path / "ours"}')
@@ -404,7 +405,8 @@ def test_convert_checkpoint_hf_to_ours_to_hf(tmp_path, capsys):
 
   # ours -> hf writes the same tensors, bit for bit, and a config transformers reads.
   code = convert_checkpoint.main(['convert_checkpoint', '--source=ours', '--target=hf',
-                                  f'--input={tmp_path / "ours"}', f'--output={tmp_path / "back"}'])
+                                  f'--input={tmp_path / "ours"}',
+                                  f'--output_dir={tmp_path / "back"}'])
   assert code == 0, capsys.readouterr().err
   before = safetensors_numpy.load_file(str(tmp_path / 'hf' / 'model.safetensors'))
   after = safetensors_numpy.load_file(str(tmp_path / 'back' / 'model.safetensors'))
@@ -416,7 +418,7 @@ def test_convert_checkpoint_hf_to_ours_to_hf(tmp_path, capsys):
 
   capsys.readouterr()
   code = convert_checkpoint.main(['convert_checkpoint', '--source=hf', '--target=google',
-                                  f'--input={tmp_path / "hf"}', f'--output={tmp_path / "g"}'])
+                                  f'--input={tmp_path / "hf"}', f'--output_dir={tmp_path / "g"}'])
   assert code == 1
   assert capsys.readouterr().err == (
       'convert_checkpoint: error: --target=google: ModernBERT (BertPretrainerV2) has no '
