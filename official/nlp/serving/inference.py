@@ -269,13 +269,23 @@ class InferenceModel:
         self._function('classify'), {k: inputs[k] for k in serving_signatures.ENCODER_INPUTS})
 
   def load_tokenizer(self, vocab_file: Optional[str] = None,
-                     do_lower_case: Optional[bool] = None) -> tokenization.WordPieceTokenizer:
-    """The tokenizer of `vocab_file` (default: the vocabulary found with the model).
+                     do_lower_case: Optional[bool] = None) -> tokenization.SubwordTokenizer:
+    """The tokenizer of `vocab_file` (a vocab.txt, a tokenizer.json or a folder holding one),
+    default: the vocab.txt found with the model, else the model_dir's tokenizer.json (a BPE or
+    Unigram tokenizer: records written from one put it there).
 
     Raises:
       ValueError: no vocabulary given or found; or one whose size differs from the model's word
         embeddings or whose hash differs from the training records'.
     """
+    path = vocab_file
+    if not path and not self.vocab_file and os.path.isfile(
+        os.path.join(self.model_dir, vocab_assets.TOKENIZER_JSON)):
+      path = self.model_dir
+    if path and (os.path.isdir(path) or path.endswith('.json')):
+      tokenizer = vocab_assets.load_tokenizer(path, do_lower_case)
+      self.check_tokenizer(tokenizer, repr(tokenizer.source))
+      return tokenizer
     vocab_file = vocab_file or self.vocab_file
     if not vocab_file:
       looked = (os.path.join(self.model_dir, ASSETS_EXTRA, VOCAB_FILE)

@@ -204,15 +204,7 @@ def load_tokenizer(model: inference.InferenceModel, vocab_file: Optional[str] = 
     >>> load_tokenizer(inference.load_inference_model('runs/dapt')).kind
     'bpe'
   """
-  path = vocab_file
-  if not path and not model.vocab_file and os.path.isfile(
-      os.path.join(model.model_dir, vocab_assets.TOKENIZER_JSON)):
-    path = model.model_dir
-  if not path or not (os.path.isdir(path) or hf_bert.is_tokenizer_json(path)):
-    return model.load_tokenizer(vocab_file, do_lower_case)
-  tokenizer = vocab_assets.load_tokenizer(path, do_lower_case)
-  model.check_tokenizer(tokenizer, repr(tokenizer.source))
-  return tokenizer
+  return model.load_tokenizer(vocab_file, do_lower_case)
 
 
 def _hf_model(folder: str, vocab_file: Optional[str], do_lower_case: Optional[bool],

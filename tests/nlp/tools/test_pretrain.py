@@ -203,6 +203,11 @@ def test_continued_pretraining_of_a_hugging_face_modernbert_with_a_bpe_tokenizer
   assert type(model).__name__ == 'ModernBertForMaskedLM'
   fill = transformers.pipeline('fill-mask', model=model, tokenizer=tokenizer)
   assert len(fill('Kalo mi [MASK] ne pa.', top_k=3)) == 3
+  # The model_dir alone serves the Python API with its BPE tokenizer (no vocab.txt there).
+  from official.nlp import api  # pylint: disable=g-import-not-at-top
+  model_dir = summary['paths']['model_dir']
+  assert api.embed(model_dir, ['Kalo mi ne pa.', 'Sati vore.']).shape == (2, 32)
+  assert len(api.fill_mask(model_dir, ['Kalo mi [MASK] ne pa.'], top_k=2)[0][0]) == 2
 
 
 def test_the_records_stage_runs_without_tensorflow():
