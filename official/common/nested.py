@@ -2,10 +2,11 @@
 
 Example:
   >>> flatten({'task': {'model': {'hidden_size': 256}}})   # {'task.model.hidden_size': 256}
+  >>> unflatten({'task.model.hidden_size': 256})           # {'task': {'model': {...: 256}}}
   >>> get_leaf_nested_dict({'a': {'b': 1}}, ['a', 'b'])     # 1
 """
 
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Mapping
 
 import numpy as np
 
@@ -24,6 +25,27 @@ def flatten(tree: Any, separator: str = '.', prefix: str = '') -> Dict[str, Any]
   for key, value in tree.items():
     flat.update(flatten(value, separator, f'{prefix}{separator}{key}' if prefix else str(key)))
   return flat
+
+
+def unflatten(dotted: Mapping[str, Any], separator: str = '.') -> Dict[str, Any]:
+  """`{'a.b': 1}` -> `{'a': {'b': 1}}`, the inverse of `flatten`; nested mappings pass through
+  (their keys may be dotted too) and merge with the dotted keys of the same path.
+
+  Example:
+    >>> unflatten({'trainer.train_steps': 5, 'task': {'train_data.seq_length': 8}})
+    {'trainer': {'train_steps': 5}, 'task': {'train_data': {'seq_length': 8}}}
+  """
+  nested: Dict[str, Any] = {}
+  for key, value in dotted.items():
+    node = nested
+    parts = key.split(separator)
+    for part in parts[:-1]:
+      node = node.setdefault(part, {})
+    if isinstance(value, Mapping):
+      node.setdefault(parts[-1], {}).update(unflatten(value, separator))
+    else:
+      node[parts[-1]] = value
+  return nested
 
 
 def get_leaf_nested_dict(d: Dict[str, Any], keys: List[str]) -> Any:

@@ -34,6 +34,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from official.common import distribute_utils
+from official.common import nested
 from official.common import quiet
 # Imported for its registrations (experiments and tasks).
 from official.common import registry_imports  # pylint: disable=unused-import  # noqa: F401
@@ -66,21 +67,6 @@ class TrainResult:
   model_dir: str
   step: int
   eval_logs: Dict[str, float]
-
-
-def _nested(overrides: Mapping[str, Any]) -> Dict[str, Any]:
-  """`{'a.b': 1}` -> `{'a': {'b': 1}}` (nested dicts pass through)."""
-  nested: Dict[str, Any] = {}
-  for key, value in overrides.items():
-    node = nested
-    parts = key.split('.')
-    for part in parts[:-1]:
-      node = node.setdefault(part, {})
-    if isinstance(value, Mapping):
-      node.setdefault(parts[-1], {}).update(_nested(value))
-    else:
-      node[parts[-1]] = value
-  return nested
 
 
 def pretrain(inputs: Union[str, Sequence[str]], output_dir: str, **options: Any) -> Dict[str, Any]:
@@ -136,7 +122,7 @@ def load_config(config_files: Union[str, Sequence[str], None] = None,
 
   def complete(params: cfg.ExperimentConfig) -> None:
     if isinstance(overrides, Mapping) and overrides:
-      params.override(_nested(overrides), is_strict=True)
+      params.override(nested.unflatten(overrides), is_strict=True)
     taken.extend(record_fields.fill_from_records(params, record_fields.override_keys(overrides)))
 
   try:

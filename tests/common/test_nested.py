@@ -24,3 +24,11 @@ def test_cast_and_scalar_leaves():
   assert nested.cast_leaf_nested_dict({'a': {'b': '1'}, 'c': '2'}, int) == {'a': {'b': 1}, 'c': 2}
   logs = {'loss': np.float32(0.5), 'hist': [1.0, 2.0], 'sub': {'ok': True, 'name': 'x'}}
   assert nested.scalar_leaves(logs) == {'loss': 0.5, 'sub': {'ok': 1.0}}
+
+
+def test_unflatten_inverts_flatten_and_merges_dotted_with_nested_keys():
+  tree = {'task': {'model': {'hidden_size': 256}, 'train_data': {'seq_length': 8}}, 'step': 3}
+  assert nested.unflatten(nested.flatten(tree)) == tree
+  assert nested.unflatten({'task.model.hidden_size': 256, 'task': {'train_data.seq_length': 8},
+                           'step': 3}) == tree
+  assert nested.unflatten({'a-b': 1}, separator='-') == {'a': {'b': 1}}

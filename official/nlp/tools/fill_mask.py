@@ -192,21 +192,6 @@ def is_hf_folder(path: str) -> bool:
                   for name in (hf_bert.WEIGHTS_NAME, hf_bert.INDEX_NAME)))
 
 
-def load_tokenizer(model: inference.InferenceModel, vocab_file: Optional[str] = None,
-                   do_lower_case: Optional[bool] = None) -> tokenization.SubwordTokenizer:
-  """The tokenizer of `model`: `vocab_file` (a vocab.txt, a tokenizer.json or a directory carrying
-  one), else the vocab.txt found with the model, else the model_dir's tokenizer.json.
-
-  Raises:
-    ValueError: no vocabulary given or found; one whose size or hash differs from the model's.
-
-  Example:
-    >>> load_tokenizer(inference.load_inference_model('runs/dapt')).kind
-    'bpe'
-  """
-  return model.load_tokenizer(vocab_file, do_lower_case)
-
-
 def _hf_model(folder: str, vocab_file: Optional[str], do_lower_case: Optional[bool],
               seq_length: Optional[int]) -> Tuple[tf_keras.Model, tokenization.SubwordTokenizer,
                                                   int]:
@@ -258,7 +243,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         model.check_seq_length(fv.seq_length, '--seq_length')
       except ValueError as e:
         return cli_utils.error(PROGRAM, str(e), status=2)
-    tokenizer = load_tokenizer(model, fv.vocab_file, fv.do_lower_case)
+    tokenizer = model.load_tokenizer(fv.vocab_file, fv.do_lower_case)
     predictions = fill_mask(model, tokenizer, fv.text, top_k=fv.top_k,
                             seq_length=fv.seq_length or model.seq_length)
   except cli_utils.USER_ERRORS as e:

@@ -22,6 +22,7 @@ import tokenizers
 
 from official.common import distribute_utils
 from official.common import file_utils
+from official.common import nested
 from official.common import registry_imports  # pylint: disable=unused-import  # noqa: F401
 from official.core import task_factory
 from official.core import train_lib
@@ -92,7 +93,7 @@ def training_params(yaml_path: str, overrides: Mapping[str, Any],
     if start is not None:  # the checkpoint's model in place of the recipe's
       params.override({'task': {'model': start.model_config.as_dict(),
                                 'init_checkpoint': start.checkpoint}}, is_strict=True)
-    params.override(_nested(dict(overrides)), is_strict=True)
+    params.override(nested.unflatten(overrides), is_strict=True)
     taken.extend(record_fields.fill_from_records(params, record_fields.override_keys(overrides)))
 
   params = train_utils.build_params('bert/pretraining', [yaml_path], None, complete=complete)
@@ -190,15 +191,3 @@ def plot_curves(model_dir: str, path: str) -> Optional[str]:
     logging.info('no training_curves.png: matplotlib is not installed '
                  "(pip install 'mlm-garden[plot]')")
     return None
-
-
-def _nested(dotted: Dict[str, Any]) -> Dict[str, Any]:
-  """`{'a.b': 1}` -> `{'a': {'b': 1}}`."""
-  tree: Dict[str, Any] = {}
-  for key, value in dotted.items():
-    node = tree
-    *parents, last = key.split('.')
-    for part in parents:
-      node = node.setdefault(part, {})
-    node[last] = value
-  return tree
