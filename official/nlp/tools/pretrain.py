@@ -341,6 +341,9 @@ def pretrain(inputs: Union[str, Sequence[str]], output_dir: str,
     options = dataclasses.replace(options, minutes=DEFAULT_MINUTES)
   yaml_path = config_file(options.recipe, options.size)
   files = text_files(inputs)
+  # The starting checkpoint's tokenizer is checked before anything is written: a refused start
+  # leaves no stamp that would refuse the corrected rerun.
+  init_tokenizer = tokenizer_files(options.init_from) if options.init_from else None
   stamp = _stamp(files, options)
   _check_stamp(output_dir, stamp)
   os.makedirs(output_dir, exist_ok=True)
@@ -352,7 +355,7 @@ def pretrain(inputs: Union[str, Sequence[str]], output_dir: str,
   clock = time.perf_counter()
   documents = _as_documents(files, os.path.join(output_dir, 'text'))
   if options.init_from:
-    vocab_file, tokenizer_json = tokenizer_files(options.init_from)
+    vocab_file, tokenizer_json = init_tokenizer
     logging.info("[1/5] vocabulary: the starting checkpoint's (%s)", vocab_file or tokenizer_json)
   else:
     vocab_dir = os.path.join(output_dir, 'vocab')

@@ -163,6 +163,13 @@ def test_checkpoint_source_names_what_it_expects(tmp_path):
     pretrain.checkpoint_source(str(empty))
   with pytest.raises(ValueError, match=r"init_from must be an existing folder, found '/nowhere'"):
     pretrain.pretrain(['x'], str(tmp_path / 'o'), init_from='/nowhere', steps=1)
+  # A folder that is no checkpoint is refused before output_dir is made (no stamp left behind
+  # to refuse the corrected rerun).
+  text = tmp_path / 'text.txt'
+  text.write_text('A sentence.\n\nAnother one.\n', encoding='utf-8')
+  with pytest.raises(ValueError, match=r'init_from=.*empty: expected our checkpoint'):
+    pretrain.pretrain([str(text)], str(tmp_path / 'o'), init_from=str(empty), steps=1)
+  assert not (tmp_path / 'o').exists()
 
 
 @pytest.mark.slow
