@@ -11,6 +11,7 @@ import pytest
 from official.nlp.tools import pretrain
 from tests import cli
 from tests import paths
+from tests.nlp.tools import tiny_hf
 
 WORDS = [f'w{i}' for i in range(30)]
 TINY = dict(size='tiny', vocab_size=60, seq_length=32, batch_size=16, dupe_factor=3,
@@ -122,15 +123,8 @@ def test_plain_paragraphs_become_documents(tmp_path):
 @pytest.fixture(name='hf_bert', scope='module')
 def fixture_hf_bert(tmp_path_factory):
   """A tiny Hugging Face BERT folder (random weights) with a WordPiece vocab.txt."""
-  transformers = pytest.importorskip('transformers')
-  folder = tmp_path_factory.mktemp('hf_bert')
-  vocab = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', '.'] + WORDS
-  (folder / 'vocab.txt').write_text(''.join(t + '\n' for t in vocab), encoding='utf-8')
-  config = transformers.BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2,
-                                   num_attention_heads=2, intermediate_size=64,
-                                   max_position_embeddings=64)
-  transformers.BertForMaskedLM(config).save_pretrained(str(folder))
-  return folder
+  pytest.importorskip('transformers')
+  return tiny_hf.write_bert(tmp_path_factory.mktemp('hf_bert'), WORDS)
 
 
 @pytest.mark.slow
@@ -178,21 +172,9 @@ def test_continued_pretraining_of_a_hugging_face_modernbert_with_a_bpe_tokenizer
   pretrains further on new text (held-out loss lower than the checkpoint's) and exports back to a
   folder that transformers loads with the same tokenizer."""
   transformers = pytest.importorskip('transformers')
-  torch = pytest.importorskip('torch')
+  pytest.importorskip('torch')
   from tests.nlp.data import bpe_tokenizers  # pylint: disable=g-import-not-at-top
-  lines = bpe_tokenizers.corpus_lines(200)
-  tokenizer_json = bpe_tokenizers.byte_level_bpe(tmp_path / 'tok' / 'tokenizer.json', lines,
-                                                 vocab_size=300)
-  source = tmp_path / 'hf_modernbert'
-  torch.manual_seed(0)
-  transformers.ModernBertForMaskedLM(transformers.ModernBertConfig(
-      vocab_size=300, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
-      num_attention_heads=4, local_attention=8, global_attn_every_n_layers=2,
-      max_position_embeddings=64, cls_token_id=0, bos_token_id=0, sep_token_id=1,
-      eos_token_id=1, pad_token_id=3)).save_pretrained(source)
-  transformers.PreTrainedTokenizerFast(
-      tokenizer_file=tokenizer_json, cls_token='[CLS]', sep_token='[SEP]', mask_token='[MASK]',
-      pad_token='[PAD]', unk_token='[UNK]').save_pretrained(source)
+  source = tiny_hf.write_modernbert(tmp_path / 'hf_modernbert')
   corpus = tmp_path / 'new_text.txt'  # other sentences than the tokenizer was trained on
   corpus.write_text(bpe_tokenizers.documents_text(bpe_tokenizers.corpus_lines(400, seed=1)),
                     encoding='utf-8')
