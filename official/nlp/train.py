@@ -5,9 +5,10 @@ Example:
     --config_file=configs/pretraining/bert_mini.yaml --mode=train_and_eval --model_dir=runs/mini \
     --params_override='task.train_data.input_path=data/train.tfrecord*,trainer.train_steps=1000'
 
-Precedence: the experiment's defaults < each --config_file in order < the pretraining records'
-metadata (sequence length, predictions per sequence, packing, vocabulary size and the held-out
-set, `official/nlp/configs/record_fields.py`) < --params_override.
+Precedence: the experiment's defaults < each --config_file in order < the encoder of
+task.init_checkpoint's params.yaml (`official/nlp/configs/checkpoint_fields.py`) < the pretraining
+records' metadata (sequence length, predictions per sequence, packing, vocabulary size and the
+held-out set, `official/nlp/configs/record_fields.py`) < --params_override.
 """
 
 from official.common import quiet  # first: hides TensorFlow's start-up lines (--verbose keeps them)
@@ -69,12 +70,14 @@ def _build_params():
   if FLAGS.tf_data_service:
     _fail('--tf_data_service: tf.data service is not supported by mlm-garden')
   # Function-level: keeps TensorFlow out of mlm-train's start-up.
+  from official.nlp.configs import checkpoint_fields  # pylint: disable=g-import-not-at-top
   from official.nlp.configs import record_fields  # pylint: disable=g-import-not-at-top
-  taken = []
+  taken, restored = [], []
 
   def complete(params) -> None:
-    taken.extend(record_fields.fill_from_records(
-        params, protected=record_fields.override_keys(FLAGS.params_override)))
+    protected = record_fields.override_keys(FLAGS.params_override)
+    restored.extend(checkpoint_fields.fill_encoder_from_checkpoint(params, protected))
+    taken.extend(record_fields.fill_from_records(params, protected=protected))
 
   try:
     params = train_utils.build_params(FLAGS.experiment, FLAGS.config_file, FLAGS.params_override,
@@ -85,6 +88,8 @@ def _build_params():
     _fail(str(e.args[0]) if e.args else str(e))
   except (ValueError, FileNotFoundError) as e:  # hyperparams.ConfigError is a ValueError
     _fail(str(e))
+  for line in restored:
+    logging.info("the init_checkpoint's encoder: %s", line)
   for line in taken:
     logging.info("from the records' metadata: %s", line)
   return params
