@@ -336,7 +336,8 @@ def find_vocab_file(path: str) -> str:
   if not file_utils.isdir(path):
     return path
   candidates = [os.path.join(path, VOCAB_FILE), os.path.join(path, ASSETS_EXTRA, VOCAB_FILE),
-                os.path.join(path, TOKENIZER_JSON)]
+                os.path.join(path, TOKENIZER_JSON),
+                os.path.join(path, ASSETS_EXTRA, TOKENIZER_JSON)]
   for candidate in candidates:
     if file_utils.exists(candidate):
       return candidate

@@ -63,7 +63,10 @@ def _vocab_info(vocab_file: Optional[str], do_lower_case: bool, vocab_size: Opti
   """The serving-config fields of a vocabulary, after checking it against the model."""
   if not vocab_file:
     return {'vocab_file': None, 'special_token_ids': None, 'vocab_sha256': expected_sha256}
-  tokenizer = tokenization.WordPieceTokenizer.from_vocab_file(vocab_file, do_lower_case)
+  if vocab_file.endswith('.json'):  # any tokenizer.json (BPE, Unigram, WordPiece, ...)
+    tokenizer = tokenization.SubwordTokenizer.from_tokenizer_json(vocab_file)
+  else:
+    tokenizer = tokenization.WordPieceTokenizer.from_vocab_file(vocab_file, do_lower_case)
   if vocab_size is not None and tokenizer.vocab_size != vocab_size:
     raise ValueError(f'vocab_file {vocab_file!r} has {tokenizer.vocab_size} tokens but the model '
                      f'has {vocab_size} word embeddings; expected the vocabulary it was trained '
@@ -71,9 +74,14 @@ def _vocab_info(vocab_file: Optional[str], do_lower_case: bool, vocab_size: Opti
   if expected_sha256 and tokenizer.vocab_sha256() != expected_sha256:
     raise ValueError(f'vocab_file {vocab_file!r} differs from the vocabulary of the training '
                      f'records (sha256 {tokenizer.vocab_sha256()} vs {expected_sha256})')
-  return {'vocab_file': inference.VOCAB_FILE,
-          'special_token_ids': {t: tokenizer.token_to_id[t] for t in tokenization.SPECIAL_TOKENS},
+  return {'vocab_file': _asset_name(vocab_file),
+          'special_token_ids': tokenizer.special_token_ids(),
           'vocab_sha256': tokenizer.vocab_sha256()}
+
+
+def _asset_name(vocab_file: str) -> str:
+  """The vocabulary's name in `assets.extra/`: `tokenizer.json` or `vocab.txt`."""
+  return vocab_assets.TOKENIZER_JSON if vocab_file.endswith('.json') else inference.VOCAB_FILE
 
 
 def is_export(directory: str) -> bool:
@@ -105,7 +113,11 @@ def _write_export(module: tf.Module, directory: str, config: Dict[str, Any],
   extra = os.path.join(directory, inference.ASSETS_EXTRA)
   tf.io.gfile.makedirs(extra)
   if vocab_file:
-    tf.io.gfile.copy(vocab_file, os.path.join(extra, inference.VOCAB_FILE), overwrite=True)
+    tf.io.gfile.copy(vocab_file, os.path.join(extra, _asset_name(vocab_file)), overwrite=True)
+    # The special tokens' roles of a tokenizer.json may be named in the config beside it.
+    roles = os.path.join(os.path.dirname(vocab_file), vocab_assets.TOKENIZER_CONFIG)
+    if vocab_file.endswith('.json') and tf.io.gfile.exists(roles):
+      tf.io.gfile.copy(roles, os.path.join(extra, vocab_assets.TOKENIZER_CONFIG), overwrite=True)
   with tf.io.gfile.GFile(os.path.join(extra, inference.SERVING_CONFIG), 'w') as f:
     json.dump(config, f, indent=2)
     f.write('\n')
@@ -237,7 +249,8 @@ def export_from_model_dir(model_dir: str, export_dir: str, checkpoint: Optional[
     model_dir: `params.yaml` + `ckpt-N` as written by `official.nlp.train`.
     export_dir: the SavedModel directory.
     checkpoint: a checkpoint prefix (e.g. `model_dir/ckpt-1000`) or directory (default: latest).
-    vocab_file: the vocabulary (default: `model_dir/vocab.txt` when present; else none is saved).
+    vocab_file: the vocabulary, a vocab.txt or a tokenizer.json (default: the model_dir's
+      `vocab.txt`, else its `tokenizer.json`; else none is saved).
     top_k: `fill_mask` predictions per position (pretrainers).
     experiment: the registered experiment of params.yaml (default: detected).
     overwrite: replace an earlier export in `export_dir`.
@@ -248,12 +261,14 @@ def export_from_model_dir(model_dir: str, export_dir: str, checkpoint: Optional[
   check_export_dir(export_dir, overwrite)  # before the model is built
   params, model, path = inference.restore_model(model_dir, checkpoint, experiment)  # logs it
   metadata = vocab_assets.model_dir_tokenizer_info(model_dir, params)
+  if not vocab_file:  # the model_dir's vocab.txt, else its tokenizer.json (BPE, Unigram, ...)
+    candidates = [os.path.join(model_dir, name)
+                  for name in (inference.VOCAB_FILE, vocab_assets.TOKENIZER_JSON)]
+    vocab_file = next((c for c in candidates if tf.io.gfile.exists(c)), None)
   if not vocab_file:
-    candidate = os.path.join(model_dir, inference.VOCAB_FILE)
-    vocab_file = candidate if tf.io.gfile.exists(candidate) else None
-  if not vocab_file:
-    logging.warning('No vocabulary exported (no --vocab_file, no %s/%s): clients must bring '
-                    'their own.', model_dir, inference.VOCAB_FILE)
+    logging.warning('No vocabulary exported (no --vocab_file, no %s/%s or %s): clients must '
+                    'bring their own.', model_dir, inference.VOCAB_FILE,
+                    vocab_assets.TOKENIZER_JSON)
   common = dict(seq_length=params.task.train_data.seq_length, vocab_file=vocab_file,
                 do_lower_case=metadata.get('do_lower_case', True), source_checkpoint=path,
                 vocab_sha256=metadata.get('vocab_sha256'), overwrite=overwrite)

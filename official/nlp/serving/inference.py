@@ -271,17 +271,19 @@ class InferenceModel:
   def load_tokenizer(self, vocab_file: Optional[str] = None,
                      do_lower_case: Optional[bool] = None) -> tokenization.SubwordTokenizer:
     """The tokenizer of `vocab_file` (a vocab.txt, a tokenizer.json or a folder holding one),
-    default: the vocab.txt found with the model, else the model_dir's tokenizer.json (a BPE or
-    Unigram tokenizer: records written from one put it there).
+    default: the vocab.txt found with the model, else the model_dir's (or the export's
+    `assets.extra/`) tokenizer.json (a BPE or Unigram tokenizer: records written from one put it
+    there).
 
     Raises:
       ValueError: no vocabulary given or found; or one whose size differs from the model's word
         embeddings or whose hash differs from the training records'.
     """
     path = vocab_file
+    own = os.path.join(self.model_dir, ASSETS_EXTRA) if self.kind == SAVED_MODEL else self.model_dir
     if not path and not self.vocab_file and os.path.isfile(
-        os.path.join(self.model_dir, vocab_assets.TOKENIZER_JSON)):
-      path = self.model_dir
+        os.path.join(own, vocab_assets.TOKENIZER_JSON)):
+      path = own
     if path and (os.path.isdir(path) or path.endswith('.json')):
       tokenizer = vocab_assets.load_tokenizer(path, do_lower_case)
       self.check_tokenizer(tokenizer, repr(tokenizer.source))

@@ -105,7 +105,8 @@ def test_find_vocab_file_in_directories(tmp_path):
   assert tokenizer.vocab == tiny_run.VOCAB and tokenizer.do_lower_case is False
   (tmp_path / 'empty').mkdir()
   with pytest.raises(ValueError, match=r"vocabulary '.*empty': a directory without a vocabulary; "
-                     r'expected one of vocab.txt, assets.extra/vocab.txt, tokenizer.json in it'):
+                     r'expected one of vocab.txt, assets.extra/vocab.txt, tokenizer.json, '
+                     r'assets.extra/tokenizer.json in it'):
     vocab_assets.find_vocab_file(str(tmp_path / 'empty'))
   with pytest.raises(ValueError, match='no such file or directory'):
     vocab_assets.find_vocab_file(str(tmp_path / 'missing'))

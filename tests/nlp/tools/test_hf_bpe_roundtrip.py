@@ -28,37 +28,16 @@ from official.nlp.tools import fill_mask
 from official.nlp.tools import hf_bert
 from tests import testing
 from tests.nlp.data import bpe_tokenizers as bt
+from tests.nlp.tools import tiny_hf
 
-VOCAB_SIZE = 300
-# ModernBERT's token ids of bpe_tokenizers.BERT_SPECIALS: [CLS] 0, [SEP] 1, [MASK] 2, [PAD] 3.
-TOKEN_IDS = dict(cls_token_id=0, bos_token_id=0, sep_token_id=1, eos_token_id=1, pad_token_id=3)
-TINY = dict(vocab_size=VOCAB_SIZE, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
-            num_attention_heads=4, local_attention=8, global_attn_every_n_layers=2,
-            max_position_embeddings=64, **TOKEN_IDS)
+TOKEN_IDS = tiny_hf.MODERNBERT_TOKEN_IDS
 TEXT = 'Kalo mi [MASK] ne pa.'
 
 
 @pytest.fixture(scope='module')
 def hf_dir(tmp_path_factory):
-  """A tiny ModernBertForMaskedLM (weights spread out, so predictions differ) with a byte-level
-  BPE tokenizer saved as transformers saves one (tokenizer.json + tokenizer_config.json)."""
-  root = tmp_path_factory.mktemp('hf_bpe')
-  lines = bt.corpus_lines(200)
-  (root / 'corpus.txt').write_text(bt.documents_text(lines), encoding='utf-8')
-  tokenizer_json = bt.byte_level_bpe(root / 'tok' / 'tokenizer.json', lines,
-                                     vocab_size=VOCAB_SIZE)
-  folder = root / 'hf'
-  torch.manual_seed(0)
-  model = transformers.ModernBertForMaskedLM(transformers.ModernBertConfig(**TINY)).eval()
-  generator = torch.Generator().manual_seed(0)
-  with torch.no_grad():
-    for name, parameter in model.named_parameters():
-      noise = torch.randn(parameter.shape, generator=generator)
-      parameter.copy_(1.0 + 0.2 * noise if 'norm' in name else 0.3 * noise)
-  model.save_pretrained(folder)
-  transformers.PreTrainedTokenizerFast(
-      tokenizer_file=tokenizer_json, cls_token='[CLS]', sep_token='[SEP]', mask_token='[MASK]',
-      pad_token='[PAD]', unk_token='[UNK]').save_pretrained(folder)
+  """A tiny ModernBertForMaskedLM with a byte-level BPE tokenizer.json (tests/nlp/tools/tiny_hf)."""
+  folder = tiny_hf.write_modernbert(tmp_path_factory.mktemp('hf_bpe'))
   assert not (folder / 'vocab.txt').exists()
   return folder
 
@@ -179,6 +158,29 @@ def test_fill_mask_on_a_bpe_folder_decodes_the_models_predictions(hf_dir, tmp_pa
     assert [t for t, _ in results[0][0]] == [t for t, _ in expected]
     np.testing.assert_allclose([p for _, p in results[0][0]], [p for _, p in expected],
                                atol=1e-3)
+
+
+@pytest.mark.slow
+def test_a_savedmodel_export_carries_the_bpe_tokenizer(hf_dir, tmp_path, capsys):
+  from official.nlp.serving import export_savedmodel  # pylint: disable=g-import-not-at-top
+  ours, export = tmp_path / 'ours', tmp_path / 'export'
+  convert_checkpoint.convert('hf', 'ours', str(hf_dir), str(ours))
+  export_savedmodel.export_from_model_dir(str(ours), str(export), top_k=3)
+  extra = export / 'assets.extra'
+  assert (extra / 'tokenizer.json').read_bytes() == (hf_dir / 'tokenizer.json').read_bytes()
+  assert not (extra / 'vocab.txt').exists()
+  config = json.loads((extra / 'serving_config.json').read_text())
+  assert config['vocab_file'] == 'tokenizer.json'
+  assert config['special_token_ids'] == {'[PAD]': 3, '[CLS]': 0, '[SEP]': 1, '[MASK]': 2,
+                                         '[UNK]': 4}
+  printed = []
+  for model_dir in (ours, export):  # the export predicts what the model_dir does
+    assert fill_mask.main(['fill_mask', f'--model_dir={model_dir}', f'--text={TEXT}',
+                           '--top_k=3', '--seq_length=16']) == 0
+    printed.append(_printed(capsys))
+  from_ours, from_export = printed
+  assert [t for t, _ in from_export] == [t for t, _ in from_ours] and len(from_ours) == 3
+  np.testing.assert_allclose([p for _, p in from_export], [p for _, p in from_ours], atol=1e-5)
 
 
 @pytest.mark.slow
