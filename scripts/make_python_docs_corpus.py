@@ -155,6 +155,7 @@ def main(argv=None) -> int:
   parser.add_argument("--output_file", required=True)
   args = parser.parse_args(argv)
   documents = sentences = 0
+  os.makedirs(os.path.dirname(os.path.abspath(args.output_file)), exist_ok=True)
   with open(args.output_file, "w", encoding="utf-8") as f:
     for document in corpus_documents(args.source_dir):
       if documents:

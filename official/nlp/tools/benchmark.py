@@ -30,7 +30,7 @@ Examples:
       --params_override='task.train_data.global_batch_size=32' --json=/tmp/bench.json
   mlm-benchmark --variants=bfloat16 --profile_steps=5   # + where a step's time goes
   mlm-benchmark --pipeline_only --data=config \
-      --params_override='task.train_data.input_path=data/train-*.tfrecord'
+      --params_override='task.train_data.input_path=data/train.tfrecord-*'
 """
 
 import argparse
@@ -61,6 +61,7 @@ from official.core import task_factory
 from official.core import trainer as trainer_lib
 from official.modeling import hyperparams
 from official.modeling import performance
+from official.nlp.configs import record_fields
 from official.nlp.tools import model_flops
 from official.nlp.tools import step_profile
 from official.utils.misc import cpu_info
@@ -196,7 +197,8 @@ def parse_variant(variant: str) -> Dict[str, Any]:
 
 def build_params(experiment: str, config_files: Sequence[str], params_override: str,
                  variant: str, data: str = 'dummy'):
-  """The experiment config of one variant (dtype and XLA set in `runtime`)."""
+  """The experiment config of one variant (dtype and XLA set in `runtime`); with `data='config'`
+  the fields the records' metadata knows are taken from it (`record_fields`), as training does."""
   params = exp_factory.get_exp_config(experiment)
   for path in config_files:
     params.override(hyperparams.read_yaml(path))
@@ -208,6 +210,10 @@ def build_params(experiment: str, config_files: Sequence[str], params_override: 
       'enable_xla': spec['xla'], 'xla_on_cpu': spec['xla']}})
   if data == 'dummy':
     params.override({'task': {'train_data': {'input_path': 'dummy'}}})
+  else:  # the records' sequence length, predictions, packing and vocabulary, as training takes
+    for line in record_fields.fill_from_records(
+        params, protected=record_fields.override_keys(params_override)):
+      logging.info("from the records' metadata: %s", line)
   params.validate()
   return params
 
