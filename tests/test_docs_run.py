@@ -117,7 +117,8 @@ class Run:
     files: (relative path, kind of `FILE_MAKERS`) the block reads.
     substitutions: (printed text, text run), each of which must match the block; `{root}` and
       `{tmp}` in the text run are the repository and the working directory.
-    skip: (the start of a command as printed, why it is not run here).
+    skip: (a regular expression that matches a whole command as printed, why it is not run
+      here).
     after: the runs whose blocks run first in the same directory (their outputs are this
       block's inputs).
     in_root: run in the repository (a block about the clone itself, e.g. `pip install -e .`).
@@ -141,13 +142,17 @@ _TINY_TRAIN = ('trainer.train_steps=2,trainer.steps_per_loop=1,trainer.validatio
                'trainer.validation_steps=1,task.train_data.global_batch_size=4,'
                'task.validation_data.global_batch_size=4')
 
+_TINY_STUDY = ('--corpus=corpus.txt --ood_corpus=ood.txt --minutes=0.05 --learning_rates=1e-3 '
+               '--evals=1 --vocab_size=60 --dupe_factor=1 --batch_size=8 --no_pin '
+               '--mixed_precision=float32')
+
 RUNS: Dict[str, Run] = {
     'readme_setup': Run(
         'README.md', 'make demo', substitutions=(
             ('make demo', 'make -C {root} -o .venv/.installed demo '
              'DEMO_FLAGS="--output_dir={tmp}/demo --minutes=0 --train_steps=4 --vocab_size=1000 '
              '--batch_size=8 --dupe_factor=1"'),),
-        skip=(('make test', 'the suite itself: .ci/run runs it (make test-all)'),)),
+        skip=((r'make test', 'the suite itself: .ci/run runs it (make test-all)'),)),
     'readme_install': Run(
         'README.md', 'pip install -e .', in_root=True, substitutions=(
             ('pip install', '.venv/bin/python -m pip install --dry-run --no-index '
@@ -200,7 +205,7 @@ RUNS: Dict[str, Run] = {
                ('lines.txt', 'lines'), ('corpus.txt', 'lines'))),
     'model_garden_tests': Run(
         'docs/model_garden_compatibility.md', 'run_model_garden_tests.py --set=all',
-        skip=(('.venv/bin/python scripts/run_model_garden_tests.py',
+        skip=((r'\.venv/bin/python scripts/run_model_garden_tests\.py .*',
                "downloads Model Garden's wheel and runs its tests for about 25 minutes; "
                'tests/scripts/test_run_model_garden_tests.py runs its parts'),)),
     'performance': Run(
@@ -219,7 +224,7 @@ RUNS: Dict[str, Run] = {
                         '--precisions=float32 --modes=eager --batch_size=2 --seq_length=16 '
                         '--rounds=1 --steps_per_round=1 --warmup_steps=0 --peak_seconds=0.05 '
                         '--matmul_size=64')),
-        skip=(('scripts/compare_model_garden.sh',
+        skip=((r'scripts/compare_model_garden\.sh .*',
                'installs tf-models-official into a throwaway venv (a download) and runs for about '
                '40 minutes; tests/scripts/test_compare_model_garden.py runs its parts'),)),
     'pretraining_pydocs': Run(
@@ -251,11 +256,14 @@ RUNS: Dict[str, Run] = {
                         f"input_path=data/packed.tfrecord,{_TINY_TRAIN}'"))),
     'recipe_comparison': Run(
         'docs/recipe_comparison.md', 'compare_recipes.py',
-        skip=(('apt-get install', "a system package (root and a download); without it the study's "
-               "corpus is the standard library's docstrings"),
-              ('.venv/bin/python scripts/compare_recipes.py',
-               'the study itself: hours of pretraining and downloads of the downstream data; '
-               'tests/scripts/test_compare_recipes.py runs its parts'))),
+        files=(('corpus.txt', 'text'), ('ood.txt', 'text')),
+        substitutions=(('--work_dir=/tmp/ttq', f'--work_dir=ttq {_TINY_STUDY}'),),
+        skip=((r'apt-get install .*', "a system package (root and a download); without it the "
+               "study's corpus is the standard library's docstrings (here: --corpus)"),
+              (r'\.venv/bin/python scripts/compare_recipes\.py --work_dir=/tmp/ttq',
+               'the downstream table: dozens of fine-tuning runs, over 5 minutes on 2 cores even '
+               'at tiny sizes; the two commands before it run here, and '
+               'tests/scripts/test_compare_recipes.py tests the downstream step with a stub'))),
 }
 
 
@@ -281,9 +289,10 @@ def substituted(block: test_docs.Block, substitutions, tmp: str = '') -> test_do
   return dataclasses.replace(block, lines=text.split('\n'))
 
 
-def _skip_reason(run: Run, command: test_docs.Command) -> str:
-  printed = ' '.join(command.words)
-  return next((reason for start, reason in run.skip if printed.startswith(start)), '')
+def _skip_reason(run: Run, printed: test_docs.Command) -> str:
+  """Why the command `printed` (as the page prints it) is not run, or ''."""
+  text = ' '.join(printed.words)
+  return next((reason for pattern, reason in run.skip if re.fullmatch(pattern, text)), '')
 
 
 def run_command(command: test_docs.Command, cwd: str) -> cli.CliResult:
@@ -328,8 +337,9 @@ def _run_commands(name: str, tmp_path) -> List[Tuple[test_docs.Command, cli.CliR
   block = substituted(block_of(spec), spec.substitutions, str(tmp_path))
   cwd = ROOT if spec.in_root else str(tmp_path)
   results = []
-  for command in test_docs._commands(block):  # pylint: disable=protected-access
-    if _skip_reason(spec, command):
+  printed = test_docs._commands(block_of(spec))  # pylint: disable=protected-access
+  for original, command in zip(printed, test_docs._commands(block)):  # pylint: disable=protected-access
+    if _skip_reason(spec, original):
       continue
     result = run_command(command, cwd)
     assert result.returncode == 0, f'{command.where}: {" ".join(command.words)}\n' + (
@@ -384,6 +394,7 @@ OUTPUTS = {
     'performance': (),
     'pretraining_pydocs': ('pydocs/pydocs.txt', 'runs/pydocs/summary.json'),
     'pretraining_bert': ('runs/bert_mini/params.yaml',),
+    'recipe_comparison': ('ttq/results.md',),
     'pretraining_modern': ('data/packed_validation.metadata.json', 'runs/modern_mini/params.yaml',
                            'runs/from_hf/params.yaml', 'hf_out/config.json'),
 }
@@ -410,11 +421,11 @@ def test_every_shell_block_is_run():
     block = block_of(spec)
     assert (block.path, block.line) not in covered, f'{name} and {covered[block.path, block.line]}'
     covered[block.path, block.line] = name
-    commands = test_docs._commands(substituted(block, spec.substitutions))  # pylint: disable=protected-access
-    assert commands
-    for start, _ in spec.skip:
-      assert any(' '.join(c.words).startswith(start) for c in commands), (
-          f'{name}: skips {start!r}, which the block no longer runs')
+    commands = test_docs._commands(block)  # pylint: disable=protected-access
+    assert len(test_docs._commands(substituted(block, spec.substitutions))) == len(commands)  # pylint: disable=protected-access
+    for pattern, _ in spec.skip:
+      assert any(re.fullmatch(pattern, ' '.join(c.words)) for c in commands), (
+          f'{name}: skips {pattern!r}, which matches no command the block prints')
     ran = [c for c in commands if not _skip_reason(spec, c)]
     assert ran or spec.skip, name
   uncovered = [f'{path}:{block.line}' for path in test_docs.DOC_FILES
