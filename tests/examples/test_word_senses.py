@@ -54,5 +54,7 @@ def test_example_sentences_file_and_errors(tmp_path_factory, tmp_path, capsys):
   sentences.write_text('file\tnoun\tcopy the list\n')
   assert word_senses.main([f'--model_dir={run["model_dir"]}',
                            f'--sentences_file={sentences}']) == 1
-  assert capsys.readouterr().err == ("word_senses: error: the word 'file' is not a word of "
-                                     "sentence 1: 'copy the list'\n")
+  # The last line (TensorFlow may log a retracing warning before it in a process that built
+  # five models before this one).
+  assert capsys.readouterr().err.splitlines()[-1] == (
+      "word_senses: error: the word 'file' is not a word of sentence 1: 'copy the list'")
