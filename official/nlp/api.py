@@ -43,8 +43,7 @@ from official.core import task_factory
 from official.core import train_lib
 from official.core import train_utils
 from official.modeling import hyperparams
-from official.nlp.configs import checkpoint_fields
-from official.nlp.configs import record_fields
+from official.nlp.configs import known_fields
 from official.nlp.serving import inference
 from official.nlp.tools import embed as embed_lib
 from official.nlp.tools import fill_mask as fill_mask_lib
@@ -97,8 +96,8 @@ def load_config(config_files: Union[str, Sequence[str], None] = None,
                 experiment: str = DEFAULT_EXPERIMENT,
                 overrides: Union[str, Mapping[str, Any], None] = None) -> cfg.ExperimentConfig:
   """The validated experiment config: the experiment's defaults < YAML files < the
-  encoder of `task.init_checkpoint`'s params.yaml (`checkpoint_fields`) < the pretraining records'
-  metadata (`record_fields.fill_from_records`) < overrides.
+  encoder of `task.init_checkpoint`'s params.yaml < the pretraining records' metadata
+  (`known_fields.fill`) < overrides.
 
   Args:
     config_files: a YAML file or several (Model Garden's YAML structure), applied in order.
@@ -120,14 +119,12 @@ def load_config(config_files: Union[str, Sequence[str], None] = None,
   """
   files = [config_files] if isinstance(config_files, str) else list(config_files or ())
   text = overrides if isinstance(overrides, str) else None
-  taken, restored = [], []
+  taken = []
 
   def complete(params: cfg.ExperimentConfig) -> None:
     if isinstance(overrides, Mapping) and overrides:
       params.override(nested.unflatten(overrides), is_strict=True)
-    protected = record_fields.override_keys(overrides)
-    restored.extend(checkpoint_fields.fill_encoder_from_checkpoint(params, protected))
-    taken.extend(record_fields.fill_from_records(params, protected))
+    taken.extend(known_fields.fill(params, overrides))
 
   try:
     params = train_utils.build_params(experiment, files, text, complete=complete)
@@ -135,10 +132,8 @@ def load_config(config_files: Union[str, Sequence[str], None] = None,
     raise
   except (ValueError, TypeError) as e:
     raise hyperparams.ConfigError('', str(e)) from None
-  for line in restored:
-    logging.info("the init_checkpoint's encoder: %s", line)
   for line in taken:
-    logging.info("from the records' metadata: %s", line)
+    logging.info('%s', line)
   return params
 
 

@@ -70,14 +70,11 @@ def _build_params():
   if FLAGS.tf_data_service:
     _fail('--tf_data_service: tf.data service is not supported by mlm-garden')
   # Function-level: keeps TensorFlow out of mlm-train's start-up.
-  from official.nlp.configs import checkpoint_fields  # pylint: disable=g-import-not-at-top
-  from official.nlp.configs import record_fields  # pylint: disable=g-import-not-at-top
-  taken, restored = [], []
+  from official.nlp.configs import known_fields  # pylint: disable=g-import-not-at-top
+  taken = []
 
   def complete(params) -> None:
-    protected = record_fields.override_keys(FLAGS.params_override)
-    restored.extend(checkpoint_fields.fill_encoder_from_checkpoint(params, protected))
-    taken.extend(record_fields.fill_from_records(params, protected=protected))
+    taken.extend(known_fields.fill(params, FLAGS.params_override))
 
   try:
     params = train_utils.build_params(FLAGS.experiment, FLAGS.config_file, FLAGS.params_override,
@@ -88,10 +85,8 @@ def _build_params():
     _fail(str(e.args[0]) if e.args else str(e))
   except (ValueError, FileNotFoundError) as e:  # hyperparams.ConfigError is a ValueError
     _fail(str(e))
-  for line in restored:
-    logging.info("the init_checkpoint's encoder: %s", line)
   for line in taken:
-    logging.info("from the records' metadata: %s", line)
+    logging.info('%s', line)
   return params
 
 

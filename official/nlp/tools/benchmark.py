@@ -61,7 +61,7 @@ from official.core import task_factory
 from official.core import trainer as trainer_lib
 from official.modeling import hyperparams
 from official.modeling import performance
-from official.nlp.configs import record_fields
+from official.nlp.configs import known_fields
 from official.nlp.tools import model_flops
 from official.nlp.tools import step_profile
 from official.utils.misc import cpu_info
@@ -198,7 +198,7 @@ def parse_variant(variant: str) -> Dict[str, Any]:
 def build_params(experiment: str, config_files: Sequence[str], params_override: str,
                  variant: str, data: str = 'dummy'):
   """The experiment config of one variant (dtype and XLA set in `runtime`); with `data='config'`
-  the fields the records' metadata knows are taken from it (`record_fields`), as training does."""
+  the fields the records' metadata knows are taken from it (`known_fields`), as training does."""
   params = exp_factory.get_exp_config(experiment)
   for path in config_files:
     params.override(hyperparams.read_yaml(path))
@@ -211,9 +211,8 @@ def build_params(experiment: str, config_files: Sequence[str], params_override: 
   if data == 'dummy':
     params.override({'task': {'train_data': {'input_path': 'dummy'}}})
   else:  # the records' sequence length, predictions, packing and vocabulary, as training takes
-    for line in record_fields.fill_from_records(
-        params, protected=record_fields.override_keys(params_override)):
-      logging.info("from the records' metadata: %s", line)
+    for line in known_fields.fill(params, params_override):
+      logging.info('%s', line)
   params.validate()
   return params
 

@@ -29,7 +29,7 @@ from official.core import train_lib
 from official.core import train_utils
 from official.modeling import hyperparams
 from official.nlp.configs import bert
-from official.nlp.configs import record_fields
+from official.nlp.configs import known_fields
 from official.nlp.data import tokenization
 from official.nlp.tools import context_free_mlm
 from official.nlp.tools import convert_checkpoint
@@ -94,11 +94,11 @@ def training_params(yaml_path: str, overrides: Mapping[str, Any],
       params.override({'task': {'model': start.model_config.as_dict(),
                                 'init_checkpoint': start.checkpoint}}, is_strict=True)
     params.override(nested.unflatten(overrides), is_strict=True)
-    taken.extend(record_fields.fill_from_records(params, record_fields.override_keys(overrides)))
+    taken.extend(known_fields.fill(params, overrides))
 
   params = train_utils.build_params('bert/pretraining', [yaml_path], None, complete=complete)
   for line in taken:
-    logging.info("from the records' metadata: %s", line)
+    logging.info('%s', line)
   return params
 
 

@@ -10,6 +10,7 @@ import yaml
 from official.modeling import hyperparams
 from official.nlp import api
 from official.nlp.configs import checkpoint_fields
+from official.nlp.configs import known_fields
 from tests.paths import ROOT
 
 TINY_CLS = os.path.join(ROOT, 'configs', 'finetuning', 'sentence_prediction_tiny.yaml')
@@ -77,3 +78,16 @@ def test_nothing_changes_without_a_params_yaml_beside_the_checkpoint(tmp_path):
   assert checkpoint_fields.checkpoint_params_path('') is None
   assert checkpoint_fields.checkpoint_params_path(str(tmp_path)) is None
   assert checkpoint_fields.fill_encoder_from_checkpoint(params) == []
+
+
+def test_known_fields_fill_names_its_source_and_guards_the_overrides(tmp_path):
+  model_dir = _model_dir(tmp_path / 'mini')
+  params = api.load_config(TINY_CLS, 'bert/sentence_prediction')
+  params.override({'task': {'init_checkpoint': model_dir}})
+  (line,) = known_fields.fill(params, None)  # no records in a fine-tuning config's data
+  assert line.startswith(known_fields.CHECKPOINT_PREFIX + f'{model_dir}/params.yaml: ')
+  params = api.load_config(TINY_CLS, 'bert/sentence_prediction')
+  override = f'task.init_checkpoint={model_dir},task.model.encoder.bert.hidden_size=128'
+  params.override({'task': {'init_checkpoint': model_dir}})
+  with pytest.raises(ValueError, match=r'hidden_size=128 in --params_override.*hidden_size=64'):
+    known_fields.fill(params, override)
