@@ -26,6 +26,7 @@ setuptools.setup(
     install_requires=RUNTIME_REQUIREMENTS,
     extras_require={
         'test': ['pytest>=7', 'pytest-xdist', 'matplotlib', 'gin-config',
+                 'scipy>=1.11', 'scikit-learn>=1.4',  # the [eval] extra's
                  'ruff', 'coverage',  # make lint; the suite's line coverage
                  'tensorflow-text>=2.21,<2.22',  # the text layers' tests
                  'sentencepiece',  # test-only: trains the SentencePiece models of the tests
@@ -34,6 +35,8 @@ setuptools.setup(
                  # model; torch's CPU wheel (2.13.0+cpu) comes from pip's find-links, never
                  # PyPI's CUDA build; our runtime code imports neither.
                  'torch==2.13.0', 'transformers==5.24.0'],
+        # mlm-eval's statistics (scipy's distributions) and simple baselines (scikit-learn).
+        'eval': ['scipy>=1.11', 'scikit-learn>=1.4'],
         'gin': ['gin-config'],  # --gin_file / --gin_params
         'plot': ['matplotlib'],
         'text': ['tensorflow-text>=2.21,<2.22'],  # in-graph tokenization: text_layers, serve_text
