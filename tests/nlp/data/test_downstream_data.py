@@ -268,3 +268,13 @@ def test_fetch_downstream_data_cli_writes_the_splits(tmp_path, capsys, monkeypat
                                                          'train.conll']
   assert fetch_downstream_data.main(['fetch', '--output_dir=x', '--tasks=sst']) == 2
   assert "--tasks: unknown ['sst']" in capsys.readouterr().err
+
+
+def test_the_index_is_pypis_public_simple_api_unless_pip_is_told_otherwise(monkeypatch):
+  monkeypatch.delenv('PIP_INDEX_URL', raising=False)
+  monkeypatch.delenv('PIP_EXTRA_INDEX_URL', raising=False)
+  assert downstream_data.index_urls() == ['https://pypi.org/simple/']
+  monkeypatch.setenv('PIP_INDEX_URL', 'https://mirror.test/simple/')
+  monkeypatch.setenv('PIP_EXTRA_INDEX_URL', 'file:///opt/wheels https://extra.test/simple/')
+  assert downstream_data.index_urls() == ['https://mirror.test/simple/',
+                                          'https://extra.test/simple/']
