@@ -22,14 +22,16 @@ adds the Brown corpus's held-out documents (`official.nlp.data.brown_corpus`: fe
 
 A --model is a training model_dir of ours (or a checkpoint prefix in one), a Hugging Face directory
 (config.json + model.safetensors) or a Google BERT directory (bert_config.json + bert_model.ckpt);
-`NAME=PATH` names its rows. Errors print one line and exit 1; bad flags exit 2.
+`NAME=PATH` names its rows. Errors print one line and exit 1; bad flags exit 2. Needs the
+`[eval]` extra (scipy, scikit-learn): `pip install 'mlm-garden[eval]'`.
 """
 
 from official.common import quiet  # first: hides TensorFlow's start-up lines (--verbose keeps them)
 quiet.quiet_cli(__name__)
 
+import importlib.util
 import sys
-from typing import Optional, Sequence
+from typing import List, Optional, Sequence
 
 from absl import flags
 
@@ -38,6 +40,20 @@ from official.nlp.data import downstream_data
 from official.nlp.tools import downstream_eval
 
 PROGRAM = 'mlm_eval'
+# The [eval] extra's modules (setup.py): scipy's distributions for the tests, scikit-learn for
+# the linear baselines.
+EVAL_EXTRA = ('scipy', 'sklearn')
+MISSING_EXTRA = "mlm-eval needs scipy and scikit-learn: pip install 'mlm-garden[eval]'"
+
+
+def missing_extra(modules: Sequence[str] = EVAL_EXTRA) -> List[str]:
+  """The `modules` (the [eval] extra's) that are not installed.
+
+  Example:
+    >>> missing_extra()  # with the extra installed
+    []
+  """
+  return [name for name in modules if importlib.util.find_spec(name) is None]
 
 
 def _define_flags() -> flags.FlagValues:
@@ -93,6 +109,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   status = cli_utils.parse_flags(fv, argv, PROGRAM, __doc__)
   if status is not None:
     return status
+  if missing_extra():
+    return cli_utils.error(PROGRAM, MISSING_EXTRA)
   if not fv.model or not fv.output_dir:
     return cli_utils.error(PROGRAM, 'expected --model (one or more) and --output_dir, e.g. '
                            '--model=runs/bert_mini --output_dir=/tmp/eval', status=2)

@@ -19,6 +19,12 @@
 The first sees the seed-to-seed spread, the second the test set's sampling spread; a difference
 is called significant in the tables only when both p-values are below 0.05.
 
+The distributions and the t-tests are scipy's (`scipy.stats`, `scipy.special`; the `[eval]`
+extra, `pip install 'mlm-garden[eval]'`, imported on first use so that importing this module needs
+numpy only). Here on top is what scipy lacks: the sign-flip permutation tests (clustered, exact
+when small), the cluster-robust variance, the two-level test and Holm's adjustment; and the
+cluster bootstrap, whose draws are `scipy.stats.bootstrap`'s at a tenth of its time.
+
 Example:
   >>> paired_t_test([0.71, 0.73, 0.72], [0.69, 0.70, 0.70])
   (7.0, 0.0198...)
@@ -35,28 +41,28 @@ from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+# What a caller without scipy (the optional `[eval]` extra) is told.
+MISSING_SCIPY = "significance tests need scipy: pip install 'mlm-garden[eval]'"
 
-def _incomplete_beta_fraction(a: float, b: float, x: float) -> float:
-  """The continued fraction of the regularised incomplete beta function (modified Lentz)."""
-  tiny = 1e-300
-  c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
-  d = 1.0 / (d if abs(d) > tiny else tiny)
-  result = d
-  for m in range(1, 300):
-    for numerator in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
-                      -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
-      d = 1.0 + numerator * d
-      d = 1.0 / (d if abs(d) > tiny else tiny)
-      c = 1.0 + numerator / c
-      c = c if abs(c) > tiny else tiny
-      result *= d * c
-    if abs(d * c - 1.0) < 1e-15:
-      break
-  return result
+
+def _scipy() -> Tuple[Any, Any]:
+  """`(scipy.special, scipy.stats)`.
+
+  Raises:
+    ImportError: scipy is not installed (`MISSING_SCIPY`).
+
+  Example:
+    >>> special, stats = _scipy()
+  """
+  try:
+    from scipy import special, stats  # Function-level: the optional [eval] extra, on first use.
+  except ImportError as e:
+    raise ImportError(MISSING_SCIPY) from e
+  return special, stats
 
 
 def regularized_incomplete_beta(a: float, b: float, x: float) -> float:
-  """I_x(a, b), for a, b > 0 and 0 <= x <= 1.
+  """I_x(a, b), for a, b > 0 and 0 <= x <= 1 (`scipy.special.betainc`).
 
   Example:
     >>> regularized_incomplete_beta(1.0, 1.0, 0.3)  # the uniform distribution's CDF
@@ -64,13 +70,8 @@ def regularized_incomplete_beta(a: float, b: float, x: float) -> float:
   """
   if not 0.0 <= x <= 1.0:
     raise ValueError(f'x must be in [0, 1], found {x}')
-  if x in (0.0, 1.0):
-    return x
-  log_front = (math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x)
-               + b * math.log1p(-x))
-  if x < (a + 1.0) / (a + b + 2.0):
-    return math.exp(log_front) * _incomplete_beta_fraction(a, b, x) / a
-  return 1.0 - math.exp(log_front) * _incomplete_beta_fraction(b, a, 1.0 - x) / b
+  special, _ = _scipy()
+  return float(special.betainc(a, b, x))
 
 
 def student_t_two_sided_p(t: float, dof: int) -> float:
@@ -82,30 +83,45 @@ def student_t_two_sided_p(t: float, dof: int) -> float:
   """
   if dof < 1:
     raise ValueError(f'degrees of freedom must be >= 1, found {dof}')
-  if math.isinf(t):
-    return 0.0
-  return regularized_incomplete_beta(dof / 2.0, 0.5, dof / (dof + t * t))
+  return _two_sided_p(t, dof)
+
+
+def _two_sided_p(t: float, dof: float) -> float:
+  """`student_t_two_sided_p` for a real-valued `dof` (Welch's): `2 * sf(|t|)`.
+
+  Example:
+    >>> round(_two_sided_p(2.776, 4.0), 3)
+    0.05
+  """
+  _, stats = _scipy()
+  return float(2.0 * stats.t.sf(abs(t), dof))
 
 
 def paired_t_test(a: Sequence[float], b: Sequence[float]) -> Tuple[float, float]:
   """`(t, two-sided p)` of the mean of `a - b` against 0 (pairs in the same order).
 
-  Identical pairs give `(0.0, 1.0)`; a constant non-zero difference gives `(+-inf, 0.0)`.
+  `scipy.stats.ttest_rel`; identical pairs give `(0.0, 1.0)`, a constant non-zero difference
+  `(+-inf, 0.0)` (where scipy gives NaN).
 
   Raises:
     ValueError: fewer than 2 pairs, or `a` and `b` of different lengths.
+
+  Example:
+    >>> paired_t_test([0.71, 0.73, 0.72], [0.69, 0.70, 0.70])
+    (7.0, 0.0198...)
   """
   if len(a) != len(b):
     raise ValueError(f'paired samples must have the same length, found {len(a)} and {len(b)}')
   if len(a) < 2:
     raise ValueError(f'a paired t-test needs at least 2 pairs, found {len(a)}')
-  diffs = np.asarray(a, np.float64) - np.asarray(b, np.float64)
+  x, y = np.asarray(a, np.float64), np.asarray(b, np.float64)
+  diffs = x - y
   mean = float(diffs.mean())
-  spread = float(diffs.std(ddof=1))
-  if spread == 0.0:
+  if float(diffs.std(ddof=1)) == 0.0:
     return (0.0, 1.0) if mean == 0.0 else (math.copysign(math.inf, mean), 0.0)
-  t = mean / (spread / math.sqrt(len(diffs)))
-  return t, student_t_two_sided_p(t, len(diffs) - 1)
+  _, stats = _scipy()
+  result = stats.ttest_rel(x, y)
+  return float(result.statistic), float(result.pvalue)
 
 
 def paired_permutation_test(a: Sequence[float], b: Sequence[float], rounds: int = 10000,
@@ -140,8 +156,8 @@ def _random_sign_flips_p(values: np.ndarray, rounds: int, seed: int) -> float:
 
 
 def t_quantile(probability: float, dof: float) -> float:
-  """The `probability` quantile of Student's t with `dof` degrees of freedom (0.5 < p < 1), by
-  bisection on `student_t_two_sided_p`.
+  """The `probability` quantile of Student's t with `dof` degrees of freedom (0.5 < p < 1;
+  `scipy.stats.t.ppf`).
 
   Example:
     >>> round(t_quantile(0.975, 4), 3)
@@ -149,42 +165,29 @@ def t_quantile(probability: float, dof: float) -> float:
   """
   if not 0.5 < probability < 1.0:
     raise ValueError(f'probability must be in (0.5, 1), found {probability}')
-  target = 2.0 * (1.0 - probability)  # the two-sided p at the quantile
-  low, high = 0.0, 1.0
-  while _two_sided_p(high, dof) > target:
-    high *= 2.0
-  for _ in range(200):
-    middle = (low + high) / 2.0
-    if _two_sided_p(middle, dof) > target:
-      low = middle
-    else:
-      high = middle
-  return (low + high) / 2.0
-
-
-def _two_sided_p(t: float, dof: float) -> float:
-  """`student_t_two_sided_p` for a real-valued `dof` (Welch's)."""
-  if math.isinf(t):
-    return 0.0
-  return regularized_incomplete_beta(dof / 2.0, 0.5, dof / (dof + t * t))
+  _, stats = _scipy()
+  return float(stats.t.ppf(probability, dof))
 
 
 def paired_t_interval(a: Sequence[float], b: Sequence[float],
                       level: float = 0.95) -> Tuple[float, float, float]:
-  """`(mean difference, low, high)`: the `level` confidence interval of the mean of `a - b`.
+  """`(mean difference, low, high)`: the `level` confidence interval of the mean of `a - b`
+  (`scipy.stats.ttest_rel`'s; a constant difference: the point).
 
   Example:
     >>> [round(x, 3) for x in paired_t_interval([3, 4, 5], [1, 1, 1])]
     [3.0, 0.516, 5.484]
   """
-  diffs = np.asarray(a, np.float64) - np.asarray(b, np.float64)
-  if len(a) != len(b) or len(diffs) < 2:
+  x, y = np.asarray(a, np.float64), np.asarray(b, np.float64)
+  if len(a) != len(b) or len(x) < 2:
     raise ValueError(f'a paired interval needs 2 or more pairs of one length, found {len(a)} '
                      f'and {len(b)}')
-  mean = float(diffs.mean())
-  half = t_quantile(0.5 + level / 2.0, len(diffs) - 1) * float(diffs.std(ddof=1)) / math.sqrt(
-      len(diffs))
-  return mean, mean - half, mean + half
+  mean = float((x - y).mean())
+  if float((x - y).std(ddof=1)) == 0.0:
+    return mean, mean, mean
+  _, stats = _scipy()
+  interval = stats.ttest_rel(x, y).confidence_interval(level)
+  return mean, float(interval.low), float(interval.high)
 
 
 def too_small(a: Sequence[float], b: Union[Sequence[float], float]) -> bool:
@@ -194,7 +197,8 @@ def too_small(a: Sequence[float], b: Union[Sequence[float], float]) -> bool:
 
 def welch_t_test(a: Sequence[float], b: Union[Sequence[float], float],
                  level: float = 0.95) -> Dict[str, float]:
-  """Welch's two-sample t-test of `mean(a) - mean(b)`, with its confidence interval.
+  """Welch's two-sample t-test of `mean(a) - mean(b)`, with its confidence interval
+  (`scipy.stats.ttest_ind(equal_var=False)`; `ttest_1samp` against a number).
 
   For independent samples, e.g. one score per pretraining run of each recipe: the test is at the
   level of the runs, so it sees how much a recipe's result varies with its pretraining seed. A
@@ -215,8 +219,21 @@ def welch_t_test(a: Sequence[float], b: Union[Sequence[float], float],
     0.0742
   """
   difference, parts = _sample_parts(a, b, "Welch's t-test needs 2 or more values a sample")
-  # A number b has 0 degrees of freedom: len(a) - 1, the one-sample test's, either way.
-  return _t_result(difference, parts, parts[0][1] + parts[1][1], level)
+  if parts[0][0] + parts[1][0] == 0.0:  # no spread: scipy's t would be NaN
+    # A number b has 0 degrees of freedom: len(a) - 1, the one-sample test's, either way.
+    return _t_result(difference, parts, parts[0][1] + parts[1][1], level)
+  _, stats = _scipy()
+  x = np.asarray(a, np.float64)
+  if isinstance(b, numbers.Real):
+    result = stats.ttest_1samp(x, float(b))
+    shift = float(b)  # its interval is of mean(a), not of the difference
+  else:
+    result = stats.ttest_ind(x, np.asarray(b, np.float64), equal_var=False)
+    shift = 0.0
+  interval = result.confidence_interval(level)
+  return dict(difference=difference, t=float(result.statistic), dof=float(result.df),
+              p=float(result.pvalue), low=float(interval.low) - shift,
+              high=float(interval.high) - shift)
 
 
 def _sample_parts(a: Sequence[float], b: Union[Sequence[float], float], error: str
@@ -236,8 +253,8 @@ def _sample_parts(a: Sequence[float], b: Union[Sequence[float], float], error: s
 def _t_result(difference: float, parts: Sequence[Tuple[float, int]], dof_without_spread: float,
               level: float) -> Dict[str, float]:
   """The t-test of `difference` whose variance is the sum of independent `parts` (variance,
-  degrees of freedom), Welch-Satterthwaite degrees of freedom; without any variance, p is 1 for
-  no difference and 0 otherwise (with `dof_without_spread`)."""
+  degrees of freedom), Welch-Satterthwaite degrees of freedom (the distribution scipy's); without
+  any variance, p is 1 for no difference and 0 otherwise (with `dof_without_spread`)."""
   total = sum(v for v, _ in parts)
   if total == 0.0:
     same = difference == 0.0
@@ -246,10 +263,10 @@ def _t_result(difference: float, parts: Sequence[Tuple[float, int]], dof_without
                 high=difference)
   dof = total ** 2 / sum(v ** 2 / d for v, d in parts if v > 0.0)
   se = math.sqrt(total)
-  half = t_quantile(0.5 + level / 2.0, dof) * se
+  _, stats = _scipy()
+  low, high = stats.t.interval(level, dof, loc=difference, scale=se)
   return dict(difference=difference, t=difference / se, dof=dof,
-              p=_two_sided_p(difference / se, dof), low=difference - half,
-              high=difference + half)
+              p=_two_sided_p(difference / se, dof), low=float(low), high=float(high))
 
 
 def _cluster_sums(a: Sequence[float], b: Sequence[float],
@@ -296,6 +313,11 @@ def clustered_bootstrap_interval(a: Sequence[float], b: Sequence[float],
                                  ) -> Tuple[float, float, float]:
   """`(mean difference, low, high)`: a percentile bootstrap interval of the mean of `a - b`
   over items, resampling whole clusters (e.g. sentences) with replacement.
+
+  The interval of `scipy.stats.bootstrap((sums, counts), ratio, paired=True, method='percentile',
+  rng=np.random.default_rng(seed))` over the clusters' sums and sizes, drawn here directly: the
+  same draws and numbers, a tenth of scipy's time (its resampling of 3,540 sentences x 2,000
+  rounds takes 5 s).
 
   Example:
     >>> mean, low, high = clustered_bootstrap_interval([1, 1, 0, 1], [0, 1, 0, 0], [0, 0, 1, 1])
