@@ -233,3 +233,24 @@ def test_unmarked_function_level_import_is_found(tmp_path):
   edges, unmarked = import_edges(modules)
   assert edges['official.a'] == {'official.b'} and edges['official.b'] == {'official.a'}
   assert len(unmarked) == 1 and unmarked[0].endswith('a.py:2 imports official inside a function')
+
+
+# Size bounds of issue 58: scripts/ holds thin entry points; the training core's modules stay small.
+MAX_SCRIPT_LINES = 150
+MAX_CORE_MODULE_LINES = 500
+LIBRARY_PREFIXES = ('official', 'orbit', 'data_tools', 'tensorflow_models')
+
+
+def _line_count(path: str) -> int:
+  with open(path, encoding='utf-8') as f:
+    return sum(1 for _ in f)
+
+
+def test_no_library_module_imports_a_project(graph):
+  """The library (everything but official/projects, official/benchmark and the programs) never
+  imports a research project."""
+  _, _, edges, _ = graph
+  library = [m for m in edges if m.startswith(LIBRARY_PREFIXES)
+             and not m.startswith(('official.projects', 'official.benchmark'))]
+  assert [f'{m} imports {t}' for m in sorted(library) for t in sorted(edges[m])
+          if t.startswith('official.projects')] == []

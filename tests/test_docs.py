@@ -32,8 +32,12 @@ from tests import cli
 from tests.paths import ROOT
 
 README = 'README.md'
+# The README, the reference pages and each research project's README and dated pages.
 DOC_FILES = [README] + sorted(
-    os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, 'docs', '*.md')))
+    os.path.relpath(p, ROOT)
+    for pattern in (('docs', '*.md'), ('official', 'projects', '*', '*.md'),
+                    ('official', 'projects', '*', 'results', '*.md'))
+    for p in glob.glob(os.path.join(ROOT, *pattern)))
 MAX_README_LINES = 200
 
 _SHELL_LANGS = ('bash', 'sh', 'shell')
@@ -382,16 +386,25 @@ def test_readme_is_short_and_starts_with_the_set_up_commands():
     assert re.search(r'^test-all:.*\btest\b', f.read(), re.M)
 
 
+def _targets(path: str) -> Set[str]:
+  """The files `path` links to, relative to the repository."""
+  return {os.path.normpath(os.path.join(os.path.dirname(path), t.partition('#')[0]))
+          for _, t in _links(path) if not t.startswith(('http://', 'https://', '#'))}
+
+
 def test_every_docs_page_has_a_title_a_sentence_and_a_way_back():
-  readme_targets = {os.path.normpath(t.partition('#')[0]) for _, t in _links(README)}
+  """Each page: a title, a sentence, a link up (the README; a dated page: its project's README),
+  and a link to it from the README or from a page the README links to."""
+  readme_targets = _targets(README)
+  reachable = readme_targets.union(*(_targets(p) for p in readme_targets if p in DOC_FILES))
   for path in DOC_FILES[1:]:
     lines = _read(path)
     assert re.match(r'^# \S', lines[0]), f'{path}: starts with a "# Title"'
     assert lines[1] == '' and lines[2].strip() and not lines[2].startswith(('#', '[', '|')), (
         f'{path}: a sentence on what the page covers follows the title')
-    assert any(t.partition('#')[0] == '../README.md' for _, t in _links(path)), (
-        f'{path}: links back to the README')
-    assert path in readme_targets, f'{README} links to {path}'
+    up = os.path.normpath(os.path.join(os.path.dirname(path), os.pardir, 'README.md'))
+    assert {README, up} & _targets(path), f'{path}: links back to the README'
+    assert path in reachable, f'{README} (or a page it links to) links to {path}'
 
 
 def test_relative_links_and_anchors_resolve():

@@ -255,15 +255,19 @@ RUNS: Dict[str, Run] = {
                        ("input_path=data/packed.tfrecord'",
                         f"input_path=data/packed.tfrecord,{_TINY_TRAIN}'"))),
     'recipe_comparison': Run(
-        'docs/recipe_comparison.md', 'compare_recipes.py',
+        'official/projects/recipe_comparison/README.md', 'compare_recipes',
         files=(('corpus.txt', 'text'), ('ood.txt', 'text')),
         substitutions=(('--work_dir=/tmp/ttq', f'--work_dir=ttq {_TINY_STUDY}'),),
         skip=((r'apt-get install .*', "a system package (root and a download); without it the "
                "study's corpus is the standard library's docstrings (here: --corpus)"),
-              (r'\.venv/bin/python scripts/compare_recipes\.py --work_dir=/tmp/ttq',
+              (r'\.venv/bin/python -m official\.projects\.recipe_comparison\.compare_recipes '
+               r'--work_dir=/tmp/ttq',
                'the downstream table: dozens of fine-tuning runs, over 5 minutes on 2 cores even '
                'at tiny sizes; the two commands before it run here, and '
-               'tests/scripts/test_compare_recipes.py tests the downstream step with a stub'))),
+               'tests/projects/recipe_comparison/test_compare_recipes.py tests the downstream step '
+               'with a stub'))),
+    'recipe_recompute': Run(
+        'official/projects/recipe_comparison/README.md', 'recompute', in_root=True),
 }
 
 
@@ -351,7 +355,7 @@ def _run_commands(name: str, tmp_path) -> List[Tuple[test_docs.Command, cli.CliR
 def _run_block(name: str, tmp_path, monkeypatch,
                tiny_runs=None) -> List[Tuple[test_docs.Command, cli.CliResult]]:
   os.symlink(os.path.join(ROOT, 'configs'), tmp_path / 'configs')
-  monkeypatch.chdir(tmp_path)
+  monkeypatch.chdir(ROOT if RUNS[name].in_root else tmp_path)
   _prepare(name, tmp_path, tiny_runs)
   return _run_commands(name, tmp_path)
 
@@ -395,6 +399,7 @@ OUTPUTS = {
     'pretraining_pydocs': ('pydocs/pydocs.txt', 'runs/pydocs/summary.json'),
     'pretraining_bert': ('runs/bert_mini/params.yaml',),
     'recipe_comparison': ('ttq/results.md',),
+    'recipe_recompute': (),
     'pretraining_modern': ('data/packed_validation.metadata.json', 'runs/modern_mini/params.yaml',
                            'runs/from_hf/params.yaml', 'hf_out/config.json'),
 }

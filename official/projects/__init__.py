@@ -1,1 +1,4 @@
-"""Research projects on top of the library (Model Garden's convention); the library never imports them."""
+"""Research projects on top of the library (Model Garden's convention).
+
+The library never imports them (tests/test_architecture.py checks).
+"""

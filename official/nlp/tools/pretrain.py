@@ -26,8 +26,8 @@ line with a blank line between documents. A file without any blank line is read 
 paragraphs: each line a document.
 
 Recipes: `modern` (ModernBERT-class: packed rows, 30% masking, no next-sentence task; the default,
-measured in docs/recipe_comparison.md) and `bert` (Google BERT's: segment pairs with next-sentence
-prediction, 15% masking).
+measured in official/projects/recipe_comparison/README.md) and `bert` (Google BERT's: segment
+pairs with next-sentence prediction, 15% masking).
 
 Example:
   >>> summary = pretrain(['corpus/'], 'runs/mine', minutes=10)

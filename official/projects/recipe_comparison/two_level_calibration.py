@@ -12,7 +12,7 @@ rejects at 0.05: near 0.05 is calibrated; above it, a difference claimed too oft
 Pure numpy with a fixed seed: the figures do not depend on the machine.
 
 Usage:
-  .venv/bin/python scripts/two_level_calibration.py --simulations=1000
+  .venv/bin/python -m official.projects.recipe_comparison.two_level_calibration --simulations=1000
 """
 
 import argparse

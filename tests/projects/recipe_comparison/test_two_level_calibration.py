@@ -2,7 +2,7 @@
 
 import pytest
 
-from scripts import two_level_calibration as calibration
+from official.projects.recipe_comparison import two_level_calibration as calibration
 
 
 def test_welch_claims_per_document_luck_and_the_two_level_test_does_not():
