@@ -1,4 +1,4 @@
-"""Tests of data_tools/stdlib_corpus.py."""
+"""Tests of official/nlp/data/stdlib_corpus.py and its command line, data_tools/stdlib_corpus.py."""
 
 import sysconfig
 

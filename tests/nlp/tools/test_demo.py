@@ -1,26 +1,16 @@
-"""Tests of scripts/demo.py (`make demo`): the content-word rule, the summary and prediction lines,
-the probe sentences, the flags, and a smoke run with tiny settings."""
+"""Tests of official/nlp/tools/demo.py (`make demo`, scripts/demo.py): the content-word rule, the
+summary and prediction lines, the probe sentences, the flags, and a smoke run with tiny settings."""
 
-import importlib.util
 import os
 import re
+import subprocess
+import sys
 
 import pytest
 
+from official.nlp.tools import demo
 from tests import cli
 from tests.paths import ROOT
-
-SCRIPT = os.path.join(ROOT, 'scripts', 'demo.py')
-
-
-def _load_demo():
-  spec = importlib.util.spec_from_file_location('demo_under_test', SCRIPT)
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
-
-
-demo = _load_demo()
 
 
 @pytest.mark.parametrize('token', ['directory', 'list', 'exist', 'keyerror', 'Connection'])
@@ -77,7 +67,7 @@ def test_sentences_have_exactly_one_mask_and_are_new():
 def test_sentences_are_not_in_the_corpus(tmp_path):
   # The probe sentences are new: with any one word in the [MASK] slot, none occurs in the
   # docstrings.
-  from data_tools import stdlib_corpus  # pylint: disable=g-import-not-at-top
+  from official.nlp.data import stdlib_corpus  # pylint: disable=g-import-not-at-top
   corpus = str(tmp_path / 'corpus.txt')
   stdlib_corpus.write_stdlib_corpus(corpus)
   with open(corpus, encoding='utf-8') as f:
@@ -176,6 +166,18 @@ def test_the_old_flag_name_still_works_with_a_note(capsys):
   assert '--minutes must be >= 0; got -1.0' in result.stderr
   help_text = cli.call_main(demo.main, ['--help']).stdout
   assert '--minutes' in help_text and '--train_minutes' not in help_text
+
+
+def test_the_script_is_the_modules_command_line(tmp_path):
+  # The process boundary is the point: `make demo` runs the script from any directory.
+  result = subprocess.run([sys.executable, os.path.join(ROOT, 'scripts', 'demo.py'),
+                           '--train_minutes=-1'], cwd=tmp_path, capture_output=True, text=True,
+                          check=False)
+  assert result.returncode == 2
+  assert result.stderr.startswith('demo: note: --train_minutes is now --minutes')
+  assert '--minutes must be >= 0; got -1.0' in result.stderr
+  assert not os.path.exists(tmp_path / 'demo_output')
+  assert demo.ROOT == ROOT  # the default output folder and the config are the checkout's
 
 
 @pytest.mark.slow
