@@ -2,7 +2,7 @@
 
 Applied where the inputs start, so every dataset built on them carries it (options propagate
 downstream): `tfrecord_reader.record_stream` (every record loader),
-`pretrain_dataloader.dummy_dataset`, and the trainer's `build_inputs` (tasks with inputs of their
+`pretrain_dataloader.dummy_dataset`, and `trainer_inputs.build_inputs` (tasks with inputs of their
 own).
 
 TensorFlow 2.21's autotuner runs a model thread per iterator. Deleting the iterator (the end of a

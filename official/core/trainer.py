@@ -2,8 +2,8 @@
 
 It is Orbit's trainer (`train(num_steps)`: one loop of train steps) and evaluator
 (`evaluate(num_steps)`: one evaluation) for an `orbit.Controller`; `train_lib` drives it. The
-step itself is the task's (`task.train_step`), wrapped by `step_functions`; checkpoints are
-`checkpointing`'s; progress lines are `progress`'s.
+step itself is the task's (`task.train_step`), wrapped by `step_functions`; the inputs are
+`trainer_inputs`'; checkpoints are `checkpointing`'s; progress lines are `progress`'s.
 
 Example:
   >>> with strategy.scope():
@@ -14,7 +14,6 @@ Example:
   >>> trainer.evaluate(10)                # {'validation_loss': ..., <task metrics>}
 """
 
-import inspect
 import logging
 import math
 from typing import Any, Dict, Optional, Tuple
@@ -28,12 +27,12 @@ from official.core import actions
 from official.core import base_task
 from official.core import checkpointing
 from official.core import config_definitions as cfg
-from official.core import dataset_options
 from official.core import preemption
 from official.core import progress
 from official.core import step_functions
 from official.core import time_budget
 from official.core import train_utils
+from official.core import trainer_inputs
 from official.modeling.optimization import ema_optimizer
 
 
@@ -56,17 +55,8 @@ def _mean_or_nan(metric: tf_keras.metrics.Mean) -> float:
   return float(metric.result())
 
 
-def build_inputs(task: base_task.Task, data: cfg.DataConfig,
-                 input_context: Optional[tf.distribute.InputContext]) -> tf.data.Dataset:
-  """`task.build_inputs(data, input_context)`; tasks whose `build_inputs` takes no input context
-  (allowed by Model Garden) get `data` only. tf.data's autotuner is off
-  (`dataset_options.without_autotune`: its iterators delete at once)."""
-  try:
-    takes_context = len(inspect.signature(task.build_inputs).parameters) > 1
-  except (TypeError, ValueError):
-    takes_context = True
-  dataset = task.build_inputs(data, input_context) if takes_context else task.build_inputs(data)
-  return dataset_options.without_autotune(dataset)
+# The task's inputs with tf.data's autotuner off (importable from here as before the split).
+build_inputs = trainer_inputs.build_inputs
 
 
 class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
@@ -193,36 +183,13 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
     self.progress.progress_seconds = seconds
 
   def _make_train_iterator(self, skip_steps: int = 0):
-    """The one place the training input is created (per-replica batches from `build_inputs`).
-
-    Args:
-      skip_steps: train steps already done (several replicas only): each input pipeline drops the
-        batches those steps consumed, so a resumed run continues where the checkpoint left off,
-        provided the input is deterministic (`runtime.deterministic`, or no shuffling).
-    """
+    """The one place the training input is created: the `train_dataset` given, else the task's
+    (`trainer_inputs.train_iterator`; `skip_steps`: train steps already done, several replicas
+    only)."""
     if self._train_dataset is not None:
       return iter(self._train_dataset)
-    task, data = self.task, self.params.task.train_data
-    if self.strategy.num_replicas_in_sync == 1:
-      # A plain iterator is checkpointable (tf.distribute iterators are not): a resumed run neither
-      # repeats nor skips a batch. Its state, e.g. the shuffle buffer, is saved too; stateful ops
-      # such as py_function only warn and restart.
-      options = tf.data.Options()
-      options.experimental_external_state_policy = tf.data.experimental.ExternalStatePolicy.WARN
-      return iter(build_inputs(task, data, None).with_options(options))
-
-    def dataset_fn(ctx: tf.distribute.InputContext) -> tf.data.Dataset:
-      dataset = build_inputs(task, data, ctx)
-      if skip_steps:
-        # Each step takes one batch per replica of this pipeline per accumulated micro-batch.
-        per_pipeline = self.strategy.num_replicas_in_sync // ctx.num_input_pipelines
-        dataset = dataset.skip(skip_steps * per_pipeline * self.accumulation_steps)
-      return dataset
-
-    if skip_steps:
-      logging.info('Several replicas: skipping the first %d steps\' batches of the training input '
-                   'to resume where the checkpoint left off.', skip_steps)
-    return iter(self.strategy.distribute_datasets_from_function(dataset_fn))
+    return trainer_inputs.train_iterator(self.strategy, self.task, self.params.task.train_data,
+                                         self.accumulation_steps, skip_steps)
 
   # ---- checkpoints -----------------------------------------------------------------------------
   def restore_or_initialize(self) -> Optional[str]:
@@ -467,8 +434,8 @@ class Trainer(orbit.AbstractTrainer, orbit.AbstractEvaluator):
       metric.reset_states()
     dataset = self._validation_dataset
     if dataset is None:
-      dataset = self.strategy.distribute_datasets_from_function(
-          lambda ctx: build_inputs(self.task, self.params.task.validation_data, ctx))
+      dataset = trainer_inputs.validation_dataset(self.strategy, self.task,
+                                                  self.params.task.validation_data)
     step_fn = self.eval_step_fn()
     state = None
     start = last_line = progress.now()
