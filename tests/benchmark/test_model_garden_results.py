@@ -1,7 +1,6 @@
-"""Tests of scripts/compare_model_garden.py: config pruning and checking, the run config, result
-parsing."""
+"""Tests of official/benchmark/model_garden_results.py (through the `summarize` subcommand of
+the comparison's command line): medians, speed rounds, accuracy, config differences, log rates."""
 
-import importlib.util
 import json
 import os
 
@@ -9,101 +8,8 @@ import pytest
 import tensorflow as tf
 import yaml
 
-from tests.paths import ROOT
-
-BERT_MINI = os.path.join(ROOT, 'configs', 'pretraining', 'bert_mini.yaml')
-
-_spec = importlib.util.spec_from_file_location(
-    'compare_model_garden', os.path.join(ROOT, 'scripts', 'compare_model_garden.py'))
-compare = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(compare)
-
-
-def test_unknown_keys_and_drop_walk_dicts_and_list_items():
-  reference = {'task': {'model': {'cls_heads': [{'name': 'x', 'inner_dim': 0}],
-                                  'encoder': {'bert': {}}}},
-               'runtime': {'enable_xla': False}}
-  values = {'task': {'model': {'cls_heads': [{'name': 'nsp', 'pooler': 1},
-                                             {'inner_dim': 2, 'gate': 3}],
-                               'encoder': {'bert': {}}}},
-            'runtime': {'enable_xla': True, 'seed': 4}, 'extra': {'a': 1}}
-  unknown = compare._unknown_keys(values, reference, '')
-  assert unknown == ['task.model.cls_heads.0.pooler', 'task.model.cls_heads.1.gate', 'runtime.seed',
-                     'extra']
-  for path in unknown:
-    compare._drop(values, path.split('.'))
-  assert values == {'task': {'model': {'cls_heads': [{'name': 'nsp'}, {'inner_dim': 2}],
-                                       'encoder': {'bert': {}}}},
-                    'runtime': {'enable_xla': True}}
-
-
-def _write_config(tmp_path, **overrides) -> str:
-  out = str(tmp_path / 'run.yaml')
-  argv = ['write-config', f'--out={out}', '--train_path=/data/train.tfrecord',
-          '--eval_path=/data/eval.tfrecord', '--vocab_size=1234', '--train_steps=200',
-          '--schedule_steps=1000', '--precision=bfloat16', '--xla=true']
-  argv += [f'--{k}={v}' for k, v in overrides.items()]
-  assert compare.main(argv) == 0
-  return out
-
-
-def test_write_config_loads_after_bert_mini_in_our_framework(tmp_path):
-  from official.core import train_utils  # pylint: disable=g-import-not-at-top
-  import official.common.registry_imports  # pylint: disable=g-import-not-at-top,unused-import  # noqa: F401  (registers the experiments)
-  params = train_utils.build_params('bert/pretraining',
-                                    [BERT_MINI, _write_config(tmp_path, steps_per_loop=25)])
-  assert params.task.model.encoder.bert.vocab_size == 1234
-  assert params.task.model.encoder.bert.num_layers == 4  # from bert_mini.yaml
-  assert params.task.train_data.global_batch_size == 32
-  assert params.task.validation_data.is_training is False
-  assert params.task.validation_data.input_path == '/data/eval.tfrecord'
-  assert (params.trainer.train_steps, params.trainer.steps_per_loop,
-          params.trainer.summary_interval) == (200, 25, 25)
-  assert params.trainer.validation_interval == params.trainer.checkpoint_interval == 200
-  assert params.trainer.optimizer_config.learning_rate.polynomial.decay_steps == 1000
-  assert params.trainer.optimizer_config.warmup.polynomial.warmup_steps == 100
-  assert params.runtime.mixed_precision_dtype == 'bfloat16' and params.runtime.enable_xla is True
-  assert params.runtime.distribution_strategy == 'one_device'
-
-
-def test_write_config_takes_the_old_precision_flag_with_a_note(tmp_path, capsys):
-  with open(_write_config(tmp_path), encoding='utf-8') as f:
-    assert yaml.safe_load(f)['runtime']['mixed_precision_dtype'] == 'bfloat16'
-  assert capsys.readouterr().err == ''
-  out = str(tmp_path / 'old.yaml')
-  assert compare.main(['write-config', f'--out={out}', '--train_path=t', '--eval_path=e',
-                       '--vocab_size=10', '--train_steps=2', '--schedule_steps=2',
-                       '--dtype', 'float16']) == 0
-  with open(out, encoding='utf-8') as f:
-    assert yaml.safe_load(f)['runtime']['mixed_precision_dtype'] == 'float16'
-  assert capsys.readouterr().err == ('compare_model_garden: note: --dtype is now --precision (the '
-                                     'old name still works)\n')
-
-
-def test_check_config_keeps_a_known_yaml_and_prunes_unknown_keys(tmp_path, capsys):
-  override = _write_config(tmp_path)
-  out = str(tmp_path / 'pruned.yaml')
-  compare.main(['check-config', BERT_MINI, override, out])
-  assert capsys.readouterr().out.strip().splitlines()[-1] == BERT_MINI
-  assert not os.path.exists(out)
-
-  with open(BERT_MINI, encoding='utf-8') as f:
-    values = yaml.safe_load(f)
-  values['task']['model']['encoder']['bert']['not_a_field'] = 3
-  values['trainer']['made_up'] = {'x': 1}
-  base = str(tmp_path / 'base.yaml')
-  with open(base, 'w', encoding='utf-8') as f:
-    yaml.safe_dump(values, f)
-  compare.main(['check-config', base, override, out])
-  captured = capsys.readouterr()
-  assert captured.out.strip().splitlines()[-1] == out
-  assert 'dropped: task.model.encoder.bert.not_a_field' in captured.err
-  assert 'dropped: trainer.made_up' in captured.err
-  with open(out, encoding='utf-8') as f:
-    pruned = yaml.safe_load(f)
-  del values['task']['model']['encoder']['bert']['not_a_field']
-  del values['trainer']['made_up']
-  assert pruned == values
+from official.benchmark import compare_model_garden as compare
+from official.benchmark import model_garden_results as results
 
 
 def _fake_run(run_dir, variant, framework, dtype, rates, accuracy, params, round_=None):
@@ -192,10 +98,10 @@ def test_log_rates_parse_both_frameworks_formats(tmp_path):
                  'train | step:    100 | steps/sec:    1.5 | output: \n'
                  'step 50/100 | loss 9.1 | 2.25 steps/s | ETA 1m\n'
                  'eval at step 100: masked_lm_accuracy 0.1\n')
-  assert compare._log_rates(str(log)) == [0.8, 1.5, 2.25]
-  assert compare._median_rate([0.8, 1.5, 2.25]) == pytest.approx(1.875)
-  assert compare._median_rate([0.7]) == pytest.approx(0.7)
-  assert compare._median_rate([]) is None
+  assert results._log_rates(str(log)) == [0.8, 1.5, 2.25]
+  assert results._median_rate([0.8, 1.5, 2.25]) == pytest.approx(1.875)
+  assert results._median_rate([0.7]) == pytest.approx(0.7)
+  assert results._median_rate([]) is None
 
 
 def test_summarize_names_a_directory_that_is_not_a_run(tmp_path, capsys):
