@@ -207,7 +207,7 @@ RUNS: Dict[str, Run] = {
         'docs/model_garden_compatibility.md', 'run_model_garden_tests.py --set=all',
         skip=((r'\.venv/bin/python scripts/run_model_garden_tests\.py .*',
                "downloads Model Garden's wheel and runs its tests for about 25 minutes; "
-               'tests/scripts/test_run_model_garden_tests.py runs its parts'),)),
+               'tests/benchmark/test_model_garden_tests.py runs its parts'),)),
     'performance': Run(
         'docs/performance.md', '--pipeline_only', after=('data',),
         substitutions=(('configs/pretraining/bert_mini.yaml', 'configs/pretraining/bert_tiny.yaml'),
@@ -226,7 +226,7 @@ RUNS: Dict[str, Run] = {
                         '--matmul_size=64')),
         skip=((r'scripts/compare_model_garden\.sh .*',
                'installs tf-models-official into a throwaway venv (a download) and runs for about '
-               '40 minutes; tests/scripts/test_compare_model_garden.py runs its parts'),)),
+               '40 minutes; tests/benchmark/test_compare_model_garden.py runs its parts'),)),
     'pretraining_pydocs': Run(
         'docs/pretraining.md', 'make_python_docs_corpus.py --output_file=pydocs',
         files=(('sources', 'rst_sources'),),
