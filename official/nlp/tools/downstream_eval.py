@@ -56,6 +56,7 @@ from official.nlp.data import brown_corpus
 from official.nlp.data import create_finetuning_data as cfd
 from official.nlp.data import downstream_data
 from official.nlp.data import vocab_assets
+from official.nlp.tools import claims
 from official.nlp.tools import convert_checkpoint
 from official.nlp.tools import downstream_baselines
 from official.nlp.tools import significance
@@ -706,10 +707,10 @@ def run_level_tests(report: Mapping[str, Any], groups: Mapping[str, Sequence[str
 
   Returns:
     Per task and pair: `task`, `a`, `b`, `runs_a`, `runs_b`, `difference` (points of the task's
-    metric, a - b), `low`, `high` (95%), `p` (Welch) and `p_holm` (Holm over everything
-    returned); with items also `two_level_low`, `two_level_high`, `two_level_p` and
-    `two_level_p_holm` (Holm over that column). Pairs with fewer than 2 values a side are left
-    out.
+    metric, a - b), `low`, `high` (95%), `dof`, `p` (Welch) and `p_holm` (Holm over everything
+    returned); with items also `two_level_low`, `two_level_high`, `two_level_dof`,
+    `two_level_p` and `two_level_p_holm` (Holm over that column). Pairs with fewer than 2 values
+    a side are left out.
   """
   comparisons = []
   for task_name, rows, bag_of_words, items in _scored_tables(report):
@@ -742,7 +743,7 @@ def run_level_tests(report: Mapping[str, Any], groups: Mapping[str, Sequence[str
     if scored is not None:
       result = significance.two_level_test(xa, xb, *scored)
       test.update(two_level_low=result['low'], two_level_high=result['high'],
-                  two_level_p=result['p'])
+                  two_level_dof=result['dof'], two_level_p=result['p'])
       two_level.append(test)
   for test, p in zip(two_level, significance.holm_adjust([t['two_level_p'] for t in two_level])):
     test['two_level_p_holm'] = p
@@ -778,12 +779,28 @@ def _scored_tables(report: Mapping[str, Any]) -> Iterator[
       yield f'{task_name}, {subset_name}', rows, None if bag is None else bag['mean'], kept
 
 
-def run_level_markdown(tests: Sequence[Dict[str, Any]]) -> str:
-  """The table of `run_level_tests` (with the two-level columns when its tests have them)."""
+def run_level_markdown(tests: Sequence[Dict[str, Any]],
+                       margin_points: Optional[float] = None) -> str:
+  """The table of `run_level_tests` (with the two-level columns when its tests have them), each
+  row's claim and the smallest difference the row could detect.
+
+  One test makes every row's claim (`claims.verdict`): the two-level test when every row has it,
+  else Welch's over the runs for all. A row is a `tie` only within `margin_points` (points of the
+  task's metric; None: no margin stated, so never a tie); `inconclusive` otherwise. The detectable
+  difference is the one that test finds with 80% power at the table's strictest Holm level
+  (`claims.detectable_difference`, alpha 0.05 / the rows).
+
+  Example:
+    >>> print(run_level_markdown(run_level_tests(report, {'bert': [...], 'modern': [...]})))
+    | task | A | B | runs | A - B (points) | ... | claim | detectable (80% power) |
+  """
   two_level = any('two_level_p' in t for t in tests)
+  prefix = 'two_level_' if tests and all('two_level_p' in t for t in tests) else ''
+  claim_test = 'two-level' if prefix else 'Welch'
   lines = ['| task | A | B | runs | A - B (points) | 95% interval, runs | p (Welch, Holm) |'
-           + (' 95% interval, runs and test set | p (two-level, Holm) |' if two_level else ''),
-           '|---|---|---|---|---|---|---|' + ('---|---|' if two_level else '')]
+           + (' 95% interval, runs and test set | p (two-level, Holm) |' if two_level else '')
+           + f' claim ({claim_test}) | detectable, 80% power (points) |',
+           '|---|---|---|---|---|---|---|' + ('---|---|' if two_level else '') + '---|---|']
   for t in tests:
     runs_b = 'deterministic' if t['runs_b'] is None else t['runs_b']
     line = (f"| {t['task']} | {t['a']} | {t['b']} | {t['runs_a']} / {runs_b} | "
@@ -792,7 +809,13 @@ def run_level_markdown(tests: Sequence[Dict[str, Any]]) -> str:
     if two_level:
       line += (f" {_interval(t.get('two_level_low'), t.get('two_level_high'))} | "
                f"{significance.format_p(t.get('two_level_p_holm'))} |")
-    lines.append(line)
+    low, high = t[prefix + 'low'], t[prefix + 'high']
+    claim = claims.verdict(t['difference'], low, high, t[prefix + 'p_holm'],
+                           None if margin_points is None else margin_points / 100)
+    detectable = claims.detectable_difference(
+        claims.standard_error_of(low, high, t[prefix + 'dof']), t[prefix + 'dof'],
+        tests=len(tests))
+    lines.append(line + f' {claim} | {100 * detectable:.1f} |')
   return '\n'.join(lines) + '\n'
 
 

@@ -417,12 +417,12 @@ def welch_family(comparisons: Sequence[Tuple[Dict[str, Any], Sequence[float],
                  ) -> List[Dict[str, Any]]:
   """Welch's t-test of each `(fields, a, b)` with fewer than 2 values on no side (a number `b`:
   the one-sample test against it, `welch_t_test`), Holm-adjusted over the family: `fields` plus
-  `difference`, `low`, `high` (95%), `p` and `p_holm`.
+  `difference`, `low`, `high` (95%), `dof`, `p` and `p_holm`.
 
   Example:
     >>> welch_family([({'task': 'mr'}, [1, 2, 3], [4, 5, 6]), ({'task': 'x'}, [1], [2, 3])])
-    [{'task': 'mr', 'difference': -3.0, 'low': -5.26..., 'high': -0.73..., 'p': 0.0213...,
-      'p_holm': 0.0213...}]
+    [{'task': 'mr', 'difference': -3.0, 'low': -5.26..., 'high': -0.73..., 'dof': 4.0,
+      'p': 0.0213..., 'p_holm': 0.0213...}]
   """
   tests = []
   for fields, a, b in comparisons:
@@ -430,7 +430,7 @@ def welch_family(comparisons: Sequence[Tuple[Dict[str, Any], Sequence[float],
       continue
     result = welch_t_test(a, b)
     tests.append(dict(fields, difference=result['difference'], low=result['low'],
-                      high=result['high'], p=result['p']))
+                      high=result['high'], dof=result['dof'], p=result['p']))
   for test, p in zip(tests, holm_adjust([t['p'] for t in tests])):
     test['p_holm'] = p
   return tests

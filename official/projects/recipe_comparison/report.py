@@ -120,17 +120,26 @@ def recipe_test_lines(tests: Sequence[Dict[str, Any]]) -> List[str]:
   """
   if not tests:
     return []
+  from official.nlp.tools import claims  # Function-level: as in `recipe_tests`.
   from official.nlp.tools import significance  # Function-level: as in `recipe_tests`.
   lines = ['', '### Recipes over pretraining seeds (best configuration of each)', '',
            'Welch\'s t-test over the seeds\' held-out losses, 95% interval of the difference '
-           '(A - B, negative: A better), p Holm-adjusted over this table.', '',
-           '| A | B | held-out set | seeds | A - B (loss) | 95% interval | p (Holm) |',
-           '|---|---|---|---|---|---|---|']
+           '(A - B, negative: A better), p Holm-adjusted over this table; the claim by '
+           '`claims.verdict` (no equivalence margin: never a tie), and the smallest difference '
+           'the row could detect with 80% power at the table\'s strictest Holm level.', '',
+           '| A | B | held-out set | seeds | A - B (loss) | 95% interval | p (Holm) | claim | '
+           'detectable, 80% power |',
+           '|---|---|---|---|---|---|---|---|---|']
   for test in tests:
+    claim = claims.verdict(test['difference'], test['low'], test['high'], test['p_holm'],
+                           higher_is_better=False)
+    detectable = claims.detectable_difference(
+        claims.standard_error_of(test['low'], test['high'], test['dof']), test['dof'],
+        tests=len(tests))
     lines.append(f"| {_cell_label(test['a'])} | {_cell_label(test['b'])} | "
                  f"{_SET_LABELS[test['held_out']]} | {test['seeds_a']} / {test['seeds_b']} | "
                  f"{test['difference']:+.3f} | [{test['low']:+.3f}, {test['high']:+.3f}] | "
-                 f"{significance.format_p(test['p_holm'])} |")
+                 f"{significance.format_p(test['p_holm'])} | {claim} | {detectable:.3f} |")
   return lines
 
 

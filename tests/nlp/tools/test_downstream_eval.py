@@ -13,6 +13,7 @@ import pytest
 from official.modeling import custom_gradient_release
 from official.nlp.data import brown_corpus
 from official.nlp.data import downstream_data
+from official.nlp.tools import claims
 from official.nlp.tools import convert_checkpoint
 from official.nlp.tools import downstream_eval
 from official.nlp.tools import mlm_eval
@@ -517,3 +518,45 @@ def test_rate_from_must_name_an_earlier_model_that_sweeps(rate_from, message, tm
   with pytest.raises(ValueError, match=message):
     downstream_eval.evaluate({'s0': 'a', 's1': 'b', 's2': 'c'}, str(tmp_path), tasks=('mr',),
                              seeds=2, rate_from=rate_from)
+
+
+def _tested_row(task, difference, low, high, dof, p_holm, **two_level):
+  return dict(task=task, a='modern', b='bert', runs_a=3, runs_b=3, difference=difference,
+              low=low, high=high, dof=dof, p=p_holm, p_holm=p_holm, **two_level)
+
+
+def test_run_level_markdown_words_each_claim_and_states_what_it_could_detect():
+  # The worked example of issue 59: MR pretrained in-domain, -0.98 [-7.84, +5.88] over 3 runs a
+  # recipe, once called "a tie"; part of speech, +10.54 [+9.79, +11.28], significant.
+  tests = [_tested_row('mr', -0.0098, -0.0784, 0.0588, 3.1, 0.95),
+           _tested_row('pos', 0.1054, 0.0979, 0.1128, 3.9, 0.0006)]
+  table = downstream_eval.run_level_markdown(tests).splitlines()
+  assert table[0].endswith('| claim (Welch) | detectable, 80% power (points) |')
+  for line, test in zip(table[2:], tests):
+    se = claims.standard_error_of(test['low'], test['high'], test['dof'])
+    detectable = 100 * claims.detectable_difference(se, test['dof'], tests=2)
+    claim = 'inconclusive' if test['task'] == 'mr' else 'A better'
+    assert line.endswith(f'| {claim} | {detectable:.1f} |'), line
+  # 3 runs a side: the MR row could only have seen a difference beyond its interval's half-width
+  # (6.86 points): the level is stricter (0.05 / 2) and 80% power adds to the critical value.
+  mr_detectable = 100 * claims.detectable_difference(
+      claims.standard_error_of(-0.0784, 0.0588, 3.1), 3.1, tests=2)
+  assert mr_detectable > 6.86
+  # A tie needs a stated margin that holds the whole interval.
+  with_margin = downstream_eval.run_level_markdown(tests, margin_points=8.0).splitlines()
+  assert with_margin[2].endswith(f'| tie | {mr_detectable:.1f} |')
+  assert '| tie |' not in downstream_eval.run_level_markdown(tests, margin_points=5.0)
+
+
+def test_one_test_makes_every_claim_two_level_only_when_every_row_has_it():
+  two_level = dict(two_level_low=-0.02, two_level_high=0.30, two_level_dof=2.5,
+                   two_level_p=0.07, two_level_p_holm=0.07)
+  significant_over_runs = _tested_row('genre', 0.0613, 0.0372, 0.0853, 3.5, 0.01, **two_level)
+  table = downstream_eval.run_level_markdown([significant_over_runs])
+  assert '| claim (two-level) |' in table and table.rstrip().split('|')[-3].strip() == (
+      'inconclusive')
+  # One row without items: Welch for every row, so the same row is now a claim.
+  table = downstream_eval.run_level_markdown([significant_over_runs,
+                                               _tested_row('mr', 0.01, -0.02, 0.04, 3.0, 0.5)])
+  assert '| claim (Welch) |' in table
+  assert table.splitlines()[2].split('|')[-3].strip() == 'A better'

@@ -49,6 +49,11 @@ def test_the_row_is_welchs_test_of_the_stored_losses_holm_adjusted():
   assert float(cells[4]) == pytest.approx(difference, abs=5e-4)
   assert [float(x) for x in cells[5].strip('[]').split(',')] == pytest.approx([low, high], abs=5e-4)
   assert float(cells[6]) == pytest.approx(min(1.0, 2 * min(p_values)), abs=5e-5)  # Holm, 2 tests
+  assert cells[7] == 'B better'  # a loss: BERT's is higher
+  # Detectable with 80% power at 0.05 / 2: beyond the z-test's (z_0.9875 + z_0.8) * se, which the
+  # t distribution of few degrees of freedom only widens.
+  se = (high - low) / (2 * stats.t.ppf(0.975, result.df))
+  assert float(cells[8]) > (stats.norm.ppf(1 - 0.025 / 2) + stats.norm.ppf(0.8)) * se
 
 
 def test_a_file_without_runs_is_refused_by_name(tmp_path, capsys):
