@@ -15,14 +15,17 @@ Tagging tasks (examples `(words, tags)`, scored per word):
   * `bag_of_words`: a logistic regression per word on the word, its affixes and shape and the two
     words on each side, L2 picked on dev.
 
-All are deterministic (full-batch training from zeros): one number per task, no seed spread.
+The logistic regressions are scikit-learn's (`LogisticRegression`, lbfgs, on `CountVectorizer`'s
+binary columns of the features of two or more training rows; the `[eval]` extra,
+`pip install 'mlm-garden[eval]'`), minimising mean cross-entropy + l2 * |W|^2 to convergence.
+All are deterministic: one number per task, no seed spread.
 Each returns a `BaselineResult` with the per-example (per-word) correctness on the test split, for
 the paired tests against the models.
 
 Example:
   >>> result = bag_of_words_sentences(downstream_data.load_task('mr', data_dir))
   >>> result.dev, result.test, result.settings
-  (0.705, 0.72375, {'l2': 1e-05})
+  (0.7125, 0.72, {'l2': 1e-06})
 """
 
 import collections
@@ -32,12 +35,16 @@ import re
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
-import tensorflow as tf
 
 L2_GRID = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2)
 # Steps added at most past an edge pick of the L2 grid (tenfold on `L2_GRID`).
 L2_EXTENSIONS = 2
-TRAIN_STEPS = 400
+# scikit-learn's lbfgs: iterations at most, and the tolerance of its convergence check (its
+# default).
+MAX_ITERATIONS = 1000
+TOLERANCE = 1e-4
+# What a caller without scikit-learn (the optional `[eval]` extra) is told.
+MISSING_SKLEARN = "the linear baselines need scikit-learn: pip install 'mlm-garden[eval]'"
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
@@ -128,68 +135,47 @@ def tagging_features(words: Sequence[str], index: int) -> List[str]:
   return features
 
 
-class _FeatureIndex:
-  """Feature strings -> ids, fitted on the training split (features seen once are dropped)."""
+def _sklearn() -> Tuple[Any, Any, Any]:
+  """scikit-learn's `CountVectorizer` and `LogisticRegression`, and `threadpool_limits`.
 
-  def __init__(self, rows: Sequence[Sequence[str]], min_count: int = 2):
-    counts = collections.Counter(f for row in rows for f in set(row))
-    self.ids = {f: i for i, f in enumerate(sorted(f for f, c in counts.items() if c >= min_count))}
+  Raises:
+    ImportError: scikit-learn is not installed (`MISSING_SKLEARN`).
 
-  def padded(self, rows: Sequence[Sequence[str]]) -> np.ndarray:
-    """int32 [rows, most features]: each row's distinct known feature ids, padded with -1."""
-    known = [sorted({self.ids[f] for f in row if f in self.ids}) for row in rows]
-    out = np.full((len(rows), max([len(k) for k in known] + [1])), -1, np.int32)
-    for i, ids in enumerate(known):
-      out[i, :len(ids)] = ids
-    return out
-
-
-def _logits(weights: tf.Tensor, bias: tf.Tensor, ids: tf.Tensor) -> tf.Tensor:
-  """Sum of the weight rows of each example's feature ids (-1: none) plus the bias."""
-  mask = tf.cast(ids >= 0, weights.dtype)[:, :, None]
-  return tf.reduce_sum(tf.gather(weights, tf.maximum(ids, 0)) * mask, axis=1) + bias
-
-
-class _LogisticRegression:
-  """Multinomial logistic regression on padded feature ids, trained full-batch from zeros.
-
-  `fit` runs Adam (lr 0.05) on mean cross-entropy + l2 * |W|^2 for a fixed number of steps; it is
-  compiled once per instance, so one instance serves a whole L2 sweep on the same data.
+  Example:
+    >>> vectorizer_class, model_class, limits = _sklearn()
   """
+  try:
+    # Function-level: scikit-learn is the optional [eval] extra, named when it is missing.
+    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from threadpoolctl import threadpool_limits
+  except ImportError as e:
+    raise ImportError(MISSING_SKLEARN) from e
+  return CountVectorizer, LogisticRegression, threadpool_limits
 
-  def __init__(self, ids: np.ndarray, labels: np.ndarray, num_features: int, num_classes: int):
-    self.ids = tf.constant(ids)
-    self.labels = tf.constant(labels, tf.int32)
-    self.weights = tf.Variable(tf.zeros([num_features, num_classes]))
-    self.bias = tf.Variable(tf.zeros([num_classes]))
-    self.moments = [tf.Variable(tf.zeros_like(v)) for v in (self.weights, self.weights,
-                                                             self.bias, self.bias)]
 
-  @tf.function
-  def _fit(self, l2: tf.Tensor, steps: tf.Tensor) -> None:
-    for variable in [self.weights, self.bias] + self.moments:
-      variable.assign(tf.zeros_like(variable))
-    for step in tf.range(1, steps + 1):
-      with tf.GradientTape() as tape:
-        logits = _logits(self.weights, self.bias, self.ids)
-        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(self.labels, logits))
-        loss += l2 * tf.reduce_sum(self.weights * self.weights)
-      grads = tape.gradient(loss, [self.weights, self.bias])
-      t = tf.cast(step, tf.float32)
-      for variable, grad, m, v in zip((self.weights, self.bias), grads, self.moments[0::2],
-                                      self.moments[1::2]):
-        grad = tf.convert_to_tensor(grad)
-        m.assign(0.9 * m + 0.1 * grad)
-        v.assign(0.999 * v + 0.001 * grad * grad)
-        variable.assign_sub(0.05 * (m / (1.0 - 0.9 ** t)) /
-                            (tf.sqrt(v / (1.0 - 0.999 ** t)) + 1e-7))
+def _as_given(features: Sequence[str]) -> Sequence[str]:
+  """A row's feature strings as they are (the vectorizer's analyzer: no tokenizing).
 
-  def fit(self, l2: float, steps: int = TRAIN_STEPS) -> '_LogisticRegression':
-    self._fit(tf.constant(l2, tf.float32), tf.constant(steps))
-    return self
+  Example:
+    >>> _as_given(['w=good', 'b=good film'])
+    ['w=good', 'b=good film']
+  """
+  return features
 
-  def predict(self, ids: np.ndarray) -> np.ndarray:
-    return tf.argmax(_logits(self.weights, self.bias, tf.constant(ids)), axis=-1).numpy()
+
+def _inverse_c(l2: float, rows: int, classes: int) -> float:
+  """scikit-learn's `C` for the objective mean cross-entropy + l2 * |W|^2.
+
+  Its objective is `|W|^2 / 2 + C * sum(cross-entropy)`: the same minimum at `C = 1 / (2 l2 n)`.
+  With two classes it fits one weight vector (the sigmoid's), the difference of the softmax's
+  two, whose penalty at the optimum is half as large: `C = 1 / (l2 n)`.
+
+  Example:
+    >>> _inverse_c(1e-3, 500, 3), _inverse_c(1e-3, 500, 2)
+    (1.0, 2.0)
+  """
+  return 1.0 / ((2.0 if classes > 2 else 1.0) * l2 * rows)
 
 
 def _snap_1_3(rate: float) -> float:
@@ -255,19 +241,39 @@ def linear_classifier(train: Sequence[Tuple[Sequence[str], Any]],
   """
   labels = sorted({label for _, label in train}, key=str)
   label_id = {label: i for i, label in enumerate(labels)}
-  index = _FeatureIndex([f for f, _ in train])
-  x = {name: index.padded([f for f, _ in rows]) for name, rows in
-       (('train', train), ('dev', dev), ('test', test))}
   y_train = np.asarray([label_id[label] for _, label in train])
-  model = _LogisticRegression(x['train'], y_train, max(len(index.ids), 1), len(labels))
+  count_vectorizer, logistic_regression, threadpool_limits = _sklearn()
+  # Binary columns of the features of 2 or more training rows (rarer ones are dropped).
+  vectorizer = count_vectorizer(analyzer=_as_given, binary=True, lowercase=False, min_df=2,
+                                dtype=np.float64)
+  rows = {'dev': dev, 'test': test}
+  try:
+    x_train = vectorizer.fit_transform([f for f, _ in train])
+  except ValueError:  # no feature in two training rows: the model is its prior, the majority
+    x_train = None
+  majority = labels[int(np.argmax(np.bincount(y_train, minlength=len(labels))))]
+  # One model, refitted for each L2 strength from the last one's weights (the optimum is one;
+  # this only gets there in fewer steps). One thread: the data are small, and the solver's
+  # threads slow it tenfold when the cores are busy.
+  model = logistic_regression(max_iter=MAX_ITERATIONS, tol=TOLERANCE, warm_start=True)
+  predictions: Dict[float, Dict[str, List[Any]]] = {}
+
+  def predict(l2: float) -> Dict[str, List[Any]]:
+    if l2 not in predictions:
+      if x_train is None or len(labels) < 2:
+        predictions[l2] = {name: [majority] * len(split) for name, split in rows.items()}
+      else:
+        with threadpool_limits(limits=1):
+          model.set_params(C=_inverse_c(l2, x_train.shape[0], len(labels))).fit(x_train, y_train)
+          predictions[l2] = {name: [labels[i] for i in model.predict(
+              vectorizer.transform([f for f, _ in split]))] for name, split in rows.items()}
+    return predictions[l2]
 
   def dev_score(l2: float) -> float:
-    return _accuracy([labels[i] for i in model.fit(l2).predict(x['dev'])],
-                     [label for _, label in dev])[0]
+    return _accuracy(predict(l2)['dev'], [label for _, label in dev])[0]
 
   l2, dev_accuracy = pick_on_dev(l2_grid, dev_score)
-  test_accuracy, correct = _accuracy([labels[i] for i in model.fit(l2).predict(x['test'])],
-                                     [label for _, label in test])
+  test_accuracy, correct = _accuracy(predict(l2)['test'], [label for _, label in test])
   return BaselineResult(dev_accuracy, test_accuracy, correct, {'l2': l2})
 
 

@@ -1,6 +1,8 @@
 """Tests of the downstream baselines: features, majority, word lookup, the linear classifier."""
 
 import math
+import re
+import sys
 
 import numpy as np
 import pytest
@@ -139,3 +141,67 @@ def test_pick_on_dev_extends_the_grid_past_an_edge_pick():
   assert baselines.pick_on_dev([1e-4, 1e-3], lambda l2: 0.5) == (1e-4, 0.5)
   # A single value is the caller's choice: never extended.
   assert baselines.pick_on_dev([1e-3], score(1e-5)) == (1e-3, pytest.approx(1 / 3))
+
+
+def test_two_classes_get_the_softmax_objectives_weights():
+  """With two classes scikit-learn fits one sigmoid: `_inverse_c` gives it the minimum of the
+  two-class softmax objective (mean cross-entropy + l2 |W|^2), whose logit difference it is."""
+  from sklearn.linear_model import LogisticRegression
+  rng = np.random.default_rng(2)
+  x = (rng.random((200, 6)) < 0.4).astype(float)
+  y = (x @ rng.normal(size=6) + rng.normal(0, 0.5, 200) > 0).astype(int)
+  l2 = 1e-2
+  w, b = np.zeros((6, 2)), np.zeros(2)
+  for _ in range(20000):  # gradient descent on the softmax objective
+    logits = x @ w + b
+    p = np.exp(logits - logits.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    p[np.arange(200), y] -= 1
+    w -= 0.5 * (x.T @ p / 200 + 2 * l2 * w)
+    b -= 0.5 * p.mean(axis=0)
+  model = LogisticRegression(C=baselines._inverse_c(l2, 200, 2), tol=1e-10, max_iter=1000)
+  model.fit(x, y)
+  assert model.coef_[0] == pytest.approx(w[:, 1] - w[:, 0], abs=1e-6)
+  assert model.intercept_[0] == pytest.approx(b[1] - b[0], abs=1e-6)
+  assert baselines._inverse_c(1e-3, 500, 3) == pytest.approx(1.0)
+
+
+def test_tagger_learns_a_tag_that_needs_the_previous_word():
+  # 'x' after 'to' is a verb, elsewhere a noun; the other words have one tag each. A word's own
+  # most frequent tag cannot tell the two 'x's apart; the linear tagger sees the neighbour.
+  rng = np.random.default_rng(3)
+  fixed = {'to': 'TO', 'the': 'DT', 'big': 'JJ', 'runs': 'VBZ'}
+
+  def sentences(count):
+    rows = []
+    for _ in range(count):
+      words = list(rng.choice(list(fixed), size=4)) + ['x']
+      rng.shuffle(words)
+      rows.append((words, [fixed.get(w) or ('VB' if i and words[i - 1] == 'to' else 'NN')
+                           for i, w in enumerate(words)]))
+    return rows
+
+  splits = {'train': sentences(300), 'dev': sentences(60), 'test': sentences(60)}
+  tagger = baselines.bag_of_words_tagging(splits)
+  lookup = baselines.word_tag_lookup(splits)
+  majority = baselines.majority_tagging(splits)
+  assert tagger.test == 1.0 and tagger.dev == 1.0
+  assert lookup.test < 0.97 and majority.test < 0.4
+  assert len(tagger.correct) == 300
+
+
+def test_without_sklearn_the_error_names_the_extra(monkeypatch):
+  monkeypatch.setitem(sys.modules, 'sklearn.linear_model', None)
+  with pytest.raises(ImportError, match=re.escape("pip install 'mlm-garden[eval]'")):
+    baselines.linear_classifier([(['a'], 0), (['a'], 1)], [(['a'], 0)], [(['a'], 1)])
+  assert baselines.words_of('Fine.') == ['fine', '.']  # the rest needs no scikit-learn
+
+
+def test_degenerate_training_data_predicts_the_majority():
+  # No feature in two training rows, or a single label: the prior, i.e. the majority label.
+  train = [(['a'], 'x'), (['b'], 'y'), (['c'], 'y')]
+  result = baselines.linear_classifier(train, [(['a'], 'y')], [(['d'], 'y'), (['a'], 'x')])
+  assert (result.dev, result.test, result.correct) == (1.0, 0.5, [1.0, 0.0])
+  single = baselines.linear_classifier([(['a'], 'x'), (['a'], 'x')], [(['a'], 'x')],
+                                       [(['a'], 'x')])
+  assert single.test == 1.0
