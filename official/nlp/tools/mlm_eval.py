@@ -77,7 +77,11 @@ def _define_flags() -> flags.FlagValues:
                        'beyond a pick at the edge of --learning_rates (0: none).', lower_bound=0,
                        **define)
   flags.DEFINE_integer('max_epochs', defaults.max_epochs, 'Longest fine-tuning run (the '
-                       'learning rate reaches 0 there).', lower_bound=1, **define)
+                       'learning rate reaches 0 there); a pick still improving there runs again '
+                       'with it doubled.', lower_bound=1, **define)
+  flags.DEFINE_integer('epoch_extensions', defaults.epoch_extensions, 'Doublings of '
+                       '--max_epochs at most for a pick still improving at it (0: none).',
+                       lower_bound=0, **define)
   flags.DEFINE_integer('patience', defaults.patience, 'Stop after this many epochs without a '
                        'better dev score.', lower_bound=1, **define)
   flags.DEFINE_integer('batch_size', defaults.batch_size, 'Examples a step.', lower_bound=1,
@@ -132,6 +136,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   settings = downstream_eval.FinetuneSettings(
       learning_rates=learning_rates, seeds=fv.seeds, pick_seeds=fv.pick_seeds,
       grid_extensions=fv.grid_extensions, max_epochs=fv.max_epochs,
+      epoch_extensions=fv.epoch_extensions,
       patience=fv.patience, batch_size=fv.batch_size, precision=fv.precision,
       trim_padding=fv.trim_padding)
   try:

@@ -174,7 +174,8 @@ def test_sweep_then_seeds_and_stored_runs_are_skipped(tmp_path, monkeypatch):
   calls = []
   monkeypatch.setattr(downstream_eval, 'finetune', _fake_finetune(
       calls, {1e-4: 0.5, 3e-4: 0.7, 1e-3: 0.6}.get))
-  row_runs = _row(tmp_path, downstream_eval.FinetuneSettings(seeds=3))
+  # (The epoch cap's extension has its own test: its seed 1 runs 'hit max_epochs' here.)
+  row_runs = _row(tmp_path, downstream_eval.FinetuneSettings(seeds=3, epoch_extensions=0))
   row = row_runs()
   assert calls == [(1e-4, 0), (1e-4, 1), (3e-4, 0), (3e-4, 1), (1e-3, 0), (1e-3, 1), (3e-4, 2)]
   assert row['row'] == 'm (random init)' and row['learning_rate'] == 3e-4
@@ -502,12 +503,14 @@ def test_rate_from_fine_tunes_later_seeds_at_the_first_ones_pick(tmp_path, monke
                                     random_init=False, rate_from={'s1': 's0'})
   runs = list(zip(names, calls))
   assert [run for name, run in runs if name == 's1'] == [(3e-4, 0), (3e-4, 1), (3e-4, 2)]
-  assert names.count('s0') == 7  # 3 rates x 2 seeds, then seed 2 at 3e-4
+  # 3 rates x 2 seeds; the cap doubled for the 2 pick seeds (the fake's seed 1 is still improving
+  # at it; no better with it); then seed 2 at 3e-4.
+  assert names.count('s0') == 9
   s0, s1 = report['tasks']['mr']['rows']
   assert (s0['learning_rate'], s1['learning_rate']) == (3e-4, 3e-4)
   assert s1['sweep_dev'] == {} and s1['rate_from'] == 's0' and 'rate_from' not in s0
-  assert '| s1 | 0.6100 | 0.0100 (3 seeds) | 0.7010 | lr 0.0003 (the rate s0 picked), ' in (
-      report['markdown'])
+  assert ('| s1 | 0.6100 | 0.0100 (3 seeds) | 0.7010 | lr 0.0003 (the rate and epoch cap s0 '
+          'picked), ') in report['markdown']
 
 
 @pytest.mark.parametrize('rate_from, message', [
@@ -560,3 +563,33 @@ def test_one_test_makes_every_claim_two_level_only_when_every_row_has_it():
                                                _tested_row('mr', 0.01, -0.02, 0.04, 3.0, 0.5)])
   assert '| claim (Welch) |' in table
   assert table.splitlines()[2].split('|')[-3].strip() == 'A better'
+
+
+def test_a_pick_still_improving_at_the_epoch_cap_extends_the_cap(tmp_path, monkeypatch):
+  # Part of speech's random-init runs peaked at the last of 10 epochs: the cap was not bracketed.
+  calls = []
+
+  def fake_finetune(task, source, pretrained, data, learning_rate, seed, settings, label):
+    calls.append((learning_rate, seed, settings.max_epochs))
+    dev = {10: 0.70, 20: gain_at_20}[settings.max_epochs] + learning_rate + seed / 1000
+    return dict(dev=dev, test=dev, correct=[1.0, 0.0], best_epoch=settings.max_epochs,
+                epochs=settings.max_epochs, hit_max_epochs=settings.max_epochs == 10,
+                dev_curve=[dev], seconds=1.0)
+
+  monkeypatch.setattr(downstream_eval, 'finetune', fake_finetune)
+  settings = downstream_eval.FinetuneSettings(learning_rates=(1e-3,), seeds=3, max_epochs=10)
+  gain_at_20 = 0.75  # 20 epochs beat 10: every seed runs 20
+  row = _row(tmp_path / 'longer', settings)()
+  assert calls == [(1e-3, 0, 10), (1e-3, 1, 10), (1e-3, 0, 20), (1e-3, 1, 20), (1e-3, 2, 20)]
+  assert row['max_epochs'] == 20 and row['epochs_added'] == [20]
+  assert row['hit_max_epochs'] == 0 and row['mean'] == pytest.approx(0.751 + 1e-3)
+  assert os.path.exists(tmp_path / 'longer' / 'lr=0.001,seed=2,epochs=20.json')
+  # 20 epochs no better: the cap stays, bracketed, and the remaining seed runs 10.
+  calls.clear()
+  gain_at_20 = 0.69
+  row = _row(tmp_path / 'bracketed', settings)()
+  assert calls[-1] == (1e-3, 2, 10) and row['max_epochs'] == 10 and row['epochs_added'] == [20]
+  # No extension allowed: nothing tried beyond the cap.
+  calls.clear()
+  row = _row(tmp_path / 'capped', dataclasses.replace(settings, epoch_extensions=0))()
+  assert {cap for _, _, cap in calls} == {10} and row['epochs_added'] == []
