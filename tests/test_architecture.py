@@ -248,9 +248,23 @@ def _line_count(path: str) -> int:
 
 def test_no_library_module_imports_a_project(graph):
   """The library (everything but official/projects, official/benchmark and the programs) never
-  imports a research project."""
+  imports a research project or a benchmark."""
   _, _, edges, _ = graph
   library = [m for m in edges if m.startswith(LIBRARY_PREFIXES)
              and not m.startswith(('official.projects', 'official.benchmark'))]
   assert [f'{m} imports {t}' for m in sorted(library) for t in sorted(edges[m])
-          if t.startswith('official.projects')] == []
+          if t.startswith(('official.projects', 'official.benchmark'))] == []
+
+
+def test_scripts_are_thin_and_core_modules_small():
+  long_scripts = [f'{name}: {_line_count(os.path.join(ROOT, "scripts", name))} lines'
+                  for name in sorted(os.listdir(os.path.join(ROOT, 'scripts')))
+                  if os.path.isfile(os.path.join(ROOT, 'scripts', name))
+                  and name.endswith(('.py', '.sh'))
+                  and _line_count(os.path.join(ROOT, 'scripts', name)) > MAX_SCRIPT_LINES]
+  assert long_scripts == [], f'over {MAX_SCRIPT_LINES} lines: move the logic into a module'
+  core = os.path.join(ROOT, 'official', 'core')
+  long_core = [f'{name}: {_line_count(os.path.join(core, name))} lines'
+               for name in sorted(os.listdir(core)) if name.endswith('.py')
+               and _line_count(os.path.join(core, name)) > MAX_CORE_MODULE_LINES]
+  assert long_core == [], f'over {MAX_CORE_MODULE_LINES} lines: give a piece a module of its own'

@@ -931,8 +931,8 @@ def evaluate(models: Mapping[str, str], output_dir: str, tasks: Sequence[str] = 
     random_init_models: with `random_init`, the models whose architecture gets the control (None:
       all; e.g. one of several pretraining seeds of one architecture).
     rate_from: model -> an earlier model of `models` whose picked learning rate and epoch cap
-      (pretrained) it takes on every task instead of sweeping its own, e.g. the pretraining seeds 1, 2 of a
-      recipe fine-tuned at the rate its seed 0 picked: `{'s1': 's0', 's2': 's0'}`.
+      (pretrained) it takes on every task instead of sweeping its own, e.g. the pretraining
+      seeds 1, 2 of a recipe fine-tuned at the rate its seed 0 picked: `{'s1': 's0', 's2': 's0'}`.
 
   Returns:
     `{'tasks': {task: {baselines, rows, tests, sizes, ...}}, 'models': ..., 'settings': ...,

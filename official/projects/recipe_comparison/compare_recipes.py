@@ -76,7 +76,7 @@ so the last call, with every task, only assembles the table):
       --downstream_only
 With a GPU: --minutes=240 --cores=0 --no_pin (one run at a time; a new --work_dir).
 A smoke run (about 3.5 minutes on 2 cores; tiny corpus, one learning rate, no downstream):
-  .venv/bin/python -c "from data_tools import stdlib_corpus as s; \
+  .venv/bin/python -c "from official.nlp.data import stdlib_corpus as s; \
       s.write_stdlib_corpus('/tmp/ttq_smoke_corpus.txt', max_documents=1500)"
   .venv/bin/python -m official.projects.recipe_comparison.compare_recipes \
       --work_dir=/tmp/ttq_smoke --corpus=/tmp/ttq_smoke_corpus.txt --vocab_size=2000 \

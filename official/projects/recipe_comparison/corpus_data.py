@@ -9,6 +9,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 from official.common import file_utils
 from official.nlp.data import downstream_data
+from official.nlp.data import stdlib_corpus
 from official.projects.recipe_comparison import grid
 from official.projects.recipe_comparison import workdir
 
@@ -74,9 +75,8 @@ def _make_corpus(work_dir: str) -> Tuple[str, str]:
          f'--source_dir={grid.DOCS_SOURCES}', f'--output_file={out}'],
         os.path.join(work_dir, 'logs', 'corpus.log')))
     return path, f'the Python documentation ({grid.DOCS_SOURCES}, make_python_docs_corpus.py)'
-  from data_tools import stdlib_corpus  # Function-level: only without the Python documentation.
   workdir.make_once(path, stdlib_corpus.write_stdlib_corpus)
-  return path, ('the standard library docstrings (data_tools.stdlib_corpus; no Python '
+  return path, ('the standard library docstrings (official.nlp.data.stdlib_corpus; no Python '
                 f'documentation at {grid.DOCS_SOURCES}: apt-get install python3.11-doc)')
 
 
