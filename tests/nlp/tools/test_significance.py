@@ -266,11 +266,12 @@ def test_welch_t_test_against_the_formulas():
 
 
 def test_welch_the_documented_bert_against_modern_example():
-  # docs/recipe_comparison.md: held-out loss of three BERT and three modern pretraining seeds
-  # (Brown, AVX2 EPYC), BERT minus modern: in-domain +1.720 [+1.576, +1.864], out of domain
-  # +1.500 [+1.370, +1.629], p = 0.0007 both after Holm over the two. The table's losses are
-  # rounded to 3 decimals (a mean difference off by up to 1e-3), the docs' figures are of the
-  # unrounded ones, rounded again: agreement to 1.5e-3.
+  # official/projects/recipe_comparison/results/2026-12-01_brown_pretraining_avx2.md: held-out
+  # loss of three BERT and three modern pretraining seeds (Brown, AVX2 EPYC), BERT minus
+  # modern: in-domain +1.720 [+1.576, +1.864], out of domain +1.500 [+1.370, +1.629],
+  # p = 0.0007 both after Holm over the two. The table's losses are rounded to 3 decimals (a
+  # mean difference off by up to 1e-3), the docs' figures are of the unrounded ones, rounded
+  # again: agreement to 1.5e-3.
   family = significance.welch_family([
       ({'set': 'in'}, [6.445, 6.434, 6.434], [4.768, 4.653, 4.731]),
       ({'set': 'out'}, [6.920, 6.920, 6.914], [5.456, 5.359, 5.442])])

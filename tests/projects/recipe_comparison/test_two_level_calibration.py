@@ -1,4 +1,5 @@
-"""The two-level test's calibration check (scripts/two_level_calibration.py), in miniature."""
+"""The two-level test's calibration check, in miniature
+(official/projects/recipe_comparison/two_level_calibration.py)."""
 
 import pytest
 
