@@ -21,7 +21,11 @@ with ours, side by side, so a plateau can be told from a bug of ours:
 Outputs in `--work_dir/model_garden_peer/<run>/`: `{model_garden,mlm_garden}/` (model/, train.log),
 `results.json` (settings, versions, CPU, per checkpoint: step, loss and accuracy on both sets),
 `results.md` (the table at equal steps beside the context-free predictor) and `curves.png`.
-A rerun reuses a finished training (its last checkpoint at `--steps`) and stored evaluations.
+A rerun reuses a finished training (its last checkpoint at `--steps`) and stored evaluations;
+`--no_train` evaluates the checkpoints there are (a run stopped early). `--encoder_fields` changes
+one BERT encoder field from the YAML's (e.g. `norm_first=true`, pre-LN blocks) for a factor probe,
+`--frameworks=mlm_garden` trains ours only. A key Model Garden lacks other than `runtime.seed` is
+refused, not dropped.
 
 Usage (the data and the Model Garden venv are made when missing):
   .venv/bin/python -m official.projects.recipe_comparison.model_garden_peer \
@@ -43,6 +47,8 @@ from official.projects.recipe_comparison import run_configs
 from official.projects.recipe_comparison import workdir
 
 FRAMEWORKS = ('model_garden', 'mlm_garden')
+# The only keys a framework may lack (and train without): any other would change its run.
+DROPPABLE = ('runtime.seed', 'trainer.time_budget_minutes')
 LABELS = {'model_garden': 'Model Garden', 'mlm_garden': 'mlm-garden'}
 CELL = grid.Cell('bert', 'bert')
 
@@ -50,13 +56,32 @@ CELL = grid.Cell('bert', 'bert')
 def run_name(args: argparse.Namespace) -> str:
   """The run's folder name: its rate, optimizer variant, steps, warmup and seed."""
   variant = grid.parse_optimizer_variants(args.optimizer_variant)[0]
+  fields = ''.join(f'_{key}-{value}' for key, value in args.encoder_fields.items())
   return (f'lr{args.learning_rate:g}_{variant.name if variant else "own"}_{args.steps}steps'
-          f'_wu{args.warmup_fraction:g}_s{args.seed}')
+          f'_wu{args.warmup_fraction:g}_s{args.seed}{fields}')
+
+
+def parse_encoder_fields(text: str) -> Dict[str, Any]:
+  """`--encoder_fields`: comma-separated `field=value` of the BERT encoder (values as YAML).
+
+  Example:
+    >>> parse_encoder_fields('norm_first=true,dropout_rate=0')
+    {'norm_first': True, 'dropout_rate': 0}
+  """
+  import yaml  # Function-level: as run_configs.
+  fields = {}
+  for item in filter(None, (part.strip() for part in text.split(','))):
+    key, equals, value = item.partition('=')
+    if not equals or not key.strip() or not value.strip():
+      raise ValueError(f'--encoder_fields: expected field=value[,field=value...], found {item!r}')
+    fields[key.strip()] = yaml.safe_load(value)
+  return fields
 
 
 def peer_override(data: Mapping[str, Any], steps: int, evals: int, learning_rate: float,
                   variant: Optional[grid.OptimizerVariant], seed: int, batch_size: int = 32,
-                  warmup_fraction: float = 0.1) -> dict:
+                  warmup_fraction: float = 0.1,
+                  encoder_fields: Optional[Mapping[str, Any]] = None) -> dict:
   """The study's bert-bert override for `steps` fixed steps, a checkpoint every `steps/evals`.
 
   Args:
@@ -68,6 +93,8 @@ def peer_override(data: Mapping[str, Any], steps: int, evals: int, learning_rate
     seed: `runtime.seed` (ours; Model Garden has no such field).
     batch_size: rows a step.
     warmup_fraction: the warmup's share of the steps.
+    encoder_fields: BERT encoder fields changed from the YAML's (one factor at a time, e.g.
+      `{'norm_first': True}`).
 
   Returns:
     The override dict: no time budget, `--mode=train` settings (no validation during the run).
@@ -82,6 +109,7 @@ def peer_override(data: Mapping[str, Any], steps: int, evals: int, learning_rate
   trainer = override['trainer']
   del trainer['time_budget_minutes']
   trainer['max_to_keep'] = evals + 1
+  override['task']['model']['encoder']['bert'].update(encoder_fields or {})
   return override
 
 
@@ -104,27 +132,28 @@ def table(evaluations: Mapping[str, Mapping[int, Mapping[str, Any]]],
     context_free: `corpus_data.context_free`'s result (per held-out set).
 
   Returns:
-    The table, the context-free predictor's row last.
+    The table (the frameworks with evaluations), the context-free predictor's row last.
 
   Example:
     >>> print(table({'model_garden': {250: ev}, 'mlm_garden': {250: ev}}, cf))
     | step | in-domain loss, Model Garden | ...
   """
   sets = grid.HELD_OUT_SETS
+  frameworks = [f for f in FRAMEWORKS if evaluations.get(f)] or list(FRAMEWORKS)
   header = ['step'] + [f'{name} {metric}, {LABELS[f]}' for name in sets
-                       for metric in ('loss', 'acc') for f in FRAMEWORKS]
+                       for metric in ('loss', 'acc') for f in frameworks]
   lines = ['| ' + ' | '.join(header) + ' |', '|' + '---|' * len(header)]
-  steps = sorted(set.intersection(*(set(evaluations.get(f, {})) for f in FRAMEWORKS)))
+  steps = sorted(set.intersection(*(set(evaluations.get(f, {})) for f in frameworks)))
   for step in steps:
     cells = [f'{step:,}']
     for name in sets:
-      for metric, spec in (('lm_example_loss', '.3f'), ('masked_lm_accuracy', '.3f')):
-        cells += [format(evaluations[f][step][name][metric], spec) for f in FRAMEWORKS]
+      for metric in ('lm_example_loss', 'masked_lm_accuracy'):
+        cells += [format(evaluations[f][step][name][metric], '.3f') for f in frameworks]
     lines.append('| ' + ' | '.join(cells) + ' |')
   cells = ['context-free predictor']
   for name in sets:
     for metric in ('lm_example_loss', 'masked_lm_accuracy'):
-      cells += [format(context_free[name][metric], '.3f'), '']
+      cells += [format(context_free[name][metric], '.3f')] + [''] * (len(frameworks) - 1)
   lines.append('| ' + ' | '.join(cells) + ' |')
   return '\n'.join(lines)
 
@@ -205,6 +234,12 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
                       help='BETA2/DROPOUT (epsilon 1e-6) or own, as --optimizer_variants')
   parser.add_argument('--warmup_fraction', type=float, default=0.1)
   parser.add_argument('--seed', type=int, default=0, help='runtime.seed (ours only)')
+  parser.add_argument('--encoder_fields', default='',
+                      help='field=value,... of the BERT encoder changed from the YAML\'s '
+                      '(e.g. norm_first=true), one factor at a time')
+  parser.add_argument('--no_train', dest='train', action='store_false',
+                      help='train nothing: evaluate the checkpoints there are (e.g. of a run '
+                      'stopped early) and write the table')
   parser.add_argument('--batch_size', type=int, default=32)
   parser.add_argument('--frameworks', default=','.join(FRAMEWORKS),
                       help='which to train (both are evaluated when they have checkpoints)')
@@ -217,6 +252,10 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
   unknown = sorted(set(args.frameworks) - set(FRAMEWORKS))
   if unknown:
     parser.error(f'--frameworks: expected names of {", ".join(FRAMEWORKS)}, found {unknown}')
+  try:
+    args.encoder_fields = parse_encoder_fields(args.encoder_fields)
+  except ValueError as e:
+    parser.error(str(e))
   args.cores = [int(c) for c in args.cores.split(',') if c.strip()]
   if args.cores and len(args.cores) < len(args.frameworks):
     parser.error(f'--cores: expected one a framework ({len(args.frameworks)}), '
@@ -242,7 +281,7 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
   variant = grid.parse_optimizer_variants(args.optimizer_variant)[0]
   override = run_configs.write_yaml(
       peer_override(data, args.steps, args.evals, args.learning_rate, variant, args.seed,
-                    args.batch_size, args.warmup_fraction),
+                    args.batch_size, args.warmup_fraction, args.encoder_fields),
       os.path.join(run_dir, 'override.yaml'))
   overrides = {}
   for framework in FRAMEWORKS:
@@ -258,10 +297,17 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
                        + result.stderr[-2000:])
     comparison.bases[framework] = result.stdout.strip().splitlines()[-1]
     overrides[framework] = os.path.join(run_dir, f'override_{framework}.yaml')
-    dropped = [line for line in result.stderr.splitlines() if line.startswith('dropped')]
-    print(f'== {LABELS[framework]}: ' + ('; '.join(dropped) or 'every key known'), flush=True)
+    dropped = [line.split()[1] for line in result.stderr.splitlines()
+               if line.startswith('dropped: ')]
+    unsafe = [key for key in dropped if key not in DROPPABLE]
+    if unsafe:
+      raise SystemExit(f'model_garden_peer: error: {LABELS[framework]} has no field '
+                       f'{", ".join(unsafe)}: its run would differ (only {", ".join(DROPPABLE)} '
+                       'may be dropped)')
+    print(f'== {LABELS[framework]}: ' + (f'dropped {", ".join(dropped)}' if dropped
+                                         else 'every key known'), flush=True)
   processes = []
-  for i, framework in enumerate(args.frameworks):
+  for i, framework in enumerate(args.frameworks if args.train else ()):
     if args.steps in checkpoints_by_step(os.path.join(run_dir, framework, 'model')):
       print(f'== {LABELS[framework]}: finished ({args.steps} steps), reused', flush=True)
       continue

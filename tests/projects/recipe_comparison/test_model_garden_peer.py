@@ -98,3 +98,29 @@ def test_run_name_says_rate_variant_steps_warmup_and_seed():
   args = peer.parse_args(['--work_dir=w', '--steps=3000', '--optimizer_variant=own',
                           '--seed=2', '--warmup_fraction=0.3'])
   assert peer.run_name(args) == 'lr0.001_own_3000steps_wu0.3_s2'
+
+
+def test_encoder_fields_change_one_factor_and_name_the_run(data):
+  args = peer.parse_args(['--work_dir=w', '--encoder_fields=norm_first=true,dropout_rate=0'])
+  assert args.encoder_fields == {'norm_first': True, 'dropout_rate': 0}
+  assert peer.run_name(args).endswith('_s0_norm_first-True_dropout_rate-0')
+  override = peer.peer_override(data, 600, 6, 1e-3, None, 0,
+                                encoder_fields=args.encoder_fields)
+  bert = override['task']['model']['encoder']['bert']
+  assert (bert['norm_first'], bert['dropout_rate'], bert['hidden_size']) == (True, 0, 256)
+
+
+def test_a_malformed_encoder_field_is_refused(capsys):
+  with pytest.raises(SystemExit):
+    peer.parse_args(['--work_dir=w', '--encoder_fields=norm_first'])
+  assert ("--encoder_fields: expected field=value[,field=value...], found 'norm_first'"
+          in capsys.readouterr().err)
+
+
+def test_table_of_one_framework_lists_its_steps():
+  evaluations, context_free = _results()
+  lines = peer.table({'mlm_garden': evaluations['mlm_garden']}, context_free).splitlines()
+  assert lines[0] == ('| step | in_domain loss, mlm-garden | in_domain acc, mlm-garden | '
+                      'ood loss, mlm-garden | ood acc, mlm-garden |')
+  assert lines[2:] == ['| 250 | 6.250 | 0.140 | 6.750 | 0.140 |',
+                       '| context-free predictor | 6.200 | 0.150 | 6.700 | 0.150 |']
