@@ -108,6 +108,9 @@ def peer_override(data: Mapping[str, Any], steps: int, evals: int, learning_rate
       dtype='float32', budget_minutes=0.0, seed=seed, variant=variant)
   trainer = override['trainer']
   del trainer['time_budget_minutes']
+  # Model Garden checkpoints at the end of its first train loop, then when `checkpoint_interval`
+  # steps have passed at a loop's end: loops of one interval put both at the same steps.
+  trainer['steps_per_loop'] = trainer['summary_interval'] = trainer['checkpoint_interval']
   trainer['max_to_keep'] = evals + 1
   override['task']['model']['encoder']['bert'].update(encoder_fields or {})
   return override
@@ -125,14 +128,15 @@ def checkpoints_by_step(model_dir: str) -> Dict[int, str]:
 
 def table(evaluations: Mapping[str, Mapping[int, Mapping[str, Any]]],
           context_free: Mapping[str, Any]) -> str:
-  """The Markdown table: held-out loss and accuracy of both frameworks at each common step.
+  """The Markdown table: held-out loss and accuracy of both frameworks at each step evaluated.
 
   Args:
     evaluations: framework -> step -> `evaluate_checkpoint`'s result (per held-out set).
     context_free: `corpus_data.context_free`'s result (per held-out set).
 
   Returns:
-    The table (the frameworks with evaluations), the context-free predictor's row last.
+    The table (the frameworks with evaluations; a cell is empty at a step its framework did not
+    checkpoint), the context-free predictor's row last.
 
   Example:
     >>> print(table({'model_garden': {250: ev}, 'mlm_garden': {250: ev}}, cf))
@@ -143,12 +147,13 @@ def table(evaluations: Mapping[str, Mapping[int, Mapping[str, Any]]],
   header = ['step'] + [f'{name} {metric}, {LABELS[f]}' for name in sets
                        for metric in ('loss', 'acc') for f in frameworks]
   lines = ['| ' + ' | '.join(header) + ' |', '|' + '---|' * len(header)]
-  steps = sorted(set.intersection(*(set(evaluations.get(f, {})) for f in frameworks)))
+  steps = sorted(set.union(*(set(evaluations.get(f, {})) for f in frameworks)))
   for step in steps:
     cells = [f'{step:,}']
     for name in sets:
       for metric in ('lm_example_loss', 'masked_lm_accuracy'):
-        cells += [format(evaluations[f][step][name][metric], '.3f') for f in frameworks]
+        cells += [format(evaluations[f][step][name][metric], '.3f')
+                  if step in evaluations.get(f, {}) else '' for f in frameworks]
     lines.append('| ' + ' | '.join(cells) + ' |')
   cells = ['context-free predictor']
   for name in sets:
@@ -265,6 +270,61 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
   return args
 
 
+def checked_overrides(comparison: compare_model_garden.Comparison, run_dir: str,
+                      override: str) -> Dict[str, str]:
+  """Each framework's base and override YAML (`check-config` under its own Python).
+
+  Sets `comparison.bases`; returns framework -> its override (without the keys it lacks, which
+  must be `DROPPABLE`); exits naming the framework and keys when it cannot load them.
+  """
+  overrides = {}
+  for framework in FRAMEWORKS:
+    check = (['-I', model_garden_configs.__file__] if framework == 'model_garden'
+             else ['-m', 'official.benchmark.model_garden_configs'])
+    overrides[framework] = os.path.join(run_dir, f'override_{framework}.yaml')
+    result = subprocess.run(**comparison.command(
+        framework, *check, 'check-config', compare_model_garden.BASE_CONFIG, override,
+        os.path.join(run_dir, f'base_{framework}.yaml'), f'--override_out={overrides[framework]}'),
+                            capture_output=True, text=True, check=False)
+    if result.returncode:
+      raise SystemExit(f'model_garden_peer: error: {framework} cannot load the run config:\n'
+                       + result.stderr[-2000:])
+    comparison.bases[framework] = result.stdout.strip().splitlines()[-1]
+    dropped = [line.split()[1] for line in result.stderr.splitlines()
+               if line.startswith('dropped: ')]
+    unsafe = [key for key in dropped if key not in DROPPABLE]
+    if unsafe:
+      raise SystemExit(f'model_garden_peer: error: {LABELS[framework]} has no field '
+                       f'{", ".join(unsafe)}: its run would differ (only {", ".join(DROPPABLE)} '
+                       'may be dropped)')
+    print(f'== {LABELS[framework]}: ' + (f'dropped {", ".join(dropped)}' if dropped
+                                         else 'every key known'), flush=True)
+  return overrides
+
+
+def train_missing(args: argparse.Namespace, comparison: compare_model_garden.Comparison,
+                  run_dir: str, data: Mapping[str, Any]) -> None:
+  """Writes the run's configs and trains, side by side, each framework not yet at --steps."""
+  variant = grid.parse_optimizer_variants(args.optimizer_variant)[0]
+  override = run_configs.write_yaml(
+      peer_override(data, args.steps, args.evals, args.learning_rate, variant, args.seed,
+                    args.batch_size, args.warmup_fraction, args.encoder_fields),
+      os.path.join(run_dir, 'override.yaml'))
+  overrides = checked_overrides(comparison, run_dir, override)
+  processes = []
+  for i, framework in enumerate(args.frameworks):
+    if args.steps in checkpoints_by_step(os.path.join(run_dir, framework, 'model')):
+      print(f'== {LABELS[framework]}: finished ({args.steps} steps), reused', flush=True)
+      continue
+    core = args.cores[i] if args.cores else None
+    processes.append((framework, train(comparison, framework, run_dir,
+                                       overrides[framework], core)))
+  failed = [f for f, p in processes if p.wait()]
+  if failed:
+    raise SystemExit(f'model_garden_peer: error: training failed: {", ".join(failed)} '
+                     f'(see {run_dir}/<framework>/train.log)')
+
+
 def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
   """Trains what is missing, evaluates every checkpoint, writes the table and the plot."""
   args = parse_args(argv)
@@ -278,51 +338,12 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
       work_dir=run_dir, data_dir=os.path.join(work, 'data'), mg_venv=args.mg_venv,
       mg_version=args.mg_version, threads=1))
   comparison.setup_model_garden()
-  variant = grid.parse_optimizer_variants(args.optimizer_variant)[0]
-  override = run_configs.write_yaml(
-      peer_override(data, args.steps, args.evals, args.learning_rate, variant, args.seed,
-                    args.batch_size, args.warmup_fraction, args.encoder_fields),
-      os.path.join(run_dir, 'override.yaml'))
-  overrides = {}
-  for framework in FRAMEWORKS:
-    check = (['-I', model_garden_configs.__file__] if framework == 'model_garden'
-             else ['-m', 'official.benchmark.model_garden_configs'])
-    result = subprocess.run(**comparison.command(
-        framework, *check, 'check-config', compare_model_garden.BASE_CONFIG, override,
-        os.path.join(run_dir, f'base_{framework}.yaml'),
-        f'--override_out={os.path.join(run_dir, f"override_{framework}.yaml")}'),
-                            capture_output=True, text=True, check=False)
-    if result.returncode:
-      raise SystemExit(f'model_garden_peer: error: {framework} cannot load the run config:\n'
-                       + result.stderr[-2000:])
-    comparison.bases[framework] = result.stdout.strip().splitlines()[-1]
-    overrides[framework] = os.path.join(run_dir, f'override_{framework}.yaml')
-    dropped = [line.split()[1] for line in result.stderr.splitlines()
-               if line.startswith('dropped: ')]
-    unsafe = [key for key in dropped if key not in DROPPABLE]
-    if unsafe:
-      raise SystemExit(f'model_garden_peer: error: {LABELS[framework]} has no field '
-                       f'{", ".join(unsafe)}: its run would differ (only {", ".join(DROPPABLE)} '
-                       'may be dropped)')
-    print(f'== {LABELS[framework]}: ' + (f'dropped {", ".join(dropped)}' if dropped
-                                         else 'every key known'), flush=True)
-  processes = []
-  for i, framework in enumerate(args.frameworks if args.train else ()):
-    if args.steps in checkpoints_by_step(os.path.join(run_dir, framework, 'model')):
-      print(f'== {LABELS[framework]}: finished ({args.steps} steps), reused', flush=True)
-      continue
-    core = args.cores[i] if args.cores else None
-    processes.append((framework, train(comparison, framework, run_dir,
-                                       overrides[framework], core)))
-  failed = [f for f, p in processes if p.wait()]
-  if failed:
-    raise SystemExit(f'model_garden_peer: error: training failed: {", ".join(failed)} '
-                     f'(see {run_dir}/<framework>/train.log)')
+  if args.train:
+    train_missing(args, comparison, run_dir, data)
   evaluations = evaluate(run_dir, data, args.batch_size)
   context_free = corpus_data.context_free(work, data, args.batch_size)
-  results = dict(settings={k: v for k, v in vars(args).items()}, cpu=run_configs.cpu_model(),
-                 versions=comparison.versions, context_free=context_free,
-                 evaluations=evaluations)
+  results = dict(settings=vars(args), cpu=run_configs.cpu_model(), versions=comparison.versions,
+                 context_free=context_free, evaluations=evaluations)
   workdir.write_json(os.path.join(run_dir, 'results.json'), results)
   markdown = table(evaluations, context_free)
   with open(os.path.join(run_dir, 'results.md'), 'w', encoding='utf-8') as f:

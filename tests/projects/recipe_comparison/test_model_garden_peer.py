@@ -32,8 +32,9 @@ def test_the_peer_override_is_the_study_run_at_fixed_steps(tmp_path, data, capsy
   assert 'dropped' not in capsys.readouterr().err
   params = api.load_config([base, kept])
   trainer = params.trainer
-  assert (trainer.train_steps, trainer.checkpoint_interval, trainer.max_to_keep,
-          trainer.time_budget_minutes) == (3000, 250, 13, 0.0)
+  assert (trainer.train_steps, trainer.checkpoint_interval, trainer.steps_per_loop,
+          trainer.summary_interval, trainer.max_to_keep, trainer.time_budget_minutes) == (
+              3000, 250, 250, 250, 13, 0.0)
   assert trainer.optimizer_config.warmup.polynomial.warmup_steps == 300
   assert trainer.optimizer_config.learning_rate.polynomial.decay_steps == 3000
   adamw = trainer.optimizer_config.optimizer.adamw
@@ -66,13 +67,14 @@ def _results():
   return evaluations, context_free
 
 
-def test_table_lists_the_steps_both_frameworks_reached():
+def test_table_lists_every_step_either_framework_checkpointed():
   evaluations, context_free = _results()
   lines = peer.table(evaluations, context_free).splitlines()
   assert lines[0].startswith('| step | in_domain loss, Model Garden | in_domain loss, mlm-garden')
-  assert len(lines) == 4  # header, rule, step 250 (step 50 is Model Garden's only), context-free
-  assert lines[2] == ('| 250 | 6.500 | 6.250 | 0.120 | 0.140 | 7.000 | 6.750 | 0.120 | 0.140 |')
-  assert lines[3] == '| context-free predictor | 6.200 |  | 0.150 |  | 6.700 |  | 0.150 |  |'
+  assert len(lines) == 5  # header, rule, steps 50 (Model Garden's only) and 250, context-free
+  assert lines[2] == '| 50 | 9.000 |  | 0.010 |  | 9.500 |  | 0.010 |  |'
+  assert lines[3] == '| 250 | 6.500 | 6.250 | 0.120 | 0.140 | 7.000 | 6.750 | 0.120 | 0.140 |'
+  assert lines[4] == '| context-free predictor | 6.200 |  | 0.150 |  | 6.700 |  | 0.150 |  |'
 
 
 def test_plot_writes_a_png(tmp_path):
