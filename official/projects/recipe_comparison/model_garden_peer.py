@@ -271,14 +271,14 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
 
 
 def checked_overrides(comparison: compare_model_garden.Comparison, run_dir: str,
-                      override: str) -> Dict[str, str]:
-  """Each framework's base and override YAML (`check-config` under its own Python).
+                      override: str, frameworks: Sequence[str] = FRAMEWORKS) -> Dict[str, str]:
+  """Each of `frameworks`' base and override YAML (`check-config` under its own Python).
 
   Sets `comparison.bases`; returns framework -> its override (without the keys it lacks, which
   must be `DROPPABLE`); exits naming the framework and keys when it cannot load them.
   """
   overrides = {}
-  for framework in FRAMEWORKS:
+  for framework in frameworks:
     check = (['-I', model_garden_configs.__file__] if framework == 'model_garden'
              else ['-m', 'official.benchmark.model_garden_configs'])
     overrides[framework] = os.path.join(run_dir, f'override_{framework}.yaml')
@@ -310,7 +310,7 @@ def train_missing(args: argparse.Namespace, comparison: compare_model_garden.Com
       peer_override(data, args.steps, args.evals, args.learning_rate, variant, args.seed,
                     args.batch_size, args.warmup_fraction, args.encoder_fields),
       os.path.join(run_dir, 'override.yaml'))
-  overrides = checked_overrides(comparison, run_dir, override)
+  overrides = checked_overrides(comparison, run_dir, override, args.frameworks)
   processes = []
   for i, framework in enumerate(args.frameworks):
     if args.steps in checkpoints_by_step(os.path.join(run_dir, framework, 'model')):
