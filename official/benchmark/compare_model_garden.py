@@ -215,6 +215,13 @@ class Comparison:
       return dict(args=[self.mg_python, *args], cwd=self.mg_cwd, env=self.mg_env)
     return dict(args=[self.python, *args], cwd=REPO, env=self.env)
 
+  def check_command(self, framework: str, *args: str) -> Dict[str, Any]:
+    """`command` for `model_garden_configs check-config ARGS` under `framework`'s Python (Model
+    Garden's runs the file by path with -I: the checkout is not on its path)."""
+    check = (['-I', model_garden_configs.__file__] if framework == 'model_garden'
+             else ['-m', 'official.benchmark.model_garden_configs'])
+    return self.command(framework, *check, 'check-config', *args)
+
   def setup_model_garden(self) -> None:
     """Creates the throwaway venv with tf-models-official when it cannot import Model Garden."""
     if self.mg_venv == os.path.realpath(os.path.join(REPO, '.venv')):
@@ -311,11 +318,9 @@ class Comparison:
     self.write_run_config(override, self.args.steps, 'float32', False)
     for framework in ('model_garden', 'mlm_garden'):
       log = os.path.join(self.work, f'check_config_{framework}.log')
-      check = (['-I', model_garden_configs.__file__] if framework == 'model_garden'
-               else ['-m', 'official.benchmark.model_garden_configs'])
       with open(log, 'w', encoding='utf-8') as stderr:
         result = subprocess.run(
-            **self.command(framework, *check, 'check-config', BASE_CONFIG, override,
+            **self.check_command(framework, BASE_CONFIG, override,
                            os.path.join(self.work, f'base_{framework}.yaml')),
             stdout=subprocess.PIPE, stderr=stderr, text=True, check=False)
       with open(log, encoding='utf-8') as f:

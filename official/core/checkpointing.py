@@ -106,6 +106,12 @@ def checkpoint_file_is_finite(path: str) -> bool:
 
 
 # ---- listing -----------------------------------------------------------------------------------
+def checkpoint_step(path: str) -> int:
+  """The step in a checkpoint prefix's name (`.../ckpt-250` -> 250); -1 when it has none."""
+  tail = path.rsplit('-', 1)[-1]
+  return int(tail) if tail.isdigit() else -1
+
+
 def checkpoints_newest_first(model_dir: str) -> List[str]:
   """The checkpoint prefixes of `model_dir`, the newest (highest step) first.
 
@@ -121,12 +127,7 @@ def checkpoints_newest_first(model_dir: str) -> List[str]:
                     model_dir)
   if not paths:
     paths = [p[:-len('.index')] for p in tf.io.gfile.glob(os.path.join(model_dir, '*.index'))]
-
-  def step_of(path: str) -> int:
-    tail = path.rsplit('-', 1)[-1]
-    return int(tail) if tail.isdigit() else -1
-
-  return sorted(set(paths), key=step_of, reverse=True)
+  return sorted(set(paths), key=checkpoint_step, reverse=True)
 
 
 def newest_finite_checkpoint(model_dir: str, verified: Optional[set] = None) -> str:

@@ -40,7 +40,6 @@ import sys
 from typing import Any, Dict, Mapping, Optional, Sequence
 
 from official.benchmark import compare_model_garden
-from official.benchmark import model_garden_configs
 from official.projects.recipe_comparison import corpus_data
 from official.projects.recipe_comparison import grid
 from official.projects.recipe_comparison import run_configs
@@ -117,13 +116,12 @@ def peer_override(data: Mapping[str, Any], steps: int, evals: int, learning_rate
 
 
 def checkpoints_by_step(model_dir: str) -> Dict[int, str]:
-  """Every checkpoint prefix of `model_dir` (`ckpt-STEP.index`), by step."""
-  found = {}
-  for name in os.listdir(model_dir) if os.path.isdir(model_dir) else ():
-    stem, _, ext = name.rpartition('.')
-    if ext == 'index' and stem.startswith('ckpt-') and stem[5:].isdigit():
-      found[int(stem[5:])] = os.path.join(model_dir, stem)
-  return dict(sorted(found.items()))
+  """Every checkpoint prefix of `model_dir` (`checkpointing.checkpoints_newest_first`), by step
+  in step order; names without a step are left out."""
+  from official.core import checkpointing  # Function-level: imports TensorFlow.
+  steps = {checkpointing.checkpoint_step(p): p
+           for p in reversed(checkpointing.checkpoints_newest_first(model_dir))}
+  return {step: path for step, path in steps.items() if step >= 0}
 
 
 def table(evaluations: Mapping[str, Mapping[int, Mapping[str, Any]]],
@@ -279,11 +277,9 @@ def checked_overrides(comparison: compare_model_garden.Comparison, run_dir: str,
   """
   overrides = {}
   for framework in frameworks:
-    check = (['-I', model_garden_configs.__file__] if framework == 'model_garden'
-             else ['-m', 'official.benchmark.model_garden_configs'])
     overrides[framework] = os.path.join(run_dir, f'override_{framework}.yaml')
-    result = subprocess.run(**comparison.command(
-        framework, *check, 'check-config', compare_model_garden.BASE_CONFIG, override,
+    result = subprocess.run(**comparison.check_command(
+        framework, compare_model_garden.BASE_CONFIG, override,
         os.path.join(run_dir, f'base_{framework}.yaml'), f'--override_out={overrides[framework]}'),
                             capture_output=True, text=True, check=False)
     if result.returncode:

@@ -150,14 +150,6 @@ def test_split_documents_holds_out_one_document_in_twenty(tmp_path):
   assert held[1].startswith('document 20 ') and sorted(held + train) == sorted(documents)
 
 
-@pytest.fixture(name='data')
-def _data(tmp_path):
-  vocab = tmp_path / 'vocab.txt'
-  vocab.write_text('\n'.join(f't{i}' for i in range(321)) + '\n')
-  return {'vocab': str(vocab), 'records': {'bert': 'b.tfrecord', 'modern': 'm.tfrecord',
-                                           'in_domain': 'h.tfrecord', 'ood': 'o.tfrecord'}}
-
-
 @pytest.mark.parametrize('cell', grid.CELLS, ids=lambda cell: cell.name)
 def test_run_configs_load_for_every_cell(tmp_path, data, cell):
   overrides = run_configs.run_overrides(cell, data, steps=1003, evals=10, learning_rate=3e-3,

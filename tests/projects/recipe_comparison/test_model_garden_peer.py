@@ -12,14 +12,6 @@ from official.projects.recipe_comparison import model_garden_peer as peer
 from tests.paths import ROOT
 
 
-@pytest.fixture(name='data')
-def _data(tmp_path):
-  vocab = tmp_path / 'vocab.txt'
-  vocab.write_text('\n'.join(f't{i}' for i in range(321)) + '\n')
-  return {'vocab': str(vocab), 'records': {'bert': 'b.tfrecord', 'modern': 'm.tfrecord',
-                                           'in_domain': 'h.tfrecord', 'ood': 'o.tfrecord'}}
-
-
 def test_the_peer_override_is_the_study_run_at_fixed_steps(tmp_path, data, capsys):
   override = peer.peer_override(data, 3000, 12, 1e-3, grid.OptimizerVariant(0.98, 0.1), seed=4)
   path = str(tmp_path / 'override.yaml')
