@@ -18,9 +18,10 @@ Subcommands:
 """
 
 import argparse
+import importlib
 import os
 import sys
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Sequence
 
 import yaml
 
@@ -131,7 +132,8 @@ def drop(values: Any, path: List[str]) -> None:
     drop(values[key], path[1:])
 
 
-def check_config(base: str, override: str, out: str, override_out: Optional[str] = None) -> str:
+def check_config(base: str, override: str, out: str, override_out: Optional[str] = None,
+                 experiment_modules: Sequence[str] = ()) -> str:
   """Loads `base` then `override` strictly into this Python's `bert/pretraining` config.
 
   Keys of `base` the framework does not know are dropped into `out` (each named on stderr as
@@ -144,6 +146,8 @@ def check_config(base: str, override: str, out: str, override_out: Optional[str]
     override_out: where `override` without the keys this framework does not know goes (always
       written; e.g. `trainer.time_budget_minutes`, which only mlm-garden has). None: `override`
       must load as it is.
+    experiment_modules: modules imported first, for what they register (e.g. an encoder family,
+      as `train.py --experiment_module`).
 
   Returns:
     The YAML this framework uses: `base`, or `out`.
@@ -157,8 +161,17 @@ def check_config(base: str, override: str, out: str, override_out: Optional[str]
   from official.core import exp_factory  # pylint: disable=g-import-not-at-top
   from official.modeling import hyperparams  # pylint: disable=g-import-not-at-top
   import official  # pylint: disable=g-import-not-at-top
+  for module in experiment_modules:
+    importlib.import_module(module)
   print(f'official from {os.path.dirname(official.__file__)}', file=sys.stderr)
   reference = exp_factory.get_exp_config('bert/pretraining').as_dict()
+  encoders = reference['task']['model']['encoder']
+  for path in (base, override):  # the fields of an encoder type the YAMLs choose are known too
+    kind = _encoder_type(path)
+    if kind and kind not in encoders:
+      params = exp_factory.get_exp_config('bert/pretraining')
+      params.override({'task': {'model': {'encoder': {'type': kind}}}}, is_strict=True)
+      encoders[kind] = params.as_dict()['task']['model']['encoder'][kind]
   use = _known_part(base, reference, out, always=False)
   if override_out:
     override = _known_part(override, reference, override_out, always=True)
@@ -167,6 +180,15 @@ def check_config(base: str, override: str, out: str, override_out: Optional[str]
     params = hyperparams.override_params_dict(params, path, is_strict=True)
   params.validate()
   return use
+
+
+def _encoder_type(path: str) -> Optional[str]:
+  """`task.model.encoder.type` of a YAML file, or None."""
+  with open(path, encoding='utf-8') as f:
+    values = yaml.safe_load(f) or {}
+  for key in ('task', 'model', 'encoder'):
+    values = values.get(key) if isinstance(values, dict) else None
+  return values.get('type') if isinstance(values, dict) else None
 
 
 def _known_part(path: str, reference: Any, out: str, always: bool) -> str:
@@ -219,6 +241,8 @@ def add_subcommands(sub: Any) -> None:
   p.add_argument('--override_out', default=None,
                  help='write OVERRIDE without the keys this framework lacks here (else it must '
                  'load as it is)')
+  p.add_argument('--experiment_module', action='append', default=[],
+                 help='a module to import first, for what it registers (repeatable)')
 
 
 def run_subcommand(args: argparse.Namespace) -> bool:
@@ -239,7 +263,8 @@ def run_subcommand(args: argparse.Namespace) -> bool:
                  args.batch_size, args.learning_rate, args.steps_per_loop, args.validation_steps,
                  args.precision, args.xla)
   elif args.command == 'check-config':
-    print(check_config(args.base, args.override, args.out, args.override_out))
+    print(check_config(args.base, args.override, args.out, args.override_out,
+                       args.experiment_module))
   else:
     return False
   return True

@@ -39,6 +39,8 @@ import subprocess
 import sys
 from typing import Any, Dict, Mapping, Optional, Sequence
 
+import yaml
+
 from official.benchmark import compare_model_garden
 from official.projects.recipe_comparison import corpus_data
 from official.projects.recipe_comparison import grid
@@ -50,13 +52,17 @@ FRAMEWORKS = ('model_garden', 'mlm_garden')
 DROPPABLE = ('runtime.seed', 'trainer.time_budget_minutes')
 LABELS = {'model_garden': 'Model Garden', 'mlm_garden': 'mlm-garden'}
 CELL = grid.Cell('bert', 'bert')
+# `--encoder=ablation`: BERT's encoder with ModernBERT's differences as switches (ours only).
+ABLATION_MODULE = 'official.projects.recipe_comparison.ablation_encoder'
+ENCODERS = ('bert', 'ablation')
 
 
 def run_name(args: argparse.Namespace) -> str:
   """The run's folder name: its rate, optimizer variant, steps, warmup and seed."""
   variant = grid.parse_optimizer_variants(args.optimizer_variant)[0]
   fields = ''.join(f'_{key}-{value}' for key, value in args.encoder_fields.items())
-  return (f'lr{args.learning_rate:g}_{variant.name if variant else "own"}_{args.steps}steps'
+  prefix = '' if args.encoder == 'bert' else f'{args.encoder}_'
+  return (f'{prefix}lr{args.learning_rate:g}_{variant.name if variant else "own"}_{args.steps}steps'
           f'_wu{args.warmup_fraction:g}_s{args.seed}{fields}')
 
 
@@ -80,7 +86,8 @@ def parse_encoder_fields(text: str) -> Dict[str, Any]:
 def peer_override(data: Mapping[str, Any], steps: int, evals: int, learning_rate: float,
                   variant: Optional[grid.OptimizerVariant], seed: int, batch_size: int = 32,
                   warmup_fraction: float = 0.1,
-                  encoder_fields: Optional[Mapping[str, Any]] = None) -> dict:
+                  encoder_fields: Optional[Mapping[str, Any]] = None,
+                  encoder: str = 'bert') -> dict:
   """The study's bert-bert override for `steps` fixed steps, a checkpoint every `steps/evals`.
 
   Args:
@@ -94,6 +101,8 @@ def peer_override(data: Mapping[str, Any], steps: int, evals: int, learning_rate
     warmup_fraction: the warmup's share of the steps.
     encoder_fields: BERT encoder fields changed from the YAML's (one factor at a time, e.g.
       `{'norm_first': True}`).
+    encoder: 'bert', or 'ablation': the `ablation_encoder` type with the YAML's and the run's
+      BERT fields and `encoder_fields` (which may then name its switches, e.g. positions=rotary).
 
   Returns:
     The override dict: no time budget, `--mode=train` settings (no validation during the run).
@@ -111,7 +120,12 @@ def peer_override(data: Mapping[str, Any], steps: int, evals: int, learning_rate
   # steps have passed at a loop's end: loops of one interval put both at the same steps.
   trainer['steps_per_loop'] = trainer['summary_interval'] = trainer['checkpoint_interval']
   trainer['max_to_keep'] = evals + 1
-  override['task']['model']['encoder']['bert'].update(encoder_fields or {})
+  fields = override['task']['model']['encoder']
+  fields['bert'].update(encoder_fields or {})
+  if encoder == 'ablation':
+    with open(os.path.join(grid.REPO, grid.ARCHITECTURES['bert']), encoding='utf-8') as f:
+      base = yaml.safe_load(f)['task']['model']['encoder']['bert']
+    fields.update(type='ablation', ablation={**base, **fields.pop('bert')})
   return override
 
 
@@ -187,14 +201,15 @@ def plot(evaluations: Mapping[str, Mapping[int, Mapping[str, Any]]],
 
 
 def train(comparison: compare_model_garden.Comparison, framework: str, run_dir: str,
-          override: str, core: Optional[int]) -> subprocess.Popen:
-  """Starts one framework's training (`--mode=train`) pinned to `core`; returns the process."""
+          override: str, core: Optional[int], modules: Sequence[str] = ()) -> subprocess.Popen:
+  """Starts one framework's training (`--mode=train`) pinned to `core`; returns the process
+  (`modules`: its `--experiment_module`s)."""
   model_dir = os.path.join(run_dir, framework, 'model')
   os.makedirs(model_dir, exist_ok=True)
   command = comparison.command(
       framework, '-m', 'official.nlp.train', '--experiment=bert/pretraining', '--mode=train',
       f'--model_dir={model_dir}', f'--config_file={comparison.bases[framework]}',
-      f'--config_file={override}')
+      f'--config_file={override}', *(f'--experiment_module={m}' for m in modules))
   if core is not None:
     command['args'] = ['taskset', '-c', str(core), *command['args']]
   log = open(os.path.join(run_dir, framework, 'train.log'), 'a', encoding='utf-8')
@@ -205,6 +220,8 @@ def train(comparison: compare_model_garden.Comparison, framework: str, run_dir: 
 def evaluate(run_dir: str, data: Mapping[str, Any], batch_size: int) -> Dict[str, Dict[int, Any]]:
   """Every checkpoint of both frameworks on the held-out sets (stored in `evaluations.json`)."""
   from official.nlp.tools import evaluate_mlm  # Function-level: imports TensorFlow.
+  # For its registration: a run of `--encoder=ablation` is built from its family.
+  from official.projects.recipe_comparison import ablation_encoder  # noqa: F401  pylint: disable=unused-import
   path = os.path.join(run_dir, 'evaluations.json')
   stored = workdir.read_json(path) if os.path.exists(path) else {}
   inputs = {name: data['records'][name] for name in grid.HELD_OUT_SETS}
@@ -240,6 +257,10 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
   parser.add_argument('--encoder_fields', default='',
                       help='field=value,... of the BERT encoder changed from the YAML\'s '
                       '(e.g. norm_first=true), one factor at a time')
+  parser.add_argument('--encoder', choices=ENCODERS, default='bert',
+                      help='ablation: BERT\'s encoder with ModernBERT\'s differences as switches '
+                      '(--encoder_fields=positions=rotary, gated_inner=true, use_bias=false, '
+                      'norm_first=true); ours only')
   parser.add_argument('--no_train', dest='train', action='store_false',
                       help='train nothing: evaluate the checkpoints there are (e.g. of a run '
                       'stopped early) and write the table')
@@ -255,6 +276,9 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
   unknown = sorted(set(args.frameworks) - set(FRAMEWORKS))
   if unknown:
     parser.error(f'--frameworks: expected names of {", ".join(FRAMEWORKS)}, found {unknown}')
+  if args.encoder == 'ablation' and args.frameworks != ['mlm_garden']:
+    parser.error('--encoder=ablation: Model Garden has no such encoder; expected '
+                 '--frameworks=mlm_garden')
   try:
     args.encoder_fields = parse_encoder_fields(args.encoder_fields)
   except ValueError as e:
@@ -269,18 +293,21 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
 
 
 def checked_overrides(comparison: compare_model_garden.Comparison, run_dir: str,
-                      override: str, frameworks: Sequence[str] = FRAMEWORKS) -> Dict[str, str]:
+                      override: str, frameworks: Sequence[str] = FRAMEWORKS,
+                      modules: Sequence[str] = ()) -> Dict[str, str]:
   """Each of `frameworks`' base and override YAML (`check-config` under its own Python).
 
   Sets `comparison.bases`; returns framework -> its override (without the keys it lacks, which
   must be `DROPPABLE`); exits naming the framework and keys when it cannot load them.
+  `modules` are imported first (ours: `--experiment_module`s).
   """
   overrides = {}
   for framework in frameworks:
     overrides[framework] = os.path.join(run_dir, f'override_{framework}.yaml')
     result = subprocess.run(**comparison.check_command(
         framework, compare_model_garden.BASE_CONFIG, override,
-        os.path.join(run_dir, f'base_{framework}.yaml'), f'--override_out={overrides[framework]}'),
+        os.path.join(run_dir, f'base_{framework}.yaml'), f'--override_out={overrides[framework]}',
+        *(f'--experiment_module={m}' for m in modules)),
                             capture_output=True, text=True, check=False)
     if result.returncode:
       raise SystemExit(f'model_garden_peer: error: {framework} cannot load the run config:\n'
@@ -304,9 +331,10 @@ def train_missing(args: argparse.Namespace, comparison: compare_model_garden.Com
   variant = grid.parse_optimizer_variants(args.optimizer_variant)[0]
   override = run_configs.write_yaml(
       peer_override(data, args.steps, args.evals, args.learning_rate, variant, args.seed,
-                    args.batch_size, args.warmup_fraction, args.encoder_fields),
+                    args.batch_size, args.warmup_fraction, args.encoder_fields, args.encoder),
       os.path.join(run_dir, 'override.yaml'))
-  overrides = checked_overrides(comparison, run_dir, override, args.frameworks)
+  modules = [ABLATION_MODULE] if args.encoder == 'ablation' else []
+  overrides = checked_overrides(comparison, run_dir, override, args.frameworks, modules)
   processes = []
   for i, framework in enumerate(args.frameworks):
     if args.steps in checkpoints_by_step(os.path.join(run_dir, framework, 'model')):
@@ -314,7 +342,7 @@ def train_missing(args: argparse.Namespace, comparison: compare_model_garden.Com
       continue
     core = args.cores[i] if args.cores else None
     processes.append((framework, train(comparison, framework, run_dir,
-                                       overrides[framework], core)))
+                                       overrides[framework], core, modules)))
   failed = [f for f, p in processes if p.wait()]
   if failed:
     raise SystemExit(f'model_garden_peer: error: training failed: {", ".join(failed)} '

@@ -118,3 +118,32 @@ def test_table_of_one_framework_lists_its_steps():
                       'ood loss, mlm-garden | ood acc, mlm-garden |')
   assert lines[2:] == ['| 250 | 6.250 | 0.140 | 6.750 | 0.140 |',
                        '| context-free predictor | 6.200 | 0.150 | 6.700 | 0.150 |']
+
+
+def test_the_ablation_encoder_run_holds_bert_sizes_and_the_switch(tmp_path, data, capsys):
+  args = peer.parse_args(['--work_dir=w', '--encoder=ablation', '--frameworks=mlm_garden',
+                          '--cores=0', '--encoder_fields=positions=rotary'])
+  assert peer.run_name(args) == 'ablation_lr0.001_b2_0.98-do0.1_3000steps_wu0.1_s0_positions-rotary'
+  override = peer.peer_override(data, 600, 6, 1e-3, grid.OptimizerVariant(0.98, 0.1), 0,
+                                encoder_fields=args.encoder_fields, encoder=args.encoder)
+  encoder = override['task']['model']['encoder']
+  assert encoder['type'] == 'ablation' and 'bert' not in encoder
+  path = str(tmp_path / 'override.yaml')
+  with open(path, 'w', encoding='utf-8') as f:
+    yaml.safe_dump(override, f)
+  base = os.path.join(ROOT, grid.ARCHITECTURES['bert'])
+  # check-config knows the family once its module is imported (as --experiment_module does).
+  kept = str(tmp_path / 'kept.yaml')
+  model_garden_configs.check_config(base, path, str(tmp_path / 'base.yaml'), kept,
+                                    [peer.ABLATION_MODULE])
+  assert 'dropped' not in capsys.readouterr().err
+  ablation = api.load_config([base, kept]).task.model.encoder.ablation
+  assert (ablation.positions, ablation.hidden_size, ablation.num_layers, ablation.dropout_rate,
+          ablation.intermediate_size, ablation.norm_first) == ('rotary', 256, 4, 0.1, 1024, False)
+
+
+def test_the_ablation_encoder_is_ours_only(capsys):
+  with pytest.raises(SystemExit):
+    peer.parse_args(['--work_dir=w', '--encoder=ablation'])
+  assert ('--encoder=ablation: Model Garden has no such encoder; expected '
+          '--frameworks=mlm_garden' in capsys.readouterr().err)
