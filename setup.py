@@ -34,13 +34,17 @@ setuptools.setup(
                  # test-only: the Hugging Face ModernBERT interop tests run transformers' PyTorch
                  # model; torch's CPU wheel (2.13.0+cpu) comes from pip's find-links, never
                  # PyPI's CUDA build; our runtime code imports neither.
-                 'torch==2.13.0', 'transformers==5.24.0'],
+                 'torch==2.13.0', 'transformers==5.24.0',
+                 'apache-beam>=2.77,<3'],  # the [beam] extra's: the Beam engine's tests
         # mlm-eval's statistics (scipy's distributions) and simple baselines (scikit-learn).
         'eval': ['scipy>=1.11', 'scikit-learn>=1.4'],
         'gin': ['gin-config'],  # --gin_file / --gin_params
         'plot': ['matplotlib'],
         'text': ['tensorflow-text>=2.21,<2.22'],  # in-graph tokenization: text_layers, serve_text
         'gpu': ['tensorflow[and-cuda]>=2.21,<2.22'],
+        # create_pretraining_data --engine=beam (docs/data_at_scale.md); Dataflow and gs:// also
+        # need Beam's own gcp extra: pip install 'apache-beam[gcp]'.
+        'beam': ['apache-beam>=2.77,<3'],
     },
     entry_points={
         # Modules that register experiments and tasks (exp_factory loads them on first lookup).

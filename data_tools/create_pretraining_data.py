@@ -15,6 +15,10 @@ Usage:
   python -m data_tools.create_pretraining_data --input_file=corpus.txt \\
       --output_file=out/packed.tfrecord --vocab_file=vocab.txt --pack --max_seq_length=512 \\
       --masked_lm_prob=0.3 --max_predictions_per_seq=154 --dupe_factor=5
+  # The same records from an Apache Beam pipeline (any runner; docs/data_at_scale.md):
+  python -m data_tools.create_pretraining_data --input_file=corpus.txt \\
+      --output_file=out/train.tfrecord --vocab_file=vocab.txt --engine=beam \\
+      --beam_pipeline_options=direct_num_workers=2
 """
 
 from official.common import quiet  # first: hides TensorFlow's start-up lines (--verbose keeps them)
@@ -28,6 +32,7 @@ from absl import flags
 
 from official.common import cli_utils
 
+from official.nlp.data import beam_engine
 from official.nlp.data import create_pretraining_data as cpd
 
 
@@ -91,6 +96,14 @@ def _define_flags() -> flags.FlagValues:
   flags.DEFINE_string(
       'validation_output_file', None, 'The held-out records (with --validation_fraction; '
       'default: validation.tfrecord beside --output_file).', **define)
+  flags.DEFINE_enum(
+      'engine', 'local', cpd.ENGINES, 'local: a pool of --num_workers processes; beam: an Apache '
+      'Beam pipeline (pip install \'mlm-garden[beam]\'; docs/data_at_scale.md), the same records.',
+      **define)
+  flags.DEFINE_string(
+      'beam_pipeline_options', '', 'With --engine=beam: Beam\'s pipeline options, comma-separated '
+      'name=value (e.g. runner=DataflowRunner,project=P,region=R,temp_location=gs://B/tmp); '
+      'default: Beam\'s portable runner on this machine, --num_workers processes.', **define)
   flags.mark_flags_as_required(['input_file', 'output_file'], flag_values=fv)
   return fv
 
@@ -104,6 +117,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   logging.basicConfig(level=logging.INFO, format='%(levelname)s: %(message)s', stream=sys.stderr)
   logging.getLogger('official').setLevel(logging.WARNING)  # the summary is printed below, once
   try:
+    if fv.beam_pipeline_options and fv.engine != 'beam':
+      raise ValueError('--beam_pipeline_options needs --engine=beam')
+    beam_options = beam_engine.parse_pipeline_options(fv.beam_pipeline_options)
     cpd.create_pretraining_data(
         fv.input_file, fv.output_file, fv.vocab_file, tokenizer_json=fv.tokenizer_json,
         do_lower_case=fv.do_lower_case, do_whole_word_mask=fv.do_whole_word_mask,
@@ -115,7 +131,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         num_output_shards=fv.num_output_shards, no_next_sentence=fv.no_next_sentence,
         sentence_order=fv.sentence_order, dynamic=fv.dynamic, pack=fv.pack, show_progress=True,
         validation_fraction=fv.validation_fraction,
-        validation_output_file=fv.validation_output_file)
+        validation_output_file=fv.validation_output_file, engine=fv.engine,
+        beam_options=beam_options)
   except (ValueError, FileNotFoundError) as e:
     print(f'create_pretraining_data: error: {e}', file=sys.stderr)
     return 1

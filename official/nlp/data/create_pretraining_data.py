@@ -73,7 +73,7 @@ import tqdm
 from official.nlp.data import data_metadata
 from official.nlp.data import parallel
 from official.nlp.data import pretraining_instances as pi
-from official.nlp.data import tfrecord_writer
+from official.nlp.data import pretraining_units
 from official.nlp.data import tokenized_corpus
 from official.nlp.data import vocab_assets
 from official.nlp.data.data_metadata import load_metadata  # re-exported for the training task
@@ -97,51 +97,15 @@ logger = logging.getLogger(__name__)
 # Tokens per work unit (fixed: the output must not depend on the number of workers)
 _CHUNK_TOKENS = 1 << 18
 _TOOL = 'mlm-garden create_pretraining_data'
+ENGINES = ('local', 'beam')
 
 
 # --------------------------------------------------------------------------------------------------
 # The fast pipeline.
 
-@dataclasses.dataclass
-class _UnitResult:
-  records: bytes  # framed TFRecords back to back
-  record_lengths: np.ndarray
-  documents: int
-  instances: int
-  tokens: int
-  masked: int
-  random_next: int
-  pieces: int  # packed rows: pieces of documents; otherwise the instances
-
-
-def _build_unit(unit: Tuple[int, int]) -> _UnitResult:
-  """Packs, masks and serializes the documents of chunk `unit[1]` for dupe `unit[0]`."""
-  dupe, chunk = unit
-  shared = parallel.state()
-  corpus: tokenized_corpus.TokenizedCorpus = shared['corpus']
-  options: pi.InstanceOptions = shared['options']
-  rng = np.random.default_rng(np.random.SeedSequence([shared['random_seed'], dupe, chunk]))
-  documents = shared['chunk_documents'][chunk]
-  if options.pack:
-    packed = pi.pack_rows(documents, corpus.sentence_starts, corpus.document_starts,
-                          options.max_seq_length, rng)
-    build = pi.build_packed_arrays
-  else:
-    packed = pi.pack_documents(documents, corpus.sentence_starts, corpus.document_starts,
-                               options.max_seq_length, options.short_seq_prob, rng,
-                               options.next_sentence, options.sentence_order)
-    build = pi.build_instance_arrays
-  if not len(packed):
-    return _UnitResult(b'', np.zeros(0, np.int64), documents.size, 0, 0, 0, 0, 0)
-  arrays = build(corpus.token_ids, packed, options, shared['special'], rng)
-  records, record_lengths = tfrecord_writer.encode_pretraining_records(
-      arrays.input_ids, arrays.lengths, arrays.segment_starts, arrays.next_sentence_labels,
-      arrays.masked_lm_positions, arrays.masked_lm_ids, arrays.masked_counts,
-      shared['use_v2_feature_names'], shared['special'].vocab_size, arrays.position_ids)
-  masked = 0 if options.dynamic else int(arrays.masked_counts.sum())
-  return _UnitResult(records.tobytes(), record_lengths, documents.size, len(arrays),
-                     int(arrays.lengths.sum()), masked, int(arrays.next_sentence_labels.sum()),
-                     len(packed))
+def _build_unit(unit: Tuple[int, int]) -> pretraining_units.UnitResult:
+  """`pretraining_units.build_unit` in a worker of the local pool (the state `parallel` shares)."""
+  return pretraining_units.build_unit(parallel.state(), unit)
 
 
 def _chunk_documents(corpus: tokenized_corpus.TokenizedCorpus,
@@ -199,6 +163,9 @@ class PretrainingDataOptions:
     show_progress: progress bars and a summary on stderr.
     validation_fraction: the fraction of documents held out (drawn by `random_seed`) and written
       once (dupe factor 1) as a validation set of its own; 0 holds none out.
+    engine: 'local' (a pool of `num_workers` processes) or 'beam' (an Apache Beam pipeline,
+      `beam_engine`); the records are the same.
+    beam_options: Beam pipeline options (`--runner=...`, ...) of the 'beam' engine.
 
   Example:
     >>> options = PretrainingDataOptions(max_seq_length=64, pack=True)
@@ -224,6 +191,8 @@ class PretrainingDataOptions:
   processor_text_fn: Optional[Callable[[str], str]] = None
   show_progress: bool = False
   validation_fraction: float = 0.0
+  engine: str = 'local'
+  beam_options: Tuple[str, ...] = ()
 
   @property
   def next_sentence(self) -> bool:
@@ -266,6 +235,7 @@ class PretrainingDataOptions:
         ('num_workers', self.num_workers, self.num_workers >= 1, '>= 1'),
         ('validation_fraction', self.validation_fraction, 0.0 <= self.validation_fraction < 1.0,
          'in [0, 1)'),
+        ('engine', self.engine, self.engine in ENGINES, f'one of {ENGINES}'),
     ]
     for name, value, ok, expected in checks:
       if not ok:
@@ -314,7 +284,9 @@ def create_pretraining_data(input_file: Union[str, Sequence[str]],
                             pack: bool = False,
                             processor_text_fn: Optional[Callable[[str], str]] = None,
                             show_progress: bool = False, validation_fraction: float = 0.0,
-                            validation_output_file: Optional[str] = None) -> Dict[str, Any]:
+                            validation_output_file: Optional[str] = None,
+                            engine: str = 'local',
+                            beam_options: Sequence[str] = ()) -> Dict[str, Any]:
   """Writes pretraining TFRecords and their metadata file from text files (module docstring).
 
   Args:
@@ -356,6 +328,12 @@ def create_pretraining_data(input_file: Union[str, Sequence[str]],
       once (dupe factor 1) to `validation_output_file`, a record set with its own metadata.
     validation_output_file: the held-out records (default: `validation.tfrecord` beside the first
       output file).
+    engine: where instances are built and shards written: 'local' (a pool of `num_workers`
+      processes) or 'beam' (an Apache Beam pipeline, `official.nlp.data.beam_engine`; the extra
+      `mlm-garden[beam]`). The same records either way.
+    beam_options: the Beam pipeline options of `engine='beam'`, e.g. `['--runner=DataflowRunner',
+      '--project=P', '--region=R', '--temp_location=gs://B/tmp']` (default: Beam's portable
+      runner in this process's machine, `num_workers` processes; `beam_engine.pipeline_options`).
 
   Returns:
     The metadata written (see `data_metadata`), plus `elapsed_seconds`; with a validation split,
@@ -377,7 +355,7 @@ def create_pretraining_data(input_file: Union[str, Sequence[str]],
       num_workers=cpus if num_workers is None else num_workers,
       no_next_sentence=no_next_sentence, dynamic=dynamic, sentence_order=sentence_order,
       pack=pack, processor_text_fn=processor_text_fn, show_progress=show_progress,
-      validation_fraction=validation_fraction)
+      validation_fraction=validation_fraction, engine=engine, beam_options=tuple(beam_options))
   options.check()
   if options.num_workers > cpus:
     logger.warning(
@@ -554,44 +532,79 @@ def _write_set(corpus: tokenized_corpus.TokenizedCorpus, output_paths: List[str]
     ValueError: an explicitly named output file would be empty (too little text for that many).
   """
   random_seed = options.random_seed
-  chunk_documents = _chunk_documents(corpus, _chunk_tokens(corpus, dupe_factor, len(output_paths)))
-  units = [(d, c) for d in range(dupe_factor) for c in range(len(chunk_documents))]
-  unit_rng = np.random.default_rng(np.random.SeedSequence([random_seed, 1 << 20]))
-  permutation = unit_rng.permutation(len(units))
-  shard_units = [sorted(part.tolist()) for part in np.array_split(permutation, len(output_paths))]
+  chunk_documents, units, shard_units = plan_units(corpus, dupe_factor, len(output_paths),
+                                                   random_seed)
   shared = dict(corpus=corpus, options=options.instance_options(), special=special,
                 random_seed=random_seed, chunk_documents=chunk_documents,
                 use_v2_feature_names=options.use_v2_feature_names)
+  staged = [staging.path(path) for path in output_paths]
+  if options.engine == 'beam':
+    # Function-level: the local engine does not load Beam's module (nor its extra).
+    from official.nlp.data import beam_engine  # pylint: disable=g-import-not-at-top
+    written, totals = beam_engine.write_shards(
+        shared, units, shard_units, staged, options.beam_options, options.num_workers,
+        options.random_seed, options.gzip_compress, description)
+  else:
+    written, totals = _write_shards_local(shared, units, shard_units, staged, options,
+                                          description)
+  shards = dict(zip(output_paths, written))
+  paths = _drop_empty_shards(output_paths, shards, staging, renumber_shards, totals['instances'])
+  return dict(paths=paths, shards={p: shards[p] for p in paths}, totals=totals,
+              instances_per_file={os.path.basename(p): shards[p]['records'] for p in paths})
+
+
+def plan_units(corpus: tokenized_corpus.TokenizedCorpus, dupe_factor: int, num_shards: int,
+               random_seed: int) -> Tuple[List[np.ndarray], List[Tuple[int, int]], List[List[int]]]:
+  """The work of one record set: the chunks' documents, the (dupe, chunk) units, and each shard's
+  units (indices into the units, ascending) from a permutation seeded by `random_seed`.
+
+  Example:
+    >>> chunks, units, shard_units = plan_units(corpus, 2, 3, 12345)
+    >>> sorted(u for part in shard_units for u in part) == list(range(len(units)))
+    True
+  """
+  chunk_documents = _chunk_documents(corpus, _chunk_tokens(corpus, dupe_factor, num_shards))
+  units = [(d, c) for d in range(dupe_factor) for c in range(len(chunk_documents))]
+  unit_rng = np.random.default_rng(np.random.SeedSequence([random_seed, 1 << 20]))
+  permutation = unit_rng.permutation(len(units))
+  shard_units = [sorted(part.tolist()) for part in np.array_split(permutation, num_shards)]
+  return chunk_documents, units, shard_units
+
+
+def _write_shards_local(shared: Dict[str, Any], units: List[Tuple[int, int]],
+                        shard_units: List[List[int]], staged_paths: List[str],
+                        options: PretrainingDataOptions, description: str
+                        ) -> Tuple[List[Dict[str, int]], collections.Counter]:
+  """Builds every unit in the local worker pool and writes each shard
+  (`pretraining_units.write_shard`).
+
+  Returns:
+    Each shard's `{'records', 'bytes', 'crc32'}` and the totals (`pretraining_units.UNIT_COUNTS`).
+  """
   totals = collections.Counter()
-  shards = {}
-  with tqdm.tqdm(total=corpus.num_documents * dupe_factor, unit='doc',
-                 desc=f'creating {description} instances',
+  written = []
+  documents = sum(shared['chunk_documents'][chunk].size for _, chunk in units)
+  with tqdm.tqdm(total=documents, unit='doc', desc=f'creating {description} instances',
                  disable=not options.show_progress) as bar, \
       parallel.worker_pool(options.num_workers, shared) as pool:
     results = parallel.ordered_map(pool, _build_unit,
                                    [units[u] for part in shard_units for u in part])
-    for shard, (path, part) in enumerate(zip(output_paths, shard_units)):
-      spill = staging.path(path) + '.spill'
+    for shard, (path, part) in enumerate(zip(staged_paths, shard_units)):
+      spill = path + '.spill'
       record_lengths = []
       with open(spill, 'wb', buffering=1 << 20) as f:
         for _ in part:  # the records go to disk as they come: memory does not grow with the output
           result = next(results)
           f.write(result.records)
           record_lengths.append(result.record_lengths)
-          for key in ('documents', 'instances', 'tokens', 'masked', 'random_next', 'pieces'):
+          for key in pretraining_units.UNIT_COUNTS:
             totals[key] += getattr(result, key)
           bar.update(result.documents)
           _after_unit_hook(f.tell())
       lengths = np.concatenate(record_lengths) if record_lengths else np.zeros(0, np.int64)
-      shard_rng = np.random.default_rng(np.random.SeedSequence([random_seed, 1 << 21, shard]))
-      order = shard_rng.permutation(lengths.size)
-      with tfrecord_writer.AtomicRecordFile(staging.path(path), options.gzip_compress) as out:
-        _write_shuffled(out, spill, lengths, order)
-      os.remove(spill)
-      shards[path] = {'records': int(order.size), 'bytes': out.size, 'crc32': out.crc32}
-  paths = _drop_empty_shards(output_paths, shards, staging, renumber_shards, totals['instances'])
-  return dict(paths=paths, shards={p: shards[p] for p in paths}, totals=totals,
-              instances_per_file={os.path.basename(p): shards[p]['records'] for p in paths})
+      written.append(pretraining_units.write_shard(path, spill, lengths, shard, options.random_seed,
+                                 options.gzip_compress))
+  return written, totals
 
 
 def _chunk_tokens(corpus: tokenized_corpus.TokenizedCorpus, dupe_factor: int,
@@ -692,23 +705,6 @@ def _summary(metadata, stats, elapsed, read_seconds, num_workers) -> str:
 
 def _after_unit_hook(spilled_bytes: int) -> None:
   """Called after each work unit's records are spilled, with the spill file's size (a test hook)."""
-
-
-def _write_shuffled(f: tfrecord_writer.AtomicRecordFile, spill: str, lengths: np.ndarray,
-                    order: np.ndarray, chunk: int = 1 << 14) -> None:
-  """Writes the back-to-back records of the file `spill` in `order` (record indices), by chunks.
-
-  Each record is read with one `pread` (the spill file was just written: it is in the page cache),
-  so memory holds one chunk of records whatever the size of the output. (A memory map would not
-  bound the resident size: each random access maps the pages around it.)
-  """
-  starts = np.cumsum(lengths) - lengths
-  with open(spill, 'rb', buffering=0) as source:
-    fd = source.fileno()
-    for begin in range(0, order.size, chunk):
-      picked = order[begin:begin + chunk]
-      f.writelines(
-          [os.pread(fd, n, s) for s, n in zip(starts[picked].tolist(), lengths[picked].tolist())])
 
 
 class _Staging:

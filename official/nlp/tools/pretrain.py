@@ -49,6 +49,7 @@ from official.common import cli_utils
 from official.common import file_utils
 from official.common import quiet
 from official.modeling import hyperparams
+from official.nlp.data import beam_engine
 from official.nlp.data import create_pretraining_data as cpd
 from official.nlp.data import data_metadata
 from official.nlp.data import tokenized_corpus
@@ -87,6 +88,9 @@ class PretrainOptions:
     precision: `runtime.mixed_precision_dtype` ('auto': bfloat16 where the CPU has bfloat16
       units, else float32; 'float32', 'bfloat16', 'float16').
     num_workers: processes for the records (default: the CPUs).
+    engine: where the records are made: 'local' (a pool of `num_workers` processes) or 'beam'
+      (an Apache Beam pipeline; `create_pretraining_data`'s `engine`), the same records.
+    beam_options: Beam's pipeline options with `engine='beam'` (e.g. `['--runner=...']`).
     init_from: a checkpoint to continue pretraining from (domain-adaptive pretraining): one of
       ours (a model_dir, or a `convert_checkpoint --target=ours` folder: params.yaml and a
       checkpoint), a Google BERT folder (bert_config.json, bert_model.ckpt, vocab.txt) or a
@@ -108,6 +112,8 @@ class PretrainOptions:
   seed: int = 12345
   precision: str = 'auto'
   num_workers: Optional[int] = None
+  engine: str = 'local'
+  beam_options: Tuple[str, ...] = ()
   init_from: Optional[str] = None
   learning_rate: Optional[float] = None
 
@@ -124,6 +130,7 @@ class PretrainOptions:
         ('dupe_factor', self.dupe_factor >= 1, '>= 1'),
         ('validation_fraction', 0 < self.validation_fraction < 1, 'in (0, 1)'),
         ('seed', self.seed >= 0, '>= 0'),
+        ('engine', self.engine in cpd.ENGINES, f'one of {list(cpd.ENGINES)}'),
         ('learning_rate', self.learning_rate is None or self.learning_rate > 0, '> 0'),
         ('init_from', self.init_from is None or os.path.isdir(self.init_from),
          'an existing folder'),
@@ -313,7 +320,7 @@ def _write_records(options: PretrainOptions, documents: List[str], data_dir: str
       dupe_factor=options.dupe_factor, num_workers=options.num_workers,
       num_output_shards=max(1, min(16, options.num_workers or os.cpu_count() or 1)),
       validation_fraction=options.validation_fraction, validation_output_file=validation_path,
-      show_progress=True)
+      show_progress=True, engine=options.engine, beam_options=options.beam_options)
 
 
 def pretrain(inputs: Union[str, Sequence[str]], output_dir: str,
@@ -512,6 +519,12 @@ def _define_flags() -> flags.FlagValues:
                       **define)
   flags.DEFINE_integer('num_workers', None, 'Processes writing the records (default: the CPUs).',
                        **define)
+  flags.DEFINE_enum('engine', defaults.engine, cpd.ENGINES, 'Where the records are made: '
+                    'local (--num_workers processes) or beam (an Apache Beam pipeline; pip install '
+                    '\'mlm-garden[beam]\'), the same records.', **define)
+  flags.DEFINE_string('beam_pipeline_options', '', 'With --engine=beam: Beam\'s pipeline options, '
+                      'comma-separated name=value (e.g. runner=DataflowRunner,project=P).',
+                      **define)
   flags.DEFINE_string('init_from', None, 'Continue pretraining from this checkpoint folder (ours, '
                       'Google BERT or Hugging Face BERT/ModernBERT) with its tokenizer.', **define)
   flags.DEFINE_float('learning_rate', None, 'Peak learning rate (default: the recipe\'s; 1e-4 '
@@ -535,11 +548,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     quiet.use_absl_logging()
   logging.getLogger().setLevel(logging.INFO)
   try:
+    if fv.beam_pipeline_options and fv.engine != 'beam':
+      raise ValueError('--beam_pipeline_options needs --engine=beam')
+    beam_options = tuple(beam_engine.parse_pipeline_options(fv.beam_pipeline_options))
     summary = pretrain(inputs, fv.output_dir, recipe=fv.recipe, size=fv.size, minutes=fv.minutes,
                        steps=fv.steps, vocab_size=fv.vocab_size, seq_length=fv.seq_length,
                        batch_size=fv.batch_size, dupe_factor=fv.dupe_factor,
                        validation_fraction=fv.validation_fraction, seed=fv.seed,
                        precision=fv.precision, num_workers=fv.num_workers,
+                       engine=fv.engine, beam_options=beam_options,
                        init_from=fv.init_from, learning_rate=fv.learning_rate)
   except (ValueError, FileNotFoundError) as e:
     return cli_utils.error(PROGRAM, str(e), status=1)

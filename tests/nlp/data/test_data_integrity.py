@@ -20,6 +20,7 @@ from official.nlp import train
 from official.nlp.data import create_pretraining_data as cpd
 from official.nlp.data import data_metadata
 from official.nlp.data import pretrain_dataloader
+from official.nlp.data import pretraining_units
 from official.nlp.data import tokenized_corpus
 from official.nlp.data.tokenization import WordPieceTokenizer
 from tests import testing
@@ -227,7 +228,7 @@ def test_disk_full_is_one_line_and_keeps_the_old_set(inputs, record_set, monkeyp
   def disk_full(self, pieces):
     raise OSError(28, "No space left on device", self.partial_path)
 
-  monkeypatch.setattr(cpd.tfrecord_writer.AtomicRecordFile, "writelines", disk_full)
+  monkeypatch.setattr(pretraining_units.tfrecord_writer.AtomicRecordFile, "writelines", disk_full)
   code = cli.main(["prog", f"--input_file={inputs / 'corpus.txt'}",
                    f"--output_file={record_set / 'train.tfrecord'}",
                    f"--vocab_file={inputs / 'vocab.txt'}", "--num_workers=1", "--dupe_factor=1"])
@@ -284,8 +285,8 @@ def _corpus(inputs):
 
 def test_small_write_chunks_give_identical_bytes(inputs, tmp_path, monkeypatch):
   _create(inputs, tmp_path / "a" / "train.tfrecord")
-  real = cpd._write_shuffled
-  monkeypatch.setattr(cpd, "_write_shuffled",
+  real = pretraining_units.write_shuffled
+  monkeypatch.setattr(pretraining_units, "write_shuffled",
                       lambda f, spill, lengths, order: real(f, spill, lengths, order, 7))
   _create(inputs, tmp_path / "b" / "train.tfrecord")
   assert (open(tmp_path / "a" / "train.tfrecord", "rb").read()
