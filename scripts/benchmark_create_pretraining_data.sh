@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Benchmark: mlm-garden's create_pretraining_data (1 and 2 workers) against Model Garden's script, side by side
+# Benchmark: mlm-garden's create_pretraining_data (1 and 2 workers, and the Beam engine on 2 worker processes)
+# against Model Garden's script, side by side
 # on the same corpus and flags (issue 4's acceptance: >= 20x less wall time, <= half the peak memory, 2 cores).
 #
 # Corpus: the Python documentation sources of Debian's python3.11-doc (scripts/make_python_docs_corpus.py),
@@ -19,7 +20,8 @@
 # Peak memory with one output file (50 MB input, and the same text as one line) is measured by
 # scripts/benchmark_create_pretraining_data_memory.py.
 #
-# Usage: scripts/benchmark_create_pretraining_data.sh [work_dir]   (env: MG_VENV, PYTHON, SKIP_MG=1, CORES)
+# Usage: scripts/benchmark_create_pretraining_data.sh [work_dir]
+#   (env: MG_VENV, PYTHON, SKIP_MG=1, SKIP_BEAM=1, CORES)
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -75,6 +77,16 @@ for workers in 1 2; do
     | awk -v l="ours_${workers}w_instances" '{print l, $2}' >> "$WORK/results"
 done
 cmp -s "$WORK/out/ours_1w.tfrecord" "$WORK/out/ours_2w.tfrecord" && echo "ours: 1 and 2 workers wrote identical records"
+# The Beam engine (issue 60): Beam's portable runner on this machine, 2 worker processes.
+if [[ "${SKIP_BEAM:-0}" != 1 ]]; then
+  measure ours_beam_2w "$REPO" "$PYTHON" -m data_tools.create_pretraining_data --input_file="$CORPUS" \
+    --output_file="$WORK/out/ours_beam_2w.tfrecord" --vocab_file="$VOCAB_DIR/vocab.txt" "${FLAGS[@]}" \
+    --num_workers=2 --engine=beam --beam_pipeline_options=direct_num_workers=2
+  grep -o "wrote [0-9]* instances" "$WORK/ours_beam_2w.log" \
+    | awk '{print "ours_beam_2w_instances", $2}' >> "$WORK/results"
+  cmp -s "$WORK/out/ours_2w.tfrecord" "$WORK/out/ours_beam_2w.tfrecord" \
+    && echo "ours: the Beam engine wrote the local engine's records"
+fi
 
 "$PYTHON" - "$WORK/results" <<'EOF'
 import sys

@@ -166,6 +166,22 @@ RUNS: Dict[str, Run] = {
         substitutions=(('--vocab_size=30522', '--vocab_size=60'),
                        ('--max_seq_length=128 --max_predictions_per_seq=20',
                         '--max_seq_length=32 --max_predictions_per_seq=5 --num_workers=1'))),
+    'data_at_scale': Run(
+        'docs/data_at_scale.md', '--beam_pipeline_options=direct_num_workers=2',
+        files=(('corpus.txt', 'text'),),
+        substitutions=(('--vocab_size=30522', '--vocab_size=60'),
+                       ('--max_seq_length=128 --max_predictions_per_seq=20',
+                        '--max_seq_length=32 --max_predictions_per_seq=5 --num_workers=1'),
+                       ('direct_num_workers=2', 'direct_running_mode=in_memory'))),
+    **{f'data_at_scale_{runner.lower()}': Run(
+        'docs/data_at_scale.md', f'runner={runner}Runner',
+        skip=((rf'python -m data_tools\.create_pretraining_data .*runner={runner}Runner.*',
+               reason),))
+       for runner, reason in (
+           ('Dataflow', 'needs a Google Cloud project and a container image with mlm-garden'),
+           ('Flink', "needs a Flink cluster and Beam's Flink job server jar (Maven, not "
+            'reachable here)'),
+           ('Spark', "needs Beam's Spark job server jar (Maven, not reachable here)"))},
     'evaluation': Run(
         'docs/evaluation.md', '--output_dir=/tmp/eval ',
         files=(('runs/bert_mini', 'bert_run'), ('bert-base-uncased', 'hf_bert'),
@@ -389,6 +405,7 @@ OUTPUTS = {
     'readme_setup': ('demo',),
     'readme_install': (),
     'data': ('vocab/vocab.txt', 'data/train.metadata.json', 'data/validation.metadata.json'),
+    'data_at_scale': ('data/train.metadata.json', 'data/train.tfrecord-00003-of-00004'),
     'evaluation': ('eval', 'eval_two'),
     'evaluation_minilm': ('eval_minilm',),
     'finetuning_classification': ('ft/dev.tfrecord', 'runs/cls/params.yaml'),

@@ -83,10 +83,11 @@ def pipeline_options(beam_options: Sequence[str], num_workers: int) -> List[str]
   """Beam's pipeline arguments: `beam_options`, with the local defaults where they name none.
 
   Without `--runner`: `--runner=FnApiRunner`, `--direct_running_mode=multi_processing` (or
-  `in_memory` for one worker) and `--direct_num_workers=num_workers`.
+  `in_memory` for one worker), `--direct_num_workers=num_workers` and the workers' log level
+  `--default_sdk_harness_log_level=WARNING`.
 
   Example:
-    >>> pipeline_options([], 2)
+    >>> pipeline_options([], 2)[:3]
     ['--runner=FnApiRunner', '--direct_running_mode=multi_processing', '--direct_num_workers=2']
     >>> pipeline_options(['--runner=DataflowRunner', '--project=p'], 2)
     ['--runner=DataflowRunner', '--project=p']
@@ -104,6 +105,8 @@ def pipeline_options(beam_options: Sequence[str], num_workers: int) -> List[str]
     defaults.append(f'--direct_running_mode={mode}')
   if 'direct_num_workers' not in names:
     defaults.append(f'--direct_num_workers={num_workers}')
+  if 'default_sdk_harness_log_level' not in names:  # the workers' logs: warnings, not every bundle
+    defaults.append('--default_sdk_harness_log_level=WARNING')
   return defaults + options
 
 
@@ -142,6 +145,11 @@ def write_shards(shared: Dict[str, Any], units: List[Tuple[int, int]],
   arguments = pipeline_options(beam_options, num_workers)
   logger.info('building %s instances with Beam: %d units, %d shards (%s)', description,
                   len(elements), len(staged_paths), ' '.join(arguments))
+  # Beam logs every worker's start-up and bundle at INFO; kept to warnings unless ours is DEBUG.
+  beam_logger = logging.getLogger('apache_beam')
+  beam_level = beam_logger.level
+  if not logger.isEnabledFor(logging.DEBUG):
+    beam_logger.setLevel(logging.WARNING)
   try:
     with beam.Pipeline(options=beam_pipeline_options.PipelineOptions(arguments)) as pipeline:
       _ = (pipeline
@@ -159,6 +167,7 @@ def write_shards(shared: Dict[str, Any], units: List[Tuple[int, int]],
       totals.update(result['totals'])
     return written, totals
   finally:
+    beam_logger.setLevel(beam_level)
     shutil.rmtree(work_dir, ignore_errors=True)
 
 

@@ -73,10 +73,12 @@ def test_worker_processes_change_nothing(corpus):
 
 
 def test_pipeline_options_fill_the_local_defaults_only_without_a_runner():
+  quiet = '--default_sdk_harness_log_level=WARNING'
   assert beam_engine.pipeline_options([], 1) == [
-      '--runner=FnApiRunner', '--direct_running_mode=in_memory', '--direct_num_workers=1']
+      '--runner=FnApiRunner', '--direct_running_mode=in_memory', '--direct_num_workers=1', quiet]
   assert beam_engine.pipeline_options(['--direct_num_workers=3'], 2) == [
-      '--runner=FnApiRunner', '--direct_running_mode=multi_processing', '--direct_num_workers=3']
+      '--runner=FnApiRunner', '--direct_running_mode=multi_processing', quiet,
+      '--direct_num_workers=3']
   assert beam_engine.pipeline_options(['--runner=DataflowRunner', '--region=r'], 2) == [
       '--runner=DataflowRunner', '--region=r']
   with pytest.raises(ValueError, match=r"beam_options: expected --name=value pipeline options, "
