@@ -47,7 +47,7 @@ _NOT_OURS = frozenset([
     'mv', 'npm', 'pip', 'pip3', 'rm', 'source', 'tail', 'tar', 'tensorboard', 'unzip', 'wc',
     'wget'])
 # Modules of others that `python -m` may run.
-_NOT_OURS_MODULES = frozenset(['pip', 'pytest', 'venv', 'coverage', 'ruff'])
+_NOT_OURS_MODULES = frozenset(['pip', 'pytest', 'venv', 'coverage', 'ruff', 'apache_beam'])
 _PYTHONS = frozenset(['python', 'python3'])
 _VENV_BIN = '.venv/bin/'
 # Shell operators that end a simple command, and redirections (their target is skipped).

@@ -173,6 +173,13 @@ RUNS: Dict[str, Run] = {
                        ('--max_seq_length=128 --max_predictions_per_seq=20',
                         '--max_seq_length=32 --max_predictions_per_seq=5 --num_workers=1'),
                        ('direct_num_workers=2', 'direct_running_mode=in_memory'))),
+    'data_at_scale_portable': Run(
+        'docs/data_at_scale.md', 'local_job_service_main --port=8099',
+        skip=((r'python -m apache_beam\.runners\.portability\.local_job_service_main .*',
+               "Beam's job service as a background server; tests/nlp/data/test_beam_engine.py "
+               'runs the same portable path in this process'),
+              (r'python -m data_tools\.create_pretraining_data .*runner=PortableRunner.*',
+               'needs the job service above; tests/nlp/data/test_beam_engine.py runs it'))),
     **{f'data_at_scale_{runner.lower()}': Run(
         'docs/data_at_scale.md', f'runner={runner}Runner',
         skip=((rf'python -m data_tools\.create_pretraining_data .*runner={runner}Runner.*',

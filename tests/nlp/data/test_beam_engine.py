@@ -119,3 +119,19 @@ def test_pipeline_options_parse_both_forms():
   with pytest.raises(ValueError, match=r"--beam_pipeline_options: expected name=value items "
                      r".*found \['runner'\]"):
     beam_engine.parse_pipeline_options('runner')
+
+
+def test_beams_portable_path_writes_the_same_files(corpus):
+  """The pipeline submitted through Beam's job API (PortableRunner) to its local job service:
+  the portable path Flink, Spark and Dataflow take, on a runner this machine can start."""
+  from apache_beam.runners.portability import local_job_service  # Function-level: the extra's.
+  service = local_job_service.LocalJobServicer()
+  port = service.start_grpc_server(0)
+  try:
+    local, _ = _create(corpus, 'portable_local', pack=True)
+    portable, _ = _create(corpus, 'portable_beam', pack=True, engine='beam', beam_options=[
+        '--runner=PortableRunner', f'--job_endpoint=localhost:{port}',
+        '--environment_type=LOOPBACK'])
+  finally:
+    service.stop()
+  assert _files(local) == _files(portable)
