@@ -37,6 +37,11 @@ def _define_flags() -> flags.FlagValues:
   flags.DEFINE_integer('min_frequency', 2, 'Minimum pair count to merge.', flag_values=fv)
   flags.DEFINE_integer('limit_alphabet', 1000, 'Maximum number of initial characters.',
                        flag_values=fv)
+  flags.DEFINE_integer('sample_bytes', None, 'Learn from about this many bytes of the text '
+                       '(blocks of whole lines at seeded places, each file\'s share by size) '
+                       'instead of all of it: for a corpus too large to read whole.',
+                       lower_bound=1, flag_values=fv)
+  flags.DEFINE_integer('seed', 12345, 'The places of --sample_bytes\' blocks.', flag_values=fv)
   flags.mark_flags_as_required(['input_file', 'output_dir'], flag_values=fv)
   return fv
 
@@ -49,7 +54,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return status
   try:
     paths = build_vocab(fv.input_file, fv.output_dir, fv.vocab_size, fv.do_lower_case,
-                        fv.min_frequency, fv.limit_alphabet, show_progress=sys.stderr.isatty())
+                        fv.min_frequency, fv.limit_alphabet, show_progress=sys.stderr.isatty(),
+                        sample_bytes=fv.sample_bytes, seed=fv.seed)
   except (ValueError, FileNotFoundError) as e:
     print(f'build_vocab: error: {e}', file=sys.stderr)
     return 1

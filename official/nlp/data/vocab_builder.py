@@ -10,7 +10,9 @@ Example:
 """
 
 import os
-from typing import Dict, Iterator, List, Sequence, Union
+from typing import Dict, Iterator, List, Optional, Sequence, Union
+
+import numpy as np
 
 from tokenizers import trainers
 
@@ -24,9 +26,41 @@ def _text_batches(files: Sequence[str]) -> Iterator[List[str]]:
       yield [line for line in lines if line is not None and line.strip()]
 
 
+# Bytes a sampled read takes from one place of a file (whole lines around it).
+SAMPLE_BLOCK_BYTES = 1 << 20
+
+
+def _sampled_batches(files: Sequence[str], sample_bytes: int, seed: int,
+                     block_bytes: int = SAMPLE_BLOCK_BYTES) -> Iterator[List[str]]:
+  """About `sample_bytes` of whole lines from `files`: blocks of `block_bytes` at offsets drawn by
+  `seed`, each file's share in proportion to its size; a file no larger than its share is read
+  whole. Only the blocks read pass through memory.
+  """
+  sizes = np.array([os.path.getsize(path) for path in files], np.int64)
+  fraction = min(1.0, sample_bytes / max(int(sizes.sum()), 1))
+  rng = np.random.default_rng(np.random.SeedSequence([seed, 1 << 23]))
+  for path, size in zip(files, sizes.tolist()):
+    blocks = int(np.ceil(size * fraction / block_bytes))
+    if blocks * block_bytes >= size:
+      yield from _text_batches([path])
+      continue
+    # Block starts: sorted, drawn from the file's block grid (no overlap).
+    starts = np.sort(rng.choice(size // block_bytes, blocks, replace=False)) * block_bytes
+    with open(path, 'rb') as f:
+      for start in starts.tolist():
+        f.seek(start)
+        data = f.read(block_bytes)
+        if start:  # drop the partial line the block starts in
+          data = data.partition(b'\n')[2]
+        data = data.rpartition(b'\n')[0]  # and the one it ends in
+        lines = data.decode('utf-8', errors='replace').split('\n')
+        yield [line for line in lines if line.strip()]
+
+
 def build_vocab(input_file: Union[str, Sequence[str]], output_dir: str, vocab_size: int = 8000,
                 do_lower_case: bool = True, min_frequency: int = 2, limit_alphabet: int = 1000,
-                show_progress: bool = False) -> Dict[str, str]:
+                show_progress: bool = False, sample_bytes: Optional[int] = None,
+                seed: int = 12345) -> Dict[str, str]:
   """Trains a WordPiece vocabulary and writes `vocab.txt` and `tokenizer.json` into `output_dir`.
 
   Args:
@@ -37,6 +71,12 @@ def build_vocab(input_file: Union[str, Sequence[str]], output_dir: str, vocab_si
     min_frequency: minimum count of a pair to be merged.
     limit_alphabet: maximum number of distinct initial characters kept.
     show_progress: the trainer's progress bar.
+    sample_bytes: learn from about this many bytes of the text (blocks of whole lines at places
+      drawn by `seed`, each file's share in proportion to its size) instead of all of it: for a
+      corpus too large to read in reasonable time. The trainer's memory grows with the distinct
+      words it sees, not with the text; a few hundred MB of a large corpus give nearly the
+      vocabulary of all of it. None: all the text.
+    seed: the sample's places.
 
   Returns:
     `{"vocab_file": path, "tokenizer_json": path}`.
@@ -53,7 +93,11 @@ def build_vocab(input_file: Union[str, Sequence[str]], output_dir: str, vocab_si
       vocab_size=vocab_size, min_frequency=min_frequency, show_progress=show_progress,
       special_tokens=list(tokenization.SPECIAL_TOKENS), limit_alphabet=limit_alphabet,
       continuing_subword_prefix=tokenization.CONTINUATION_PREFIX)
-  tokenizer.train_from_iterator(_text_batches(files), trainer)
+  if sample_bytes is not None and sample_bytes < 1:
+    raise ValueError(f'sample_bytes must be >= 1 (or None for all the text), found {sample_bytes}')
+  batches = (_text_batches(files) if sample_bytes is None
+             else _sampled_batches(files, sample_bytes, seed))
+  tokenizer.train_from_iterator(batches, trainer)
   token_to_id = tokenizer.get_vocab()
   vocab = sorted(token_to_id, key=token_to_id.get)
   if len(vocab) <= len(tokenization.SPECIAL_TOKENS):

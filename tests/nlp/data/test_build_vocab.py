@@ -6,6 +6,7 @@ import pytest
 from tokenizers import Tokenizer
 
 from data_tools import build_vocab
+from official.nlp.data import vocab_builder
 from official.nlp.data.tokenization import SPECIAL_TOKENS, WordPieceTokenizer
 
 WORDS = ["token", "tokens", "tokenizer", "masked", "masking", "language", "model", "models",
@@ -58,3 +59,30 @@ def test_bad_input_is_reported(tmp_path, capsys):
   assert "none.txt" in capsys.readouterr().err
   with pytest.raises(ValueError, match="vocab_size"):
     build_vocab.build_vocab(str(tmp_path / "none.txt"), str(tmp_path), vocab_size=3)
+
+
+def test_a_sample_is_whole_lines_from_seeded_places_in_proportion_to_size(tmp_path):
+  big, small = tmp_path / 'big.txt', tmp_path / 'small.txt'
+  big.write_text(''.join(f'line {i} of the big file\n' for i in range(4000)), encoding='utf-8')
+  small.write_text('one short line\nand another\n', encoding='utf-8')
+  files = [str(big), str(small)]
+  lines_of = {p: set(open(p, encoding='utf-8').read().splitlines()) for p in files}
+  sample = lambda seed: [line for batch in vocab_builder._sampled_batches(  # pylint: disable=protected-access
+      files, 10_000, seed, block_bytes=1_000) for line in batch]
+  first = sample(0)
+  # Whole lines only, from both files; the small file (below its share) read whole.
+  assert set(first) <= lines_of[files[0]] | lines_of[files[1]]
+  assert lines_of[files[1]] <= set(first)
+  # About 10,000 bytes: 10 blocks of 1,000 bytes, less the partial lines cut at their ends.
+  taken = sum(len(line) + 1 for line in first if line in lines_of[files[0]])
+  assert 10 * (1_000 - 2 * 30) <= taken <= 10_000
+  assert sample(0) == first and sample(1) != first
+
+
+def test_build_vocab_on_a_sample(corpus, tmp_path):
+  paths = vocab_builder.build_vocab(str(corpus), str(tmp_path / 'v'), vocab_size=120,
+                                    sample_bytes=2_000)
+  vocab = open(paths['vocab_file'], encoding='utf-8').read().split()
+  assert vocab[:len(SPECIAL_TOKENS)] == list(SPECIAL_TOKENS) and len(vocab) > len(SPECIAL_TOKENS)
+  with pytest.raises(ValueError, match=r'sample_bytes must be >= 1 .*found 0'):
+    vocab_builder.build_vocab(str(corpus), str(tmp_path / 'w'), sample_bytes=0)
