@@ -74,6 +74,7 @@ from official.nlp.data import data_metadata
 from official.nlp.data import parallel
 from official.nlp.data import pretraining_instances as pi
 from official.nlp.data import pretraining_units
+from official.nlp.data import text_files
 from official.nlp.data import tokenized_corpus
 from official.nlp.data import vocab_assets
 from official.nlp.data.data_metadata import load_metadata  # re-exported for the training task
@@ -411,7 +412,7 @@ def _create(input_files: List[str], output_paths: List[str], staging: '_Staging'
     validation_path: the record file of the held-out documents (with `validation_fraction`).
   """
   num_workers, show_progress = options.num_workers, options.show_progress
-  total_bytes = sum(os.path.getsize(f) for f in input_files)
+  total_bytes = sum(text_files.size(f) for f in input_files)
   with tqdm.tqdm(total=total_bytes, unit='B', unit_scale=True, desc='tokenizing',
                  disable=not show_progress) as bar:
     corpus, stats = tokenized_corpus.read_tokenized_corpus(input_files, tokenizer,

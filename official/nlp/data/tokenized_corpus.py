@@ -16,13 +16,12 @@ Example:
 """
 
 import dataclasses
-import glob
 import logging
-import os
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from official.nlp.data import text_files
 from official.nlp.data import parallel
 from official.nlp.data import pretraining_instances as pi
 from official.nlp.data.tokenization import SubwordTokenizer
@@ -77,7 +76,8 @@ class CorpusStats:
 
 
 def expand_input_files(input_file: 'str | Sequence[str]') -> List[str]:
-  """Files named by a comma-separated list (or a list) of paths and glob patterns, in that order.
+  """Files named by a comma-separated list (or a list) of paths and glob patterns, in that order
+  (local, or URLs TensorFlow or Beam read: `text_files`).
 
   Raises:
     FileNotFoundError: a pattern matches no file.
@@ -87,8 +87,7 @@ def expand_input_files(input_file: 'str | Sequence[str]') -> List[str]:
   for pattern in (p.strip() for p in patterns):
     if not pattern:
       continue
-    matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else (
-        [pattern] if os.path.isfile(pattern) else [])
+    matches = text_files.match(pattern)
     if not matches:
       raise FileNotFoundError(f'input_file: {pattern!r} matches no file')
     files.extend(matches)
@@ -120,7 +119,7 @@ def _blocks(path: str) -> Iterator[Tuple[bytes, bool]]:
   memory stays bounded whatever the line length: `cut` is True when the block's last line goes on in
   the next block.
   """
-  with open(path, 'rb') as f:
+  with text_files.open_binary(path) as f:
     carry = b''
     while True:
       block = carry + f.read(_BLOCK_BYTES)

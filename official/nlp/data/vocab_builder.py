@@ -16,6 +16,7 @@ import numpy as np
 
 from tokenizers import trainers
 
+from official.nlp.data import text_files
 from official.nlp.data import tokenization
 from official.nlp.data import tokenized_corpus
 
@@ -36,7 +37,7 @@ def _sampled_batches(files: Sequence[str], sample_bytes: int, seed: int,
   `seed`, each file's share in proportion to its size; a file no larger than its share is read
   whole. Only the blocks read pass through memory.
   """
-  sizes = np.array([os.path.getsize(path) for path in files], np.int64)
+  sizes = np.array([text_files.size(path) for path in files], np.int64)
   fraction = min(1.0, sample_bytes / max(int(sizes.sum()), 1))
   rng = np.random.default_rng(np.random.SeedSequence([seed, 1 << 23]))
   for path, size in zip(files, sizes.tolist()):
@@ -46,7 +47,7 @@ def _sampled_batches(files: Sequence[str], sample_bytes: int, seed: int,
       continue
     # Block starts: sorted, drawn from the file's block grid (no overlap).
     starts = np.sort(rng.choice(size // block_bytes, blocks, replace=False)) * block_bytes
-    with open(path, 'rb') as f:
+    with text_files.open_binary(path) as f:
       for start in starts.tolist():
         f.seek(start)
         data = f.read(block_bytes)
