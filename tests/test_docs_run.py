@@ -185,7 +185,6 @@ RUNS: Dict[str, Run] = {
         skip=((rf'python -m data_tools\.create_pretraining_data .*runner={runner}Runner.*',
                reason),))
        for runner, reason in (
-           ('Dataflow', 'needs a Google Cloud project and a container image with mlm-garden'),
            ('Flink', "needs a Flink cluster and Beam's Flink job server jar (Maven, not "
             'reachable here)'),
            ('Spark', "needs Beam's Spark job server jar (Maven, not reachable here)"))},
