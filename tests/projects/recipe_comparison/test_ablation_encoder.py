@@ -11,6 +11,7 @@ from official.nlp.modeling.networks import bert_encoder
 from official.projects.recipe_comparison import ablation_encoder
 
 SIZES = dict(vocab_size=50, hidden_size=16, num_layers=2, num_attention_heads=2)
+pytestmark = pytest.mark.usefixtures('ablation_family')
 
 
 def _inputs(seed=0):

@@ -120,7 +120,8 @@ def test_table_of_one_framework_lists_its_steps():
                        '| context-free predictor | 6.200 | 0.150 | 6.700 | 0.150 |']
 
 
-def test_the_ablation_encoder_run_holds_bert_sizes_and_the_switch(tmp_path, data, capsys):
+def test_the_ablation_encoder_run_holds_bert_sizes_and_the_switch(tmp_path, data, capsys,
+                                                                 ablation_family):
   args = peer.parse_args(['--work_dir=w', '--encoder=ablation', '--frameworks=mlm_garden',
                           '--cores=0', '--encoder_fields=positions=rotary'])
   assert peer.run_name(args) == 'ablation_lr0.001_b2_0.98-do0.1_3000steps_wu0.1_s0_positions-rotary'
