@@ -26,7 +26,7 @@ Example:
 """
 
 import dataclasses
-from typing import Any, ClassVar, Dict, Mapping, Sequence, Union
+from typing import Any, ClassVar, Dict, Mapping, Sequence, Tuple, Union
 
 import tensorflow as tf
 import tf_keras
@@ -43,40 +43,33 @@ _INPUTS = ('input_word_ids', 'input_mask', 'input_type_ids')
 
 
 @dataclasses.dataclass
-class AblationEncoderConfig(bert_encoder_config.EncoderConfigChecks, hyperparams.Config):
-  """`BertEncoderConfig`'s sizes plus the switches toward ModernBERT (defaults: BERT's).
+class AblationEncoderConfig(bert_encoder_config.BertEncoderConfig):
+  """`BertEncoderConfig` (its sizes, dropout and `norm_first`) plus the switches toward ModernBERT
+  (defaults: BERT's).
 
   Attributes:
-    vocab_size, hidden_size, num_layers, num_attention_heads, hidden_activation,
-    intermediate_size, dropout_rate, attention_dropout_rate, max_position_embeddings,
-    type_vocab_size, initializer_range: as in `BertEncoderConfig`.
     positions: 'learned' (BERT's position table) or 'rotary' (no table; RoPE in every block).
     rotary_theta: RoPE base when `positions` is 'rotary'.
-    norm_first: pre-LN blocks and a final LayerNorm.
     gated_inner: GeGLU feed-forward layers.
     use_bias: biases in the blocks' dense layers and LayerNorms.
+  The BERT fields this encoder does not build (`UNSUPPORTED`) are refused when set.
   """
   MEMBER_NAME: ClassVar[str] = NAME
+  UNSUPPORTED: ClassVar[Tuple[str, ...]] = (
+      'embedding_size', 'output_range', 'return_all_encoder_outputs', 'return_attention_scores',
+      'return_word_embeddings', 'packed_documents')
 
-  vocab_size: int = hyperparams.field(30522, ge=1)
-  hidden_size: int = hyperparams.field(768, ge=1)
-  num_layers: int = hyperparams.field(12, ge=1)
-  num_attention_heads: int = hyperparams.field(12, ge=1)
-  hidden_activation: str = 'gelu'
-  intermediate_size: int = hyperparams.field(3072, ge=1)
-  dropout_rate: float = hyperparams.field(0.1, ge=0.0, lt=1.0)
-  attention_dropout_rate: float = hyperparams.field(0.1, ge=0.0, lt=1.0)
-  max_position_embeddings: int = hyperparams.field(512, ge=1)
-  type_vocab_size: int = hyperparams.field(2, ge=1)
-  initializer_range: float = hyperparams.field(0.02, gt=0.0)
   positions: str = 'learned'
   rotary_theta: float = hyperparams.field(10000.0, gt=0.0)
-  norm_first: bool = False
   gated_inner: bool = False
   use_bias: bool = True
 
   def validate(self) -> None:
     super().validate()
+    for name in self.UNSUPPORTED:
+      if getattr(self, name) not in (None, False):
+        raise hyperparams.ConfigError(name, f'the ablation encoder does not build it; found '
+                                      f'{getattr(self, name)!r}')
     if self.positions not in POSITIONS:
       raise hyperparams.ConfigError('positions', f'expected one of {POSITIONS}, found '
                                     f'{self.positions!r}')

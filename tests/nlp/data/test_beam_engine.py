@@ -9,7 +9,7 @@ from official.nlp.data import beam_engine
 from official.nlp.data import create_pretraining_data as cpd
 from official.nlp.data import data_metadata
 from data_tools import create_pretraining_data as cli
-from tests.nlp.data.test_create_pretraining_data import VOCAB, _corpus_text
+from tests.nlp.data.test_create_pretraining_data import corpus_dir
 
 pytest.importorskip('apache_beam')
 
@@ -23,10 +23,7 @@ KINDS = {
 
 @pytest.fixture(scope='module')
 def corpus(tmp_path_factory):
-  root = tmp_path_factory.mktemp('beam')
-  (root / 'corpus.txt').write_text(_corpus_text(num_docs=24), encoding='utf-8')
-  (root / 'vocab.txt').write_text(''.join(t + '\n' for t in VOCAB), encoding='utf-8')
-  return root
+  return corpus_dir(tmp_path_factory, 'beam', num_docs=24)
 
 
 def _create(corpus, name, **options):

@@ -44,6 +44,14 @@ def _corpus_text(seed: int = 0, num_docs: int = NUM_DOCS) -> str:
   return "\n\n".join(documents) + "\n"
 
 
+def corpus_dir(tmp_path_factory, name: str, num_docs: int = NUM_DOCS):
+  """A folder with `corpus.txt` (`_corpus_text`) and `vocab.txt` (VOCAB), for module fixtures."""
+  root = tmp_path_factory.mktemp(name)
+  (root / "corpus.txt").write_text(_corpus_text(num_docs=num_docs), encoding="utf-8")
+  (root / "vocab.txt").write_text("".join(t + "\n" for t in VOCAB), encoding="utf-8")
+  return root
+
+
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory):
   root = tmp_path_factory.mktemp("cpd")

@@ -26,7 +26,7 @@ from official.nlp.data.tokenization import WordPieceTokenizer
 from tests import testing
 from tests.cli import run_app
 from tests.nlp.data.pretraining_records import write_records
-from tests.nlp.data.test_create_pretraining_data import VOCAB, _corpus_text
+from tests.nlp.data.test_create_pretraining_data import VOCAB, corpus_dir
 from tests.paths import ROOT
 
 SEQ, MAX_PRED = 32, 5
@@ -34,10 +34,7 @@ SEQ, MAX_PRED = 32, 5
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
-  root = tmp_path_factory.mktemp("integrity")
-  (root / "corpus.txt").write_text(_corpus_text(num_docs=20), encoding="utf-8")
-  (root / "vocab.txt").write_text("".join(t + "\n" for t in VOCAB), encoding="utf-8")
-  return root
+  return corpus_dir(tmp_path_factory, "integrity", num_docs=20)
 
 
 def _create(inputs, output, **kwargs):

@@ -156,12 +156,6 @@ def test_continued_pretraining_from_a_hugging_face_bert(hf_bert, tmp_path):
 def test_checkpoint_source_names_what_it_expects(tmp_path):
   (tmp_path / 'config.json').write_text('{}')
   assert pretrain.checkpoint_source(str(tmp_path)) == 'hf'
-  with pytest.raises(ValueError, match=r"engine must be one of \['local', 'beam'\], found 'spark'"):
-    pretrain.pretrain(['x'], str(tmp_path), engine='spark')
-  result = cli.call_main(pretrain.main, ['mlm-pretrain', 'x', f'--output_dir={tmp_path / "o"}',
-                                         '--beam_pipeline_options=runner=DataflowRunner'])
-  assert result.returncode == 1
-  assert 'mlm-pretrain: error: --beam_pipeline_options needs --engine=beam' in result.stderr
   empty = tmp_path / 'empty'
   empty.mkdir()
   with pytest.raises(ValueError, match=r'expected our checkpoint \(params.yaml \+ ckpt-N\), '

@@ -107,3 +107,6 @@ def test_an_unknown_position_kind_is_refused_naming_the_field():
     ablation_encoder.AblationEncoderConfig(positions='sinusoid').validate()
   with pytest.raises(ValueError, match="positions: expected one of"):
     _encoder(positions='sinusoid')
+  with pytest.raises(hyperparams.ConfigError, match=r"embedding_size.*the ablation encoder does "
+                     r"not build it; found 128"):
+    ablation_encoder.AblationEncoderConfig(embedding_size=128).validate()
