@@ -1,14 +1,15 @@
 """The Apache Beam engine of `create_pretraining_data` (`engine='beam'`, extra `mlm-garden[beam]`).
 
 The local engine builds every (dupe, chunk) work unit in a pool of processes on one machine; this
-one runs the same work as a Beam pipeline, so that any Beam runner (the portable runner on one
-machine, Dataflow, Flink, Spark) spreads it over its workers:
+one runs the same work as a Beam pipeline, so that a Beam runner whose workers share a filesystem
+with the launcher (the portable runner on one machine, Flink, Spark; not yet Dataflow) spreads it
+over its workers:
 
   Create(units, as (shard, position in the shard, dupe, chunk))
     | Reshuffle                        (spread the units over the workers)
-    | ParDo(_BuildUnit)                `create_pretraining_data.build_unit`, its records to a file
+    | FlatMap(_BuildUnit)              `pretraining_units.build_unit`, its records to a file
     | GroupByKey(shard)
-    | ParDo(_WriteShard)               the units in ascending order, then `write_shard`
+    | FlatMap(_WriteShard)             the units in ascending order, then `write_shard`
 
 Each unit is built by the local engine's function from the same shared state, with its generator
 seeded from `(random_seed, dupe, chunk)`; a shard's units are put back in their order after the
@@ -34,6 +35,7 @@ import logging
 import os
 import pickle
 import shutil
+import uuid
 from typing import Any, Dict, Iterable, Iterator, List, Sequence, Tuple
 
 import numpy as np
@@ -136,15 +138,17 @@ def write_shards(shared: Dict[str, Any], units: List[Tuple[int, int]],
   beam = _beam()
   # Function-level: the extra's (present: `_beam` imported it).
   from apache_beam.options import pipeline_options as beam_pipeline_options  # pylint: disable=g-import-not-at-top
-  work_dir = os.path.join(os.path.dirname(staged_paths[0]), f'beam-{description}')
-  os.makedirs(work_dir, exist_ok=True)
+  # A name of its own per run: workers cache the state loaded from it (`_shared_state`).
+  work_dir = os.path.join(os.path.dirname(staged_paths[0]),
+                          f'beam-{description}-{uuid.uuid4().hex[:12]}')
+  os.makedirs(work_dir)
   with open(os.path.join(work_dir, _SHARED), 'wb') as f:
     pickle.dump(shared, f, protocol=pickle.HIGHEST_PROTOCOL)
   elements = [(shard, position, *units[u]) for shard, part in enumerate(shard_units)
               for position, u in enumerate(part)]
   arguments = pipeline_options(beam_options, num_workers)
   logger.info('building %s instances with Beam: %d units, %d shards (%s)', description,
-                  len(elements), len(staged_paths), ' '.join(arguments))
+              len(elements), len(staged_paths), ' '.join(arguments))
   # Beam logs every worker's start-up and bundle at INFO; kept to warnings unless ours is DEBUG.
   beam_logger = logging.getLogger('apache_beam')
   beam_level = beam_logger.level
@@ -160,7 +164,13 @@ def write_shards(shared: Dict[str, Any], units: List[Tuple[int, int]],
            | 'write' >> beam.FlatMap(_WriteShard(work_dir, staged_paths, random_seed,
                                                 gzip_compress)))
     written, totals = [], collections.Counter()
-    for shard in range(len(staged_paths)):
+    for shard, path in enumerate(staged_paths):
+      if not shard_units[shard]:  # no unit, so no key reached the GroupByKey: an empty file
+        open(f'{path}.spill', 'wb').close()
+        written.append(pretraining_units.write_shard(path, f'{path}.spill',
+                                                     np.zeros(0, np.int64), shard, random_seed,
+                                                     gzip_compress))
+        continue
       with open(_shard_result_path(work_dir, shard), encoding='utf-8') as f:
         result = json.load(f)
       written.append(result['file'])
@@ -168,6 +178,7 @@ def write_shards(shared: Dict[str, Any], units: List[Tuple[int, int]],
     return written, totals
   finally:
     beam_logger.setLevel(beam_level)
+    _loaded.pop(work_dir, None)  # the in-process runner's cache
     shutil.rmtree(work_dir, ignore_errors=True)
 
 

@@ -37,7 +37,9 @@ a worker (forked: the token arrays are shared copy-on-write) with a random gener
 `(random_seed, dupe, chunk)`. Units are assigned to output shards by a seeded permutation; a shard's
 records are spilled to a file as they come, then written in a seeded random order from that file
 (read a chunk at a time). Memory is the token arrays plus a few work units, whatever the output
-layout; the output bytes do not depend on `num_workers` (capped to the CPUs available).
+layout; the output bytes do not depend on `num_workers` (capped to the CPUs available). With
+`engine='beam'` the units are built and the shards written by an Apache Beam pipeline instead of
+the pool (`beam_engine`), with the same functions (`pretraining_units`): the same bytes.
 
 Files are written as one set: into a hidden staging directory next to the outputs (created first, so
 an unwritable output directory fails before any work), then moved into place by
@@ -332,9 +334,10 @@ def create_pretraining_data(input_file: Union[str, Sequence[str]],
     engine: where instances are built and shards written: 'local' (a pool of `num_workers`
       processes) or 'beam' (an Apache Beam pipeline, `official.nlp.data.beam_engine`; the extra
       `mlm-garden[beam]`). The same records either way.
-    beam_options: the Beam pipeline options of `engine='beam'`, e.g. `['--runner=DataflowRunner',
-      '--project=P', '--region=R', '--temp_location=gs://B/tmp']` (default: Beam's portable
-      runner in this process's machine, `num_workers` processes; `beam_engine.pipeline_options`).
+    beam_options: the Beam pipeline options of `engine='beam'`, e.g. `['--runner=FlinkRunner',
+      '--flink_master=host:8081', '--environment_type=LOOPBACK']` (default: Beam's portable
+      runner on this machine, `num_workers` processes; `beam_engine.pipeline_options`). The
+      workers must share a filesystem with this process (docs/data_at_scale.md).
 
   Returns:
     The metadata written (see `data_metadata`), plus `elapsed_seconds`; with a validation split,

@@ -9,7 +9,7 @@ from official.nlp.data import beam_engine
 from official.nlp.data import create_pretraining_data as cpd
 from official.nlp.data import data_metadata
 from data_tools import create_pretraining_data as cli
-from tests.nlp.data.test_create_pretraining_data import corpus_dir
+from tests.nlp.data.test_create_pretraining_data import VOCAB, _corpus_text, corpus_dir
 
 pytest.importorskip('apache_beam')
 
@@ -132,3 +132,32 @@ def test_beams_portable_path_writes_the_same_files(corpus):
   finally:
     service.stop()
   assert _files(local) == _files(portable)
+
+
+def test_shards_without_a_unit_are_dropped_as_the_local_engine_drops_them(tmp_path):
+  (tmp_path / 'vocab.txt').write_text(''.join(t + '\n' for t in VOCAB), encoding='utf-8')
+  (tmp_path / 'two.txt').write_text(_corpus_text(num_docs=2), encoding='utf-8')
+  written = {}
+  for engine in ('local', 'beam'):
+    output = str(tmp_path / engine / 'train.tfrecord')
+    cpd.create_pretraining_data(str(tmp_path / 'two.txt'), output, str(tmp_path / 'vocab.txt'),
+                                dupe_factor=1, max_seq_length=64, num_output_shards=4,
+                                num_workers=1, engine=engine)
+    written[engine] = _files(output)
+  assert written['beam'] == written['local']
+  assert len([n for n in written['local'] if n.startswith('train.tfrecord-')]) < 4
+
+
+def test_a_second_run_into_the_same_place_uses_its_own_text(corpus, tmp_path):
+  """The in-process runner caches each run's shared state: not across runs."""
+  (tmp_path / 'other.txt').write_text(_corpus_text(seed=5, num_docs=24), encoding='utf-8')
+  output = str(tmp_path / 'out' / 'train.tfrecord')
+  options = dict(dupe_factor=2, max_seq_length=64, num_workers=1)
+  cpd.create_pretraining_data(str(corpus / 'corpus.txt'), output, str(corpus / 'vocab.txt'),
+                              engine='beam', **options)
+  cpd.create_pretraining_data(str(tmp_path / 'other.txt'), output, str(corpus / 'vocab.txt'),
+                              engine='beam', **options)
+  local = str(tmp_path / 'local' / 'train.tfrecord')
+  cpd.create_pretraining_data(str(tmp_path / 'other.txt'), local, str(corpus / 'vocab.txt'),
+                              **options)
+  assert open(output, 'rb').read() == open(local, 'rb').read()
