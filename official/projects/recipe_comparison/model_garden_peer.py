@@ -24,8 +24,10 @@ Outputs in `--work_dir/model_garden_peer/<run>/`: `{model_garden,mlm_garden}/` (
 A rerun reuses a finished training (its last checkpoint at `--steps`) and stored evaluations;
 `--no_train` evaluates the checkpoints there are (a run stopped early). `--encoder_fields` changes
 one BERT encoder field from the YAML's (e.g. `norm_first=true`, pre-LN blocks) for a factor probe,
-`--frameworks=mlm_garden` trains ours only. A key Model Garden lacks other than `runtime.seed` is
-refused, not dropped.
+`--frameworks=mlm_garden` trains ours only, and `--encoder=ablation` (ours only) trains the
+study's ablation encoder (`ablation_encoder`: BERT's encoder with ModernBERT's differences as
+switches, e.g. `--encoder_fields=positions=rotary`). A key Model Garden lacks other than
+`runtime.seed` is refused, not dropped.
 
 Usage (the data and the Model Garden venv are made when missing):
   .venv/bin/python -m official.projects.recipe_comparison.model_garden_peer \
