@@ -75,8 +75,8 @@ def build_vocab(input_file: Union[str, Sequence[str]], output_dir: str, vocab_si
     sample_bytes: learn from about this many bytes of the text (blocks of whole lines at places
       drawn by `seed`, each file's share in proportion to its size) instead of all of it: for a
       corpus too large to read in reasonable time. The trainer's memory grows with the distinct
-      words it sees, not with the text; a few hundred MB of a large corpus give nearly the
-      vocabulary of all of it. None: all the text.
+      words it sees, not with the text. (How close a sample's vocabulary comes to the whole
+      text's is not measured here.) None: all the text.
     seed: the sample's places.
 
   Returns:
