@@ -41,8 +41,6 @@ import subprocess
 import sys
 from typing import Any, Dict, Mapping, Optional, Sequence
 
-import yaml
-
 from official.benchmark import compare_model_garden
 from official.projects.recipe_comparison import corpus_data
 from official.projects.recipe_comparison import grid
@@ -122,12 +120,10 @@ def peer_override(data: Mapping[str, Any], steps: int, evals: int, learning_rate
   # steps have passed at a loop's end: loops of one interval put both at the same steps.
   trainer['steps_per_loop'] = trainer['summary_interval'] = trainer['checkpoint_interval']
   trainer['max_to_keep'] = evals + 1
-  fields = override['task']['model']['encoder']
+  fields = override['task']['model']['encoder']  # the YAML's whole encoder block
   fields['bert'].update(encoder_fields or {})
   if encoder == 'ablation':
-    with open(os.path.join(grid.REPO, grid.ARCHITECTURES['bert']), encoding='utf-8') as f:
-      base = yaml.safe_load(f)['task']['model']['encoder']['bert']
-    fields.update(type='ablation', ablation={**base, **fields.pop('bert')})
+    fields.update(type='ablation', ablation=fields.pop('bert'))
   return override
 
 
