@@ -16,7 +16,7 @@ import glob
 import io
 import os
 import re
-from typing import Any, BinaryIO, List
+from typing import Any, BinaryIO, Dict, List
 
 _SCHEME = re.compile(r'^[A-Za-z][A-Za-z0-9+.-]*://')
 
@@ -38,29 +38,43 @@ def _gfile():
   return tf.io.gfile
 
 
-def _beam_filesystems(path: str):
-  """Beam's `FileSystems` when it reads `path`'s scheme and TensorFlow does not; else None."""
-  try:
-    # Function-level: Beam is an extra.
-    from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
-  except ImportError:
-    return None
-  try:
-    FileSystems.get_filesystem(path)
-  except ValueError:
-    return None
+def _beam_filesystems():
+  """Beam's `FileSystems` (the extra's; present once `_reader` chose it)."""
+  # Function-level: Beam is an extra.
+  from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
   return FileSystems
 
 
-def _tensorflow_reads(path: str) -> bool:
-  """Whether TensorFlow has a filesystem for `path`'s scheme."""
-  # Function-level: TensorFlow's error classes, only for URLs.
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  try:
-    tf.io.gfile.exists(path)
-  except tf.errors.UnimplementedError:
-    return False
-  return True
+# URL scheme -> 'tensorflow' or 'beam': found once per scheme (the probe may be a remote call).
+_READERS: Dict[str, str] = {}
+
+
+def _reader(path: str) -> str:
+  """Who reads `path`: 'local', 'tensorflow' (its filesystems) or 'beam' (a scheme TensorFlow
+  does not register).
+
+  Raises:
+    ValueError: neither reads the scheme here.
+  """
+  if not has_scheme(path):
+    return 'local'
+  scheme = path.split('://', 1)[0]
+  if scheme not in _READERS:
+    # Function-level: TensorFlow's error classes, only for URLs.
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    try:
+      tf.io.gfile.exists(path)
+      _READERS[scheme] = 'tensorflow'
+    except tf.errors.UnimplementedError:
+      try:
+        _beam_filesystems().get_filesystem(path)
+        _READERS[scheme] = 'beam'
+      except (ImportError, ValueError):
+        raise ValueError(
+            f'input_file: {path!r}: neither TensorFlow nor Apache Beam reads the scheme '
+            f"{scheme!r} here (for Beam: pip install 'mlm-garden[beam]' and the scheme's "
+            "package, e.g. 'apache-beam[gcp]')") from None
+  return _READERS[scheme]
 
 
 def match(pattern: str) -> List[str]:
@@ -70,18 +84,13 @@ def match(pattern: str) -> List[str]:
     >>> match('text/*.txt')
     ['text/a.txt', 'text/b.txt']
   """
-  if not has_scheme(pattern):
+  reader = _reader(pattern)
+  if reader == 'beam':
+    return sorted(m.path for m in _beam_filesystems().match([pattern])[0].metadata_list)
+  if reader == 'local':
     if glob.has_magic(pattern):
       return sorted(glob.glob(pattern))
     return [pattern] if os.path.isfile(pattern) else []
-  if not _tensorflow_reads(pattern):
-    filesystems = _beam_filesystems(pattern)
-    if filesystems is None:
-      raise ValueError(f'input_file: {pattern!r}: neither TensorFlow nor Apache Beam reads the '
-                       f'scheme {pattern.split("://")[0]!r} here (for Beam: pip install '
-                       "'mlm-garden[beam]' and the scheme's package, e.g. 'apache-beam[gcp]')")
-    found = filesystems.match([pattern])[0].metadata_list
-    return sorted(m.path for m in found)
   gfile = _gfile()
   if glob.has_magic(pattern):
     return sorted(gfile.glob(pattern))
@@ -90,10 +99,11 @@ def match(pattern: str) -> List[str]:
 
 def size(path: str) -> int:
   """The file's size in bytes."""
-  if not has_scheme(path):
+  reader = _reader(path)
+  if reader == 'local':
     return os.path.getsize(path)
-  if not _tensorflow_reads(path):
-    return _beam_filesystems(path).match([path])[0].metadata_list[0].size_in_bytes
+  if reader == 'beam':
+    return _beam_filesystems().match([path])[0].metadata_list[0].size_in_bytes
   return _gfile().stat(path).length
 
 
@@ -131,10 +141,9 @@ class _RawStream(io.RawIOBase):
 
 def open_binary(path: str) -> BinaryIO:
   """The file opened for reading bytes (`read`, `readline`, `seek`), a context manager."""
-  if not has_scheme(path):
+  reader = _reader(path)
+  if reader == 'local':
     return open(path, 'rb')
-  if not _tensorflow_reads(path):
-    stream = _beam_filesystems(path).open(path)
-  else:
-    stream = _gfile().GFile(path, 'rb')
+  stream = (_beam_filesystems().open(path) if reader == 'beam'
+            else _gfile().GFile(path, 'rb'))
   return io.BufferedReader(_RawStream(stream), buffer_size=1 << 20)
