@@ -198,11 +198,12 @@ def _shard_result_path(work_dir: str, shard: int) -> str:
   return os.path.join(work_dir, f'shard-{shard:05d}.json')
 
 
-def _write_atomically(path: str, data: bytes) -> None:
-  """`data` to `path` through a temporary name (a retried or duplicated bundle rewrites it)."""
+def _write_atomically(path: str, *parts: bytes) -> None:
+  """`parts`, back to back, to `path` through a temporary name (a retried or duplicated bundle
+  rewrites it)."""
   temporary = f'{path}.tmp-{os.getpid()}'
   with open(temporary, 'wb') as f:
-    f.write(data)
+    f.writelines(parts)
   os.replace(temporary, path)
 
 
@@ -218,8 +219,8 @@ class _BuildUnit:
     result = pretraining_units.build_unit(_shared_state(self.work_dir), (dupe, chunk))
     lengths = np.asarray(result.record_lengths, np.int64)
     header = np.array([lengths.size], np.int64).tobytes()
-    _write_atomically(_unit_path(self.work_dir, shard, position),
-                      header + lengths.tobytes() + result.records)
+    _write_atomically(_unit_path(self.work_dir, shard, position), header, lengths.tobytes(),
+                      result.records)
     counts = {key: int(getattr(result, key)) for key in pretraining_units.UNIT_COUNTS}
     yield shard, (position, counts)
 
