@@ -102,7 +102,7 @@ def _define_flags() -> flags.FlagValues:
       **define)
   flags.DEFINE_string(
       'beam_pipeline_options', '', 'With --engine=beam: Beam\'s pipeline options, comma-separated '
-      'name=value (e.g. runner=DataflowRunner,project=P,region=R,temp_location=gs://B/tmp); '
+      'name=value (e.g. runner=FlinkRunner,flink_master=HOST:8081,environment_type=LOOPBACK); '
       'default: Beam\'s portable runner on this machine, --num_workers processes.', **define)
   flags.mark_flags_as_required(['input_file', 'output_file'], flag_values=fv)
   return fv
@@ -117,9 +117,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   logging.basicConfig(level=logging.INFO, format='%(levelname)s: %(message)s', stream=sys.stderr)
   logging.getLogger('official').setLevel(logging.WARNING)  # the summary is printed below, once
   try:
-    if fv.beam_pipeline_options and fv.engine != 'beam':
-      raise ValueError('--beam_pipeline_options needs --engine=beam')
-    beam_options = beam_engine.parse_pipeline_options(fv.beam_pipeline_options)
+    beam_options = beam_engine.options_from_flags(fv.engine, fv.beam_pipeline_options)
     cpd.create_pretraining_data(
         fv.input_file, fv.output_file, fv.vocab_file, tokenizer_json=fv.tokenizer_json,
         do_lower_case=fv.do_lower_case, do_whole_word_mask=fv.do_whole_word_mask,

@@ -81,6 +81,19 @@ def parse_pipeline_options(text: str) -> List[str]:
   return [item if item.startswith('--') else f'--{item}' for item in items]
 
 
+def options_from_flags(engine: str, text: str) -> List[str]:
+  """The Beam arguments of a command line's `--engine` and `--beam_pipeline_options`
+  (`parse_pipeline_options`); a ValueError when options are given without `--engine=beam`.
+
+  Example:
+    >>> options_from_flags('beam', 'direct_num_workers=2')
+    ['--direct_num_workers=2']
+  """
+  if text and engine != 'beam':
+    raise ValueError('--beam_pipeline_options needs --engine=beam')
+  return parse_pipeline_options(text)
+
+
 def pipeline_options(beam_options: Sequence[str], num_workers: int) -> List[str]:
   """Beam's pipeline arguments: `beam_options`, with the local defaults where they name none.
 

@@ -523,8 +523,8 @@ def _define_flags() -> flags.FlagValues:
                     'local (--num_workers processes) or beam (an Apache Beam pipeline; pip install '
                     '\'mlm-garden[beam]\'), the same records.', **define)
   flags.DEFINE_string('beam_pipeline_options', '', 'With --engine=beam: Beam\'s pipeline options, '
-                      'comma-separated name=value (e.g. runner=DataflowRunner,project=P).',
-                      **define)
+                      'comma-separated name=value (e.g. '
+                      'runner=FlinkRunner,flink_master=HOST:8081).', **define)
   flags.DEFINE_string('init_from', None, 'Continue pretraining from this checkpoint folder (ours, '
                       'Google BERT or Hugging Face BERT/ModernBERT) with its tokenizer.', **define)
   flags.DEFINE_float('learning_rate', None, 'Peak learning rate (default: the recipe\'s; 1e-4 '
@@ -548,9 +548,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     quiet.use_absl_logging()
   logging.getLogger().setLevel(logging.INFO)
   try:
-    if fv.beam_pipeline_options and fv.engine != 'beam':
-      raise ValueError('--beam_pipeline_options needs --engine=beam')
-    beam_options = tuple(beam_engine.parse_pipeline_options(fv.beam_pipeline_options))
+    beam_options = tuple(beam_engine.options_from_flags(fv.engine, fv.beam_pipeline_options))
     summary = pretrain(inputs, fv.output_dir, recipe=fv.recipe, size=fv.size, minutes=fv.minutes,
                        steps=fv.steps, vocab_size=fv.vocab_size, seq_length=fv.seq_length,
                        batch_size=fv.batch_size, dupe_factor=fv.dupe_factor,
