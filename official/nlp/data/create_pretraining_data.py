@@ -607,7 +607,7 @@ def _write_shards_local(shared: Dict[str, Any], units: List[Tuple[int, int]],
           _after_unit_hook(f.tell())
       lengths = np.concatenate(record_lengths) if record_lengths else np.zeros(0, np.int64)
       written.append(pretraining_units.write_shard(path, spill, lengths, shard, options.random_seed,
-                                 options.gzip_compress))
+                                                   options.gzip_compress, pool))
   return written, totals
 
 

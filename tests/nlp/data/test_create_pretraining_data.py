@@ -315,6 +315,8 @@ def test_ngram_masking_deterministic_and_spans(data_dir):
 
 def test_same_records_with_one_or_two_workers(data_dir, monkeypatch):
   monkeypatch.setattr(cpd, "_CHUNK_TOKENS", 400)  # several work units per dupe
+  # Two workers write each shard in parts (`pretraining_units.write_in_parts`), however small.
+  monkeypatch.setattr(cpd.pretraining_units, "PARALLEL_WRITE_MIN_RECORDS", 1)
   one, _ = _run(data_dir, "w1.tfrecord", num_workers=1, num_output_shards=2,
                 do_whole_word_mask=True)
   two, _ = _run(data_dir, "w2.tfrecord", num_workers=2, num_output_shards=2,
@@ -323,6 +325,9 @@ def test_same_records_with_one_or_two_workers(data_dir, monkeypatch):
     suffix = f"-{shard:05d}-of-00002"
     assert open(one + suffix, "rb").read() == open(two + suffix, "rb").read()
   assert os.path.getsize(one + "-00000-of-00002") > 0
+  # The metadata's sizes and CRC-32s are the files' (the parts' CRCs combined).
+  data_metadata.verify_record_files([two + "-00000-of-00002", two + "-00001-of-00002"],
+                                    checksum=True)
 
 
 def test_gzip_and_v2_names(data_dir, plain):
