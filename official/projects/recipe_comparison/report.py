@@ -52,7 +52,7 @@ def markdown_report(results: Mapping[str, Any]) -> str:
             'the run (step) | OOD loss | OOD acc |',
             '|---|---|---|---|---|---|---|---|---|---|---|---|']
   curves = results.get('curves') or {}
-  order = {cell.name: i for i, cell in enumerate(grid.CELLS)}
+  order = {cell.name: i for i, cell in enumerate(grid.ALL_CELLS)}
   for name, run in sorted(runs.items(), key=lambda item: (
       order[item[1]['cell']], item[1]['learning_rate'], item[1].get('config', ''),
       item[1].get('seed', 0))):
@@ -73,7 +73,7 @@ def markdown_report(results: Mapping[str, Any]) -> str:
         f"{_lowest_point(curves.get(name))} | "
         f"{_number(held['ood']['lm_example_loss'], '{:.3f}')} | "
         f"{_number(held['ood']['masked_lm_accuracy'], '{:.3f}')} |")
-  cells = [cell for cell in grid.CELLS if cell.name in best]
+  cells = [cell for cell in grid.ALL_CELLS if cell.name in best]
   if cells:
     chosen = [runs[best[cell.name]] for cell in cells]
     lines += ['', '### The best run of each cell', '',
@@ -109,6 +109,29 @@ def markdown_report(results: Mapping[str, Any]) -> str:
 
 
 _SET_LABELS = {'in_domain': 'in-domain', 'ood': 'out-of-domain'}
+
+
+def checkpoint_lines(rows: Mapping[str, Mapping[str, Any]]) -> List[str]:
+  """The table of the pretraining runs a downstream table fine-tunes: what each saw.
+
+  Args:
+    rows: the downstream table's row name -> its pretraining run's `run_results.run_result`.
+
+  Returns:
+    Markdown lines: per row its steps, tokens (rows x 128) and masked targets seen, and its
+    in-domain held-out loss, so that a table's conclusions can be read at the data each side saw.
+
+  Example:
+    >>> checkpoint_lines({'modern_arch-modern_data-lr0.003': runs['modern-modern_lr0.003']})[2]
+    '| modern_arch-modern_data-lr0.003 | 1,500 | 6,144,000 | 1,463,808 | 4.354 |'
+  """
+  lines = ['| pretrained row | steps | tokens seen | masked targets seen | '
+           'in-domain held-out loss |', '|---|---|---|---|---|']
+  for row, run in rows.items():
+    lines.append(f"| {row} | {run['steps']:,} | {_count(run['tokens_seen'])} | "
+                 f"{_count(run['masked_targets_seen'])} | "
+                 f"{_number(run['held_out']['in_domain']['lm_example_loss'], '{:.3f}')} |")
+  return lines
 
 
 def recipe_test_lines(tests: Sequence[Dict[str, Any]]) -> List[str]:
@@ -165,7 +188,7 @@ def _ablation_lines(tests: Sequence[Dict[str, Any]]) -> List[str]:
 
 
 def _cell_label(name: str) -> str:
-  return next(cell.label for cell in grid.CELLS if cell.name == name)
+  return next(cell.label for cell in grid.ALL_CELLS if cell.name == name)
 
 
 def _lowest_point(curve: Optional[Sequence[Tuple[float, int, float]]]) -> str:
@@ -199,7 +222,7 @@ def plot_curves(curves: Mapping[str, List[Tuple[float, int, float]]], runs: Mapp
   matplotlib.use('Agg')
   from matplotlib import pyplot  # Function-level: as above.
   figure, axes = pyplot.subplots(figsize=(9, 5))
-  colors = dict(zip([cell.name for cell in grid.CELLS], ['C0', 'C1', 'C2', 'C3']))
+  colors = {cell.name: f'C{i}' for i, cell in enumerate(grid.ALL_CELLS)}
   for name, curve in sorted(curves.items()):
     if not curve:
       continue

@@ -91,11 +91,20 @@ def _yaml_model(cell: grid.Cell) -> dict:
 
 
 def encoder_config(cell: grid.Cell, vocab: str) -> dict:
-  """The cell's encoder block: its architecture's YAML, our vocabulary, BERT packed if needed."""
+  """The cell's encoder block: its architecture's YAML, our vocabulary, BERT packed if needed,
+  and an architecture of `grid.ENCODER_SWITCHES` as the ablation family with its switches.
+
+  Example:
+    >>> encoder_config(Cell('rotary', 'bert'), 'vocab.txt')['ablation']['positions']
+    'rotary'
+  """
   encoder = architecture_yaml(cell.arch)['task']['model']['encoder']
   encoder[encoder['type']]['vocab_size'] = _vocab_size(vocab)
-  if cell.arch == 'bert' and grid.DATA_RECIPES[cell.data].packed:
+  if cell.arch in grid.BERT_FAMILY and grid.DATA_RECIPES[cell.data].packed:
     encoder['bert']['packed_documents'] = True
+  if cell.arch in grid.ENCODER_SWITCHES:
+    fields = dict(encoder.pop(encoder['type']), **grid.ENCODER_SWITCHES[cell.arch])
+    encoder = {'type': 'ablation', 'ablation': fields}
   return encoder
 
 
@@ -129,7 +138,7 @@ def run_overrides(cell: grid.Cell, data: Mapping[str, Any], steps: int, evals: i
   recipe = grid.DATA_RECIPES[cell.data]
   interval = max(steps // evals, 1)
   steps = interval * evals
-  nsp = cell.arch == 'bert' and not recipe.packed
+  nsp = cell.arch in grid.BERT_FAMILY and not recipe.packed
   train_data = dict(input_path=data['records'][cell.data], seq_length=grid.SEQ_LENGTH,
                     max_predictions_per_seq=recipe.max_predictions, global_batch_size=batch_size,
                     use_next_sentence_label=nsp, use_position_id=recipe.packed)
@@ -176,13 +185,15 @@ def train_command(cell: grid.Cell, model_dir: str, override: str) -> List[str]:
   return [corpus_data.python_executable(), '-m', 'official.nlp.train',
           '--experiment=bert/pretraining',
           f'--config_file={grid.ARCHITECTURES[cell.arch]}', f'--params_override={override}',
-          '--mode=train_and_eval', f'--model_dir={model_dir}']
+          '--mode=train_and_eval', f'--model_dir={model_dir}',
+          *(f'--experiment_module={module}' for module in grid.experiment_modules(cell.arch))]
 
 
 def evaluate_command(model_dir: str, data: Mapping[str, Any], output_json: str,
-                     batch_size: int) -> List[str]:
+                     batch_size: int, arch: str = 'bert') -> List[str]:
   inputs = ','.join(f'{name}={data["records"][name]}' for name in grid.HELD_OUT_SETS)
   return [corpus_data.python_executable(), '-m', 'official.nlp.tools.evaluate_mlm',
           f'--model_dir={model_dir}',
           f'--input_paths={inputs}', f'--output_json={output_json}',
-          f'--batch_size={batch_size}']
+          f'--batch_size={batch_size}',
+          *(f'--experiment_module={module}' for module in grid.experiment_modules(arch))]

@@ -102,7 +102,7 @@ def best_runs(runs: Mapping[str, Mapping[str, Any]]) -> Dict[str, str]:
     if current is None or (current_config != config and
                            _mean(losses[config]) < _mean(losses[current_config])):
       best[result['cell']] = name
-  return {cell.name: best[cell.name] for cell in grid.CELLS if cell.name in best}
+  return {cell.name: best[cell.name] for cell in grid.ALL_CELLS if cell.name in best}
 
 
 def recipe_tests(runs: Mapping[str, Mapping[str, Any]], best: Mapping[str, str],
@@ -202,12 +202,15 @@ def ablation_tests(runs: Mapping[str, Mapping[str, Any]],
   for variant in sorted(variants, key=dataclasses.astuple):
     at_variant = best_runs({name: result for name, result in runs.items()
                             if run_variant(result) == variant})
+    at_variant = {cell.name: at_variant[cell.name] for cell in grid.CELLS
+                  if cell.name in at_variant}  # the 2x2 ablation's cells only
     if len(at_variant) != len(grid.CELLS):
       continue
     chosen = {cell: config_of(runs, name) for cell, name in at_variant.items()}
     setting = f'{variant.beta_2:g} / {variant.dropout:g} / {variant.epsilon:g}'
     factors = [('architecture', f'bert-{data}', f'modern-{data}') for data in grid.DATA_RECIPES]
-    factors += [('data recipe', f'{arch}-bert', f'{arch}-modern') for arch in grid.ARCHITECTURES]
+    factors += [('data recipe', f'{arch}-bert', f'{arch}-modern')
+                for arch in grid.ABLATION_ARCHITECTURES]
     sides = [(factor, a, chosen[a], b, chosen[b]) for factor, a, b in factors]
     sides += [('optimizer/regularisation', cell, config_of(runs, best[cell]), cell, config)
               for cell, config in chosen.items()

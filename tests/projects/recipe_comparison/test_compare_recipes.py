@@ -30,10 +30,11 @@ from tests.paths import ROOT
 
 
 def test_cells_and_learning_rates_parse_in_table_order():
+  assert [cell.name for cell in grid.ALL_CELLS[4:]] == ['rotary-bert']  # outside the 2x2
   assert [cell.name for cell in grid.CELLS] == ['bert-bert', 'bert-modern', 'modern-bert',
                                                  'modern-modern']
-  assert [c.name for c in grid.parse_cells('modern-modern, bert-bert')] == [
-      'bert-bert', 'modern-modern']
+  assert [c.name for c in grid.parse_cells('modern-modern, rotary-bert, bert-bert')] == [
+      'bert-bert', 'modern-modern', 'rotary-bert']
   assert grid.parse_cells('all') == list(grid.CELLS)
   assert grid.CELLS[1].label == 'BERT arch x modern data'
   with pytest.raises(ValueError, match=r"--cells: expected names of .*found 'bert'"):
@@ -101,6 +102,9 @@ def test_check_settings_refuses_a_rerun_with_another_budget(tmp_path):
   newer = dict(settings, mixed_precision='float32')  # a setting the work dir predates
   assert workdir.check_settings(str(tmp_path), newer) == newer
   assert workdir.read_json(str(tmp_path / 'settings.json')) == newer
+  workdir.check_settings(str(tmp_path), dict(newer, train_steps=0))
+  with pytest.raises(ValueError, match=r'--steps=1500 but .* was made with 0'):
+    workdir.check_settings(str(tmp_path), dict(newer, train_steps=1500))
 
 
 def test_fixed_settings_resolve_the_precision(monkeypatch, tmp_path):
@@ -150,8 +154,9 @@ def test_split_documents_holds_out_one_document_in_twenty(tmp_path):
   assert held[1].startswith('document 20 ') and sorted(held + train) == sorted(documents)
 
 
-@pytest.mark.parametrize('cell', grid.CELLS, ids=lambda cell: cell.name)
-def test_run_configs_load_for_every_cell(tmp_path, data, cell):
+@pytest.mark.parametrize('cell', grid.ALL_CELLS, ids=lambda cell: cell.name)
+def test_run_configs_load_for_every_cell(tmp_path, data, cell, ablation_family):
+  del ablation_family  # the rotary cell's encoder type
   overrides = run_configs.run_overrides(cell, data, steps=1003, evals=10, learning_rate=3e-3,
                                   batch_size=32, dtype='bfloat16', budget_minutes=30)
   path = str(tmp_path / f'{cell.name}.yaml')
@@ -159,18 +164,25 @@ def test_run_configs_load_for_every_cell(tmp_path, data, cell):
     yaml.safe_dump(overrides, f)
   params = api.load_config([os.path.join(ROOT, grid.ARCHITECTURES[cell.arch]), path])
   encoder = params.task.model.encoder
-  assert encoder.type == {'bert': 'bert', 'modern': 'modernbert'}[cell.arch]
+  assert encoder.type == {'bert': 'bert', 'modern': 'modernbert', 'rotary': 'ablation'}[cell.arch]
   assert encoder.get().vocab_size == 321
   train, held_out = params.task.train_data, params.task.validation_data
   packed = cell.data == 'modern'
   assert train.input_path == data['records'][cell.data]
   assert (train.max_predictions_per_seq, train.use_position_id) == (
       (38, True) if packed else (20, False))
-  nsp = cell.name == 'bert-bert'  # only BERT on NSP pairs keeps the next-sentence head
+  # only BERT's family on NSP pairs keeps the next-sentence head
+  nsp = cell.name in ('bert-bert', 'rotary-bert')
   assert train.use_next_sentence_label == nsp
   assert [head.name for head in params.task.model.cls_heads] == (['next_sentence'] if nsp else [])
   if cell.arch == 'bert':
     assert encoder.bert.packed_documents == packed
+  if cell.arch == 'rotary':  # BERT's fields, rotary positions instead of the table
+    with open(os.path.join(ROOT, grid.ARCHITECTURES['bert'])) as f:
+      bert = yaml.safe_load(f)['task']['model']['encoder']['bert']
+    fields = encoder.ablation.as_dict()
+    assert fields['positions'] == 'rotary'
+    assert {key: fields[key] for key in bert} == dict(bert, vocab_size=321)
   assert (held_out.input_path, held_out.max_predictions_per_seq, held_out.use_position_id,
           held_out.use_next_sentence_label, held_out.drop_remainder) == (
               'h.tfrecord', 20, False, False, False)
@@ -313,7 +325,8 @@ def test_downstream_gets_the_best_model_dirs_and_is_cached(tmp_path, monkeypatch
                random_init_models=None, rate_from=None, settings=None):
     calls.append(dict(models=models, output_dir=output_dir, tasks=tasks, seeds=seeds,
                       data_dir=data_dir, random_init_models=random_init_models,
-                      rate_from=rate_from, budget=(settings.max_epochs, settings.patience)))
+                      rate_from=rate_from, budget=(settings.max_epochs, settings.patience,
+                                                   settings.pick_seeds)))
     return {'markdown': '| task | a |', 'scores': {'mr': 0.7}}
 
   fake = types.ModuleType('official.nlp.tools.downstream_eval')
@@ -326,13 +339,17 @@ def test_downstream_gets_the_best_model_dirs_and_is_cached(tmp_path, monkeypatch
   work = str(tmp_path)
   best = {cell: results['best'][cell] for cell in ('bert-bert', 'modern-modern')}
   first = sweep.downstream(work, results['runs'], best, ['mr', 'pos'], 3, '/p3')
-  assert first == {'markdown': '| task | a |', 'scores': {'mr': 0.7}}
+  assert first['scores'] == {'mr': 0.7}
+  # What each fine-tuned checkpoint saw heads the tables: 600 steps of 32 x 128 tokens.
+  assert first['markdown'].startswith('### The pretraining runs fine-tuned (what each saw)')
+  assert '| bert_arch-bert_data-lr0.001 | 600 | 2,457,600 | 364,800 |' in first['markdown']
+  assert first['markdown'].endswith('\n| task | a |')
   assert calls == [dict(
       models={'bert_arch-bert_data-lr0.001': f'{work}/runs/bert-bert/lr0.001/model',
               'modern_arch-modern_data-lr0.001': f'{work}/runs/modern-modern/lr0.001/model'},
       output_dir=f'{work}/downstream', tasks=('mr', 'pos'), seeds=3, data_dir='/p3',
       random_init_models=['bert_arch-bert_data-lr0.001', 'modern_arch-modern_data-lr0.001'],
-      rate_from={}, budget=(20, 3))]
+      rate_from={}, budget=(20, 3, 2))]
   assert sweep.downstream(work, results['runs'], best, ['mr', 'pos'], 3, '/p3') == first
   assert len(calls) == 1  # cached while the best runs, tasks and seeds stay the same
   sweep.downstream(work, results['runs'], best, ['mr'], 3, '/p3')
@@ -340,8 +357,11 @@ def test_downstream_gets_the_best_model_dirs_and_is_cached(tmp_path, monkeypatch
   assert json.load(open(tmp_path / 'downstream.json'))['key']['tasks'] == ['mr']
   # A shorter fine-tuning budget reaches every run's settings and is not the cached table.
   sweep.downstream(work, results['runs'], best, ['mr'], 3, '/p3', max_epochs=10, patience=2)
-  assert len(calls) == 3 and calls[-1]['budget'] == (10, 2)
+  assert len(calls) == 3 and calls[-1]['budget'] == (10, 2, 2)
   assert json.load(open(tmp_path / 'downstream.json'))['key']['max_epochs'] == 10
+  sweep.downstream(work, results['runs'], best, ['mr'], 3, '/p3', max_epochs=10, patience=2,
+                   pick_seeds=1)
+  assert len(calls) == 4 and calls[-1]['budget'] == (10, 2, 1)
 
 
 def test_downstream_fine_tunes_every_seed_and_tests_the_recipes_over_them(tmp_path,
@@ -386,6 +406,10 @@ def test_cli_errors_name_the_flag(tmp_path, capsys):
                         ('--downstream_patience=0', '--downstream_patience: expected >= 1, '
                          'found 0'),
                         ('--seeds=0', '--seeds: expected >= 1, found 0'),
+                        ('--steps=-1', '--steps: expected 0 (train for --minutes) or at least '
+                         '--evals (6), found -1'),
+                        ('--steps=5', '--steps: expected 0 (train for --minutes) or at least '
+                         '--evals (6), found 5'),
                         ('--cores=', '--cores: expected comma-separated core numbers'),
                         ('--downstream_tasks=mr,sst', "--downstream_tasks: unknown ['sst']; "
                          "expected some of ['brown_genre', 'brown_pos', 'hedge', 'mr', 'pos']"),
@@ -612,12 +636,38 @@ def test_cli_passes_the_fine_tuning_budget_to_the_sweep(tmp_path, monkeypatch):
   monkeypatch.setattr(compare.sweep, 'build_table',
                       lambda config: configs.append(config) or {'failed': {}})
   compare.main([f'--work_dir={tmp_path}', '--downstream_only', '--downstream_max_epochs=10',
-                '--downstream_patience=2'])
-  assert (configs[0].downstream_max_epochs, configs[0].downstream_patience) == (10, 2)
+                '--downstream_patience=2', '--downstream_pick_seeds=1'])
+  assert (configs[0].downstream_max_epochs, configs[0].downstream_patience,
+          configs[0].downstream_pick_seeds) == (10, 2, 1)
   compare.main([f'--work_dir={tmp_path}', '--downstream_only'])
   defaults = FinetuneSettings()
-  assert (configs[1].downstream_max_epochs, configs[1].downstream_patience) == (
-      defaults.max_epochs, defaults.patience)
+  assert (configs[1].downstream_max_epochs, configs[1].downstream_patience,
+          configs[1].downstream_pick_seeds) == (
+              defaults.max_epochs, defaults.patience, defaults.pick_seeds)
+
+
+def test_fixed_steps_runs_train_their_steps_with_no_deadline(tmp_path, monkeypatch, data):
+  jobs = []
+  monkeypatch.setattr(corpus_data, 'record_stats', lambda path: dict(padding_fraction=0.0,
+                                                                     masked_per_row=20.0))
+  monkeypatch.setattr(scheduler, 'run_jobs', lambda queued, cores, pin: jobs.extend(queued) or {})
+  config = sweep.SweepConfig(str(tmp_path), cells=grid.parse_cells('rotary-bert'),
+                             learning_rates=(1e-3,), budget_minutes=30, train_steps=1500)
+  assert config.fixed_settings()['budget_minutes'] == 0.0  # the steps decide, not the minutes
+  assert config.fixed_settings()['train_steps'] == 1500
+  assert sweep.run_sweep(config, data) == {}
+  train, evaluate = jobs[0].steps
+  assert train.deadline is None and evaluate.deadline is None
+  directory = grid.Run(grid.EXTRA_CELLS[0], 1e-3).directory(str(tmp_path))
+  with open(os.path.join(directory, 'overrides.yaml')) as f:
+    trainer = yaml.safe_load(f)['trainer']
+  assert (trainer['train_steps'], trainer['time_budget_minutes'], trainer['steps_per_loop']) == (
+      1500, 0.0, 50)
+  # The rotary cell's processes import the ablation family (its encoder's registration).
+  assert train.command[-1] == f'--experiment_module={grid.ABLATION_MODULE}'
+  assert evaluate.command[-1] == f'--experiment_module={grid.ABLATION_MODULE}'
+  train.done(dict(started=1.0, seconds=600.0, returncode=0, stopped=False))
+  assert workdir.read_json(os.path.join(directory, 'train.json'))['planned_steps'] == 1500
 
 
 def test_cli_takes_the_old_budget_flag_with_a_note(tmp_path, monkeypatch, capsys):
@@ -627,6 +677,7 @@ def test_cli_takes_the_old_budget_flag_with_a_note(tmp_path, monkeypatch, capsys
                       lambda config: configs.append(config) or {'failed': {}})
   compare.main([f'--work_dir={tmp_path}', '--downstream_only', '--minutes=2'])
   assert configs[0].budget_minutes == 2.0 and 'note' not in capsys.readouterr().err
+  assert configs[0].train_steps == 0
   compare.main([f'--work_dir={tmp_path}', '--downstream_only', '--budget_minutes', '0.5'])
   assert configs[1].budget_minutes == 0.5
   assert capsys.readouterr().err == ('compare_recipes: note: --budget_minutes is now --minutes '
