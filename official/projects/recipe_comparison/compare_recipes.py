@@ -12,7 +12,16 @@ each at every peak learning rate of `--learning_rates`:
   modern-bert     configs/pretraining/modernbert_mini.yaml  NSP pairs read as masked LM only
   modern-modern   modernbert_mini                           packed rows, 30% masked
 
-(bert-bert is the BERT recipe, modern-modern the modern one.) A run trains for the budget
+and, outside the ablation (named in `--cells` only):
+
+  rotary-bert     bert_mini with rotary positions in place  NSP pairs, 15% masked, padded rows
+                  of its learned position table (the
+                  `ablation_encoder` family)
+
+(bert-bert is the BERT recipe, modern-modern the modern one; rotary-bert is BERT with the one
+change that lets it leave the context-free plateau on Brown, the tuned BERT baseline.) With
+`--steps=N` every run trains exactly N steps instead (no budget: the same data seen whatever the
+machine, and whatever else runs beside it). Otherwise a run trains for the budget
 (`trainer.time_budget_minutes`: its train loops, evaluations and checkpoints; start-up apart), its
 schedule (linear warmup over the first 10%, then linear decay) mapped onto the steps the budget
 buys, measured as it goes, so the learning rate reaches 0 at the budget. During the run the
@@ -50,7 +59,7 @@ cut off while training resumes from its latest checkpoint with the budget it had
 evaluation is evaluated. Stopping the runner (Ctrl-C, SIGTERM, or its death) stops its
 runs too. `--fresh` deletes the work dir first. The budget, batch, evaluations, warmup, precision,
 vocabulary, dupe factor and corpora are fixed by the first sitting (a rerun with others is
-refused, naming the flag). The library behind this script is `official/projects/recipe_comparison/`.
+refused, naming the flag; so are the steps of `--steps`). The library behind this script is `official/projects/recipe_comparison/`.
 
 Outputs in --work_dir: `results.json`, `results.md` (the context-free predictor, the sweep, the
 best run per cell, the downstream table) and `curves.png` (held-out in-domain masked-LM loss
