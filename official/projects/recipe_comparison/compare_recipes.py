@@ -59,7 +59,8 @@ cut off while training resumes from its latest checkpoint with the budget it had
 evaluation is evaluated. Stopping the runner (Ctrl-C, SIGTERM, or its death) stops its
 runs too. `--fresh` deletes the work dir first. The budget, batch, evaluations, warmup, precision,
 vocabulary, dupe factor and corpora are fixed by the first sitting (a rerun with others is
-refused, naming the flag; so are the steps of `--steps`). The library behind this script is `official/projects/recipe_comparison/`.
+refused, naming the flag; so are the steps of `--steps`). The library behind this script is
+`official/projects/recipe_comparison/`.
 
 Outputs in --work_dir: `results.json`, `results.md` (the context-free predictor, the sweep, the
 best run per cell, the downstream table) and `curves.png` (held-out in-domain masked-LM loss

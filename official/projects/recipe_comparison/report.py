@@ -31,7 +31,9 @@ def markdown_report(results: Mapping[str, Any]) -> str:
   """
   settings, free, runs, best = (results['settings'], results['context_free'], results['runs'],
                                 results['best'])
-  lines = [f"Budget {settings['budget_minutes']:g} minutes a run, one core each "
+  budget = (f"{settings['train_steps']:,} steps a run" if settings.get('train_steps') else
+            f"Budget {settings['budget_minutes']:g} minutes a run")
+  lines = [f"{budget}, one core each "
            f"({settings.get('cpu', 'n/a')}; {settings['batch_size']} rows of "
            f"{grid.SEQ_LENGTH} tokens a step, {settings['mixed_precision']}); "
            f"corpus: {settings.get('corpus', 'n/a')}; "

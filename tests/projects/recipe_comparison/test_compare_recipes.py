@@ -246,6 +246,9 @@ def test_best_runs_and_the_report_tables():
                              'modern-bert': 'modern-bert_lr0.001',
                              'modern-modern': 'modern-modern_lr0.001'}
   lines = report.markdown_report(results).splitlines()
+  assert lines[0].startswith('Budget 30 minutes a run, one core each')
+  fixed = dict(results, settings=dict(results['settings'], budget_minutes=0.0, train_steps=1500))
+  assert report.markdown_report(fixed).startswith('1,500 steps a run, one core each')
   assert ('| in-domain | 40 | 500 | 50 | 5.500 | 0.151 | 6.400 | 0.050 |') in lines
   sweep_rows = [line for line in lines if line.startswith('| BERT arch x BERT data |')]
   assert len(sweep_rows) == 3  # every learning rate, the diverged one as n/a
