@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Benchmark: mlm-garden's create_pretraining_data (1 and 2 workers, and the Beam engine on 2 worker processes)
+# Benchmark: mlm-garden's create_pretraining_data (1 and 2 workers, 2 with the shard written by one process,
+# and the Beam engine on 2 worker processes)
 # against Model Garden's script, side by side
 # on the same corpus and flags (issue 4's acceptance: >= 20x less wall time, <= half the peak memory, 2 cores).
 #
@@ -77,6 +78,19 @@ for workers in 1 2; do
     | awk -v l="ours_${workers}w_instances" '{print l, $2}' >> "$WORK/results"
 done
 cmp -s "$WORK/out/ours_1w.tfrecord" "$WORK/out/ours_2w.tfrecord" && echo "ours: 1 and 2 workers wrote identical records"
+# 2 workers with the shard written by the main process alone (before the workers wrote it in parts).
+SERIAL_WRITE='import sys
+from official.nlp.data import pretraining_units
+pretraining_units.PARALLEL_WRITE_MIN_RECORDS = 1 << 62
+from data_tools import create_pretraining_data
+sys.exit(create_pretraining_data.main(sys.argv))'
+measure ours_2w_serial "$REPO" "$PYTHON" -c "$SERIAL_WRITE" --input_file="$CORPUS" \
+  --output_file="$WORK/out/ours_2w_serial.tfrecord" --vocab_file="$VOCAB_DIR/vocab.txt" "${FLAGS[@]}" \
+  --num_workers=2
+grep -o "wrote [0-9]* instances" "$WORK/ours_2w_serial.log" \
+  | awk '{print "ours_2w_serial_instances", $2}' >> "$WORK/results"
+cmp -s "$WORK/out/ours_2w.tfrecord" "$WORK/out/ours_2w_serial.tfrecord" \
+  && echo "ours: 2 workers wrote the same records with the serial write"
 # The Beam engine (issue 60): Beam's portable runner on this machine, 2 worker processes.
 if [[ "${SKIP_BEAM:-0}" != 1 ]]; then
   measure ours_beam_2w "$REPO" "$PYTHON" -m data_tools.create_pretraining_data --input_file="$CORPUS" \
