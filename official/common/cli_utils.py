@@ -14,6 +14,7 @@ catches them and prints them with `error`:
 """
 
 import errno
+import importlib
 import os
 import sys
 from typing import Callable, List, Mapping, Optional, Sequence
@@ -126,6 +127,22 @@ def define_model_flags(flag_values: flags.FlagValues) -> None:
                       'latest).', flag_values=flag_values)
   flags.DEFINE_boolean('do_lower_case', None, 'Lower-case texts (default: as recorded with the '
                        'model, else true).', flag_values=flag_values)
+
+
+def import_experiment_modules(modules: Sequence[str]) -> None:
+  """Imports each of `modules` for what it registers (`--experiment_module`).
+
+  Raises:
+    ValueError: a module that cannot be imported, naming the flag and the reason.
+
+  Example:
+    >>> import_experiment_modules(['official.projects.recipe_comparison.ablation_encoder'])
+  """
+  for module in modules:
+    try:
+      importlib.import_module(module)
+    except ImportError as e:
+      raise ValueError(f'--experiment_module={module}: cannot import it: {e}') from e
 
 
 def one_line(message: str) -> str:

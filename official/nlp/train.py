@@ -14,7 +14,6 @@ held-out set, `official/nlp/configs/record_fields.py`) < --params_override.
 from official.common import quiet  # first: hides TensorFlow's start-up lines (--verbose keeps them)
 quiet.quiet_cli(__name__)
 
-import importlib
 import logging
 import os
 import sys
@@ -22,6 +21,7 @@ import sys
 from absl import app
 from absl import flags
 
+from official.common import cli_utils
 from official.common import flags as tfm_flags
 from official.common import gin_utils
 from official.core import model_dir_lock
@@ -59,11 +59,10 @@ def _build_params():
   from official.common import registry_imports  # pylint: disable=g-import-not-at-top,unused-import  # noqa: F401
   from official.core import exp_factory  # pylint: disable=g-import-not-at-top
   from official.core import train_utils  # pylint: disable=g-import-not-at-top
-  for module in FLAGS.experiment_module:
-    try:
-      importlib.import_module(module)
-    except ImportError as e:
-      _fail(f'--experiment_module={module}: cannot import it: {e}')
+  try:
+    cli_utils.import_experiment_modules(FLAGS.experiment_module)
+  except ValueError as e:
+    _fail(str(e))
   if not FLAGS.experiment:
     _fail('--experiment is required; registered experiments: '
           f'{", ".join(exp_factory.registered_experiments())}')

@@ -17,7 +17,6 @@ Example:
 """
 
 import argparse
-import importlib
 import json
 import os
 import sys
@@ -25,6 +24,7 @@ from typing import Dict, Mapping, Optional, Sequence
 
 import tensorflow as tf
 
+from official.common import cli_utils
 from official.common import file_utils
 from official.core import checkpointing
 from official.core import task_factory
@@ -118,13 +118,8 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Dict[str, float]]:
                       help='a module to import first for what it registers (an encoder family '
                       'the run trained with, as train.py --experiment_module); repeatable')
   args = parser.parse_args(argv)
-  for module in args.experiment_module:
-    try:
-      importlib.import_module(module)
-    except ImportError as e:
-      print(f'error: --experiment_module={module}: cannot import it: {e}', file=sys.stderr)
-      sys.exit(2)
   try:
+    cli_utils.import_experiment_modules(args.experiment_module)
     results = evaluate_checkpoint(args.model_dir, _parse_input_paths(args.input_paths),
                                   args.batch_size, args.checkpoint)
   except (ValueError, FileNotFoundError) as e:

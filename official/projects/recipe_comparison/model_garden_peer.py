@@ -123,7 +123,7 @@ def peer_override(data: Mapping[str, Any], steps: int, evals: int, learning_rate
   fields = override['task']['model']['encoder']  # the YAML's whole encoder block
   fields['bert'].update(encoder_fields or {})
   if encoder == 'ablation':
-    fields.update(type='ablation', ablation=fields.pop('bert'))
+    override['task']['model']['encoder'] = run_configs.ablation_encoder_block(fields['bert'])
   return override
 
 

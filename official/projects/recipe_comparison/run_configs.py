@@ -103,9 +103,19 @@ def encoder_config(cell: grid.Cell, vocab: str) -> dict:
   if cell.arch in grid.BERT_FAMILY and grid.DATA_RECIPES[cell.data].packed:
     encoder['bert']['packed_documents'] = True
   if cell.arch in grid.ENCODER_SWITCHES:
-    fields = dict(encoder.pop(encoder['type']), **grid.ENCODER_SWITCHES[cell.arch])
-    encoder = {'type': 'ablation', 'ablation': fields}
+    encoder = ablation_encoder_block(encoder['bert'], grid.ENCODER_SWITCHES[cell.arch])
   return encoder
+
+
+def ablation_encoder_block(bert_fields: Mapping[str, Any],
+                           switches: Optional[Mapping[str, Any]] = None) -> dict:
+  """An encoder block of the `ablation_encoder` family: BERT's encoder fields and `switches`.
+
+  Example:
+    >>> ablation_encoder_block({'num_layers': 4}, {'positions': 'rotary'})
+    {'type': 'ablation', 'ablation': {'num_layers': 4, 'positions': 'rotary'}}
+  """
+  return {'type': 'ablation', 'ablation': {**bert_fields, **(switches or {})}}
 
 
 def run_overrides(cell: grid.Cell, data: Mapping[str, Any], steps: int, evals: int,

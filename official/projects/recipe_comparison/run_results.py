@@ -10,13 +10,18 @@ from official.projects.recipe_comparison import grid
 from official.projects.recipe_comparison import run_configs
 
 
+def has_checkpoint(model_dir: str) -> bool:
+  """Whether `model_dir` holds a checkpoint (a run that can resume)."""
+  import tensorflow as tf  # Function-level: the runner itself does not need TensorFlow.
+  return os.path.isdir(model_dir) and bool(tf.train.latest_checkpoint(model_dir))
+
+
 def budget_plan(model_dir: str, name: str = 'planned_steps', default: Any = None) -> Any:
   """A value of the time budget in a run's latest checkpoint: `planned_steps` (the step it planned
   to end at) or `spent_seconds` (its training time over all sittings); `default` when the run has
   no checkpoint (else a missing checkpoint raises)."""
   import tensorflow as tf  # Function-level: the runner itself does not need TensorFlow.
-  if default is not None and not (os.path.isdir(model_dir) and
-                                  tf.train.latest_checkpoint(model_dir)):
+  if default is not None and not has_checkpoint(model_dir):
     return default
   reader = tf.train.load_checkpoint(model_dir)
   key = f'time_budget/{name}/.ATTRIBUTES/VARIABLE_VALUE'

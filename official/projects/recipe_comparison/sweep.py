@@ -156,8 +156,7 @@ def _resumable(model_dir: str, budgeted: bool) -> bool:
   a budgeted run needs its budget's state in the checkpoint, a fixed-steps run a checkpoint."""
   if budgeted:
     return bool(run_results.budget_plan(model_dir, default=0))
-  import tensorflow as tf  # Function-level: the runner itself does not need TensorFlow.
-  return os.path.isdir(model_dir) and bool(tf.train.latest_checkpoint(model_dir))
+  return run_results.has_checkpoint(model_dir)
 
 
 def collect(work_dir: str) -> Dict[str, Any]:

@@ -75,3 +75,12 @@ def test_bad_input_paths_are_named(tmp_path, capsys):
     evaluate_mlm.main([f'--model_dir={tmp_path}', '--input_paths=no_equals_sign'])
   assert "--input_paths: expected name=path[,name=path...], found 'no_equals_sign'" in (
       capsys.readouterr().err)
+
+
+def test_an_experiment_module_that_does_not_import_is_named(tmp_path, capsys):
+  with pytest.raises(SystemExit) as exit_info:
+    evaluate_mlm.main([f'--model_dir={tmp_path}', '--input_paths=a=b.tfrecord',
+                       '--experiment_module=no_such_module_here'])
+  assert exit_info.value.code == 2
+  assert ('error: --experiment_module=no_such_module_here: cannot import it: No module named '
+          "'no_such_module_here'") in capsys.readouterr().err
