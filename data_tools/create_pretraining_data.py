@@ -43,7 +43,8 @@ def _define_flags() -> flags.FlagValues:
   flags.DEFINE_string(
       'input_file', None, 'Input text files: comma-separated paths or globs (one sentence a '
       'line, blank line between documents).', **define)
-  flags.DEFINE_string('output_file', None, 'Output TFRecord files, comma-separated.', **define)
+  flags.DEFINE_string('output_file', None, 'Output TFRecord files, comma-separated: local paths or '
+                      'URLs TensorFlow writes (gs://bucket/data/train.tfrecord).', **define)
   flags.DEFINE_string('vocab_file', None, 'BERT vocab.txt.', **define)
   flags.DEFINE_bool('do_lower_case', True, 'Lower-case and strip accents (uncased models).',
                     **define)
@@ -137,6 +138,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   except OSError as e:  # e.g. the disk filled up while writing: one line naming the file
     print(f"create_pretraining_data: error: {e.filename or 'output_file'}: {e.strerror or e}",
           file=sys.stderr)
+    return 1
+  except Exception as e:  # pylint: disable=broad-except
+    # TensorFlow's filesystem errors (writing to a URL: a bucket without permission, ...) are not
+    # OSErrors; their message names the path.
+    if not type(e).__module__.startswith('tensorflow'):
+      raise
+    print(f'create_pretraining_data: error: {getattr(e, "message", e)}', file=sys.stderr)
     return 1
   return 0
 

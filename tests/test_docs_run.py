@@ -187,7 +187,9 @@ RUNS: Dict[str, Run] = {
        for runner, reason in (
            ('Flink', "needs a Flink cluster and Beam's Flink job server jar (Maven, not "
             'reachable here)'),
-           ('Spark', "needs Beam's Spark job server jar (Maven, not reachable here)"))},
+           ('Spark', "needs Beam's Spark job server jar (Maven, not reachable here)"),
+           ('Dataflow', 'needs a Google Cloud project and bucket; '
+            'tests/nlp/data/test_remote_outputs.py writes to a URL (ram://) instead'))},
     'evaluation': Run(
         'docs/evaluation.md', '--output_dir=/tmp/eval ',
         files=(('runs/bert_mini', 'bert_run'), ('bert-base-uncased', 'hf_bert'),

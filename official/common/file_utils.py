@@ -11,8 +11,11 @@ Example:
   '{"do_lower_case": true}\\n'
 """
 
+import glob as glob_module
 import os
-from typing import Any, List
+import posixpath
+import shutil
+from typing import Any, List, Tuple
 
 # Suffix of the temporary file that `atomic_write_text` writes beside its target.
 PARTIAL_SUFFIX = '.partial'
@@ -76,6 +79,158 @@ def makedirs(path: str) -> None:
     _gfile().makedirs(path)
   else:
     os.makedirs(path, exist_ok=True)
+
+
+def isfile(path: str) -> bool:
+  """Whether `path` is an existing file, not a directory (local or remote).
+
+  Example:
+    >>> isfile('runs/tiny/vocab.txt'), isfile('runs/tiny')
+    (True, False)
+  """
+  if is_remote(path):
+    return _gfile().exists(path) and not _gfile().isdir(path)
+  return os.path.isfile(path)
+
+
+def getsize(path: str) -> int:
+  """The size in bytes of the file `path` (local or remote).
+
+  Example:
+    >>> getsize('out/train.tfrecord')
+    1843200
+  """
+  return _gfile().stat(path).length if is_remote(path) else os.path.getsize(path)
+
+
+def glob(pattern: str) -> List[str]:
+  """The paths matching `pattern` (`*`, `?`, `[...]`), sorted (local or remote).
+
+  Example:
+    >>> glob('gs://bucket/data/train.tfrecord-*')
+    ['gs://bucket/data/train.tfrecord-00000-of-00002', 'gs://bucket/data/train.tfrecord-00001-of-00002']
+  """
+  if is_remote(pattern):
+    return sorted(_gfile().glob(pattern))
+  return sorted(glob_module.glob(pattern))
+
+
+def open_file(path: str, mode: str = 'rb') -> Any:
+  """`path` opened in `mode` ('rb', 'wb', 'r', 'w'): a local file object, or a `tf.io.gfile.GFile`
+  for a URL. Text modes read and write UTF-8.
+
+  Example:
+    >>> with open_file('gs://bucket/run/shared.pkl', 'wb') as f:
+    ...   pickle.dump(state, f)
+  """
+  if is_remote(path):
+    return _gfile().GFile(path, mode)
+  return open(path, mode) if 'b' in mode else open(path, mode, encoding='utf-8')
+
+
+def replace(source: str, destination: str) -> None:
+  """Renames `source` over `destination` (on one filesystem; a remote rename may be a copy and a
+  delete, as on Cloud Storage).
+
+  Example:
+    >>> replace('out/.tmp/train.tfrecord', 'out/train.tfrecord')
+  """
+  if is_remote(source):
+    _gfile().rename(source, destination, overwrite=True)
+  else:
+    os.replace(source, destination)
+
+
+def remove(path: str) -> None:
+  """Deletes the file `path` (local or remote).
+
+  Example:
+    >>> remove('out/train.tfrecord.spill')
+  """
+  if is_remote(path):
+    _gfile().remove(path)
+  else:
+    os.remove(path)
+
+
+def rmtree(path: str) -> None:
+  """Deletes the directory `path` and everything in it; a missing directory or a failure is
+  ignored (for cleaning up).
+
+  Example:
+    >>> rmtree('out/.create_pretraining_data-123.tmp')
+  """
+  if not is_remote(path):
+    shutil.rmtree(path, ignore_errors=True)
+    return
+  try:
+    if _gfile().exists(path):
+      _gfile().rmtree(path)
+  except Exception:  # pylint: disable=broad-except
+    pass
+
+
+def copy_to(local_path: str, path: str) -> None:
+  """Copies the local file `local_path` to `path` (local or remote), replacing it.
+
+  Example:
+    >>> copy_to('/tmp/train.tfrecord-00000-of-00004', 'gs://bucket/data/train.tfrecord-00000-of-00004')
+  """
+  if is_remote(path):
+    _gfile().copy(local_path, path, overwrite=True)
+  else:
+    shutil.copyfile(local_path, path)
+
+
+def _split_scheme(path: str) -> Tuple[str, str]:
+  """`('gs://', 'bucket/a/b')` for a URL, `('', path)` for a local path."""
+  if not is_remote(path):
+    return '', path
+  scheme, rest = path.split('://', 1)
+  return scheme + '://', rest
+
+
+def absolute(path: str) -> str:
+  """`path` made absolute and normalized: `os.path.abspath` for a local path; a URL keeps its
+  scheme and bucket, its `.` and `..` resolved (`os.path.abspath` would prefix a URL with the
+  working directory).
+
+  Example:
+    >>> absolute('gs://bucket/data/../train.tfrecord')
+    'gs://bucket/train.tfrecord'
+  """
+  scheme, rest = _split_scheme(path)
+  if not scheme:
+    return os.path.abspath(path)
+  return scheme + posixpath.normpath(rest)
+
+
+def relative(path: str, start: str) -> str:
+  """`path` relative to the directory `start` (both local, or both URLs of one scheme).
+
+  Example:
+    >>> relative('gs://bucket/data/valid/v.tfrecord', 'gs://bucket/data')
+    'valid/v.tfrecord'
+  """
+  (scheme, rest), (start_scheme, start_rest) = _split_scheme(path), _split_scheme(start)
+  if not scheme and not start_scheme:
+    return os.path.relpath(os.path.abspath(path), os.path.abspath(start))
+  if scheme != start_scheme:
+    raise ValueError(f'{path!r} is not on the filesystem of {start!r}')
+  return posixpath.relpath('/' + posixpath.normpath(rest), '/' + posixpath.normpath(start_rest))
+
+
+def join_relative(directory: str, name: str) -> str:
+  """`directory/name` normalized (`name` relative to `directory`, `..` allowed), local or URL.
+
+  Example:
+    >>> join_relative('gs://bucket/data', '../valid/v.tfrecord')
+    'gs://bucket/valid/v.tfrecord'
+  """
+  scheme, rest = _split_scheme(directory)
+  if not scheme:
+    return os.path.normpath(os.path.join(directory, name))
+  return scheme + posixpath.normpath(posixpath.join(rest, name))
 
 
 def read_text(path: str) -> str:

@@ -22,6 +22,7 @@ Example:
 import os
 from typing import Any, Collection, Dict, List, Mapping, Optional, Set, Tuple, Union
 
+from official.common import file_utils
 from official.modeling import hyperparams
 from official.nlp.data import data_metadata
 from official.nlp.data import pretrain_dataloader
@@ -66,7 +67,7 @@ def _records_metadata(data_config: Any) -> Optional[Dict[str, Any]]:
 
 def _relative_to(metadata: Mapping[str, Any], names: List[str]) -> str:
   directory = os.path.dirname(metadata['metadata_path'])
-  return ','.join(os.path.join(directory, name) for name in names)
+  return ','.join(file_utils.join_relative(directory, name) for name in names)
 
 
 def _take(params: Any, section: str, metadata: Mapping[str, Any], protected: Collection[str],

@@ -1,9 +1,8 @@
 """The Apache Beam engine of `create_pretraining_data` (`engine='beam'`, extra `mlm-garden[beam]`).
 
 The local engine builds every (dupe, chunk) work unit in a pool of processes on one machine; this
-one runs the same work as a Beam pipeline, so that a Beam runner whose workers share a filesystem
-with the launcher (the portable runner on one machine, Flink, Spark; not yet Dataflow) spreads it
-over its workers:
+one runs the same work as a Beam pipeline, so that a Beam runner (the portable runner on one
+machine, Flink, Spark, Dataflow) spreads it over its workers:
 
   Create(units, as (shard, position in the shard, dupe, chunk))
     | Reshuffle                        (spread the units over the workers)
@@ -20,9 +19,12 @@ the same shards (tests/nlp/data/test_beam_engine.py). The metadata (records, byt
 every shard, computed while writing) and the commit of the set are the local engine's.
 
 The shared state (the tokenized corpus, a few bytes a token, and the options) is pickled once
-into the work directory and loaded once per worker process. Workers therefore need the work
-directory on a filesystem they share with the launcher (one machine, or a network filesystem);
-tokenizing runs in the launcher's worker pool. docs/data_at_scale.md has the runners' options.
+into the work directory and loaded once per worker process. The work directory sits beside the
+output files, so on the filesystem the workers write them to: a local disk or a network
+filesystem they share, or a bucket (`gs://...`, through `tf.io.gfile`) for workers that share
+none (Dataflow). A worker gathers a shard's records in its local temporary directory before
+writing it. Tokenizing runs in the launcher's worker pool. docs/data_at_scale.md has the runners'
+options.
 
 Example:
   create_pretraining_data('corpus.txt', 'out/train.tfrecord', vocab_file='vocab.txt',
@@ -40,6 +42,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Sequence, Tuple
 
 import numpy as np
 
+from official.common import file_utils
 from official.nlp.data import pretraining_units
 
 # Beam's portable runner in this process's machine, `--direct_num_workers` processes (the Direct
@@ -154,8 +157,8 @@ def write_shards(shared: Dict[str, Any], units: List[Tuple[int, int]],
   # A name of its own per run: workers cache the state loaded from it (`_shared_state`).
   work_dir = os.path.join(os.path.dirname(staged_paths[0]),
                           f'beam-{description}-{uuid.uuid4().hex[:12]}')
-  os.makedirs(work_dir)
-  with open(os.path.join(work_dir, _SHARED), 'wb') as f:
+  file_utils.makedirs(work_dir)
+  with file_utils.open_file(os.path.join(work_dir, _SHARED), 'wb') as f:
     pickle.dump(shared, f, protocol=pickle.HIGHEST_PROTOCOL)
   elements = [(shard, position, *units[u]) for shard, part in enumerate(shard_units)
               for position, u in enumerate(part)]
@@ -179,26 +182,25 @@ def write_shards(shared: Dict[str, Any], units: List[Tuple[int, int]],
     written, totals = [], collections.Counter()
     for shard, path in enumerate(staged_paths):
       if not shard_units[shard]:  # no unit, so no key reached the GroupByKey: an empty file
-        open(f'{path}.spill', 'wb').close()
-        written.append(pretraining_units.write_shard(path, f'{path}.spill',
-                                                     np.zeros(0, np.int64), shard, random_seed,
-                                                     gzip_compress))
+        spill = pretraining_units.spill_path(path)
+        open(spill, 'wb').close()
+        written.append(pretraining_units.write_shard(path, spill, np.zeros(0, np.int64), shard,
+                                                     random_seed, gzip_compress))
         continue
-      with open(_shard_result_path(work_dir, shard), encoding='utf-8') as f:
-        result = json.load(f)
+      result = json.loads(file_utils.read_text(_shard_result_path(work_dir, shard)))
       written.append(result['file'])
       totals.update(result['totals'])
     return written, totals
   finally:
     beam_logger.setLevel(beam_level)
     _loaded.pop(work_dir, None)  # the in-process runner's cache
-    shutil.rmtree(work_dir, ignore_errors=True)
+    file_utils.rmtree(work_dir)
 
 
 def _shared_state(work_dir: str) -> Dict[str, Any]:
   """The shared state pickled in `work_dir`, loaded once per process."""
   if work_dir not in _loaded:
-    with open(os.path.join(work_dir, _SHARED), 'rb') as f:
+    with file_utils.open_file(os.path.join(work_dir, _SHARED), 'rb') as f:
       _loaded[work_dir] = pickle.load(f)
   return _loaded[work_dir]
 
@@ -214,10 +216,11 @@ def _shard_result_path(work_dir: str, shard: int) -> str:
 def _write_atomically(path: str, *parts: bytes) -> None:
   """`parts`, back to back, to `path` through a temporary name (a retried or duplicated bundle
   rewrites it)."""
-  temporary = f'{path}.tmp-{os.getpid()}'
-  with open(temporary, 'wb') as f:
-    f.writelines(parts)
-  os.replace(temporary, path)
+  temporary = f'{path}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}'
+  with file_utils.open_file(temporary, 'wb') as f:
+    for part in parts:
+      f.write(part)
+  file_utils.replace(temporary, path)
 
 
 class _BuildUnit:
@@ -252,16 +255,16 @@ class _WriteShard:
 
   def __call__(self, element: Tuple[int, Iterable[Tuple[int, Dict[str, int]]]]) -> Iterator[int]:
     shard, built = element
-    if os.path.exists(_shard_result_path(self.work_dir, shard)):  # a retry of a finished shard
+    if file_utils.exists(_shard_result_path(self.work_dir, shard)):  # a retry of a finished shard
       yield shard
       return
     built = sorted(built, key=lambda item: item[0])
     path = self.staged_paths[shard]
-    spill = f'{path}.spill-{os.getpid()}'
+    spill = pretraining_units.spill_path(path, f'-{os.getpid()}')
     lengths, totals = [], collections.Counter()
     with open(spill, 'wb', buffering=1 << 20) as out:
       for position, counts in built:
-        with open(_unit_path(self.work_dir, shard, position), 'rb') as f:
+        with file_utils.open_file(_unit_path(self.work_dir, shard, position), 'rb') as f:
           count = int(np.frombuffer(f.read(8), np.int64)[0])
           lengths.append(np.frombuffer(f.read(8 * count), np.int64))
           shutil.copyfileobj(f, out, 1 << 20)
@@ -272,5 +275,5 @@ class _WriteShard:
     result = json.dumps({'file': written, 'totals': dict(totals)}).encode()
     _write_atomically(_shard_result_path(self.work_dir, shard), result)
     for position, _ in built:
-      os.remove(_unit_path(self.work_dir, shard, position))
+      file_utils.remove(_unit_path(self.work_dir, shard, position))
     yield shard

@@ -67,11 +67,13 @@ import os
 import shutil
 import sys
 import time
+import uuid
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import tqdm
 
+from official.common import file_utils
 from official.nlp.data import data_metadata
 from official.nlp.data import parallel
 from official.nlp.data import pretraining_instances as pi
@@ -295,7 +297,7 @@ def create_pretraining_data(input_file: Union[str, Sequence[str]],
   Args:
     input_file: comma-separated list (or list) of text files and globs.
     output_file: comma-separated list (or list) of output files; each gets a random share of the
-      instances.
+      instances. Local paths or URLs TensorFlow writes (`gs://bucket/data/train.tfrecord`).
     vocab_file: BERT `vocab.txt` (or give `tokenizer_json` or a ready `tokenizer`).
     tokenizer_json: Hugging Face `tokenizer.json` of any model `tokenizers` loads (WordPiece, BPE,
       Unigram, WordLevel; its normalizer decides lower-casing): the tokens of the roles cls, sep,
@@ -337,7 +339,8 @@ def create_pretraining_data(input_file: Union[str, Sequence[str]],
     beam_options: the Beam pipeline options of `engine='beam'`, e.g. `['--runner=FlinkRunner',
       '--flink_master=host:8081', '--environment_type=LOOPBACK']` (default: Beam's portable
       runner on this machine, `num_workers` processes; `beam_engine.pipeline_options`). The
-      workers must share a filesystem with this process (docs/data_at_scale.md).
+      workers must reach the outputs' filesystem: a shared disk, or a bucket
+      (docs/data_at_scale.md).
 
   Returns:
     The metadata written (see `data_metadata`), plus `elapsed_seconds`; with a validation split,
@@ -472,8 +475,8 @@ def _create(input_files: List[str], output_paths: List[str], staging: '_Staging'
     validation = _set_metadata(common, validation_written, validation_corpus, 1, 'validation',
                                input_files, None)
     metadata['validation_files'] = [
-        os.path.relpath(os.path.abspath(validation_path),
-                        os.path.dirname(os.path.abspath(output_paths[0])))]
+        file_utils.relative(validation_path,
+                            os.path.dirname(file_utils.absolute(output_paths[0])))]
   paths = written['paths']
   data_metadata.commit_record_set({path: staging.path(path) for path in paths}, metadata,
                                   written['shards'])
@@ -594,7 +597,7 @@ def _write_shards_local(shared: Dict[str, Any], units: List[Tuple[int, int]],
     results = parallel.ordered_map(pool, _build_unit,
                                    [units[u] for part in shard_units for u in part])
     for shard, (path, part) in enumerate(zip(staged_paths, shard_units)):
-      spill = path + '.spill'
+      spill = pretraining_units.spill_path(path)
       record_lengths = []
       with open(spill, 'wb', buffering=1 << 20) as f:
         for _ in part:  # the records go to disk as they come: memory does not grow with the output
@@ -640,9 +643,9 @@ def _drop_empty_shards(output_paths: List[str], shards: Dict[str, Dict[str, int]
   base = data_metadata.SHARD_SUFFIX.sub('', output_paths[0])
   renamed = [f'{base}-{i:05d}-of-{len(kept):05d}' for i in range(len(kept))]
   for path in empty:
-    os.remove(staging.path(path))
+    file_utils.remove(staging.path(path))
   for old, new in zip(kept, renamed):
-    os.rename(staging.path(old), staging.path(new))
+    file_utils.replace(staging.path(old), staging.path(new))
     shards[new] = shards.pop(old)
   logger.warning(
       'num_output_shards=%d: the text fills only %d shard(s) (%d instances); wrote %s-*-of-%05d',
@@ -717,7 +720,9 @@ class _Staging:
   One hidden directory per output directory (`.create_pretraining_data-<pid>.tmp`), created before
   any work so an unwritable output directory fails at once; directories left by runs that were
   killed are removed; the directories are removed when the run ends (the files in them were moved
-  out, or the run failed).
+  out, or the run failed). On a remote filesystem (`gs://...`) the directory is
+  `.create_pretraining_data-<pid>-<random>.tmp` (the pid says nothing of a process on another
+  machine), and one left by a killed run is not removed by the next: its name says which to delete.
 
   Example:
     with _Staging(["out/train.tfrecord"]) as staging:
@@ -729,28 +734,35 @@ class _Staging:
 
   def __init__(self, output_paths: Sequence[str]):
     self._dirs: Dict[str, str] = {}
-    for directory in sorted({os.path.dirname(os.path.abspath(p)) for p in output_paths}):
+    for directory in sorted({os.path.dirname(file_utils.absolute(p)) for p in output_paths}):
+      remote = file_utils.is_remote(directory)
       try:
-        os.makedirs(directory, exist_ok=True)
-        _remove_stale_staging(directory)
-        staging = os.path.join(directory, f'{self.PREFIX}{os.getpid()}{self.SUFFIX}')
-        shutil.rmtree(staging, ignore_errors=True)
-        os.mkdir(staging)
-      except OSError as e:
+        file_utils.makedirs(directory)
+        if remote:
+          name = f'{self.PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}{self.SUFFIX}'
+        else:
+          _remove_stale_staging(directory)
+          name = f'{self.PREFIX}{os.getpid()}{self.SUFFIX}'
+        staging = os.path.join(directory, name)
+        file_utils.rmtree(staging)
+        file_utils.makedirs(staging)
+      except Exception as e:  # pylint: disable=broad-except
+        # OSError here; TensorFlow's errors (not OSErrors) for a URL.
         self.close()
+        reason = getattr(e, 'strerror', None) or getattr(e, 'message', None) or e
         raise ValueError(
-            f'output_file: cannot write to the directory {directory!r} ({e.strerror or e}); '
+            f'output_file: cannot write to the directory {directory!r} ({reason}); '
             f'expected a writable directory') from None
       self._dirs[directory] = staging
 
   def path(self, output_path: str) -> str:
     """Where `output_path` is written before the commit."""
-    return os.path.join(self._dirs[os.path.dirname(os.path.abspath(output_path))],
+    return os.path.join(self._dirs[os.path.dirname(file_utils.absolute(output_path))],
                         os.path.basename(output_path))
 
   def close(self) -> None:
     for staging in self._dirs.values():
-      shutil.rmtree(staging, ignore_errors=True)
+      file_utils.rmtree(staging)
 
   def __enter__(self) -> '_Staging':
     return self

@@ -86,7 +86,7 @@ def record_paths(path_or_glob: Union[str, Sequence[str]]) -> List[str]:
   for pattern in (p.strip() for p in patterns):
     if not pattern:
       continue
-    matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
+    matches = file_utils.glob(pattern) if glob.has_magic(pattern) else [pattern]
     paths.extend(matches)
   return paths
 
@@ -109,9 +109,9 @@ def load_metadata(path_or_glob: Union[str, Sequence[str]]) -> Optional[Dict[str,
   found: Dict[str, Dict[str, Any]] = {}
   for path in record_paths(path_or_glob):
     candidate = path if path.endswith(METADATA_SUFFIX) else metadata_path(path)
-    if candidate in found or not os.path.isfile(candidate):
+    if candidate in found or not file_utils.isfile(candidate):
       continue
-    with open(candidate, 'r', encoding='utf-8') as f:
+    with file_utils.open_file(candidate, 'r') as f:
       try:
         metadata = json.load(f)
       except json.JSONDecodeError as e:
@@ -154,7 +154,7 @@ _logged_unverified = set()
 def file_crc32(path: str) -> int:
   """zlib CRC-32 of a file's bytes, read in 4 MB blocks."""
   crc = 0
-  with open(path, 'rb') as f:
+  with file_utils.open_file(path, 'rb') as f:
     for block in iter(lambda: f.read(_CHECKSUM_BLOCK), b''):
       crc = zlib.crc32(block, crc)
   return crc
@@ -169,28 +169,30 @@ def shard_entries(metadata_file: str,
     shard_entries('out/train.metadata.json',
                   {'out/train.tfrecord': {'records': 3, 'bytes': 90, 'crc32': 7}})
   """
-  directory = os.path.dirname(os.path.abspath(metadata_file))
+  directory = os.path.dirname(file_utils.absolute(metadata_file))
   return [
-      dict(file=os.path.relpath(os.path.abspath(path), directory), **dict(info))
+      dict(file=file_utils.relative(path, directory), **dict(info))
       for path, info in shards.items()
   ]
 
 
 def _listed_paths(metadata_file: str, metadata: Mapping[str, Any],
                   key: str = 'shards') -> List[str]:
-  directory = os.path.dirname(os.path.abspath(metadata_file))
+  directory = os.path.dirname(file_utils.absolute(metadata_file))
   if key == 'shards' and 'shards' not in metadata:  # metadata of an older version: base names only
     names = metadata.get('files', [])
   else:
     names = [entry['file'] if isinstance(entry, dict) else entry for entry in metadata.get(key, [])]
-  return [os.path.normpath(os.path.join(directory, name)) for name in names]
+  return [file_utils.join_relative(directory, name) for name in names]
 
 
 def _read_json(path: str) -> Optional[Dict[str, Any]]:
+  if not file_utils.isfile(path):
+    return None
   try:
-    with open(path, 'r', encoding='utf-8') as f:
+    with file_utils.open_file(path, 'r') as f:
       metadata = json.load(f)
-  except (OSError, json.JSONDecodeError):
+  except (OSError, ValueError):  # unreadable, or not JSON (JSONDecodeError, UnicodeDecodeError)
     return None
   return metadata if isinstance(metadata, dict) and metadata.get('format') == FORMAT else None
 
@@ -214,22 +216,22 @@ def commit_record_set(staged: Mapping[str, str], metadata: Mapping[str, Any],
     commit_record_set({"out/a.tfrecord": "out/.tmp/a.tfrecord"}, meta, {"out/a.tfrecord": info})
   """
   metadata_files = sorted({metadata_path(p) for p in staged})
-  new = {os.path.normpath(os.path.abspath(p)) for p in staged}
+  new = {file_utils.absolute(p) for p in staged}
   old = set()
   for path in metadata_files:
     previous = _read_json(path)
     if previous is not None:
       old.update(_listed_paths(path, previous), _listed_paths(path, previous, 'replaces'))
-  old = sorted(p for p in {os.path.abspath(p) for p in old} if os.path.normpath(p) not in new)
+  old = sorted(p for p in {file_utils.absolute(p) for p in old} if p not in new)
   for path in metadata_files:
-    directory = os.path.dirname(os.path.abspath(path))
+    directory = os.path.dirname(file_utils.absolute(path))
     write_metadata(path, dict(metadata, state=COMMITTING, shards=shard_entries(path, shards),
-                              replaces=[os.path.relpath(p, directory) for p in old]))
+                              replaces=[file_utils.relative(p, directory) for p in old]))
   for final, source in staged.items():
-    os.replace(source, final)
+    file_utils.replace(source, final)
   for path in old:
-    if os.path.isfile(path):
-      os.remove(path)
+    if file_utils.isfile(path):
+      file_utils.remove(path)
   for path in metadata_files:
     write_metadata(path, dict(metadata, shards=shard_entries(path, shards)))
 
@@ -257,7 +259,7 @@ def verify_record_files(files: Iterable[str], checksum: bool = False) -> None:
   unverified = []
   for path in files:
     candidate = metadata_path(path)
-    if os.path.isfile(candidate):
+    if file_utils.isfile(candidate):
       groups.setdefault(candidate, []).append(path)
     else:
       unverified.append(path)
@@ -277,19 +279,19 @@ def verify_record_files(files: Iterable[str], checksum: bool = False) -> None:
           f'complete set: rerun it')
     if 'shards' not in metadata:
       continue  # written before shards were listed: nothing to compare with
-    listed = {os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(source)), e['file'])): e
-              for e in metadata['shards']}
+    directory = os.path.dirname(file_utils.absolute(source))
+    listed = {file_utils.join_relative(directory, e['file']): e for e in metadata['shards']}
     for path in matched:
-      if os.path.normpath(os.path.abspath(path)) not in listed:
+      if file_utils.absolute(path) not in listed:
         raise ValueError(
             f'{path}: not part of the record set of {source} (expected one of its {len(listed)} '
             f'listed files, found an extra or foreign file); remove it or narrow input_path')
     for path, entry in sorted(listed.items()):
-      if not os.path.isfile(path):
+      if not file_utils.isfile(path):
         raise ValueError(
             f"{path}: missing (listed in {source} with {entry['records']} records, "
             f"{entry['bytes']} bytes; found no file)")
-      size = os.path.getsize(path)
+      size = file_utils.getsize(path)
       if size != entry['bytes']:
         raise ValueError(
             f"{path}: {size} bytes, expected {entry['bytes']} (listed in {source}); the file is "

@@ -15,11 +15,14 @@ Example:
 import dataclasses
 import multiprocessing.pool
 import os
+import tempfile
+import uuid
 import zlib
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from official.common import file_utils
 from official.nlp.data import pretraining_instances as pi
 from official.nlp.data import tfrecord_writer
 from official.nlp.data import tokenized_corpus
@@ -82,28 +85,52 @@ def build_unit(shared: Dict[str, Any], unit: Tuple[int, int]) -> UnitResult:
 PARALLEL_WRITE_MIN_RECORDS = 1 << 12
 
 
+def spill_path(path: str, tag: str = '') -> str:
+  """The local file where the records of the shard `path` are gathered before `write_shard`:
+  `path + '.spill' + tag` beside a local shard; for a remote one (`gs://...`), a unique name in
+  the local temporary directory (`TMPDIR`), which then holds a shard's records twice at most
+  (the spill and the shard before its upload).
+
+  Example:
+    >>> spill_path('out/train.tfrecord-00000-of-00004')
+    'out/train.tfrecord-00000-of-00004.spill'
+  """
+  if not file_utils.is_remote(path):
+    return f'{path}.spill{tag}'
+  return os.path.join(tempfile.gettempdir(), f'create_pretraining_data-{os.getpid()}-'
+                      f'{uuid.uuid4().hex[:8]}-{os.path.basename(path)}.spill{tag}')
+
+
 def write_shard(path: str, spill: str, lengths: np.ndarray, shard: int, random_seed: int,
                 gzip_compress: bool,
                 pool: Optional[multiprocessing.pool.Pool] = None) -> Dict[str, int]:
-  """Writes shard `shard`'s records, back to back in the file `spill` (its units in ascending
-  order; `lengths` their framed sizes), to `path` in an order seeded by `(random_seed, shard)`;
-  removes `spill`.
+  """Writes shard `shard`'s records, back to back in the local file `spill` (its units in
+  ascending order; `lengths` their framed sizes), to `path` in an order seeded by
+  `(random_seed, shard)`; removes `spill`.
 
   With `pool` (and no compression, and at least `PARALLEL_WRITE_MIN_RECORDS` records), its
   workers write the file in parts (`write_in_parts`): the same bytes, in a fraction of the time.
+  A remote `path` (`gs://...`) is written beside `spill`, then copied there.
 
   Returns:
     `{'records', 'bytes', 'crc32'}` of the file written.
   """
   shard_rng = np.random.default_rng(np.random.SeedSequence([random_seed, 1 << 21, shard]))
   order = shard_rng.permutation(lengths.size)
-  if pool is not None and not gzip_compress and order.size >= PARALLEL_WRITE_MIN_RECORDS:
-    written = write_in_parts(path, spill, lengths, order, pool)
-  else:
-    with tfrecord_writer.AtomicRecordFile(path, gzip_compress) as out:
-      write_shuffled(out, spill, lengths, order)
-    written = {'records': int(order.size), 'bytes': out.size, 'crc32': out.crc32}
-  os.remove(spill)
+  local = f'{spill}.shard' if file_utils.is_remote(path) else path
+  try:
+    if pool is not None and not gzip_compress and order.size >= PARALLEL_WRITE_MIN_RECORDS:
+      written = write_in_parts(local, spill, lengths, order, pool)
+    else:
+      with tfrecord_writer.AtomicRecordFile(local, gzip_compress) as out:
+        write_shuffled(out, spill, lengths, order)
+      written = {'records': int(order.size), 'bytes': out.size, 'crc32': out.crc32}
+    if local != path:
+      file_utils.copy_to(local, path)
+  finally:
+    os.remove(spill)
+    if local != path and os.path.exists(local):
+      os.remove(local)
   return written
 
 

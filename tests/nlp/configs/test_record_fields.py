@@ -6,6 +6,7 @@ import os
 import random
 
 import pytest
+import tensorflow as tf
 
 from official.core import train_utils
 from official.nlp.configs import record_fields
@@ -109,3 +110,16 @@ def test_train_py_on_the_shipped_yaml_takes_the_records_fields(records, tmp_path
                              f'--params_override={overrides},task.train_data.seq_length=64')
   assert result.returncode == 1 and 'make them match' in result.stderr
   assert not bad_dir.exists()
+
+
+def test_fields_come_from_records_at_a_url(records):
+  """The same set in a bucket (TensorFlow's ram:// stands in for gs://): its metadata is found
+  through the glob and the held-out set named at that URL."""
+  remote = 'ram://record_fields'
+  tf.io.gfile.makedirs(remote)
+  for name in os.listdir(records):
+    tf.io.gfile.copy(os.path.join(records, name), f'{remote}/{name}', overwrite=True)
+  params, lines = _params(remote)
+  assert params.task.train_data.seq_length == 32
+  assert params.task.validation_data.input_path == f'{remote}/validation.tfrecord'
+  assert lines[0].startswith(f'{remote}/train.metadata.json: seq_length=32 (the config had 128)')
