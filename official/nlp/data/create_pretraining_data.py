@@ -747,7 +747,9 @@ class _Staging:
         file_utils.rmtree(staging)
         file_utils.makedirs(staging)
       except Exception as e:  # pylint: disable=broad-except
-        # OSError here; TensorFlow's errors (not OSErrors) for a URL.
+        # OSError; for a URL, TensorFlow's errors (not OSErrors). Anything else is a bug: raised.
+        if not isinstance(e, OSError) and not type(e).__module__.startswith('tensorflow'):
+          raise
         self.close()
         reason = getattr(e, 'strerror', None) or getattr(e, 'message', None) or e
         raise ValueError(
