@@ -69,6 +69,13 @@ def _rst_sources(path, seed, _):
       f.write(f'Section {i}\n==========\n\n{document}\n\n')
 
 
+def _vocab(path, _, __):
+  """A WordPiece vocab.txt of BERT's special tokens, `.` and the words of `_walking_text`."""
+  path.parent.mkdir(parents=True, exist_ok=True)
+  path.write_text('\n'.join(['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', '.'] + WORDS) + '\n',
+                  encoding='utf-8')
+
+
 def _squad(path, _, __):
   shutil.copy(os.path.join(ROOT, 'tests', 'testdata', 'squad', 'tiny_squad_v1.1.json'), path)
 
@@ -104,7 +111,7 @@ def _downstream(path, _, __):
 FILE_MAKERS: Dict[str, Callable] = {
     'text': _text, 'lines': _lines, 'tsv': _tsv, 'rst_sources': _rst_sources, 'squad': _squad,
     'bert_run': _bert_run, 'hf_bert': _hf_bert, 'hf_modernbert': _hf_modernbert,
-    'downstream': _downstream}
+    'downstream': _downstream, 'vocab': _vocab}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -173,6 +180,9 @@ RUNS: Dict[str, Run] = {
                        ('--max_seq_length=128 --max_predictions_per_seq=20',
                         '--max_seq_length=32 --max_predictions_per_seq=5 --num_workers=1'),
                        ('direct_num_workers=2', 'direct_running_mode=in_memory'))),
+    'data_at_scale_line_fold': Run(
+        'docs/data_at_scale.md', 'benchmark_line_fold.py',
+        files=(('pydocs.txt', 'text'), ('vocab/vocab.txt', 'vocab'))),
     'data_at_scale_portable': Run(
         'docs/data_at_scale.md', 'local_job_service_main --port=8099',
         skip=((r'python -m apache_beam\.runners\.portability\.local_job_service_main .*',
@@ -414,6 +424,7 @@ OUTPUTS = {
     'readme_install': (),
     'data': ('vocab/vocab.txt', 'data/train.metadata.json', 'data/validation.metadata.json'),
     'data_at_scale': ('data/train.metadata.json', 'data/train.tfrecord-00003-of-00004'),
+    'data_at_scale_line_fold': (),
     'evaluation': ('eval', 'eval_two'),
     'evaluation_minilm': ('eval_minilm',),
     'finetuning_classification': ('ft/dev.tfrecord', 'runs/cls/params.yaml'),

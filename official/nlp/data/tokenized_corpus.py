@@ -196,7 +196,7 @@ class _TokenizedBlock:
   file_index: int
   num_bytes: int
   kinds: bytes  # per line: 0 blank, 1 text, 2 invalid UTF-8
-  lengths: List[int]  # tokens of each text line
+  lengths: np.ndarray  # int64, tokens of each text line
   ids: np.ndarray
   invalid: List[Tuple[int, str]]
   cut: bool  # the last line goes on in the next block
@@ -220,8 +220,8 @@ def _tokenize_block(task: Tuple[int, bytes, int, bool]) -> _TokenizedBlock:
     texts.append(processor_text_fn(line) if processor_text_fn else line)
   dtype = shared['dtype']
   if not texts:
-    return _TokenizedBlock(file_index, len(block), bytes(kinds), [], np.zeros(0, dtype), invalid,
-                           cut)
+    return _TokenizedBlock(file_index, len(block), bytes(kinds), np.zeros(0, np.int64),
+                           np.zeros(0, dtype), invalid, cut)
   if dtype.names is None:
     ids, lengths = tokenizer.encode_to_arrays(texts)
     tokens = ids.astype(dtype)
@@ -230,8 +230,108 @@ def _tokenize_block(task: Tuple[int, bytes, int, bool]) -> _TokenizedBlock:
     tokens = np.empty(ids.size, dtype)
     tokens[pi.WORD_START_FIELDS[0]] = ids
     tokens[pi.WORD_START_FIELDS[1]] = starts
-  return _TokenizedBlock(file_index, len(block), bytes(kinds), lengths.tolist(), tokens, invalid,
-                         cut)
+  return _TokenizedBlock(file_index, len(block), bytes(kinds), np.asarray(lengths, np.int64),
+                         tokens, invalid, cut)
+
+
+class _LineFolder:
+  """Folds the lines of tokenized blocks, in order, into sentence lengths and document starts
+  (the conventions of the module docstring), counting lines in `stats`.
+
+  A block whose lines are all whole (no cut line pending or ending it: nearly every block) is
+  folded with numpy; the pieces of a cut line go through the line-by-line path (`_fold_lines`),
+  which is the reference the fast one is tested against.
+
+  Example:
+    folder = _LineFolder(stats)
+    folder.new_file()
+    folder.add(b'\x01\x01\x00\x01', np.array([3, 2, 4]), cut=False)
+    folder.sentence_starts(), folder.document_starts()  # [0, 3, 5, 9], [0, 2, 3]
+  """
+
+  def __init__(self, stats: CorpusStats):
+    self._stats = stats
+    self._lengths: List[np.ndarray] = []
+    self._starts: List[np.ndarray] = []
+    self._sentences = 0
+    self._new_document = True
+    # A line cut over blocks: its kind so far (-1: none) and its tokens.
+    self._pending_kind, self._pending_length = -1, 0
+
+  def new_file(self) -> None:
+    """Each file starts a new document."""
+    self._new_document = True
+
+  def add(self, kinds: bytes, lengths: np.ndarray, cut: bool) -> None:
+    """One block: `kinds` per line (0 blank, 1 text, 2 invalid), `lengths` the tokens of its
+    text lines, `cut` when its last line goes on in the next block."""
+    if cut or self._pending_kind != -1:
+      self._fold_lines(kinds, lengths, cut)
+    else:
+      self._fold_whole_lines(np.frombuffer(kinds, np.uint8), lengths)
+
+  def _fold_whole_lines(self, kinds: np.ndarray, lengths: np.ndarray) -> None:
+    stats = self._stats
+    stats.lines += kinds.size
+    blank = kinds == 0
+    stats.blank_lines += int(blank.sum())
+    text = np.flatnonzero(kinds == 1)
+    empty = lengths == 0
+    stats.empty_token_lines += int(empty.sum())
+    sentences, kept = text[~empty], lengths[~empty]
+    blanks_before = np.cumsum(blank)  # blank lines up to and including each line
+    if sentences.size:
+      before = blanks_before[sentences]
+      starts = np.empty(sentences.size, bool)
+      starts[0] = self._new_document or before[0] > 0
+      starts[1:] = before[1:] > before[:-1]
+      self._starts.append(self._sentences + np.flatnonzero(starts))
+      self._lengths.append(kept)
+      self._sentences += sentences.size
+      self._new_document = bool(blanks_before[-1] > before[-1])
+    elif kinds.size:
+      self._new_document = self._new_document or bool(blanks_before[-1])
+
+  def _fold_lines(self, kinds: bytes, lengths: np.ndarray, cut: bool) -> None:
+    stats = self._stats
+    lengths = iter(lengths.tolist())
+    starts, kept = [], []
+    for index, kind in enumerate(kinds):
+      # The pieces of a cut line make one line: invalid if any piece is, blank if all are.
+      self._pending_kind = max(self._pending_kind, kind)
+      if kind == 1:
+        self._pending_length += next(lengths)
+      if cut and index == len(kinds) - 1:
+        continue
+      kind, length = self._pending_kind, self._pending_length
+      self._pending_kind, self._pending_length = -1, 0
+      stats.lines += 1
+      if kind == 0:
+        stats.blank_lines += 1
+        self._new_document = True
+      elif kind == 1:
+        if length == 0:
+          stats.empty_token_lines += 1
+          continue
+        if self._new_document:
+          starts.append(self._sentences + len(kept))
+          self._new_document = False
+        kept.append(length)
+    self._starts.append(np.array(starts, np.int64))
+    self._lengths.append(np.array(kept, np.int64))
+    self._sentences += len(kept)
+
+  def sentence_starts(self) -> np.ndarray:
+    """`[sentences + 1]` token offsets of the sentences folded so far."""
+    starts = np.zeros(self._sentences + 1, np.int64)
+    if self._lengths:
+      np.cumsum(np.concatenate(self._lengths), out=starts[1:])
+    return starts
+
+  def document_starts(self) -> np.ndarray:
+    """`[documents + 1]` sentence offsets of the documents (the last: the sentence count)."""
+    starts = [np.zeros(0, np.int64)] + self._starts
+    return np.append(np.concatenate(starts).astype(np.int64), self._sentences)
 
 
 def read_tokenized_corpus(input_files: Sequence[str], tokenizer: SubwordTokenizer,
@@ -261,52 +361,26 @@ def read_tokenized_corpus(input_files: Sequence[str], tokenizer: SubwordTokenize
     dtype = pi.word_start_dtype(dtype)
   stats = CorpusStats(files=len(input_files))
   id_chunks: List[np.ndarray] = []
-  sentence_lengths: List[int] = []
-  document_starts: List[int] = []
+  folder = _LineFolder(stats)
   shared = {'tokenizer': tokenizer, 'processor_text_fn': processor_text_fn, 'dtype': dtype}
   current_file = -1
-  # A line cut over blocks: its kind so far (-1: none) and its tokens.
-  pending_kind, pending_length = -1, 0
   with parallel.worker_pool(num_workers, shared) as pool:
     for block in parallel.ordered_map(pool, _tokenize_block, _numbered_blocks(input_files)):
-      if block.file_index != current_file:  # each file starts a new document
-        current_file, new_document = block.file_index, True
+      if block.file_index != current_file:
+        current_file = block.file_index
+        folder.new_file()
       stats.bytes += block.num_bytes
       _report_invalid(input_files[block.file_index], block.invalid, stats)
-      lengths = iter(block.lengths)
-      for index, kind in enumerate(block.kinds):
-        # The pieces of a cut line make one line: invalid if any piece is, blank if all are.
-        pending_kind = max(pending_kind, kind)
-        if kind == 1:
-          pending_length += next(lengths)
-        if block.cut and index == len(block.kinds) - 1:
-          continue
-        kind, length = pending_kind, pending_length
-        pending_kind, pending_length = -1, 0
-        stats.lines += 1
-        if kind == 0:
-          stats.blank_lines += 1
-          new_document = True
-        elif kind == 1:
-          if length == 0:
-            stats.empty_token_lines += 1
-            continue
-          if new_document:
-            document_starts.append(len(sentence_lengths))
-            new_document = False
-          sentence_lengths.append(length)
+      folder.add(block.kinds, block.lengths, block.cut)
       if block.ids.size:
         id_chunks.append(block.ids)
       if progress:
         progress(block.num_bytes)
-  sentence_starts = np.zeros(len(sentence_lengths) + 1, np.int64)
-  np.cumsum(sentence_lengths, out=sentence_starts[1:])
   corpus = TokenizedCorpus(
       token_ids=np.concatenate(id_chunks) if id_chunks else np.zeros(0, dtype),
-      sentence_starts=sentence_starts,
-      document_starts=np.array(document_starts + [len(sentence_lengths)], np.int64))
+      sentence_starts=folder.sentence_starts(), document_starts=folder.document_starts())
   stats.documents = corpus.num_documents
-  stats.sentences = len(sentence_lengths)
+  stats.sentences = len(corpus.sentence_starts) - 1
   stats.tokens = corpus.num_tokens
   return corpus, stats
 

@@ -331,6 +331,42 @@ def test_one_huge_line_without_newline(inputs, tmp_path, monkeypatch):
   assert (corpus.num_documents, stats.sentences, stats.lines, corpus.num_tokens) == (1, 1, 1, 2000)
 
 
+def _folded(blocks, fast: bool):
+  """Folds `(kinds, lengths)` blocks (files split where kinds is None) with the numpy path or only
+  the line-by-line reference; the sentence starts, document starts and line counts."""
+  stats = tokenized_corpus.CorpusStats()
+  folder = tokenized_corpus._LineFolder(stats)
+  for kinds, lengths in blocks:
+    if kinds is None:
+      folder.new_file()
+    elif fast:
+      folder.add(kinds, lengths, cut=False)
+    else:
+      folder._fold_lines(kinds, lengths, cut=False)
+  return (folder.sentence_starts().tolist(), folder.document_starts().tolist(),
+          (stats.lines, stats.blank_lines, stats.empty_token_lines))
+
+
+def test_blocks_fold_into_the_same_sentences_and_documents_as_line_by_line():
+  """Random blocks of blank, text, empty-token and invalid lines, across files: the numpy fold
+  equals the line-by-line one (blank runs, documents spanning blocks, blocks without text)."""
+  rng = np.random.default_rng(7)
+  blocks = []
+  for _ in range(300):
+    if rng.random() < 0.05:
+      blocks.append((None, None))
+      continue
+    kinds = rng.choice([0, 1, 1, 1, 2], size=int(rng.integers(0, 12))).astype(np.uint8)
+    lengths = rng.integers(0, 4, size=int((kinds == 1).sum()))  # 0: a line without tokens
+    blocks.append((kinds.tobytes(), lengths))
+  fast, reference = _folded(blocks, True), _folded(blocks, False)
+  assert fast == reference
+  assert len(reference[1]) > 20 and reference[2][1] > 100  # many documents and blank lines
+  # The docstring's example, by hand.
+  assert _folded([(None, None), (b"\x01\x01\x00\x01", np.array([3, 2, 4]))], True)[:2] == (
+      [0, 3, 5, 9], [0, 2, 3])
+
+
 # ------------------------------------------------------------------------------ workers, output dir
 
 
