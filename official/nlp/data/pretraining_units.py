@@ -128,9 +128,9 @@ def write_shard(path: str, spill: str, lengths: np.ndarray, shard: int, random_s
     if local != path:
       file_utils.copy_to(local, path)
   finally:
-    os.remove(spill)
-    if local != path and os.path.exists(local):
-      os.remove(local)
+    for leftover in {spill, local} - {path}:
+      if os.path.exists(leftover):
+        os.remove(leftover)
   return written
 
 
