@@ -31,6 +31,7 @@ from typing import Optional, Sequence
 from absl import flags
 
 from official.common import cli_utils
+from official.common import file_utils
 
 from official.nlp.data import beam_engine
 from official.nlp.data import create_pretraining_data as cpd
@@ -142,7 +143,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   except Exception as e:  # pylint: disable=broad-except
     # TensorFlow's filesystem errors (writing to a URL: a bucket without permission, ...) are not
     # OSErrors; their message names the path.
-    if not type(e).__module__.startswith('tensorflow'):
+    if not file_utils.is_tensorflow_error(e):
       raise
     print(f'create_pretraining_data: error: {getattr(e, "message", e)}', file=sys.stderr)
     return 1

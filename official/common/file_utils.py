@@ -182,6 +182,17 @@ def copy_to(local_path: str, path: str) -> None:
     shutil.copyfile(local_path, path)
 
 
+def is_tensorflow_error(error: BaseException) -> bool:
+  """Whether `error` is one of TensorFlow's (`tf.errors.*`, raised by `tf.io.gfile` for a URL:
+  not an OSError, its message naming the path).
+
+  Example:
+    >>> is_tensorflow_error(tf.errors.PermissionDeniedError(None, None, 'gs://b/x: denied'))
+    True
+  """
+  return type(error).__module__.startswith('tensorflow')
+
+
 def _split_scheme(path: str) -> Tuple[str, str]:
   """`('gs://', 'bucket/a/b')` for a URL, `('', path)` for a local path."""
   if not is_remote(path):
@@ -244,10 +255,7 @@ def read_text(path: str) -> str:
     >>> read_text('runs/tiny/vocab.txt').splitlines()[:2]
     ['[PAD]', '[UNK]']
   """
-  if is_remote(path):
-    with _gfile().GFile(path, 'r') as f:
-      return f.read()
-  with open(path, 'r', encoding='utf-8') as f:
+  with open_file(path, 'r') as f:
     return f.read()
 
 
@@ -267,14 +275,9 @@ def atomic_write_text(path: str, text: str) -> None:
   """
   partial = path + PARTIAL_SUFFIX
   try:
-    if is_remote(path):
-      with _gfile().GFile(partial, 'w') as f:
-        f.write(text)
-      _gfile().rename(partial, path, overwrite=True)
-    else:
-      with open(partial, 'w', encoding='utf-8') as f:
-        f.write(text)
-      os.replace(partial, path)
+    with open_file(partial, 'w') as f:
+      f.write(text)
+    replace(partial, path)
   except BaseException:
     _remove_quietly(partial)
     raise
@@ -283,10 +286,7 @@ def atomic_write_text(path: str, text: str) -> None:
 def _remove_quietly(path: str) -> None:
   """Removes `path` if it exists; a failure here must not hide the error being handled."""
   try:
-    if is_remote(path):
-      if _gfile().exists(path):
-        _gfile().remove(path)
-    elif os.path.exists(path):
-      os.remove(path)
+    if exists(path):
+      remove(path)
   except Exception:  # pylint: disable=broad-except
     pass

@@ -748,7 +748,7 @@ class _Staging:
         file_utils.makedirs(staging)
       except Exception as e:  # pylint: disable=broad-except
         # OSError; for a URL, TensorFlow's errors (not OSErrors). Anything else is a bug: raised.
-        if not isinstance(e, OSError) and not type(e).__module__.startswith('tensorflow'):
+        if not isinstance(e, OSError) and not file_utils.is_tensorflow_error(e):
           raise
         self.close()
         reason = getattr(e, 'strerror', None) or getattr(e, 'message', None) or e
