@@ -22,7 +22,7 @@ Example:
 """
 
 import math
-from typing import Optional
+from typing import Optional, Tuple
 
 from official.nlp.tools import significance
 
@@ -104,3 +104,60 @@ def standard_error_of(low: float, high: float, dof: float, level: float = 0.95) 
   """
   _, stats = significance._scipy()  # pylint: disable=protected-access
   return (high - low) / (2.0 * float(stats.t.ppf(0.5 + level / 2.0, dof)))
+
+
+def detectable_with_runs(welch: Tuple[float, float, float], two_level: Tuple[float, float, float],
+                         runs: int, planned_runs: float, alpha: float = 0.05,
+                         power: float = 0.8, tests: int = 1) -> float:
+  """What a two-level comparison could detect with `planned_runs` pretraining runs a recipe.
+
+  The two-level test's variance is the runs' part (Welch's, over the pretraining runs) plus the
+  test set's; more runs shrink the first as `runs / planned_runs` and leave the second. Both parts
+  and their degrees of freedom are recovered from the two intervals a row stores, so a dated
+  page's table can be projected without its runs: `planned_runs=math.inf` gives the test set's
+  floor, the difference no number of pretraining seeds gets below.
+
+  Args:
+    welch: `(low, high, dof)` of the row's 95% interval over runs (the test set held fixed).
+    two_level: `(low, high, dof)` of its 95% interval over runs and test items.
+    runs: the runs a side now (each side the same, or B a deterministic baseline).
+    planned_runs: the runs a side to project to (`math.inf`: the test set alone).
+    alpha, power, tests: as `detectable_difference` (the family's level, `alpha / tests`).
+
+  Returns:
+    The smallest difference detected with probability `power`, in the intervals' units.
+
+  Raises:
+    ValueError: fewer than 2 runs, or a two-level interval narrower than the runs' alone.
+
+  Example:
+    >>> welch, two_level = (-3.70, 3.62, 3.19), (-3.47, 3.39, 7.2)   # points; 3 runs a side
+    >>> [round(detectable_with_runs(welch, two_level, 3, n), 1) for n in (3, 5, math.inf)]
+    [4.7, 3.7, 2.4]
+  """
+  if runs < 2 or planned_runs < 2:
+    raise ValueError(f'runs and planned_runs need 2 or more a side, found {runs} and '
+                     f'{planned_runs}')
+  runs_se = standard_error_of(*welch)
+  total_se = standard_error_of(*two_level)
+  items_var = total_se ** 2 - runs_se ** 2
+  if items_var < -1e-12 * total_se ** 2:
+    raise ValueError(f'the two-level interval {two_level[:2]} is narrower than the runs\' '
+                     f'interval {welch[:2]}: not the same comparison')
+  items_var = max(items_var, 0.0)
+  # Welch-Satterthwaite: total_se^4 / dof = sum of part^2 / its dof, so the runs' term is
+  # runs_se^4 / welch dof and the items' term what remains of the two-level one.
+  runs_term = runs_se ** 4 / welch[2]
+  items_term = max(total_se ** 4 / two_level[2] - runs_term, 0.0)
+  if math.isinf(planned_runs):
+    runs_var, planned_runs_term = 0.0, 0.0
+  else:  # each side's s^2 / n scales by runs / planned, its dof n - 1 by (planned - 1) / (runs - 1)
+    shrink = runs / planned_runs
+    runs_var = runs_se ** 2 * shrink
+    planned_runs_term = runs_term * shrink ** 2 * (runs - 1) / (planned_runs - 1)
+  variance = runs_var + items_var
+  if variance == 0.0:
+    return 0.0
+  terms = planned_runs_term + items_term
+  dof = variance ** 2 / terms if terms > 0.0 else math.inf
+  return detectable_difference(math.sqrt(variance), min(dof, 1e9), alpha, power, tests)

@@ -5,19 +5,34 @@ sweep stores it (`runs`: name, configuration, cell, seed, steps and held-out los
 each cell's best configuration and prints the Welch tests over the pretraining seeds, the table
 `results.md` prints after a sweep, so a figure of a dated page can be checked from its inputs.
 
+With `--power_with_runs=N` it prints instead what each downstream row of the page
+(`downstream.run_level_tests`, two-level) could detect with N pretraining runs a recipe and with
+any number (the test set's floor), beside what it detects now (`claims.detectable_with_runs`):
+whether more pretraining seeds can bring a difference within reach.
+
 Usage:
   .venv/bin/python -m official.projects.recipe_comparison.recompute \
       official/projects/recipe_comparison/results/2026-12-01_brown_pretraining_avx2.json
+  .venv/bin/python -m official.projects.recipe_comparison.recompute --power_with_runs=5 \
+      --tasks=brown_genre \
+      official/projects/recipe_comparison/results/2026-12-04_one_machine_amx.json
 """
 
 import argparse
 import json
+import math
 import sys
-from typing import List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
+from official.nlp.tools import claims
 from official.projects.recipe_comparison import grid
 from official.projects.recipe_comparison import report
 from official.projects.recipe_comparison import run_results
+
+
+def _load(path: str) -> Any:
+  with open(path, encoding='utf-8') as f:
+    return json.load(f)
 
 
 def recipe_table(path: str) -> List[str]:
@@ -26,8 +41,7 @@ def recipe_table(path: str) -> List[str]:
   Raises:
     ValueError: the file is not a results file (no `runs`), naming it.
   """
-  with open(path, encoding='utf-8') as f:
-    stored = json.load(f)
+  stored = _load(path)
   runs = stored.get('runs') if isinstance(stored, dict) else None
   if not runs:
     raise ValueError(f'{path}: expected a results file with "runs" (results/<date>_*.json), '
@@ -39,12 +53,73 @@ def recipe_table(path: str) -> List[str]:
   return header + report.recipe_test_lines(run_results.recipe_tests(runs, best, cells))
 
 
+def power_table(path: str, planned_runs: int, tasks: Optional[Sequence[str]] = None
+                ) -> List[str]:
+  """The markdown lines of what each downstream row of `path` could detect with `planned_runs`.
+
+  Args:
+    path: a dated page's JSON whose `downstream.run_level_tests` hold two-level intervals.
+    planned_runs: pretraining runs a recipe to project to.
+    tasks: the tasks (a subset row counts as its task) making one Holm family, as the page's
+      table; None: every row of the file.
+
+  The detectable differences are at 80% power, alpha 0.05 over the selected rows (Holm's
+  strictest level). Rows against a random-init control (its fine-tuning seeds as the other
+  sample, which more pretraining seeds do not add to) are not projected.
+
+  Raises:
+    ValueError: no two-level rows (or none of `tasks`), naming the file.
+  """
+  stored = _load(path)
+  tests = (stored.get('downstream', {}).get('run_level_tests', [])
+           if isinstance(stored, dict) else [])
+  selected = [t for t in tests if 'two_level_dof' in t
+              and (tasks is None or t['task'].split(',')[0] in tasks)]
+  if not selected:
+    raise ValueError(f'{path}: expected downstream.run_level_tests with two-level intervals'
+                     + (f' for tasks {",".join(tasks)}' if tasks else '') + ', found none')
+  lines = [f'{stored.get("measured", "n/a")}, {stored.get("cpu", "n/a")}: what each row could '
+           f'detect (80% power, alpha 0.05 / {len(selected)}), points',
+           f'| task | A | B | runs | A - B | detectable now | with {planned_runs} runs a recipe | '
+           'with any number (test set) |', '|---|---|---|---|---|---|---|---|']
+  for t in selected:
+    lines.append(_power_row(t, planned_runs, len(selected)))
+  return lines
+
+
+def _power_row(test: Dict[str, Any], planned_runs: int, family: int) -> str:
+  welch = (test['low'], test['high'], test['dof'])
+  two_level = (test['two_level_low'], test['two_level_high'], test['two_level_dof'])
+  now = claims.detectable_difference(claims.standard_error_of(*two_level), two_level[2],
+                                     tests=family)
+  runs_b = 'deterministic' if test['runs_b'] is None else test['runs_b']
+  projected = ['n/a (a control)'] * 2
+  if test['runs_b'] in (None, test['runs_a']):
+    projected = [f'{100 * value:.1f}' for value in (
+        claims.detectable_with_runs(welch, two_level, test['runs_a'], runs, tests=family)
+        for runs in (planned_runs, math.inf))]
+  return (f'| {test["task"]} | {test["a"]} | {test["b"]} | {test["runs_a"]} / {runs_b} | '
+          f'{100 * test["difference"]:+.2f} | {100 * now:.1f} | ' + ' | '.join(projected) + ' |')
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
   parser.add_argument('results', help='a results/<date>_*.json file')
+  parser.add_argument('--power_with_runs', type=int, default=None,
+                      help='print what each downstream row could detect with this many '
+                      'pretraining runs a recipe (2 or more), instead of the recipe table')
+  parser.add_argument('--tasks', default=None,
+                      help='with --power_with_runs: comma-separated tasks making the Holm family '
+                      '(default: every row of the file)')
   args = parser.parse_args(argv)
+  if args.power_with_runs is not None and args.power_with_runs < 2:
+    parser.error(f'--power_with_runs: expected 2 or more runs, found {args.power_with_runs}')
   try:
-    print('\n'.join(recipe_table(args.results)))
+    if args.power_with_runs is None:
+      print('\n'.join(recipe_table(args.results)))
+    else:
+      tasks = args.tasks.split(',') if args.tasks else None
+      print('\n'.join(power_table(args.results, args.power_with_runs, tasks)))
   except (OSError, ValueError) as e:
     print(f'error: {e}', file=sys.stderr)
     return 2

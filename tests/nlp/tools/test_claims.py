@@ -55,3 +55,60 @@ def test_standard_error_of_inverts_a_t_interval():
   se = claims.standard_error_of(interval.low, interval.high, result.df)
   assert se == pytest.approx(np.sqrt(np.var([1.0, 2.5, 3.0], ddof=1) / 3
                                      + np.var([4.0, 5.5, 6.1], ddof=1) / 3))
+
+
+def _two_level(runs_a, runs_b, items_a, items_b, clusters):
+  """(welch, two_level) as `detectable_with_runs` takes them, from significance's own tests."""
+  from official.nlp.tools import significance
+  welch = significance.welch_t_test(runs_a, runs_b)
+  both = significance.two_level_test(runs_a, runs_b, items_a, items_b, clusters)
+  return (welch['low'], welch['high'], welch['dof']), (both['low'], both['high'], both['dof']), both
+
+
+def _items(seed):
+  rng = np.random.default_rng(seed)
+  clusters = np.repeat(np.arange(12), 5)   # 12 documents of 5 items
+  return (rng.random(60) < 0.7).astype(float), (rng.random(60) < 0.6).astype(float), clusters
+
+
+def test_detectable_with_the_runs_at_hand_is_the_two_level_rows():
+  items_a, items_b, clusters = _items(0)
+  welch, two_level, _ = _two_level([0.70, 0.74, 0.69], [0.61, 0.66, 0.60], items_a, items_b,
+                                   clusters)
+  now = claims.detectable_difference(claims.standard_error_of(*two_level), two_level[2], tests=4)
+  assert claims.detectable_with_runs(welch, two_level, 3, 3, tests=4) == pytest.approx(now)
+
+
+def test_the_floor_is_the_test_sets_own_detectable_difference():
+  # With runs without end only the test set's sampling is left: its variance and its
+  # clusters - 1 degrees of freedom, both recovered from the two stored intervals.
+  items_a, items_b, clusters = _items(1)
+  welch, two_level, both = _two_level([0.70, 0.74, 0.69], [0.61, 0.66, 0.60], items_a, items_b,
+                                      clusters)
+  floor = claims.detectable_difference(np.sqrt(both['var_items']), 11.0)
+  assert claims.detectable_with_runs(welch, two_level, 3, float('inf')) == pytest.approx(floor)
+
+
+def test_more_runs_project_to_what_the_two_level_test_finds_with_them():
+  # Six runs a side with the three runs' means and sample variances: the test run on them
+  # detects what the projection from three runs says it would.
+  items_a, items_b, clusters = _items(2)
+  three_a, three_b = [0.66, 0.70, 0.74], [0.58, 0.61, 0.64]    # sample variances 0.0016, 0.0009
+  six_a = [0.70 + s * 0.04 * np.sqrt(5 / 6) for s in (-1, 1) * 3]
+  six_b = [0.61 + s * 0.03 * np.sqrt(5 / 6) for s in (-1, 1) * 3]
+  welch, two_level, _ = _two_level(three_a, three_b, items_a, items_b, clusters)
+  _, six, _ = _two_level(six_a, six_b, items_a, items_b, clusters)
+  expected = claims.detectable_difference(claims.standard_error_of(*six), six[2], tests=3)
+  assert claims.detectable_with_runs(welch, two_level, 3, 6, tests=3) == pytest.approx(expected)
+  # A deterministic side (a baseline's one score) scales the same way.
+  welch, two_level, _ = _two_level(three_a, 0.6, items_a, items_b, clusters)
+  _, six, _ = _two_level(six_a, 0.6, items_a, items_b, clusters)
+  expected = claims.detectable_difference(claims.standard_error_of(*six), six[2])
+  assert claims.detectable_with_runs(welch, two_level, 3, 6) == pytest.approx(expected)
+
+
+def test_detectable_with_runs_refuses_what_is_not_one_comparison():
+  with pytest.raises(ValueError, match='narrower than the runs'):
+    claims.detectable_with_runs((-3.0, 3.0, 4.0), (-1.0, 1.0, 30.0), 3, 5)
+  with pytest.raises(ValueError, match='2 or more'):
+    claims.detectable_with_runs((-3.0, 3.0, 4.0), (-4.0, 4.0, 30.0), 1, 5)

@@ -63,3 +63,56 @@ def test_a_file_without_runs_is_refused_by_name(tmp_path, capsys):
   assert capsys.readouterr().err.strip() == (
       f'error: {path}: expected a results file with "runs" (results/<date>_*.json), found keys '
       "['measured']")
+
+
+def _stored_test(task, b, runs_a, runs_b):
+  """A run_level_tests row as downstream_eval stores it, from significance's own tests."""
+  import numpy as np
+  from official.nlp.tools import significance
+  rng = np.random.default_rng(len(task) + len(b))
+  items_a, items_b = (rng.random(80) < 0.7).astype(float), (rng.random(80) < 0.6).astype(float)
+  clusters = np.arange(80)
+  welch = significance.welch_t_test(runs_a, runs_b)
+  both = significance.two_level_test(runs_a, runs_b, items_a, items_b, clusters)
+  return dict(task=task, a='modern', b=b, runs_a=len(runs_a),
+              runs_b=None if isinstance(runs_b, float) else len(runs_b),
+              difference=welch['difference'], low=welch['low'], high=welch['high'],
+              dof=welch['dof'], two_level_low=both['low'], two_level_high=both['high'],
+              two_level_dof=both['dof'])
+
+
+def test_power_with_more_runs_per_row_of_a_pages_family(tmp_path, capsys):
+  from official.nlp.tools import claims
+  tests = [_stored_test('mr', 'bert', [0.70, 0.74, 0.69], [0.61, 0.66, 0.60]),
+           _stored_test('mr', 'bert (random init)', [0.70, 0.74, 0.69], [0.65, 0.67]),
+           _stored_test('mr', 'bag_of_words', [0.70, 0.74, 0.69], 0.72),
+           _stored_test('hedge', 'bert', [0.70, 0.72, 0.75], [0.68, 0.69, 0.73])]
+  path = tmp_path / 'page.json'
+  path.write_text(json.dumps({'measured': '2026-12-04', 'cpu': 'a CPU',
+                              'downstream': {'run_level_tests': tests}}), encoding='utf-8')
+  assert recompute.main([str(path), '--power_with_runs=5', '--tasks=mr']) == 0
+  lines = capsys.readouterr().out.splitlines()
+  assert lines[0].startswith('2026-12-04, a CPU:') and 'alpha 0.05 / 3' in lines[0]
+  rows = [[cell.strip() for cell in line.strip('|').split('|')] for line in lines[3:]]
+  assert [row[2] for row in rows] == ['bert', 'bert (random init)', 'bag_of_words']  # no hedge
+  first = tests[0]
+  now = claims.detectable_difference(
+      claims.standard_error_of(first['two_level_low'], first['two_level_high'],
+                               first['two_level_dof']), first['two_level_dof'], tests=3)
+  assert float(rows[0][5]) == pytest.approx(100 * now, abs=0.05)
+  # More runs detect less, the test set alone least; a control's sample is not projected.
+  assert float(rows[0][5]) > float(rows[0][6]) > float(rows[0][7])
+  assert rows[1][6:] == ['n/a (a control)'] * 2
+  assert rows[2][3] == '3 / deterministic' and float(rows[2][7]) <= float(rows[2][5])
+
+
+def test_power_needs_two_level_rows_and_two_runs(tmp_path, capsys):
+  path = tmp_path / 'page.json'
+  path.write_text(json.dumps({'downstream': {'run_level_tests': []}}), encoding='utf-8')
+  assert recompute.main([str(path), '--power_with_runs=5', '--tasks=mr']) == 2
+  assert capsys.readouterr().err.strip() == (
+      f'error: {path}: expected downstream.run_level_tests with two-level intervals for tasks '
+      'mr, found none')
+  with pytest.raises(SystemExit):
+    recompute.main([str(path), '--power_with_runs=1'])
+  assert '--power_with_runs: expected 2 or more runs, found 1' in capsys.readouterr().err
