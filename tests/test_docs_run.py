@@ -301,7 +301,9 @@ RUNS: Dict[str, Run] = {
                'tests/projects/recipe_comparison/test_compare_recipes.py tests the downstream step '
                'with a stub'))),
     'recipe_recompute': Run(
-        'official/projects/recipe_comparison/README.md', 'recompute', in_root=True),
+        'official/projects/recipe_comparison/README.md', 'recompute official/', in_root=True),
+    'recipe_power': Run(
+        'official/projects/recipe_comparison/README.md', '--power_with_runs', in_root=True),
 }
 
 
@@ -436,6 +438,7 @@ OUTPUTS = {
     'pretraining_bert': ('runs/bert_mini/params.yaml',),
     'recipe_comparison': ('ttq/results.md',),
     'recipe_recompute': (),
+    'recipe_power': (),
     'pretraining_modern': ('data/packed_validation.metadata.json', 'runs/modern_mini/params.yaml',
                            'runs/from_hf/params.yaml', 'hf_out/config.json'),
 }

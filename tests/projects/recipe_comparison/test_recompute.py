@@ -21,7 +21,7 @@ def _worked_example():
   with open(README, encoding='utf-8') as f:
     text = f.read()
   command = re.search(r'python -m official\.projects\.recipe_comparison\.recompute (\S+)', text)
-  row = re.search(r'prints, among its lines.*?\n```\n(\|.*\|)\n```', text, re.S)
+  row = re.search(r'prints, among its lines.*?\n```\n(\|[^\n]*\|)\n```', text, re.S)
   assert command and row, f'{README}: no worked example (command and printed row)'
   return os.path.join(ROOT, command.group(1)), row.group(1)
 
@@ -116,3 +116,14 @@ def test_power_needs_two_level_rows_and_two_runs(tmp_path, capsys):
   with pytest.raises(SystemExit):
     recompute.main([str(path), '--power_with_runs=1'])
   assert '--power_with_runs: expected 2 or more runs, found 1' in capsys.readouterr().err
+
+
+def test_the_readme_power_example_prints_its_row(capsys):
+  with open(README, encoding='utf-8') as f:
+    text = f.read()
+  found = re.search(r'recompute (--power_with_runs=\S+ --tasks=\S+) (\S+)\n```\n\n'
+                    r'prints, for .*?\n```\n(\|[^\n]*\|)\n```', text, re.S)
+  assert found, f'{README}: no --power_with_runs example with its printed row'
+  flags, path, row = found.groups()
+  assert recompute.main(flags.split() + [os.path.join(ROOT, path)]) == 0
+  assert row in capsys.readouterr().out.splitlines()
