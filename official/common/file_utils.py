@@ -15,7 +15,8 @@ import glob as glob_module
 import os
 import posixpath
 import shutil
-from typing import Any, List, Tuple
+import stat
+from typing import Any, List, Optional, Tuple
 
 # Suffix of the temporary file that `atomic_write_text` writes beside its target.
 PARTIAL_SUFFIX = '.partial'
@@ -93,14 +94,26 @@ def isfile(path: str) -> bool:
   return os.path.isfile(path)
 
 
-def getsize(path: str) -> int:
-  """The size in bytes of the file `path` (local or remote).
+def file_size(path: str) -> Optional[int]:
+  """The size in bytes of the file `path`, or None where there is no file (missing, or a
+  directory): one metadata request for a URL, where `isfile` then a size make three.
 
   Example:
-    >>> getsize('out/train.tfrecord')
-    1843200
+    >>> file_size('out/train.tfrecord'), file_size('out/missing'), file_size('out')
+    (1843200, None, None)
   """
-  return _gfile().stat(path).length if is_remote(path) else os.path.getsize(path)
+  if not is_remote(path):
+    try:
+      found = os.stat(path)
+    except FileNotFoundError:
+      return None
+    return found.st_size if stat.S_ISREG(found.st_mode) else None
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top  # as _gfile: URLs only
+  try:
+    found = _gfile().stat(path)
+  except tf.errors.NotFoundError:
+    return None
+  return None if found.is_directory else found.length
 
 
 def glob(pattern: str) -> List[str]:

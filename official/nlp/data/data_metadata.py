@@ -287,11 +287,11 @@ def verify_record_files(files: Iterable[str], checksum: bool = False) -> None:
             f'{path}: not part of the record set of {source} (expected one of its {len(listed)} '
             f'listed files, found an extra or foreign file); remove it or narrow input_path')
     for path, entry in sorted(listed.items()):
-      if not file_utils.isfile(path):
+      size = file_utils.file_size(path)
+      if size is None:
         raise ValueError(
             f"{path}: missing (listed in {source} with {entry['records']} records, "
             f"{entry['bytes']} bytes; found no file)")
-      size = file_utils.getsize(path)
       if size != entry['bytes']:
         raise ValueError(
             f"{path}: {size} bytes, expected {entry['bytes']} (listed in {source}); the file is "

@@ -181,7 +181,9 @@ def test_file_operations_on_both_kinds_of_path(tmp_path, where):
     f.write(b'abcde')
   assert file_utils.isfile(f'{directory}/a.bin') and not file_utils.isfile(directory)
   assert not file_utils.isfile(f'{directory}/missing')
-  assert file_utils.getsize(f'{directory}/a.bin') == 5
+  assert file_utils.file_size(f'{directory}/a.bin') == 5
+  assert file_utils.file_size(f'{directory}/missing') is None
+  assert file_utils.file_size(directory) is None
   file_utils.replace(f'{directory}/a.bin', f'{directory}/b.bin')
   local_file = tmp_path / 'c.bin'
   local_file.write_bytes(b'xyz')
