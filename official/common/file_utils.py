@@ -108,7 +108,8 @@ def file_size(path: str) -> Optional[int]:
     except FileNotFoundError:
       return None
     return found.st_size if stat.S_ISREG(found.st_mode) else None
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top  # as _gfile: URLs only
+  # Function-level: as _gfile, TensorFlow only for a URL.
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   try:
     found = _gfile().stat(path)
   except tf.errors.NotFoundError:
