@@ -89,14 +89,12 @@ def isfile(path: str) -> bool:
     >>> isfile('runs/tiny/vocab.txt'), isfile('runs/tiny')
     (True, False)
   """
-  if is_remote(path):
-    return _gfile().exists(path) and not _gfile().isdir(path)
-  return os.path.isfile(path)
+  return file_size(path) is not None
 
 
 def file_size(path: str) -> Optional[int]:
   """The size in bytes of the file `path`, or None where there is no file (missing, or a
-  directory): one metadata request for a URL, where `isfile` then a size make three.
+  directory; locally, any path `os.path.isfile` says no to): one metadata request for a URL.
 
   Example:
     >>> file_size('out/train.tfrecord'), file_size('out/missing'), file_size('out')
@@ -105,7 +103,7 @@ def file_size(path: str) -> Optional[int]:
   if not is_remote(path):
     try:
       found = os.stat(path)
-    except FileNotFoundError:
+    except (OSError, ValueError):  # as os.path.isfile: missing, beneath a file, unreadable
       return None
     return found.st_size if stat.S_ISREG(found.st_mode) else None
   # Function-level: as _gfile, TensorFlow only for a URL.
