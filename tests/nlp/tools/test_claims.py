@@ -6,6 +6,7 @@ import pytest
 from scipy import stats
 
 from official.nlp.tools import claims
+from official.nlp.tools import significance
 
 
 def test_a_wide_interval_is_inconclusive_not_a_tie():
@@ -59,7 +60,6 @@ def test_standard_error_of_inverts_a_t_interval():
 
 def _two_level(runs_a, runs_b, items_a, items_b, clusters):
   """(welch, two_level) as `detectable_with_runs` takes them, from significance's own tests."""
-  from official.nlp.tools import significance
   welch = significance.welch_t_test(runs_a, runs_b)
   both = significance.two_level_test(runs_a, runs_b, items_a, items_b, clusters)
   return (welch['low'], welch['high'], welch['dof']), (both['low'], both['high'], both['dof']), both

@@ -6,9 +6,12 @@ import json
 import os
 import re
 
+import numpy as np
 import pytest
 from scipy import stats
 
+from official.nlp.tools import claims
+from official.nlp.tools import significance
 from official.projects.recipe_comparison import recompute
 from tests.paths import ROOT
 
@@ -67,8 +70,6 @@ def test_a_file_without_runs_is_refused_by_name(tmp_path, capsys):
 
 def _stored_test(task, b, runs_a, runs_b):
   """A run_level_tests row as downstream_eval stores it, from significance's own tests."""
-  import numpy as np
-  from official.nlp.tools import significance
   rng = np.random.default_rng(len(task) + len(b))
   items_a, items_b = (rng.random(80) < 0.7).astype(float), (rng.random(80) < 0.6).astype(float)
   clusters = np.arange(80)
@@ -82,7 +83,6 @@ def _stored_test(task, b, runs_a, runs_b):
 
 
 def test_power_with_more_runs_per_row_of_a_pages_family(tmp_path, capsys):
-  from official.nlp.tools import claims
   tests = [_stored_test('mr', 'bert', [0.70, 0.74, 0.69], [0.61, 0.66, 0.60]),
            _stored_test('mr', 'bert (random init)', [0.70, 0.74, 0.69], [0.65, 0.67]),
            _stored_test('mr', 'bag_of_words', [0.70, 0.74, 0.69], 0.72),
