@@ -31,8 +31,13 @@ from official.projects.recipe_comparison import run_results
 
 
 def _load(path: str) -> Any:
+  """The JSON in `path`; ValueError naming the file when it is not JSON."""
   with open(path, encoding='utf-8') as f:
-    return json.load(f)
+    try:
+      return json.load(f)
+    except json.JSONDecodeError as e:
+      raise ValueError(f'{path}: expected a results/<date>_*.json file, found text that is not '
+                       f'JSON ({e})') from e
 
 
 def recipe_table(path: str) -> List[str]:

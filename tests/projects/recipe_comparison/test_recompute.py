@@ -127,3 +127,11 @@ def test_the_readme_power_example_prints_its_row(capsys):
   flags, path, row = found.groups()
   assert recompute.main(flags.split() + [os.path.join(ROOT, path)]) == 0
   assert row in capsys.readouterr().out.splitlines()
+
+
+def test_a_file_that_is_not_json_is_refused_by_name(tmp_path, capsys):
+  path = tmp_path / 'notes.md'
+  path.write_text('# not JSON\n', encoding='utf-8')
+  assert recompute.main([str(path), '--power_with_runs=5']) == 2
+  assert capsys.readouterr().err.startswith(
+      f'error: {path}: expected a results/<date>_*.json file, found text that is not JSON (')
